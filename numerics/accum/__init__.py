@@ -1,0 +1,31 @@
+"""Accumulation: summation algorithms, dot products, GEMM emulation and tensor-core
+adder models, each with its exact order of operations documented and a-priori error
+bounds (``proofs/accumulation_bounds.md``).
+
+Examples
+--------
+>>> import numpy as np
+>>> from numerics import accum
+>>> float(accum.sum(np.ones(4096), "bf16").value), float(accum.sum(np.ones(4096), "bf16", algorithm="kahan").value)
+(256.0, 4096.0)
+"""
+
+from __future__ import annotations
+
+from numerics.accum.bounds import g, unit_roundoff
+from numerics.accum.gemm import gemm
+from numerics.accum.summation import ALGORITHMS, AccumResult, dot, sum
+from numerics.accum.tensorcore import PRESETS, TensorCorePreset, fused_dot_add
+
+__all__ = [
+    "ALGORITHMS",
+    "PRESETS",
+    "AccumResult",
+    "TensorCorePreset",
+    "dot",
+    "fused_dot_add",
+    "g",
+    "gemm",
+    "sum",
+    "unit_roundoff",
+]

@@ -1,0 +1,618 @@
+"""Vectorized encode and decode kernels (the fast path).
+
+Everything here works on float64 arrays (or float32 bit patterns) in
+cache-sized chunks and is pinned by the tests to the exact scalar reference
+in :mod:`numerics.codec` and to the peers (numpy, ml_dtypes, gfloat).
+
+How a value is rounded
+----------------------
+A finite float64 ``x`` is ``M * 2**ue`` with an integer significand
+``M < 2**53``.  For a target format with ``t`` trailing bits, the quantum of
+the binade of ``x`` is ``2**q`` with ``q = max(e, emin) - t`` (``e`` the
+exponent of ``x``).  Dropping the ``shift = q - ue`` low bits of ``M`` gives
+the truncated significand ``kept`` and the remainder ``rem``; the truncated
+magnitude code is then ``((max(e, emin) - emin + s) << t) + kept - 2**t``
+(``s`` = 1 for formats with subnormals), a formula that carries naturally
+into the next binade.  Every rounding mode is a choice of an increment of
+``-1``, ``0`` or ``+1`` applied to that code: codes are monotone in the
+magnitude, so the increment is right even where the quantum changes at a
+power of two.
+
+Exact values that are not a single float64 are passed as a pair
+``hi + lo`` with ``hi = RNE64(hi + lo)``.  Every rounding boundary of a format
+narrower than binary64 (a representable value or a midpoint) is a float64, so
+it cannot lie strictly between ``hi`` and the exact value: ``lo`` only matters
+through its sign when ``hi`` sits exactly on a boundary.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from numerics.formats import Format, Infinity, NaNEncoding
+
+__all__ = [
+    "CHUNK",
+    "decode_codes",
+    "encode_f32_bits",
+    "encode_f64",
+    "encode_pair",
+]
+
+#: Elements per chunk: intermediates of this size stay in the L2 cache.
+CHUNK = 1 << 15
+
+_MASK52 = np.uint64((1 << 52) - 1)
+_IMPLICIT = np.uint64(1 << 52)
+_ROUND_DOWN, _ROUND_UP, _NEAREST_EVEN, _NEAREST_AWAY, _ODD, _STOCHASTIC = range(6)
+
+
+class NaNInputError(ValueError):
+    """Raised for a NaN input into a format that has no NaN."""
+
+
+def _mode_direction(rounding: str, neg: np.ndarray) -> np.ndarray | int:
+    """Per element: the magnitude-level mode for the directed roundings."""
+    if rounding in ("rtz", "sr_trunc"):
+        return _ROUND_DOWN
+    if rounding == "ru":
+        return np.where(neg, _ROUND_DOWN, _ROUND_UP)
+    if rounding == "rd":
+        return np.where(neg, _ROUND_UP, _ROUND_DOWN)
+    return {"rne": _NEAREST_EVEN, "rna": _NEAREST_AWAY, "rto": _ODD, "sr": _STOCHASTIC}[rounding]
+
+
+def _special_codes(fmt: Format, neg: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Per element codes of NaN and of +-inf (``None`` where the format has none)."""
+    sign = np.where(neg, fmt.sign_mask, 0).astype(np.int64) if fmt.signed else np.int64(0)
+    nan: np.ndarray | None = None
+    if fmt.nan is NaNEncoding.NEGATIVE_ZERO:
+        nan = np.full(neg.shape, fmt.sign_mask, np.int64)
+    elif fmt.has_nan:
+        nan = sign + fmt.code_of_nan
+    inf = sign + fmt.code_of_inf if fmt.has_infinity else None
+    return nan, inf  # type: ignore[return-value]
+
+
+def _encode_chunk(
+    hi: np.ndarray,
+    lo: np.ndarray | None,
+    fmt: Format,
+    rounding: str,
+    overflow: str,
+    uniform: np.ndarray | None,
+    sr_bits: int | None,
+    nan_policy: str,
+) -> np.ndarray:
+    """Encode one chunk of exact values ``hi + lo``; returns int64 codes."""
+    t = fmt.trailing_bits
+    emin = fmt.emin
+    u = hi.view(np.uint64)
+    neg = (u >> np.uint64(63)).astype(bool)
+    exp_field = ((u >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    special = exp_field == 0x7FF
+    is_nan = special & ((u & _MASK52) != 0)
+    is_inf = special & ~is_nan
+    sig = (u & _MASK52) | np.where(exp_field > 0, _IMPLICIT, np.uint64(0))
+    sig[special] = 0
+    unit_exp = np.maximum(exp_field, 1) - 1075  # hi = sig * 2**unit_exp
+    binade = np.maximum(exp_field - 1023, emin)  # exponent of the quantum's binade
+    shift = binade - t - unit_exp  # >= 0 for every supported format
+    shift_c = np.minimum(shift, 55).astype(np.uint64)
+    kept = (sig >> shift_c).astype(np.int64)
+    rem = sig & ((np.uint64(1) << shift_c) - np.uint64(1))
+    half = np.where(shift_c > 0, np.uint64(1) << (shift_c - np.uint64(1)), np.uint64(1))
+    code = ((binade - emin + int(fmt.subnormals)) << t) + kept - (1 << t)
+
+    nonzero_rem = rem != 0
+    if lo is None:
+        sticky = np.zeros(hi.shape, np.int64)
+    else:
+        # Sign of the residual relative to the magnitude: +1 means |exact| > |hi|.
+        sticky = np.sign(lo).astype(np.int64)
+        sticky[neg] = -sticky[neg]
+    just_below = ~nonzero_rem & (sticky < 0)  # exact magnitude a hair under the code's
+    inexact = nonzero_rem | (sticky != 0)
+
+    mode = _mode_direction(rounding, neg)
+    if isinstance(mode, np.ndarray):  # ru / rd: down for one sign, up for the other
+        up = mode == _ROUND_UP
+        inc = np.where(up, nonzero_rem | (sticky > 0), -just_below.astype(np.int64))
+    elif mode == _ROUND_DOWN:
+        inc = -just_below.astype(np.int64)
+    elif mode in (_NEAREST_EVEN, _NEAREST_AWAY):
+        at_half = (rem == half) & nonzero_rem
+        above = (rem > half) | (at_half & (sticky > 0))
+        tie = at_half & (sticky == 0)
+        if mode == _NEAREST_EVEN:
+            tie &= (code & 1) == 1
+        elif lo is not None:
+            # binary64 target (shift 0): hi is already RNE, a positive half-quantum residual
+            # is a tie that ties-away must break upward.
+            quantum_half = np.ldexp(1.0, (binade - t - 1).astype(np.int32))
+            above |= (shift == 0) & (sticky > 0) & (np.abs(lo) == quantum_half)
+        inc = above.astype(np.int64) + tie
+    elif mode == _ODD:
+        odd = (code & 1) == 1
+        inc = (inexact & ~just_below & ~odd).astype(np.int64) - (just_below & ~odd)
+    else:  # stochastic
+        assert uniform is not None
+        frac = np.ldexp(rem.astype(np.float64), (-np.minimum(shift, 2000)).astype(np.int32))
+        if sr_bits is not None:
+            inc = (np.ldexp(uniform, sr_bits) < np.floor(np.ldexp(frac, sr_bits))).astype(np.int64)
+        else:
+            inc = (uniform < frac).astype(np.int64)
+    code = code + inc
+
+    if not fmt.subnormals:
+        code = np.maximum(code, 0)  # nothing lies below the smallest value: clamp to it
+
+    # Overflow: the code rounded with unbounded exponent lies beyond the largest finite one.
+    maxc = np.int64(fmt.max_finite_code)
+    over = (code > maxc) & ~special
+    code = np.where(over | is_inf, maxc, code)
+    nan_code, inf_code = _special_codes(fmt, neg)
+
+    # Sign and zeros.
+    result_zero = (code == 0) & fmt.has_zero & ~special
+    if fmt.signed:
+        keep_sign = neg if fmt.has_negative_zero else neg & ~result_zero
+        code = code | np.where(keep_sign, np.int64(fmt.sign_mask), np.int64(0))
+    else:
+        bad = neg & ~result_zero & ~is_nan
+        if not fmt.has_zero:
+            bad |= (sig == 0) & ~special
+        if np.any(bad):
+            if nan_code is None:
+                raise ValueError(f"negative input into the unsigned format {fmt.name}")
+            code = np.where(bad, nan_code, code)
+
+    if overflow == "ieee":
+        big = inf_code if inf_code is not None else nan_code
+        if big is not None:
+            if isinstance(mode, np.ndarray):
+                away = mode == _ROUND_UP
+            else:
+                away = rounding == "sr_trunc" or mode not in (_ROUND_DOWN, _ODD)
+            code = np.where((over & away) | is_inf, big, code)
+    if np.any(is_nan):
+        if nan_code is None:
+            if nan_policy != "zero":
+                raise NaNInputError(int(np.flatnonzero(is_nan)[0]))
+            code = np.where(is_nan, 0, code)
+        else:
+            code = np.where(is_nan, nan_code, code)
+    return code
+
+
+def encode_pair(
+    hi: np.ndarray,
+    lo: np.ndarray | float | None,
+    fmt: Format,
+    *,
+    rounding: str = "rne",
+    overflow: str = "ieee",
+    rng: np.random.Generator | None = None,
+    sr_bits: int | None = None,
+    uniform: np.ndarray | None = None,
+    nan: str = "raise",
+) -> np.ndarray:
+    """Encode the exact values ``hi + lo`` into ``fmt`` with one rounding.
+
+    Parameters
+    ----------
+    hi : ndarray of float64
+        ``RNE64(hi + lo)``: the exact value rounded to nearest-even binary64.
+    lo : ndarray of float64, float or None
+        The exact residual (``None`` or 0 when ``hi`` is exact).
+    fmt : Format
+        Target format.
+    rounding, overflow : str
+        See :mod:`numerics.rounding`.
+    rng : numpy.random.Generator, optional
+        Source of the stochastic-rounding draws.
+    sr_bits : int, optional
+        Random bits per stochastic rounding (``None``: 53-bit uniforms).
+    uniform : ndarray of float64, optional
+        The uniforms in [0, 1) deciding stochastic rounding, instead of ``rng``
+        (a multiple of ``2**-sr_bits`` when ``sr_bits`` is given).
+    nan : {"raise", "zero"}
+        What a NaN becomes in a format without NaN.
+
+    Returns
+    -------
+    ndarray
+        Codes in ``fmt.code_dtype``, shaped like the broadcast of ``hi``, ``lo``.
+    """
+    hi = np.asarray(hi, np.float64)
+    if lo is not None:
+        lo_arr = np.asarray(lo, np.float64)
+        if not lo_arr.any():
+            lo_arr = None  # type: ignore[assignment]
+        else:
+            hi, lo_arr = np.broadcast_arrays(hi, lo_arr)
+    else:
+        lo_arr = None
+    shape = hi.shape
+    flat_hi = np.ascontiguousarray(hi.reshape(-1))
+    flat_lo = None if lo_arr is None else np.ascontiguousarray(lo_arr.reshape(-1))
+    flat_u = None if uniform is None else np.broadcast_to(
+        np.asarray(uniform, np.float64), shape).reshape(-1)
+    out = np.empty(flat_hi.size, fmt.code_dtype)
+    for start in range(0, flat_hi.size, CHUNK):
+        stop = min(start + CHUNK, flat_hi.size)
+        draws = None
+        if rounding == "sr":
+            if flat_u is not None:
+                draws = flat_u[start:stop]
+            else:
+                gen = rng if rng is not None else np.random.default_rng()
+                if sr_bits is None:
+                    draws = gen.random(stop - start)
+                else:
+                    draws = np.ldexp(gen.integers(0, 1 << sr_bits, stop - start,
+                                                  dtype=np.uint64).astype(np.float64), -sr_bits)
+        try:
+            codes = _encode_chunk(flat_hi[start:stop],
+                                  None if flat_lo is None else flat_lo[start:stop],
+                                  fmt, rounding, overflow, draws, sr_bits, nan)
+        except NaNInputError as err:
+            index = start + int(err.args[0])
+            raise ValueError(
+                f"Got a NaN at flat index {index}, but {fmt.name} has no NaN "
+                "(pass nan='zero' to map NaN to +0)"
+            ) from None
+        out[start:stop] = codes.astype(fmt.code_dtype)
+    return out.reshape(shape)
+
+
+def encode_f64(x: np.ndarray, fmt: Format, **options: object) -> np.ndarray:
+    """Encode a float64 array (each value exact); see :func:`encode_pair`."""
+    x = np.asarray(x, np.float64)
+    rounding = str(options.get("rounding", "rne"))
+    overflow = str(options.get("overflow", "ieee"))
+    nan = str(options.get("nan", "raise"))
+    if rounding != "sr" and x.size >= 4096:
+        if rounding == "rne" and overflow == "ieee" and fmt.name in ("binary32", "binary16"):
+            native = np.float32 if fmt.name == "binary32" else np.float16
+            with np.errstate(over="ignore"):
+                return _canonical_nans(x.astype(native).view(fmt.code_dtype), fmt)
+        if _float32_table_applies(fmt):
+            if fmt.trailing_bits <= 6:
+                table = _f64_table(fmt, rounding, overflow, nan)
+                if table is not None:
+                    return _lookup(x.view(np.uint64), table, fmt, 51 - fmt.trailing_bits, nan, x)
+            codes = encode_f32_bits(round_to_odd_f32(x), fmt, rounding=rounding,
+                                    overflow=overflow, nan=nan)
+            if codes is not None:
+                return codes
+    return encode_pair(x, None, fmt, **options)  # type: ignore[arg-type]
+
+
+def round_to_odd_f32(x: np.ndarray) -> np.ndarray:
+    """Round float64 values to float32 with round-to-odd.
+
+    A value rounded to odd at precision 24 rounds to any precision of at most
+    22 bits exactly as the original would, in every rounding mode: it lies in
+    the same open interval between float32 neighbours as the original, and that
+    interval holds no rounding boundary of the narrower format (boundaries have
+    an even last float32 bit; an inexact round-to-odd result has an odd one).
+    See Boldo and Melquiond, IEEE Trans. Computers 57(4), 2008.
+    """
+    out = np.empty(x.shape, np.float32)
+    flat_x = x.reshape(-1)
+    flat_o = out.reshape(-1)
+    for start in range(0, flat_x.size, CHUNK):
+        xs = flat_x[start:start + CHUNK]
+        with np.errstate(over="ignore", invalid="ignore"):
+            f = xs.astype(np.float32)
+            back = f.astype(np.float64)
+            b = f.view(np.uint32)
+            b -= np.abs(back) > np.abs(xs)  # rounded away from zero: step back toward it
+            b |= back != xs  # inexact (NaN too: stays NaN): force the last bit odd
+        flat_o[start:start + CHUNK] = f
+    return out
+
+
+def _canonical_nans(codes: np.ndarray, fmt: Format) -> np.ndarray:
+    """Replace IEEE NaN codes by the canonical quiet NaN of the same sign."""
+    mag = codes & fmt.code_dtype.type(fmt.magnitude_mask)
+    nan = mag > fmt.code_dtype.type(fmt.code_of_inf)
+    if nan.any():
+        sign = codes[nan] & fmt.code_dtype.type(fmt.sign_mask)
+        codes[nan] = sign | fmt.code_dtype.type(fmt.code_of_nan)
+    return codes
+
+
+# ---------------------------------------------------------------- table lookups
+def _float32_table_applies(fmt: Format) -> bool:
+    """Formats whose rounding is decided by the top bits of a float32 and a sticky bit."""
+    return fmt.trailing_bits <= 7 and fmt.emin >= -127 and fmt.emax <= 127
+
+
+def _f32_top_bits(fmt: Format) -> int:
+    """Sign, 8 exponent bits, ``t`` kept bits and the round bit; one more when the format
+    reaches below 2**-126, where float32 subnormals carry their leading one in the field."""
+    return fmt.trailing_bits + 10 + max(0, -126 - fmt.emin)
+
+
+@lru_cache(maxsize=128)
+def _f32_table(fmt: Format, rounding: str, overflow: str, nan: str) -> np.ndarray | None:
+    top = _f32_top_bits(fmt)
+    low = 32 - top
+    idx = np.arange(1 << (top + 1), dtype=np.uint32)
+    pattern = ((idx >> np.uint32(1)) << np.uint32(low)) | (idx & np.uint32(1))
+    with np.errstate(invalid="ignore"):
+        values = pattern.view(np.float32).astype(np.float64)
+    return encode_pair(values, None, fmt, rounding=rounding, overflow=overflow, nan="zero")
+
+
+@lru_cache(maxsize=64)
+def _f64_table(fmt: Format, rounding: str, overflow: str, nan: str) -> np.ndarray | None:
+    # float64: sign, 11 exponent bits, t kept bits and the round bit.
+    top = fmt.trailing_bits + 13
+    low = 64 - top
+    idx = np.arange(1 << (top + 1), dtype=np.uint64)
+    pattern = ((idx >> np.uint64(1)) << np.uint64(low)) | (idx & np.uint64(1))
+    values = pattern.view(np.float64)
+    return encode_pair(values, None, fmt, rounding=rounding, overflow=overflow, nan="zero")
+
+
+def _check_nan(values: np.ndarray, fmt: Format, nan: object) -> None:
+    if nan == "raise" and not fmt.has_nan:
+        flat_nan = np.flatnonzero(np.isnan(values.reshape(-1)))
+        if flat_nan.size:
+            raise ValueError(
+                f"Got a NaN at flat index {int(flat_nan[0])}, but {fmt.name} has no NaN "
+                "(pass nan='zero' to map NaN to +0)"
+            )
+
+
+def _lookup(bits: np.ndarray, table: np.ndarray, fmt: Format, low: int, nan: object,
+            values: np.ndarray) -> np.ndarray:
+    """Look codes up by the top bits of ``bits`` plus a sticky bit of the ``low`` rest."""
+    _check_nan(values, fmt, nan)
+    dt = bits.dtype.type
+    flat = np.ascontiguousarray(bits.reshape(-1))
+    out = np.empty(flat.size, table.dtype)
+    below = dt((1 << (low - 1)) - 1)  # bits under the one we fold the sticky into
+    fold = dt(1 << (low - 1))
+    sh = dt(low - 1)
+    buf = np.empty(min(CHUNK, flat.size), flat.dtype)
+    for start in range(0, flat.size, CHUNK):
+        stop = min(start + CHUNK, flat.size)
+        chunk = flat[start:stop]
+        b = buf[: stop - start]
+        # b = (chunk | (((chunk & below) + below) & fold)) >> (low - 1): bit 0 becomes the
+        # round-off sticky of the low bits.
+        np.bitwise_and(chunk, below, out=b)
+        np.add(b, below, out=b)
+        np.bitwise_and(b, fold, out=b)
+        np.bitwise_or(b, chunk, out=b)
+        np.right_shift(b, sh, out=b)
+        np.take(table, b, out=out[start:stop])
+    return out.reshape(bits.shape)
+
+
+def encode_f32(x: np.ndarray, fmt: Format, *, rounding: str, overflow: str, nan: str,
+               rng: np.random.Generator | None = None,
+               sr_bits: int | None = None) -> np.ndarray | None:
+    """Encode a float32 array by the fastest exact route; ``None`` where none applies."""
+    if rounding == "sr":
+        if _float32_table_applies(fmt):
+            return _stochastic_f32(x, fmt, overflow, nan, rng, sr_bits)
+        return None
+    if rounding == "rne" and overflow == "ieee":
+        if fmt.name == "binary16":
+            with np.errstate(over="ignore"):
+                return _canonical_nans(x.astype(np.float16).view(np.uint16), fmt)
+        if fmt.name == "bfloat16":
+            return _bfloat16_rne(x, fmt)
+    return encode_f32_bits(x, fmt, rounding=rounding, overflow=overflow, nan=nan)
+
+
+def encode_f32_bits(x: np.ndarray, fmt: Format, *, rounding: str, overflow: str,
+                    nan: str) -> np.ndarray | None:
+    """Encode a float32 array by table lookup; ``None`` where no table applies."""
+    if rounding == "sr" or not _float32_table_applies(fmt):
+        return None
+    table = _f32_table(fmt, rounding, overflow, nan)
+    return _lookup(x.view(np.uint32), table, fmt, 32 - _f32_top_bits(fmt), nan, x)
+
+
+def _bfloat16_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
+    """float32 -> bfloat16 with ties to even: add 0x7FFF plus the kept lsb, keep the top half."""
+    flat = np.ascontiguousarray(x.reshape(-1)).view(np.uint32)
+    out = np.empty(flat.size, np.uint16)
+    buf = np.empty(min(CHUNK, flat.size), np.uint32)
+    for start in range(0, flat.size, CHUNK):
+        chunk = flat[start:start + CHUNK]
+        b = buf[: chunk.size]
+        np.right_shift(chunk, 16, out=b)
+        np.bitwise_and(b, 1, out=b)
+        np.add(b, 0x7FFF, out=b)
+        np.add(b, chunk, out=b)  # NaN inputs may carry into the sign: fixed below
+        np.right_shift(b, 16, out=out[start:start + CHUNK], casting="unsafe")
+    nan = np.isnan(x.reshape(-1))
+    if nan.any():
+        sign = (flat[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
+        out[nan] = sign | np.uint16(fmt.code_of_nan)
+    return out.reshape(x.shape)
+
+
+@lru_cache(maxsize=64)
+def _sr_table(fmt: Format, overflow: str) -> np.ndarray:
+    """Truncation table for stochastic rounding: like ``rtz`` but overflowing like ``rne``,
+    and with float32 NaN patterns standing for the infinity they were carried into."""
+    top = _f32_top_bits(fmt)
+    low = 32 - top
+    idx = np.arange(1 << (top + 1), dtype=np.uint32)
+    pattern = ((idx >> np.uint32(1)) << np.uint32(low)) | (idx & np.uint32(1))
+    mag = pattern & np.uint32(0x7FFFFFFF)
+    pattern = np.where(mag > 0x7F800000, (pattern & np.uint32(0x80000000)) | np.uint32(0x7F800000),
+                       pattern)
+    values = pattern.view(np.float32).astype(np.float64)
+    return encode_pair(values, None, fmt, rounding="sr_trunc", overflow=overflow, nan="zero")
+
+
+def _random_u32(gen: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` uniform 32-bit words straight from the bit generator."""
+    raw = gen.bit_generator.random_raw((size + 1) // 2)
+    return np.asarray(raw, np.uint64).view(np.uint32)[:size]
+
+
+def _stochastic_f32(x: np.ndarray, fmt: Format, overflow: str, nan: str,
+                    rng: np.random.Generator | None, sr_bits: int | None) -> np.ndarray:
+    """Stochastic rounding of float32 values: add random bits under the quantum, truncate.
+
+    Each element draws a 32-bit word ``w``; its top ``k`` bits ``r`` (``k = sr_bits``, or 32)
+    are the random bits.  In the normal range ``d = 23 - t`` bits are dropped; the bit
+    pattern gets ``R = (2**k - 1 - r)`` aligned with the top of the dropped bits and is then
+    truncated, which rounds away from zero iff ``r < floor(frac * 2**k)``: the rule of
+    :func:`encode_pair` with ``uniform = r / 2**k``.  Adding to the pattern adds to the value
+    because a carry into the next binade meets a quantum twice as large.  Values below
+    ``2**emin``, float32 subnormals, infinities and NaNs go through :func:`encode_pair` with
+    the same uniforms.
+    """
+    _check_nan(x, fmt, nan)
+    k = 32 if sr_bits is None else sr_bits
+    if k > 32:
+        return encode_pair(x.astype(np.float64), None, fmt, rounding="sr", overflow=overflow,
+                           rng=rng, sr_bits=sr_bits, nan=nan)
+    gen = rng if rng is not None else np.random.default_rng()
+    table = _sr_table(fmt, overflow)
+    drop = 23 - fmt.trailing_bits
+    rshift = np.uint32(32 - min(k, drop))
+    lshift = np.uint32(max(drop - k, 0))
+    flat = np.ascontiguousarray(x.reshape(-1)).view(np.uint32)
+    out = np.empty(flat.size, table.dtype)
+    low = 32 - _f32_top_bits(fmt)
+    below, fold, sh = np.uint32((1 << (low - 1)) - 1), np.uint32(1 << (low - 1)), np.uint32(low - 1)
+    # Elements outside [2**emin, inf) by magnitude bits: |bits - lo| > span as unsigned.
+    lo_bits = np.uint32(max(fmt.emin + 127, 1) << 23)
+    span = np.uint32(0x7F800000 - 1 - int(lo_bits))
+    odd_index: list[np.ndarray] = []
+    odd_r: list[np.ndarray] = []
+    for start in range(0, flat.size, CHUNK):
+        chunk = flat[start:start + CHUNK]
+        r = _random_u32(gen, chunk.size)
+        rr = np.invert(r)
+        rr >>= rshift
+        if lshift:
+            rr <<= lshift
+        rr += chunk
+        t1 = rr & below
+        t1 += below
+        t1 &= fold
+        t1 |= rr
+        t1 >>= sh
+        np.take(table, t1, out=out[start:start + CHUNK])
+        mag = chunk & np.uint32(0x7FFFFFFF)
+        mag -= lo_bits
+        odd = np.flatnonzero(mag > span)
+        if odd.size:
+            odd_index.append(odd + start)
+            odd_r.append(r[odd])
+    if odd_index:
+        index = np.concatenate(odd_index)
+        uniform = np.ldexp((np.concatenate(odd_r) >> np.uint32(32 - k)).astype(np.float64), -k)
+        values = flat[index].view(np.float32).astype(np.float64)
+        out[index] = encode_pair(values, None, fmt, rounding="sr", overflow=overflow,
+                                 uniform=uniform, sr_bits=k, nan="zero")
+    return out.reshape(x.shape)
+
+
+# ---------------------------------------------------------------- decoding
+@lru_cache(maxsize=64)
+def decode_table(fmt: Format) -> np.ndarray:
+    """float64 value of every code of a format of at most 16 bits."""
+    codes = np.arange(fmt.num_codes, dtype=np.int64)
+    return _decode_formula(codes, fmt)
+
+
+def _decode_formula(codes: np.ndarray, fmt: Format) -> np.ndarray:
+    t = fmt.trailing_bits
+    mag = codes & fmt.magnitude_mask
+    field_e = mag >> t
+    frac = mag & ((1 << t) - 1)
+    if fmt.subnormals:
+        normal = field_e > 0
+        sig = np.where(normal, frac + (1 << t), frac)
+        exp = np.where(normal, field_e - fmt.bias, fmt.emin) - t
+    else:
+        sig = frac + (1 << t)
+        exp = field_e - fmt.bias - t
+    with np.errstate(over="ignore"):
+        val = np.ldexp(sig.astype(np.float64), exp.astype(np.int32))
+    if fmt.signed:
+        val = np.where((codes & fmt.sign_mask) != 0, -val, val)
+    if fmt.has_infinity:
+        inf_mag = fmt.code_of_inf
+        val = np.where(mag == inf_mag, np.copysign(np.inf, val), val)
+    if fmt.nan is NaNEncoding.IEEE:
+        val = np.where(mag > fmt.code_of_inf, np.nan, val)  # type: ignore[operator]
+    elif fmt.nan is NaNEncoding.TOP:
+        val = np.where(mag == fmt.magnitude_mask, np.nan, val)
+    elif fmt.nan is NaNEncoding.NEGATIVE_ZERO:
+        val = np.where(codes == fmt.sign_mask, np.nan, val)
+    return val
+
+
+def decode_codes(codes: np.ndarray, fmt: Format) -> np.ndarray:
+    """float64 values of validated integer ``codes``."""
+    if fmt.name == "binary64":
+        return np.ascontiguousarray(codes, np.uint64).view(np.float64).copy()
+    if fmt.name == "binary32":
+        with np.errstate(invalid="ignore"):
+            return np.ascontiguousarray(codes, np.uint32).view(np.float32).astype(np.float64)
+    if fmt.name == "binary16":
+        with np.errstate(invalid="ignore"):
+            return np.ascontiguousarray(codes, np.uint16).view(np.float16).astype(np.float64)
+    if fmt.exponent_bits == 8 and fmt.bias == 127 and fmt.infinity is Infinity.IEEE \
+            and fmt.bits <= 32:
+        return _tf32_like(codes, fmt)
+    if fmt.bits <= 16:
+        return _take(decode_table(fmt), codes)
+    out = np.empty(codes.shape, np.float64)
+    flat = codes.reshape(-1).astype(np.int64)
+    o = out.reshape(-1)
+    for start in range(0, flat.size, CHUNK):
+        o[start:start + CHUNK] = _decode_formula(flat[start:start + CHUNK], fmt)
+    return out
+
+
+def _take(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``table[codes]`` in cache-sized chunks."""
+    flat = codes.reshape(-1)
+    if flat.dtype.itemsize > 2:
+        flat = flat.astype(np.intp)
+    out = np.empty(flat.size, table.dtype)
+    step = CHUNK // 2
+    for start in range(0, flat.size, step):
+        np.take(table, flat[start:start + step], out=out[start:start + step])
+    return out.reshape(codes.shape)
+
+
+def _tf32_like(codes: np.ndarray, fmt: Format) -> np.ndarray:
+    """Formats with binary32's exponent field (bfloat16, tf32): shift codes into float32 bits."""
+    pad = np.uint32(23 - fmt.trailing_bits)
+    flat = codes.reshape(-1)
+    out = np.empty(flat.size, np.float64)
+    buf = np.empty(min(CHUNK, flat.size), np.uint32)
+    mag = np.uint32(fmt.magnitude_mask)
+    for start in range(0, flat.size, CHUNK):
+        chunk = flat[start:start + CHUNK]
+        b = buf[: chunk.size]
+        if fmt.bits == 16:
+            b[...] = chunk
+            b <<= np.uint32(16)
+        else:
+            sign = (chunk.astype(np.uint32) >> np.uint32(fmt.bits - 1)) << np.uint32(31)
+            np.bitwise_and(chunk, mag, out=b, casting="unsafe")
+            b <<= pad
+            b |= sign
+        with np.errstate(invalid="ignore"):  # signalling NaNs quieten silently
+            out[start:start + CHUNK] = b.view(np.float32)
+    return out.reshape(codes.shape)

@@ -1,0 +1,390 @@
+"""The format descriptor and the registry of named formats.
+
+A :class:`Format` is described by a handful of base fields; every other
+number (largest finite value, smallest subnormal, ``emin``, the code of NaN,
+...) is derived from them and never typed in by hand.
+
+Glossary (names follow IEEE 754-2019 where it has one):
+
+``exponent_bits`` (w)
+    Width of the biased exponent field.
+``trailing_bits`` (t)
+    Width of the trailing significand ("mantissa") field.
+``precision`` (p)
+    ``t + 1``: significant bits of a normal number, the implicit bit included.
+``bias``
+    A normal code with exponent field ``E`` has exponent ``E - bias``.
+``emax``, ``emin``
+    Exponents of the largest finite and of the smallest normal value.
+``quantum``
+    The weight ``2**(e - t)`` of the last significand bit of a number with
+    exponent ``e``; ``ulp`` is the quantum of the number's binade.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+
+import numpy as np
+
+__all__ = [
+    "FORMATS",
+    "Format",
+    "Infinity",
+    "NaNEncoding",
+    "as_format",
+    "get_format",
+]
+
+
+class Infinity(enum.Enum):
+    """Where a format keeps its infinities."""
+
+    #: No infinities: overflow saturates or gives NaN.
+    NONE = "none"
+    #: IEEE 754: exponent field all ones, trailing field zero.
+    IEEE = "ieee"
+    #: The largest magnitude code (IEEE P3109 binary8 formats).
+    TOP = "top"
+
+
+class NaNEncoding(enum.Enum):
+    """Which codes are NaN."""
+
+    #: No NaN at all (OCP fp6/fp4): invalid results are an error.
+    NONE = "none"
+    #: IEEE 754: exponent field all ones, trailing field non-zero.
+    IEEE = "ieee"
+    #: Only the all-ones magnitude, either sign (OCP e4m3fn, e8m0fnu).
+    TOP = "top"
+    #: Only the code of "negative zero", ``0x80`` for 8 bits (FNUZ, P3109).
+    NEGATIVE_ZERO = "negzero"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Format:
+    """A binary floating-point format, described by its base fields only.
+
+    Parameters
+    ----------
+    name : str
+        Canonical name, e.g. ``"e4m3fn"``.
+    exponent_bits : int
+        Width ``w`` of the exponent field, 1 to 11.
+    trailing_bits : int
+        Width ``t`` of the trailing significand field, 0 to 52.
+    bias : int
+        Exponent bias.
+    signed : bool
+        Whether the format has a sign bit.
+    infinity : Infinity
+        Where the infinities are, if any.
+    nan : NaNEncoding
+        Which codes are NaN, if any.
+    subnormals : bool
+        Whether exponent field 0 encodes zero and subnormals (IEEE style).
+        When False (e8m0fnu), field 0 is an ordinary exponent and the format
+        has no zero.
+    aliases : tuple of str
+        Other names under which :func:`get_format` finds the format.
+
+    Examples
+    --------
+    >>> e5m2 = get_format("e5m2")
+    >>> e5m2.max, e5m2.smallest_normal, e5m2.smallest_subnormal
+    (57344.0, 6.103515625e-05, 1.52587890625e-05)
+    >>> Format(name="e3m3", exponent_bits=3, trailing_bits=3, bias=3).max
+    15.0
+    """
+
+    #: Canonical name.
+    name: str
+    #: Width of the biased exponent field.
+    exponent_bits: int
+    #: Width of the trailing significand field.
+    trailing_bits: int
+    #: Exponent bias: a normal code's exponent is its field minus ``bias``.
+    bias: int
+    #: Whether the format has a sign bit (e8m0fnu has none).
+    signed: bool = True
+    #: Where the infinities are, if anywhere.
+    infinity: Infinity = Infinity.IEEE
+    #: Which codes are NaN, if any.
+    nan: NaNEncoding = NaNEncoding.IEEE
+    #: Exponent field 0 holds zero and subnormals; False means no zero at all.
+    subnormals: bool = True
+    #: Alternative names accepted by :func:`get_format`.
+    aliases: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Got name={self.name!r}, but a format needs a non-empty name")
+        for attr, lo, hi in (("exponent_bits", 1, 11), ("trailing_bits", 0, 52)):
+            value = getattr(self, attr)
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+                raise ValueError(f"Got {attr}={value!r}, but it must be an int in [{lo}, {hi}]")
+        if not isinstance(self.bias, int) or isinstance(self.bias, bool):
+            raise TypeError(f"Got bias={self.bias!r}, but it must be an int")
+        if not isinstance(self.infinity, Infinity):
+            raise TypeError(f"Got infinity={self.infinity!r}, expected an Infinity member")
+        if not isinstance(self.nan, NaNEncoding):
+            raise TypeError(f"Got nan={self.nan!r}, expected a NaNEncoding member")
+        if self.nan is NaNEncoding.NEGATIVE_ZERO and not self.signed:
+            raise ValueError("Got nan=NEGATIVE_ZERO on an unsigned format, which has no sign bit")
+        if self.infinity is Infinity.IEEE and self.nan not in (NaNEncoding.IEEE,):
+            raise ValueError("IEEE-placed infinities need IEEE-placed NaNs (nan=NaNEncoding.IEEE)")
+        if self.nan is NaNEncoding.IEEE and self.infinity is not Infinity.IEEE:
+            raise ValueError("IEEE-placed NaNs need IEEE-placed infinities (infinity=Infinity.IEEE)")
+        if self.infinity is Infinity.TOP and self.nan is NaNEncoding.TOP:
+            raise ValueError("infinity=TOP and nan=TOP would claim the same code")
+        if self.max_finite_code < 1:
+            raise ValueError(f"format {self.name!r} has no finite non-zero value")
+        # The emin bound keeps every finite value a normal or subnormal float64.
+        if self.emax > 1023 or self.emin - self.trailing_bits < -1074:
+            raise ValueError(
+                f"format {self.name!r} has exponent range [{self.emin}, {self.emax}], "
+                "outside binary64's; the largest supported range is binary64's"
+            )
+
+    # ------------------------------------------------------------------ widths
+    @property
+    def bits(self) -> int:
+        """Total width of a code in bits."""
+        return int(self.signed) + self.exponent_bits + self.trailing_bits
+
+    @property
+    def precision(self) -> int:
+        """Significant bits ``p = t + 1`` of a normal number."""
+        return self.trailing_bits + 1
+
+    @property
+    def num_codes(self) -> int:
+        """Number of distinct codes, ``2**bits``."""
+        return 1 << self.bits
+
+    @property
+    def code_dtype(self) -> np.dtype:
+        """Smallest unsigned numpy dtype that holds a code."""
+        for width, dtype in ((8, np.uint8), (16, np.uint16), (32, np.uint32)):
+            if self.bits <= width:
+                return np.dtype(dtype)
+        return np.dtype(np.uint64)
+
+    @property
+    def sign_mask(self) -> int:
+        """The sign bit of a code (0 for unsigned formats)."""
+        return (1 << (self.bits - 1)) if self.signed else 0
+
+    @property
+    def magnitude_mask(self) -> int:
+        """All bits of a code but the sign."""
+        return (1 << (self.exponent_bits + self.trailing_bits)) - 1
+
+    # ------------------------------------------------------------------ special codes
+    @property
+    def has_infinity(self) -> bool:
+        """Whether the format has infinities."""
+        return self.infinity is not Infinity.NONE
+
+    @property
+    def has_nan(self) -> bool:
+        """Whether the format has a NaN."""
+        return self.nan is not NaNEncoding.NONE
+
+    @property
+    def has_zero(self) -> bool:
+        """Whether zero is representable (False only without subnormals)."""
+        return self.subnormals
+
+    @property
+    def has_negative_zero(self) -> bool:
+        """Whether ``-0`` has its own code."""
+        return self.signed and self.subnormals and self.nan is not NaNEncoding.NEGATIVE_ZERO
+
+    @property
+    def max_finite_code(self) -> int:
+        """Magnitude code of the largest finite value."""
+        top = self.magnitude_mask
+        if self.infinity is Infinity.IEEE:
+            return top - (1 << self.trailing_bits)  # exponent field all ones is special
+        if self.infinity is Infinity.TOP or self.nan is NaNEncoding.TOP:
+            return top - 1
+        return top
+
+    @property
+    def code_of_inf(self) -> int | None:
+        """Code of ``+inf`` (``None`` without infinities)."""
+        if self.infinity is Infinity.IEEE:
+            return self.magnitude_mask - ((1 << self.trailing_bits) - 1)
+        if self.infinity is Infinity.TOP:
+            return self.magnitude_mask
+        return None
+
+    @property
+    def code_of_nan(self) -> int | None:
+        """Canonical code of a (positive, quiet) NaN; ``None`` without NaN."""
+        if self.nan is NaNEncoding.IEEE:
+            quiet = 1 << (self.trailing_bits - 1) if self.trailing_bits else 0
+            return self.magnitude_mask - ((1 << self.trailing_bits) - 1) + quiet
+        if self.nan is NaNEncoding.TOP:
+            return self.magnitude_mask
+        if self.nan is NaNEncoding.NEGATIVE_ZERO:
+            return self.sign_mask
+        return None
+
+    def is_nan_code(self, code: int) -> bool:
+        """Whether ``code`` (an int) encodes NaN."""
+        mag = code & self.magnitude_mask
+        if self.nan is NaNEncoding.IEEE:
+            return mag > self.code_of_inf  # type: ignore[operator]
+        if self.nan is NaNEncoding.TOP:
+            return mag == self.magnitude_mask
+        if self.nan is NaNEncoding.NEGATIVE_ZERO:
+            return code == self.sign_mask
+        return False
+
+    def is_inf_code(self, code: int) -> bool:
+        """Whether ``code`` (an int) encodes an infinity."""
+        return self.has_infinity and (code & self.magnitude_mask) == self.code_of_inf
+
+    # ------------------------------------------------------------------ exponents and values
+    @property
+    def emin(self) -> int:
+        """Exponent of the smallest normal value."""
+        return (1 if self.subnormals else 0) - self.bias
+
+    @property
+    def emax(self) -> int:
+        """Exponent of the largest finite value."""
+        return (self.max_finite_code >> self.trailing_bits) - self.bias
+
+    def magnitude_value(self, mag: int) -> Fraction:
+        """Exact value of a finite magnitude code (no sign), as a Fraction."""
+        t = self.trailing_bits
+        field_e, frac = mag >> t, mag & ((1 << t) - 1)
+        if self.subnormals and field_e == 0:
+            sig, exp = frac, self.emin - t
+        else:
+            sig, exp = (1 << t) | frac, field_e - self.bias - t
+        return Fraction(sig) * Fraction(2) ** exp
+
+    @cached_property
+    def max_exact(self) -> Fraction:
+        """Largest finite value, exactly."""
+        return self.magnitude_value(self.max_finite_code)
+
+    @property
+    def max(self) -> float:
+        """Largest finite value."""
+        return float(self.max_exact)
+
+    @property
+    def smallest_normal(self) -> float:
+        """Smallest positive normal value, ``2**emin``."""
+        return 2.0**self.emin
+
+    @property
+    def smallest_subnormal(self) -> float:
+        """Smallest positive value (the smallest normal when there are no subnormals)."""
+        if not self.subnormals or self.trailing_bits == 0:
+            return 2.0**self.emin
+        return 2.0 ** (self.emin - self.trailing_bits)
+
+    @property
+    def eps(self) -> float:
+        """Distance from 1 to the next larger value, ``2**-t``."""
+        return 2.0**-self.trailing_bits
+
+    @property
+    def unit_roundoff(self) -> float:
+        """``u = 2**-p``: the relative error bound of round-to-nearest."""
+        return 2.0**-self.precision
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _fmt(name: str, w: int, t: int, bias: int | None = None, *, aliases: tuple[str, ...] = (),
+         inf: Infinity = Infinity.IEEE, nan: NaNEncoding = NaNEncoding.IEEE,
+         signed: bool = True, subnormals: bool = True) -> Format:
+    return Format(name=name, exponent_bits=w, trailing_bits=t,
+                  bias=(1 << (w - 1)) - 1 if bias is None else bias,
+                  signed=signed, infinity=inf, nan=nan, subnormals=subnormals, aliases=aliases)
+
+
+_FN = {"inf": Infinity.NONE, "nan": NaNEncoding.TOP}
+_FNUZ = {"inf": Infinity.NONE, "nan": NaNEncoding.NEGATIVE_ZERO}
+_FINITE = {"inf": Infinity.NONE, "nan": NaNEncoding.NONE}
+
+_REGISTRY: tuple[Format, ...] = (
+    _fmt("binary64", 11, 52, aliases=("float64", "fp64", "double", "f64")),
+    _fmt("binary32", 8, 23, aliases=("float32", "fp32", "single", "f32")),
+    _fmt("binary16", 5, 10, aliases=("float16", "fp16", "half", "f16")),
+    _fmt("bfloat16", 8, 7, aliases=("bf16",)),
+    _fmt("tf32", 8, 10, aliases=("tensorfloat32",)),
+    _fmt("e5m2", 5, 2, aliases=("float8_e5m2", "fp8_e5m2")),
+    _fmt("e4m3", 4, 3, aliases=("float8_e4m3",)),
+    _fmt("e3m4", 3, 4, aliases=("float8_e3m4",)),
+    _fmt("e4m3fn", 4, 3, aliases=("float8_e4m3fn", "fp8_e4m3", "fp8_e4m3fn"), **_FN),
+    _fmt("e4m3fnuz", 4, 3, 8, aliases=("float8_e4m3fnuz",), **_FNUZ),
+    _fmt("e5m2fnuz", 5, 2, 16, aliases=("float8_e5m2fnuz",), **_FNUZ),
+    _fmt("e4m3b11fnuz", 4, 3, 11, aliases=("float8_e4m3b11fnuz",), **_FNUZ),
+    _fmt("e8m0fnu", 8, 0, 127, aliases=("float8_e8m0fnu", "e8m0"), inf=Infinity.NONE,
+         nan=NaNEncoding.TOP, signed=False, subnormals=False),
+    _fmt("e2m3fn", 2, 3, aliases=("float6_e2m3fn", "fp6_e2m3"), **_FINITE),
+    _fmt("e3m2fn", 3, 2, aliases=("float6_e3m2fn", "fp6_e3m2"), **_FINITE),
+    _fmt("e2m1fn", 2, 1, aliases=("float4_e2m1fn", "fp4_e2m1", "fp4"), **_FINITE),
+    # IEEE P3109 binary8pK, signed and extended: bias 2**(w-1), 0x80 NaN, 0x7F/0xFF +-inf,
+    # no negative zero (P3109 interim report; gfloat.format_info_p3109(8, K)).
+    *(_fmt(f"binary8p{p}", 8 - p, p - 1, 1 << (7 - p), aliases=(f"p3109_k8p{p}se",),
+           inf=Infinity.TOP, nan=NaNEncoding.NEGATIVE_ZERO) for p in range(1, 8)),
+)
+
+#: Canonical names of every registered format.
+FORMATS: tuple[str, ...] = tuple(f.name for f in _REGISTRY)
+
+_BY_NAME: dict[str, Format] = {}
+for _f in _REGISTRY:
+    for _n in (_f.name, *_f.aliases):
+        _BY_NAME[_n.lower()] = _f
+
+
+def get_format(name: str) -> Format:
+    """Return the registered format called ``name`` (canonical or alias).
+
+    Raises
+    ------
+    ValueError
+        If no format has that name; the message lists the close matches.
+
+    Examples
+    --------
+    >>> get_format("float8_e4m3fn").name
+    'e4m3fn'
+    >>> get_format("bf16").precision
+    8
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"Got format name={name!r}, expected a str")
+    try:
+        return _BY_NAME[name.lower()]
+    except KeyError:
+        close = difflib.get_close_matches(name.lower(), _BY_NAME, n=4, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(
+            f"Got format={name!r}, which is not a known format{hint} "
+            f"(numerics.FORMATS lists all {len(FORMATS)})"
+        ) from None
+
+
+def as_format(fmt: Format | str) -> Format:
+    """Accept a :class:`Format` or a name; raise TypeError/ValueError otherwise."""
+    if isinstance(fmt, Format):
+        return fmt
+    if isinstance(fmt, str):
+        return get_format(fmt)
+    raise TypeError(f"Got fmt={fmt!r}, expected a numerics.Format or a format name")

@@ -1,0 +1,73 @@
+"""Names and validation of the rounding and overflow rules shared by every module.
+
+Rounding modes
+--------------
+``"rne"``  round to nearest, ties to even (IEEE roundTiesToEven)
+``"rna"``  round to nearest, ties away from zero (IEEE roundTiesToAway)
+``"rtz"``  round toward zero (IEEE roundTowardZero, "truncation")
+``"ru"``   round toward +inf (IEEE roundTowardPositive)
+``"rd"``   round toward -inf (IEEE roundTowardNegative)
+``"rto"``  round to odd: truncate, then set the last bit if anything was lost
+``"sr"``   stochastic: round away from zero with probability equal to the distance
+           from the truncated value, in units of the quantum
+
+Overflow rules
+--------------
+``"ieee"``      the IEEE 754 result for the rounding mode (inf, or the largest finite
+                value for modes that round toward it); a format without inf gives NaN
+                where IEEE gives inf, a format with neither saturates
+``"saturate"``  clamp to +-max ("satfinite"); infinite inputs become +-max too
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+__all__ = [
+    "OVERFLOWS",
+    "ROUNDINGS",
+    "Overflow",
+    "Rounding",
+    "check_overflow",
+    "check_rounding",
+    "make_rng",
+]
+
+Rounding = Literal["rne", "rna", "rtz", "ru", "rd", "rto", "sr"]
+Overflow = Literal["ieee", "saturate"]
+
+#: Every rounding mode, deterministic ones first.
+ROUNDINGS: tuple[str, ...] = ("rne", "rna", "rtz", "ru", "rd", "rto", "sr")
+#: Every overflow rule.
+OVERFLOWS: tuple[str, ...] = ("ieee", "saturate")
+
+
+def check_rounding(rounding: object, *, name: str = "rounding") -> str:
+    """Return ``rounding`` if it names a mode, else raise ValueError naming it."""
+    if rounding not in ROUNDINGS:
+        raise ValueError(
+            f"Got {name}={rounding!r}, but the only valid values are "
+            + ", ".join(repr(r) for r in ROUNDINGS)
+        )
+    return rounding  # type: ignore[return-value]
+
+
+def check_overflow(overflow: object, *, name: str = "overflow") -> str:
+    """Return ``overflow`` if it names a rule, else raise ValueError naming it."""
+    if overflow not in OVERFLOWS:
+        raise ValueError(
+            f"Got {name}={overflow!r}, but the only valid values are "
+            + ", ".join(repr(r) for r in OVERFLOWS)
+        )
+    return overflow  # type: ignore[return-value]
+
+
+def make_rng(rng: object) -> np.random.Generator:
+    """A numpy Generator from ``None``, an int seed or a Generator."""
+    if rng is None or isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(rng)  # type: ignore[arg-type]
+    if isinstance(rng, np.random.Generator):
+        return rng
+    raise TypeError(f"Got rng={rng!r}, expected None, an int seed or a numpy.random.Generator")

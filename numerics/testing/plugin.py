@@ -1,0 +1,110 @@
+"""pytest plugin (entry point ``pytest11: numerics``): a seed for stochastic rounding.
+
+Options
+-------
+``--numerics-seed=N``
+    The seed of the ``numerics_seed`` and ``numerics_rng`` fixtures.  The
+    default is 0, so every run is reproducible without flags;
+    ``--numerics-seed=random`` draws a fresh seed, which the header shows so a
+    failing run can be replayed.
+
+The seed is printed in the report header (``numerics: --numerics-seed=0``)
+and added as a "numerics" section to the report of every failing test that
+used one of the fixtures.  The plugin also registers the hypothesis profiles
+``dev``, ``ci`` and ``thorough`` (:mod:`numerics.testing.profiles`); load one
+with ``--hypothesis-profile=NAME``.
+
+Fixtures
+--------
+``numerics_seed`` (session)
+    The int seed.
+``numerics_rng`` (function)
+    ``numpy.random.default_rng([seed, crc32(test node id)])``: a fresh
+    generator per test, independent of test order and selection; pass it as
+    ``rng=`` to ``encode(..., rounding="sr")``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import zlib
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import pytest
+
+__all__ = [
+    "numerics_rng",
+    "numerics_seed",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_report_header",
+    "pytest_runtest_makereport",
+]
+
+_KEY = pytest.StashKey[int]()
+
+
+def _parse_seed(text: str) -> int | str:
+    if text == "random":
+        return text
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise pytest.UsageError(  # noqa: B904 - argparse shows only the message
+            f"Got --numerics-seed={text!r}, but it must be a non-negative int or 'random'"
+        )
+    if value < 0:
+        raise pytest.UsageError(f"Got --numerics-seed={value}, but it must be >= 0")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("numerics")
+    group.addoption("--numerics-seed", action="store", default="0", metavar="N|random",
+                    help="seed of the numerics_seed / numerics_rng fixtures (default 0; "
+                         "'random' draws one and prints it)")
+    # Registered here, before conftest.py files are imported, so that a project's own
+    # profiles of the same names replace these.
+    from numerics.testing.profiles import register_profiles
+
+    register_profiles()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    raw = config.getoption("numerics_seed", default="0")
+    seed = _parse_seed(str(raw))
+    config.stash[_KEY] = secrets.randbits(32) if seed == "random" else int(seed)
+
+
+def _seed(config: pytest.Config) -> int:
+    return config.stash.get(_KEY, 0)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"numerics: --numerics-seed={_seed(config)}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
+    used = {"numerics_seed", "numerics_rng"} & set(getattr(item, "fixturenames", ()))
+    if report.failed and used:
+        report.sections.append(
+            ("numerics", f"replay with --numerics-seed={_seed(item.config)}")
+        )
+
+
+@pytest.fixture(scope="session")
+def numerics_seed(pytestconfig: pytest.Config) -> int:
+    """The seed given by ``--numerics-seed`` (default 0)."""
+    return _seed(pytestconfig)
+
+
+@pytest.fixture
+def numerics_rng(numerics_seed: int, request: pytest.FixtureRequest) -> np.random.Generator:
+    """A numpy Generator seeded from the session seed and this test's node id."""
+    return np.random.default_rng([numerics_seed, zlib.crc32(request.node.nodeid.encode())])
