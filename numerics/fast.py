@@ -64,18 +64,6 @@ def _mode_direction(rounding: str, neg: np.ndarray) -> np.ndarray | int:
     return {"rne": _NEAREST_EVEN, "rna": _NEAREST_AWAY, "rto": _ODD, "sr": _STOCHASTIC}[rounding]
 
 
-def _special_codes(fmt: Format, neg: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Per element codes of NaN and of +-inf (``None`` where the format has none)."""
-    sign = np.where(neg, fmt.sign_mask, 0).astype(np.int64) if fmt.signed else np.int64(0)
-    nan: np.ndarray | None = None
-    if fmt.nan is NaNEncoding.NEGATIVE_ZERO:
-        nan = np.full(neg.shape, fmt.sign_mask, np.int64)
-    elif fmt.has_nan:
-        nan = sign + fmt.code_of_nan
-    inf = sign + fmt.code_of_inf if fmt.has_infinity else None
-    return nan, inf  # type: ignore[return-value]
-
-
 def _encode_chunk(
     hi: np.ndarray,
     lo: np.ndarray | None,
@@ -86,7 +74,7 @@ def _encode_chunk(
     sr_bits: int | None,
     nan_policy: str,
 ) -> np.ndarray:
-    """Encode one chunk of exact values ``hi + lo``; returns int64 codes."""
+    """Encode one chunk of exact values ``hi + lo``; returns uint64 codes."""
     t = fmt.trailing_bits
     emin = fmt.emin
     u = hi.view(np.uint64)
@@ -153,38 +141,52 @@ def _encode_chunk(
     maxc = np.int64(fmt.max_finite_code)
     over = (code > maxc) & ~special
     code = np.where(over | is_inf, maxc, code)
-    nan_code, inf_code = _special_codes(fmt, neg)
 
-    # Sign and zeros.
+    # From here ``code`` is a magnitude and ``sign`` its sign bit (so 64-bit formats fit).
     result_zero = (code == 0) & fmt.has_zero & ~special
     if fmt.signed:
-        keep_sign = neg if fmt.has_negative_zero else neg & ~result_zero
-        code = code | np.where(keep_sign, np.int64(fmt.sign_mask), np.int64(0))
+        sign = neg.copy() if fmt.has_negative_zero else neg & ~result_zero
     else:
+        sign = np.zeros(hi.shape, bool)
         bad = neg & ~result_zero & ~is_nan
         if not fmt.has_zero:
             bad |= (sig == 0) & ~special
         if np.any(bad):
-            if nan_code is None:
+            if not fmt.has_nan:
                 raise ValueError(f"negative input into the unsigned format {fmt.name}")
-            code = np.where(bad, nan_code, code)
+            code = np.where(bad, np.int64(fmt.code_of_nan), code)  # type: ignore[arg-type]
 
-    if overflow == "ieee":
-        big = inf_code if inf_code is not None else nan_code
-        if big is not None:
-            if isinstance(mode, np.ndarray):
-                away = mode == _ROUND_UP
+    if overflow == "ieee" and (fmt.has_infinity or fmt.has_nan):
+        if isinstance(mode, np.ndarray):
+            away = mode == _ROUND_UP
+        else:
+            away = rounding == "sr_trunc" or mode not in (_ROUND_DOWN, _ODD)
+        to_big = (over & away) | is_inf
+        if np.any(to_big):
+            if fmt.has_infinity:
+                code = np.where(to_big, np.int64(fmt.code_of_inf), code)  # type: ignore[arg-type]
             else:
-                away = rounding == "sr_trunc" or mode not in (_ROUND_DOWN, _ODD)
-            code = np.where((over & away) | is_inf, big, code)
+                code, sign = _put_nan(code, sign, to_big, fmt)
     if np.any(is_nan):
-        if nan_code is None:
+        if not fmt.has_nan:
             if nan_policy != "zero":
                 raise NaNInputError(int(np.flatnonzero(is_nan)[0]))
             code = np.where(is_nan, 0, code)
+            sign = sign & ~is_nan
         else:
-            code = np.where(is_nan, nan_code, code)
-    return code
+            code, sign = _put_nan(code, sign, is_nan, fmt)
+    out = code.astype(np.uint64)
+    if fmt.signed:
+        out |= sign.astype(np.uint64) << np.uint64(fmt.bits - 1)
+    return out
+
+
+def _put_nan(code: np.ndarray, sign: np.ndarray, where: np.ndarray,
+             fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """Write the canonical NaN (magnitude and sign) where ``where`` holds."""
+    if fmt.nan is NaNEncoding.NEGATIVE_ZERO:
+        return np.where(where, 0, code), sign | where
+    return np.where(where, np.int64(fmt.code_of_nan), code), sign  # type: ignore[arg-type]
 
 
 def encode_pair(
@@ -562,6 +564,12 @@ def _decode_formula(codes: np.ndarray, fmt: Format) -> np.ndarray:
 
 def decode_codes(codes: np.ndarray, fmt: Format) -> np.ndarray:
     """float64 values of validated integer ``codes``."""
+    if codes.ndim == 0:
+        return _decode_flat(codes.reshape(1), fmt).reshape(())
+    return _decode_flat(codes, fmt)
+
+
+def _decode_flat(codes: np.ndarray, fmt: Format) -> np.ndarray:
     if fmt.name == "binary64":
         return np.ascontiguousarray(codes, np.uint64).view(np.float64).copy()
     if fmt.name == "binary32":

@@ -6,8 +6,9 @@ Examples
 --------
 >>> import numpy as np
 >>> from numerics import accum
->>> float(accum.sum(np.ones(4096), "bf16").value), float(accum.sum(np.ones(4096), "bf16", algorithm="kahan").value)
-(256.0, 4096.0)
+>>> ones = np.ones(1024, np.float32)
+>>> float(accum.sum(ones, "bf16").value), float(accum.sum(ones, "bf16", algorithm="kahan").value)
+(256.0, 1024.0)
 """
 
 from __future__ import annotations

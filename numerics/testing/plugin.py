@@ -52,7 +52,7 @@ def _parse_seed(text: str) -> int | str:
     try:
         value = int(text, 0)
     except ValueError:
-        raise pytest.UsageError(  # noqa: B904 - argparse shows only the message
+        raise pytest.UsageError(
             f"Got --numerics-seed={text!r}, but it must be a non-negative int or 'random'"
         )
     if value < 0:
@@ -67,8 +67,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "'random' draws one and prints it)")
     # Registered here, before conftest.py files are imported, so that a project's own
     # profiles of the same names replace these.
-    from numerics.testing.profiles import register_profiles
-
+    # hypothesis is a test extra: without it the plugin still gives the seed fixtures.
+    try:
+        from numerics.testing.profiles import register_profiles
+    except ImportError:  # pragma: no cover - hypothesis not installed
+        return
     register_profiles()
 
 

@@ -1,0 +1,173 @@
+"""Strict JSON documents for ``--json``: the same facts as the terminal views.
+
+Numbers are JSON numbers where they are finite floats or ints; NaN and the
+infinities are the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (never
+bare ``NaN``); exact values are also given as exact decimal strings
+(``"exact"`` keys), because a float cannot carry them all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from numerics.compare import DiffReport
+from numerics.fingerprint import Fingerprint
+from numerics.formats import Format
+from numerics.parse import ParsedValue
+from numerics.inspection import CodeReport, Encoded, IntegerReport, decimal_text
+from numerics.stats import TensorStats
+from numerics.tensors import Tensor
+
+__all__ = [
+    "bits_json",
+    "diff_json",
+    "dumps",
+    "formats_json",
+    "hash_json",
+    "int_json",
+    "num",
+    "stats_json",
+    "table_json",
+    "value_json",
+]
+
+
+def num(x: float | Fraction | None) -> float | int | str | None:
+    """A JSON-safe number: ints stay ints, NaN/inf become strings."""
+    if x is None or isinstance(x, (bool, int)):
+        return x
+    f = float(x)
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "Infinity" if f > 0 else "-Infinity"
+    return f
+
+
+def dumps(doc: Any) -> str:
+    """Serialize strictly (``allow_nan=False``: a stray float NaN is a bug, not output)."""
+    return json.dumps(doc, allow_nan=False, indent=2)
+
+
+def _encoded(r: Encoded) -> dict[str, Any]:
+    sign, exp, trail = r.bit_string
+    return {
+        "format": r.format.name,
+        "code": r.code,
+        "hex": r.hex,
+        "bits": {"sign": sign or None, "exponent": exp, "mantissa": trail},
+        "class": r.kind,
+        "value": num(r.value),
+        "exact": decimal_text(r.value),
+        "abs_error": num(r.abs_error),
+        "abs_error_exact": None if r.abs_error is None else decimal_text(r.abs_error),
+        "rel_error": num(r.rel_error),
+        "ulp": num(r.ulp),
+        "is_exact": r.exact,
+        "overflow": r.overflow,
+        "saturated": r.saturated,
+        "flushed_to_zero": r.flushed,
+    }
+
+
+def value_json(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
+               overflow: str) -> dict[str, Any]:
+    """``fpinspect VALUE --json``."""
+    return {
+        "input": value.text.strip(),
+        "input_exact": decimal_text(value.exact),
+        "rounding": rounding,
+        "overflow": overflow,
+        "formats": [_encoded(r) for r in results],
+    }
+
+
+def bits_json(report: CodeReport) -> dict[str, Any]:
+    """``fpinspect bits --json``."""
+    return {
+        **_encoded(report.encoded),
+        "previous": None if report.below is None else {
+            "code": report.below.code, "hex": report.below.hex,
+            "value": num(report.below.value), "exact": decimal_text(report.below.value)},
+        "next": None if report.above is None else {
+            "code": report.above.code, "hex": report.above.hex,
+            "value": num(report.above.value), "exact": decimal_text(report.above.value)},
+    }
+
+
+def formats_json(formats: Sequence[Format]) -> dict[str, Any]:
+    """``fpinspect formats --json``."""
+    return {"formats": [{
+        "name": f.name, "aliases": list(f.aliases), "bits": f.bits,
+        "exponent_bits": f.exponent_bits, "mantissa_bits": f.trailing_bits, "bias": f.bias,
+        "signed": f.signed, "max": num(f.max), "smallest_normal": num(f.smallest_normal),
+        "smallest_subnormal": num(f.smallest_subnormal) if f.subnormals and f.trailing_bits
+        else None,
+        "eps": num(f.eps), "infinity": f.infinity.value, "nan": f.nan.value,
+        "negative_zero": f.has_negative_zero,
+    } for f in formats]}
+
+
+def table_json(fmt: Format, rows: Sequence[tuple[int, Fraction | float]]) -> dict[str, Any]:
+    """``fpinspect table --json``."""
+    return {"format": fmt.name, "codes": [
+        {"code": c, "value": num(v), "exact": decimal_text(v)} for c, v in rows]}
+
+
+def int_json(report: IntegerReport) -> dict[str, Any]:
+    """``fpinspect int --json`` (integers as exact decimal strings too: JSON readers lose them)."""
+    return {"value": str(report.value), "types": [{
+        "type": r.type, "exact": r.exact,
+        "stored": None if r.stored is None else str(r.stored),
+        "error": None if r.stored is None else str(r.stored - report.value),
+        "spacing": None if r.spacing is None else decimal_text(r.spacing),
+        "contiguous_limit": str(r.contiguous_limit), "note": r.note,
+    } for r in report.rows]}
+
+
+def _tensor(t: Tensor) -> dict[str, Any]:
+    return {"path": t.path, "key": t.key, "dtype": t.dtype_name, "stored_dtype": t.stored_dtype,
+            "shape": list(t.shape)}
+
+
+def diff_json(a: Tensor, b: Tensor, r: DiffReport, *, max_ulp: int | None) -> dict[str, Any]:
+    """``fpinspect diff --json``."""
+    return {
+        "a": _tensor(a), "b": _tensor(b), "format": r.format.name, "shape": list(r.shape),
+        "count": r.count, "bitwise_mismatches": r.bitwise_mismatches,
+        "nan_mismatches": r.nan_mismatches, "inf_mismatches": r.inf_mismatches,
+        "max_ulp_distance": r.max_ulp, "max_abs_error": num(r.max_abs_error),
+        "max_rel_error": num(r.max_rel_error),
+        "ulp_histogram": [{"low": lo, "high": hi, "count": c} for lo, hi, c in r.ulp_histogram],
+        "worst": [{"index": list(w.index), "ulp_distance": w.ulp_distance,
+                   "a_code": w.a_code, "b_code": w.b_code,
+                   "a_value": num(w.a_value), "b_value": num(w.b_value)} for w in r.worst],
+        "max_ulp": max_ulp, "beyond_max_ulp": r.beyond,
+        "ok": None if max_ulp is None else r.beyond == 0,
+    }
+
+
+def stats_json(t: Tensor, s: TensorStats) -> dict[str, Any]:
+    """``fpinspect stats --json``."""
+    return {
+        "tensor": _tensor(t), "count": s.count, "nan": s.nan, "inf": s.inf, "zero": s.zero,
+        "amax": num(s.amax), "amin": num(s.amin), "dynamic_range_binades": num(s.dynamic_range),
+        "exponent_histogram": [{"exponent": e, "count": c} for e, c in s.exponent_histogram],
+        "formats": [{
+            "format": f.format.name, "overflow": f.overflow, "saturate": f.saturate,
+            "flush_to_zero": f.flush_to_zero, "subnormal": f.subnormal,
+            "scale": num(f.scale), "scale_pow2": num(f.scale_pow2),
+            "flush_to_zero_scaled": num(f.flush_to_zero_scaled),
+            "subnormal_scaled": num(f.subnormal_scaled),
+        } for f in s.fits],
+    }
+
+
+def hash_json(t: Tensor, fp: Fingerprint) -> dict[str, Any]:
+    """``fpinspect hash --json``."""
+    return {"algorithm": fp.algorithm, "digest": fp.digest, "dtype": fp.dtype,
+            "shape": list(fp.shape), "canonical": fp.canonical, "path": t.path, "key": t.key}

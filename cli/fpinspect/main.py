@@ -1,0 +1,447 @@
+"""``fpinspect``: argument parsing -> numerics calls -> printing.
+
+Exit status: 0 success; 1 a check failed (``diff --max-ulp``); 2 bad input
+(one line on stderr, no usage dump, no traceback); 70 an internal error (a bug:
+the message says so and where to report it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from fpinspect import jsonout, views
+from fpinspect.views import Text
+from numerics.compare import compare_codes
+from numerics.fingerprint import fingerprint
+from numerics.formats import FORMATS, Format, get_format
+from numerics.parse import parse_code, parse_formats, parse_value
+from numerics.inspection import (
+    DEFAULT_VALUE_FORMATS,
+    code_table,
+    inspect_code,
+    inspect_integer,
+    inspect_value,
+)
+from numerics.rounding import OVERFLOWS, ROUNDINGS
+from numerics.stats import CANDIDATE_FORMATS, tensor_stats
+from numerics.tensors import Tensor, load_tensor
+
+__all__ = ["EXIT_CHECK_FAILED", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "UsageError", "main"]
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+ISSUES_URL = "the numerics project issue tracker"
+PROG = "fpinspect"
+COMMANDS = ("value", "bits", "formats", "table", "int", "diff", "stats", "hash")
+# A token that is a negative number (-0, -1e-40, -.5, -inf, -nan, -0x1p3, -1/3), not an option.
+_NEGATIVE_NUMBER = re.compile(r"-(?:[0-9.]|inf|nan)", re.IGNORECASE)
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises UsageError instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+MAIN_EPILOG = """\
+commands:
+  value VALUE      how a value is stored in each format (the default command)
+  bits CODE -f F   decode a code of format F: fields, value, neighbours, ULP
+  formats          every format: widths, bias, range, eps, specials
+  table FORMAT     every code of a format of at most 8 bits
+  int N            integer N in uint32, int32, fp32, bf16, fp16, fp64
+  diff A B         compare two tensors (.npy, .npz, .safetensors) in ULPs
+  stats FILE       a tensor's range and its fit to fp8/fp6/fp4/bf16/fp16
+  hash FILE        fingerprint of a tensor's dtype, shape and bits
+
+examples:
+  fpinspect                          0.1 in every common format
+  fpinspect 0.1                      the same as `fpinspect value 0.1`
+  fpinspect 1e-40 -f bf16 --json     one format, as JSON
+  fpinspect -- -1e-40                negative values work with or without `--`
+  fpinspect bits 0x7e -f e4m3fn
+  fpinspect diff ref.npy out.npy --max-ulp 2   exit status 1 if any element is further apart
+
+every command takes --json (one strict JSON document on stdout).
+exit status: 0 ok, 1 check failed (diff --max-ulp), 2 bad input, 70 internal error.
+"""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one strict JSON document")
+
+
+def _add_rounding(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rounding", choices=ROUNDINGS, default="rne",
+                   help="rounding mode (default rne: to nearest, ties to even)")
+    p.add_argument("--overflow", choices=OVERFLOWS, default="ieee",
+                   help="overflow rule (default ieee: inf, or NaN where there is no inf)")
+
+
+def _add_file(p: argparse.ArgumentParser, name: str = "file") -> None:
+    p.add_argument("--key", help="tensor name in a file holding several (optional for one)")
+    p.add_argument("-f", "--format", dest="format",
+                   help="read raw bytes (numpy '<V2' etc.) as this format")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the tests and for documentation)."""
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog=PROG, formatter_class=raw, epilog=MAIN_EPILOG,
+                     description="Inspect floating-point values, codes and tensors, bit-exactly, "
+                                 "in every ML format (fp64 ... fp8, fp6, fp4, P3109).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("value", formatter_class=raw, help="how a value is stored",
+                       description="Round VALUE, exactly as written, into each format and show "
+                                   "the bits, the stored value, the error and the ULP.",
+                       epilog="""\
+VALUE: a decimal (0.1, 1e-40, -0), an integer of any size, a hex float (0x1.8p3),
+a fraction (1/3), inf or nan. It is never read through a float64 first.
+
+examples:
+  fpinspect value 0.1
+  fpinspect 1.00390625000000000000009 -f bf16      1.0078125, not 1.0
+  fpinspect 500 -f e4m3fn --overflow saturate
+  fpinspect -1e-40 --all
+  fpinspect 1/3 -f fp16 --rounding rtz --json
+""")
+    p.add_argument("value", metavar="VALUE")
+    p.add_argument("-f", "--format", dest="formats",
+                   help="comma-separated formats (default: "
+                        + ",".join(DEFAULT_VALUE_FORMATS) + ")")
+    p.add_argument("--all", action="store_true", help="every registered format")
+    _add_rounding(p)
+    p.add_argument("--seed", type=int, default=0, help="seed of the draw for --rounding sr")
+    _add_common(p)
+
+    p = sub.add_parser("bits", formatter_class=raw, help="decode a code",
+                       description="Decode CODE in FORMAT: bit fields, exact value, both "
+                                   "neighbours and the ULP.",
+                       epilog="""\
+examples:
+  fpinspect bits 0x3f800000 -f fp32
+  fpinspect bits 0b0_01111_00 -f e5m2
+  fpinspect bits 126 -f e4m3fn --json
+""")
+    p.add_argument("code", metavar="CODE", help="hex (0x..), binary (0b.., _ allowed) or decimal")
+    p.add_argument("-f", "--format", dest="format", required=True, help="the format")
+    _add_common(p)
+
+    p = sub.add_parser("formats", formatter_class=raw, help="list every format",
+                       description="One row per format: widths, bias, range, eps, specials.",
+                       epilog="examples:\n  fpinspect formats\n  fpinspect formats -f fp8_e4m3,"
+                              "e5m2 --json\n")
+    p.add_argument("-f", "--format", dest="formats", help="only these formats")
+    _add_common(p)
+
+    p = sub.add_parser("table", formatter_class=raw, help="every code of a small format",
+                       description="Every code of a format of at most 8 bits and its value.",
+                       epilog="examples:\n  fpinspect table e4m3fn\n  fpinspect table fp4 --list\n")
+    p.add_argument("table_format", metavar="FORMAT")
+    p.add_argument("--list", action="store_true", help="one row per code, exact values")
+    _add_common(p)
+
+    p = sub.add_parser("int", formatter_class=raw, help="an integer in int and float types",
+                       description="How integer N fares in uint32, int32, binary32, bfloat16, "
+                                   "binary16 and binary64: exact or not, the value stored, the "
+                                   "spacing of representable values there.",
+                       epilog="examples:\n  fpinspect int 16777217\n"
+                              "  fpinspect int 2654435761     a hash prime, rounded in fp32\n")
+    p.add_argument("n", metavar="N", help="an integer (decimal, 0x.., 0b..)")
+    _add_common(p)
+
+    p = sub.add_parser("diff", formatter_class=raw, help="compare two tensors",
+                       description="Compare two tensors element by element: bitwise mismatches, "
+                                   "ULP-distance histogram, max abs/rel error (relative to A), "
+                                   "worst elements, NaN/inf mismatches.",
+                       epilog="""\
+The format comes from the dtype (float32, bf16, fp8 in safetensors, ml_dtypes...).
+-f on a raw tensor ('<V2': numpy's way of saving ml_dtypes arrays) reads its bytes
+as that format; on a numeric tensor, both sides are rounded into it first.
+
+examples:
+  fpinspect diff ref.npy out.npy
+  fpinspect diff ref.safetensors out.safetensors --key layer0.weight
+  fpinspect diff a.npy b.npy -f bf16 --max-ulp 1 --json    exit 1 beyond 1 ULP
+""")
+    p.add_argument("a", metavar="A")
+    p.add_argument("b", metavar="B")
+    p.add_argument("--key", help="tensor name, in both files (optional when each holds one)")
+    p.add_argument("-f", "--format", dest="format", help="compare in this format")
+    _add_rounding(p)
+    p.add_argument("--max-ulp", type=int, metavar="N",
+                   help="check: exit status 1 if any element is more than N ULP apart")
+    p.add_argument("--top", type=int, default=10, metavar="K",
+                   help="how many worst elements to show (default 10)")
+    _add_common(p)
+
+    p = sub.add_parser("stats", formatter_class=raw, help="a tensor's range and format fit",
+                       description="Dynamic range, exponent histogram, and for each candidate "
+                                   "format the fraction of elements that would overflow, "
+                                   "saturate, flush to zero or become subnormal, plus the "
+                                   "per-tensor scale that fits it.",
+                       epilog="examples:\n  fpinspect stats weights.npy\n"
+                              "  fpinspect stats model.safetensors --key w --candidates "
+                              "e4m3fn,e2m1fn\n")
+    p.add_argument("file", metavar="FILE")
+    _add_file(p)
+    p.add_argument("--candidates", help="comma-separated candidate formats (default: "
+                   + ",".join(CANDIDATE_FORMATS) + ")")
+    p.add_argument("--all", action="store_true", help="every registered format as a candidate")
+    _add_common(p)
+
+    p = sub.add_parser("hash", formatter_class=raw, help="fingerprint a tensor",
+                       description="SHA-256 of a tensor's element type, shape and bits (not the "
+                                   "file's path, name or container).",
+                       epilog="examples:\n  fpinspect hash out.npy\n"
+                              "  fpinspect hash out.safetensors --key logits --canonical\n")
+    p.add_argument("file", metavar="FILE")
+    _add_file(p)
+    p.add_argument("--canonical", action="store_true",
+                   help="make -0 into +0 and every NaN the canonical NaN first")
+    _add_common(p)
+    return parser
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("numerics")
+    except Exception:  # noqa: BLE001 - not installed: the source tree's version
+        import numerics
+
+        return getattr(numerics, "__version__", "unknown")
+
+
+def _prepare(argv: Sequence[str]) -> list[str]:
+    """Protect negative numbers from option parsing; make ``value`` the default command."""
+    args = [f" {a}" if _NEGATIVE_NUMBER.match(a) else a for a in argv]
+    if "--" in args:  # `fpinspect -- -1e-40`: everything after is positional anyway
+        i = args.index("--")
+        args = args[:i] + [a.strip() if a.startswith(" ") else a for a in args[i:]]
+    if args and args[0] not in COMMANDS and args[0] not in ("-h", "--help", "--version"):
+        args.insert(0, "value")
+    return args
+
+
+def _format(name: str) -> Format:
+    try:
+        return get_format(name.strip())
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+# ---------------------------------------------------------------- commands
+Printer = Callable[[Any], None]
+
+
+def _cmd_value(args: argparse.Namespace, out: Printer) -> int:
+    pv = parse_value(args.value.strip())
+    if args.all:
+        fmts: tuple[Format, ...] = tuple(get_format(n) for n in FORMATS)
+    elif args.formats:
+        fmts = parse_formats(args.formats)
+    else:
+        fmts = tuple(get_format(n) for n in DEFAULT_VALUE_FORMATS)
+    results = [inspect_value(pv, f, rounding=args.rounding, overflow=args.overflow,
+                             seed=args.seed) for f in fmts if f.has_nan or pv.kind != "nan"]
+    if not results:
+        raise UsageError(f"Got value={pv.text!r}, but none of the chosen formats has a NaN")
+    if args.json:
+        out(jsonout.value_json(pv, results, rounding=args.rounding, overflow=args.overflow))
+    else:
+        out(views.value_view(pv, results, rounding=args.rounding, overflow=args.overflow))
+    return EXIT_OK
+
+
+def _cmd_bits(args: argparse.Namespace, out: Printer) -> int:
+    fmt = _format(args.format)
+    report = inspect_code(parse_code(args.code.strip(), fmt), fmt)
+    out(jsonout.bits_json(report) if args.json else views.bits_view(report))
+    return EXIT_OK
+
+
+def _cmd_formats(args: argparse.Namespace, out: Printer) -> int:
+    fmts = parse_formats(args.formats) if args.formats else tuple(get_format(n) for n in FORMATS)
+    out(jsonout.formats_json(fmts) if args.json else views.formats_view(fmts))
+    return EXIT_OK
+
+
+def _cmd_table(args: argparse.Namespace, out: Printer) -> int:
+    fmt = _format(args.table_format)
+    rows = code_table(fmt)
+    out(jsonout.table_json(fmt, rows) if args.json
+        else views.table_view(fmt, rows, as_list=args.list))
+    return EXIT_OK
+
+
+def _cmd_int(args: argparse.Namespace, out: Printer) -> int:
+    pv = parse_value(args.n.strip())
+    if not pv.is_finite or pv.fraction.denominator != 1:
+        raise UsageError(f"Got N={args.n.strip()!r}, but it must be an integer")
+    report = inspect_integer(int(pv.fraction))
+    out(jsonout.int_json(report) if args.json else views.int_view(report))
+    return EXIT_OK
+
+
+def _load(path: str, key: str | None, fmt_name: str | None) -> Tensor:
+    fmt = _format(fmt_name) if fmt_name else None
+    t = load_tensor(path, key=key, fmt=fmt)
+    return t
+
+
+def _cmd_diff(args: argparse.Namespace, out: Printer) -> int:
+    if args.max_ulp is not None and args.max_ulp < 0:
+        raise UsageError(f"Got --max-ulp {args.max_ulp}, but it must be non-negative")
+    if args.top < 0:
+        raise UsageError(f"Got --top {args.top}, but it must be non-negative")
+    a = _load(args.a, args.key, args.format)
+    b = _load(args.b, args.key, args.format)
+    if a.shape != b.shape:
+        raise UsageError(f"Got shapes {list(a.shape)} ({a.label}) and {list(b.shape)} "
+                         f"({b.label}), but diff needs equal shapes")
+    if args.format:
+        fmt = _format(args.format)
+    else:
+        if a.format is None or b.format is None:
+            raw = a if a.format is None else b
+            raise UsageError(
+                f"Got tensor {raw.label} of dtype {raw.stored_dtype}, which has no float format; "
+                "give one with -f (raw bytes are read as it, numbers are rounded into it)")
+        if a.format != b.format:
+            raise UsageError(f"Got tensors in {a.format.name} and {b.format.name}; "
+                             "choose the format to compare in with -f")
+        fmt = a.format
+    ca = a.codes_in(fmt, rounding=args.rounding, overflow=args.overflow).reshape(a.shape)
+    cb = b.codes_in(fmt, rounding=args.rounding, overflow=args.overflow).reshape(b.shape)
+    report = compare_codes(ca, cb, fmt, worst=args.top, max_ulp=args.max_ulp)
+    if args.json:
+        out(jsonout.diff_json(a, b, report, max_ulp=args.max_ulp))
+    else:
+        out(views.diff_view(a, b, report, max_ulp=args.max_ulp))
+    return EXIT_CHECK_FAILED if report.beyond else EXIT_OK
+
+
+def _cmd_stats(args: argparse.Namespace, out: Printer) -> int:
+    t = _load(args.file, args.key, args.format)
+    if t.array.dtype.type.__name__ == "void" and t.format is None:
+        raise UsageError(f"Got tensor {t.label} of raw dtype {t.stored_dtype}; give its format "
+                         "with -f to read the bytes as it")
+    if args.all:
+        cands: tuple[Format, ...] = tuple(get_format(n) for n in FORMATS)
+    elif args.candidates:
+        cands = parse_formats(args.candidates)
+    else:
+        cands = tuple(get_format(n) for n in CANDIDATE_FORMATS)
+    stats = tensor_stats(t.values, t.size, formats=cands)
+    out(jsonout.stats_json(t, stats) if args.json else views.stats_view(t, stats))
+    return EXIT_OK
+
+
+def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
+    t = _load(args.file, args.key, args.format)
+    if t.format is not None:
+        fp = fingerprint(t.codes, t.shape, fmt=t.format, canonicalize=args.canonical)
+    elif t.array.dtype.kind in "iub":
+        fp = fingerprint(t.array, canonicalize=False)
+    else:
+        raise UsageError(f"Got tensor {t.label} of raw dtype {t.stored_dtype}; give its format "
+                         "with -f to read the bytes as it")
+    out(jsonout.hash_json(t, fp) if args.json else views.hash_view(t, fp))
+    return EXIT_OK
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, Printer], int]] = {
+    "value": _cmd_value, "bits": _cmd_bits, "formats": _cmd_formats, "table": _cmd_table,
+    "int": _cmd_int, "diff": _cmd_diff, "stats": _cmd_stats, "hash": _cmd_hash,
+}
+
+
+def _demo(out: Printer) -> int:
+    pv = parse_value("0.1")
+    results = [inspect_value(pv, n) for n in DEFAULT_VALUE_FORMATS]
+    out(views.demo_view(pv, results))
+    return EXIT_OK
+
+
+def run(argv: Sequence[str], out: Printer) -> int:
+    """Parse ``argv`` and run the command, printing through ``out``; UsageError on bad input."""
+    if not argv:
+        return _demo(out)
+    parser = build_parser()
+    args = parser.parse_args(_prepare(argv))
+    if args.command is None:
+        raise UsageError("no command given; try `fpinspect --help`")
+    try:
+        return _COMMANDS[args.command](args, out)
+    except ValueError as err:  # the library's bad-input errors (TensorFileError included)
+        raise UsageError(str(err)) from None
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as err:
+        raise UsageError(_oserror(err)) from None
+
+
+def _oserror(err: OSError) -> str:
+    name = err.filename if err.filename is not None else ""
+    return f"cannot read {name!r}: {err.strerror or err}" if name else str(err)
+
+
+def _printer() -> Printer:
+    console = views.make_console()
+
+    def out(obj: Any) -> None:
+        if isinstance(obj, dict):
+            sys.stdout.write(jsonout.dumps(obj) + "\n")
+        else:
+            console.print(obj, soft_wrap=isinstance(obj, Text))
+
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console entry point: returns the exit status (0, 1, 2 or 70)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = run(args, _printer())
+        sys.stdout.flush()
+        return code
+    except UsageError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help and --version
+        return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_CHECK_FAILED
+    except Exception as err:  # noqa: BLE001 - the last line of defence
+        where = ""
+        tb = traceback.extract_tb(err.__traceback__)
+        if tb:
+            frame = tb[-1]
+            where = f" at {os.path.basename(frame.filename)}:{frame.lineno}"
+        print(f"{PROG}: internal error: {type(err).__name__}: {err}{where}; this is a bug, "
+              f"please report it at {ISSUES_URL} (with the command line)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

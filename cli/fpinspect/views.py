@@ -1,0 +1,460 @@
+"""Rich renderables built from library results (the only module that imports rich).
+
+Each ``*_view`` function takes results computed by :mod:`numerics` and returns
+a renderable; :mod:`fpinspect.main` prints it.  Nothing here computes a
+number: it only formats them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+from numerics.compare import DiffReport, ulp_bucket_label
+from numerics.fingerprint import Fingerprint
+from numerics.formats import Format
+from numerics.parse import ParsedValue
+from numerics.parts import hexfloat
+from numerics.inspection import CodeReport, Encoded, IntegerReport, decimal_text
+from numerics.stats import TensorStats
+from numerics.tensors import Tensor
+
+__all__ = [
+    "STYLES",
+    "bits_text",
+    "bits_view",
+    "demo_view",
+    "diff_view",
+    "formats_view",
+    "hash_view",
+    "int_view",
+    "make_console",
+    "stats_view",
+    "table_view",
+    "value_view",
+]
+
+#: Colours of the bit fields and of verdicts.
+STYLES = {
+    "sign": "bold red",
+    "exponent": "green",
+    "trailing": "blue",
+    "good": "green",
+    "bad": "bold red",
+    "warn": "yellow",
+    "dim": "dim",
+}
+_BAR = "█"
+_BAR_WIDTH = 40
+
+
+def make_console(*, width: int | None = None, color: bool | None = None,
+                 file: object = None) -> Console:
+    """A console: rich's detection of terminal and colour (``NO_COLOR`` respected).
+
+    ``color=False`` turns colour off and ``color=True`` forces it (as if on a
+    terminal); ``None`` leaves it to rich.  ``width`` fixes the width (for tests).
+    """
+    kwargs: dict[str, object] = {}
+    if color is True:
+        kwargs["force_terminal"] = True
+        kwargs["color_system"] = "standard"
+    if width is not None:
+        kwargs["width"] = width
+    if color is False:
+        kwargs["color_system"] = None
+        kwargs["no_color"] = True
+    if file is not None:
+        kwargs["file"] = file
+    return Console(highlight=False, soft_wrap=False, **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- number formatting
+def _g(x: float | Fraction | None, digits: int = 4) -> str:
+    """Short approximate decimal."""
+    if x is None:
+        return "-"
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "-inf" if x < 0 else "inf"
+    return f"{x:.{digits}g}"
+
+
+def _signed(x: Fraction | None, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if x == 0:
+        return "0"
+    return f"{float(x):+.{digits}g}"
+
+
+def _pow2(x: Fraction | float | None) -> str:
+    """``2^k`` for a power of two, else a short decimal."""
+    if x is None:
+        return "-"
+    f = Fraction(x)
+    if f > 0 and f.numerator & (f.numerator - 1) == 0 and f.denominator & (f.denominator - 1) == 0:
+        k = f.numerator.bit_length() - f.denominator.bit_length()
+        return f"2^{k}"
+    return _g(f)
+
+
+def _short(x: float) -> str:
+    """3 significant digits, compact exponent: ``1.8e308``, ``448``, ``5.73e4``."""
+    text = f"{x:.3g}"
+    return text.replace("e+0", "e").replace("e-0", "e-").replace("e+", "e")
+
+
+_NAN_LABELS = {"none": "-", "ieee": "ieee", "top": "top", "negzero": "-0 code"}
+
+
+def _frac(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return "0" if x == 0 else f"{x:.3g}"
+
+
+def bits_text(sign: str, exponent: str, trailing: str) -> Text:
+    """The bit fields, coloured, separated by spaces."""
+    text = Text()
+    if sign:
+        text.append(sign, STYLES["sign"])
+        text.append(" ")
+    text.append(exponent, STYLES["exponent"])
+    if trailing:
+        text.append(" ")
+        text.append(trailing, STYLES["trailing"])
+    return text
+
+
+def _code_bits(code: int, fmt: Format) -> Text:
+    t = fmt.trailing_bits
+    sign = str((code >> (fmt.bits - 1)) & 1) if fmt.signed else ""
+    mag = code & fmt.magnitude_mask
+    exp = format(mag >> t, f"0{fmt.exponent_bits}b")
+    trail = format(mag & ((1 << t) - 1), f"0{t}b") if t else ""
+    return bits_text(sign, exp, trail)
+
+
+def _hex(code: int, fmt: Format) -> str:
+    return f"{code:#0{2 + (fmt.bits + 3) // 4}x}"
+
+
+def _note(r: Encoded) -> Text:
+    if r.overflow:
+        return Text(f"overflow -> {'NaN' if r.kind == 'nan' else decimal_text(r.value)}",
+                    STYLES["bad"])
+    if r.saturated:
+        return Text("saturated", STYLES["warn"])
+    if r.flushed:
+        return Text("flushed to 0", STYLES["warn"])
+    if r.exact:
+        return Text("exact", STYLES["good"])
+    if r.abs_error is None:
+        return Text(f"{decimal_text(r.input)} -> {decimal_text(r.value)}", STYLES["warn"])
+    return Text("rounded")
+
+
+def _table(title: str | None = None, **kwargs: object) -> Table:
+    kwargs.setdefault("box", box.SIMPLE_HEAD)
+    return Table(title=title, pad_edge=False, title_justify="left", title_style="bold",
+                 **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- value
+def value_view(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
+               overflow: str) -> RenderableType:
+    """``fpinspect VALUE``: how one exact value is stored in each format."""
+    exact = decimal_text(value.exact)
+    head = Text()
+    head.append(value.text.strip(), "bold")
+    if exact != value.text.strip():
+        head.append(f"  (exactly {exact})")
+    head.append(f"  rounding {rounding}, overflow {overflow}; error = stored - input",
+                STYLES["dim"])
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column("format", style="bold", no_wrap=True)
+    grid.add_column("encoding", overflow="fold")
+    for r in results:
+        body = Text()
+        body.append_text(bits_text(*r.bit_string))
+        body.append("\n")
+        body.append(r.hex, STYLES["dim"])
+        body.append(" = ")
+        body.append(decimal_text(r.value))
+        body.append("\n")
+        body.append(r.kind)
+        body.append(", ")
+        body.append_text(_note(r))
+        if r.abs_error:
+            body.append(f": error {_signed(r.abs_error)}")
+            if r.rel_error is not None:
+                body.append(f" (relative {_signed(r.rel_error, 3)})")
+        if r.ulp is not None:
+            body.append(f", ulp {_pow2(r.ulp)}")
+        grid.add_row(r.format.name, body)
+    return Group(head, Text(""), grid)
+
+
+def demo_view(value: ParsedValue, results: Sequence[Encoded]) -> RenderableType:
+    """``fpinspect`` with no arguments: 0.1 everywhere, then what else there is."""
+    hint = Table.grid(padding=(0, 2))
+    hint.add_column(no_wrap=True)
+    hint.add_column()
+    for cmd, what in (
+        ("fpinspect 1e-40 -f bf16,e4m3fn", "any value, exactly as written (1/3, 0x1.8p3, -0...)"),
+        ("fpinspect bits 0x3f800000 -f fp32", "decode a code"),
+        ("fpinspect formats", "every format: range, precision, specials"),
+        ("fpinspect table e4m3fn", "every code of an 8-bit format"),
+        ("fpinspect int 16777217", "why large integers collide in fp32"),
+        ("fpinspect diff a.npy b.npy", "compare two tensors bit by bit, in ULPs"),
+        ("fpinspect stats w.safetensors", "range, and the fit to fp8/fp6/fp4"),
+        ("fpinspect hash w.safetensors", "fingerprint of a tensor's bits"),
+    ):
+        hint.add_row(cmd, Text(what, STYLES["dim"]))
+    more = Text("\nMore (add --json to any command; fpinspect COMMAND --help for details):",
+                "bold")
+    return Group(value_view(value, results, rounding="rne", overflow="ieee"), more, hint)
+
+
+# ---------------------------------------------------------------- bits
+def bits_view(report: CodeReport) -> RenderableType:
+    """``fpinspect bits CODE -f FORMAT``."""
+    r = report.encoded
+    fmt = r.format
+    t = _table(box=None, show_header=False)
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    t.add_row("format", f"{fmt.name} ({fmt.bits} bits: {int(fmt.signed)} sign, "
+                        f"{fmt.exponent_bits} exponent, {fmt.trailing_bits} mantissa)")
+    t.add_row("code", f"{r.hex}  {r.code}")
+    t.add_row("bits", bits_text(*r.bit_string))
+    fields = f"sign {r.sign if r.sign is not None else '-'}, exponent field {r.exponent_field}"
+    if r.kind in ("normal", "subnormal"):
+        e = r.exponent_field - fmt.bias if r.kind == "normal" else fmt.emin
+        fields += f" (2^{e}), mantissa field {r.trailing_field}"
+    else:
+        fields += f", mantissa field {r.trailing_field}"
+    t.add_row("fields", fields)
+    t.add_row("class", r.kind)
+    t.add_row("value", decimal_text(r.value))
+    if isinstance(r.value, Fraction):
+        t.add_row("hex float", hexfloat(r.value))
+    t.add_row("ulp", _pow2(r.ulp))
+    for label, n in (("previous", report.below), ("next", report.above)):
+        if n is None:
+            t.add_row(label, "-")
+        else:
+            t.add_row(label, Text.assemble(f"{decimal_text(n.value)}  ", (n.hex, STYLES["dim"])))
+    return t
+
+
+# ---------------------------------------------------------------- formats
+def formats_view(formats: Sequence[Format]) -> RenderableType:
+    """``fpinspect formats``: one row per format."""
+    t = _table(box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    for name, justify in (("format", "left"), ("bits", "right"), ("e/m", "right"),
+                          ("bias", "right"), ("max", "right"), ("min\nnormal", "right"),
+                          ("min\nsubnormal", "right"), ("eps", "right"), ("inf", "center"),
+                          ("NaN", "center"), ("-0", "center")):
+        t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for f in formats:
+        sub = _pow2(f.smallest_subnormal) if f.subnormals and f.trailing_bits else "-"
+        t.add_row(f.name, str(f.bits), f"{f.exponent_bits}/{f.trailing_bits}", str(f.bias),
+                  _short(f.max), _pow2(f.smallest_normal), sub, _pow2(f.eps),
+                  "yes" if f.has_infinity else "-", _NAN_LABELS[f.nan.value],
+                  "yes" if f.has_negative_zero else "-")
+    foot = Text("NaN: ieee = exponent all ones, mantissa non-zero; top = all-ones magnitude; "
+                "-0 code = the code of -0 (0x80) is the only NaN", STYLES["dim"])
+    return Group(t, foot)
+
+
+# ---------------------------------------------------------------- table
+def _cell(v: Fraction | float) -> str:
+    if isinstance(v, float):
+        return decimal_text(v)
+    return _short(float(v))
+
+
+def table_view(fmt: Format, rows: Sequence[tuple[int, Fraction | float]], *,
+               as_list: bool = False) -> RenderableType:
+    """``fpinspect table FORMAT``: a 16-column grid of values, or a list with exact values."""
+    if as_list:
+        t = _table(f"{fmt.name}: every code")
+        t.add_column("code")
+        t.add_column("bits")
+        t.add_column("value (exact)", justify="right")
+        for code, v in rows:
+            t.add_row(_hex(code, fmt), _code_bits(code, fmt), decimal_text(v))
+        return t
+    return _Grid(fmt, [_cell(v) for _, v in rows])
+
+
+class _Grid:
+    """Values of codes in a 16-column grid (row = high nibble, column = low nibble).
+
+    Where the console is too narrow for 16 columns, the grid is shown as two
+    stacked 8-column halves (columns 0-7, then 8-f) instead of truncating cells.
+    """
+
+    def __init__(self, fmt: Format, cells: Sequence[str]) -> None:
+        self.fmt = fmt
+        self.cells = list(cells)
+
+    def _grid(self, columns: range) -> Table:
+        t = _table(box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+        t.add_column("", style="bold", no_wrap=True)
+        for c in columns:
+            t.add_column(f"{c:x}", justify="right", no_wrap=True)
+        for start in range(0, len(self.cells), 16):
+            row = self.cells[start:start + 16]
+            t.add_row(f"{start >> 4:x}", *(row[c] for c in columns if c < len(row)))
+        return t
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        ncols = min(16, len(self.cells))
+        width = max((len(c) for c in self.cells), default=1) + 1
+        yield Text(f"{self.fmt.name}: the value of code 0xRC is in row R, column C "
+                   "(3 significant digits; --list for exact values)", "bold")
+        if ncols <= 8 or 2 + ncols * width <= options.max_width:
+            yield self._grid(range(ncols))
+        else:
+            yield self._grid(range(8))
+            yield self._grid(range(8, 16))
+
+
+# ---------------------------------------------------------------- int
+def int_view(report: IntegerReport) -> RenderableType:
+    """``fpinspect int N``."""
+    t = _table()
+    t.add_column("type")
+    t.add_column("exact")
+    t.add_column("stored", justify="right", overflow="fold")
+    t.add_column("error", justify="right")
+    t.add_column("spacing there", justify="right")
+    t.add_column("exact up to", justify="right")
+    for row in report.rows:
+        verdict = Text("yes", STYLES["good"]) if row.exact else Text("no", STYLES["bad"])
+        stored = str(row.stored) if row.stored is not None else row.note
+        err = "-" if row.stored is None else f"{row.stored - report.value:+d}" \
+            if row.stored != report.value else "0"
+        spacing = "-" if row.spacing is None else (
+            str(row.spacing) if isinstance(row.spacing, int) and row.spacing < 2**20
+            else _pow2(row.spacing))
+        limit = str(row.contiguous_limit)
+        if row.type not in ("uint32", "int32"):
+            limit = _pow2(row.contiguous_limit)
+        t.add_row(row.type, verdict, stored, err, spacing, limit)
+    head = Text.assemble((str(report.value), "bold"), "  as an integer type and as floats")
+    foot = Text("A float with p significant bits holds every integer of magnitude up to 2^p; "
+                "above that, only multiples of the spacing.", STYLES["dim"])
+    return Group(head, t, foot)
+
+
+# ---------------------------------------------------------------- diff
+def _bars(rows: Sequence[tuple[str, int]], total: int) -> Table:
+    t = _table(box=None, show_header=False)
+    t.add_column("", justify="right")
+    t.add_column("", justify="right")
+    t.add_column("")
+    top = max((c for _, c in rows), default=0)
+    for label, count in rows:
+        width = 0 if top == 0 else max(1, round(_BAR_WIDTH * count / top)) if count else 0
+        share = f"{100 * count / total:.1f}%" if total else "-"
+        t.add_row(label, f"{count}", Text(_BAR * width + f" {share}", STYLES["trailing"]))
+    return t
+
+
+def diff_view(a: Tensor, b: Tensor, report: DiffReport, *, max_ulp: int | None) -> RenderableType:
+    """``fpinspect diff A B``."""
+    fmt = report.format
+    shape = "x".join(str(n) for n in report.shape) or "scalar"
+    head = Text.assemble(("diff ", "bold"), f"{a.label}  vs  {b.label}  ",
+                         (f"{fmt.name}, {shape}, {report.count} elements", STYLES["dim"]))
+    s = _table(box=None, show_header=False)
+    s.add_column(style="bold")
+    s.add_column(justify="right")
+    s.add_row("bitwise mismatches", f"{report.bitwise_mismatches}")
+    s.add_row("NaN mismatches", f"{report.nan_mismatches}")
+    s.add_row("inf mismatches", f"{report.inf_mismatches}")
+    s.add_row("max ULP distance", f"{report.max_ulp}")
+    s.add_row("max abs error", _g(report.max_abs_error, 6))
+    s.add_row("max rel error", _g(report.max_rel_error, 6))
+    parts: list[RenderableType] = [head, s]
+    if report.ulp_histogram:
+        parts.append(Text("ULP distance histogram", "bold"))
+        parts.append(_bars([(ulp_bucket_label(lo, hi), c) for lo, hi, c in report.ulp_histogram],
+                           report.count))
+    if report.worst:
+        w = _table("worst elements", box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+        w.add_column("index", no_wrap=True)
+        w.add_column("ulp", justify="right", no_wrap=True)
+        w.add_column("")
+        w.add_column("bits", overflow="fold")
+        w.add_column("hex", no_wrap=True)
+        w.add_column("value", justify="right", no_wrap=True)
+        for e in report.worst:
+            dist = "NaN" if e.ulp_distance is None else str(e.ulp_distance)
+            w.add_row(str(list(e.index)), dist, "A", _code_bits(e.a_code, fmt),
+                      _hex(e.a_code, fmt), _g(e.a_value, 9))
+            w.add_row("", "", "B", _code_bits(e.b_code, fmt), _hex(e.b_code, fmt),
+                      _g(e.b_value, 9), end_section=True)
+        parts.append(w)
+    if max_ulp is not None:
+        if report.beyond:
+            parts.append(Text(f"FAIL: {report.beyond} element(s) more than {max_ulp} ULP apart "
+                              "(NaN mismatches included)", STYLES["bad"]))
+        else:
+            parts.append(Text(f"OK: every element within {max_ulp} ULP", STYLES["good"]))
+    return Group(*parts)
+
+
+# ---------------------------------------------------------------- stats
+def stats_view(tensor: Tensor, stats: TensorStats) -> RenderableType:
+    """``fpinspect stats FILE``."""
+    shape = "x".join(str(n) for n in tensor.shape) or "scalar"
+    head = Text.assemble(("stats ", "bold"), f"{tensor.label}  ",
+                         (f"{tensor.dtype_name}, {shape}, {stats.count} elements", STYLES["dim"]))
+    s = _table(box=None, show_header=False)
+    s.add_column(style="bold")
+    s.add_column(justify="right")
+    s.add_row("NaN / inf / zero", f"{stats.nan} / {stats.inf} / {stats.zero}")
+    s.add_row("max |x|", _g(stats.amax, 6))
+    s.add_row("min |x| > 0", _g(stats.amin, 6))
+    s.add_row("dynamic range", "-" if stats.dynamic_range is None
+              else f"{stats.dynamic_range:.2f} binades")
+    parts: list[RenderableType] = [head, s]
+    if stats.exponent_histogram:
+        parts.append(Text("exponent histogram (|x| in [2^e, 2^(e+1)))", "bold"))
+        parts.append(_bars([(f"2^{e}", c) for e, c in stats.exponent_histogram], stats.count))
+    f = _table("fit per format: fractions of all elements (RNE); scale = max / max|x|, "
+               "pow2 = the power of two below it; @pow2 = after multiplying by it",
+               box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    for name in ("format", "overflow", "saturate", "flush\nto 0", "subnormal", "scale",
+                 "pow2", "flush\n@pow2", "subnormal\n@pow2"):
+        f.add_column(name, justify="left" if name == "format" else "right", no_wrap=True)
+    for fit in stats.fits:
+        f.add_row(fit.format.name, _frac(fit.overflow), _frac(fit.saturate),
+                  _frac(fit.flush_to_zero), _frac(fit.subnormal),
+                  "-" if fit.scale is None else _short(fit.scale),
+                  _pow2(fit.scale_pow2), _frac(fit.flush_to_zero_scaled),
+                  _frac(fit.subnormal_scaled))
+    parts.append(f)
+    return Group(*parts)
+
+
+# ---------------------------------------------------------------- hash
+def hash_view(tensor: Tensor, fp: Fingerprint) -> RenderableType:
+    """``fpinspect hash FILE``: the digest first, so ``cut -d' ' -f1`` gets it."""
+    shape = ",".join(str(n) for n in fp.shape)
+    return Text.assemble((f"{fp.algorithm}:{fp.digest}", "bold"), f"  {fp.dtype}[{shape}]",
+                         ("  canonical" if fp.canonical else "", STYLES["dim"]),
+                         (f"  {tensor.label}", STYLES["dim"]))

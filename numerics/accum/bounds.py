@@ -1,0 +1,260 @@
+"""A-priori error bounds for the summation algorithms (proved in
+``proofs/accumulation_bounds.md``; the claim ids A1.. are cited below).
+
+Notation: ``p`` the precision of the working format, ``u`` the unit roundoff of the
+rounding mode (``2**-p`` for ``rne``/``rna``, ``2**(1-p)`` for ``rtz``, ``ru``,
+``rd``, ``rto`` and ``sr``), ``S = sum |x_i|`` over the (rounded) terms and
+
+    g(k) = (1 + u)**k - 1,
+
+which is always defined (unlike ``gamma_k = k*u/(1 - k*u)``, undefined once
+``k*u >= 1``).  Every bound holds under the no-overflow hypothesis: no operation's
+exact result exceeds the largest finite value of its format.  Underflow needs no
+hypothesis for sums (a sum that lands in the subnormal range is exact).
+
+Every bound is evaluated in binary64 and then inflated by the factor
+``1 + (n + 16) * 2**-52`` to cover the rounding errors of its own evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numerics.formats import Format, as_format
+
+__all__ = [
+    "chain_length",
+    "dot_bound",
+    "g",
+    "kahan_factor",
+    "neumaier_factor",
+    "probabilistic_factor",
+    "sum_bound",
+    "tree_chain",
+    "unit_roundoff",
+]
+
+_NEAREST = ("rne", "rna")
+
+
+def unit_roundoff(fmt: Format | str, rounding: str) -> float:
+    """``u`` for ``fmt`` and ``rounding``: ``2**-p`` (nearest) or ``2**(1-p)``.
+
+    Examples
+    --------
+    >>> unit_roundoff("bfloat16", "rne"), unit_roundoff("bfloat16", "rtz")
+    (0.00390625, 0.0078125)
+    """
+    p = as_format(fmt).precision
+    return 2.0 ** -p if rounding in _NEAREST else 2.0 ** (1 - p)
+
+
+def g(k: int | np.ndarray, u: float) -> float | np.ndarray:
+    """``(1 + u)**k - 1`` (claim A1), computed as ``expm1(k * log1p(u))``.
+
+    Examples
+    --------
+    >>> bool(g(1, 2.0**-8) == 2.0**-8)
+    True
+    >>> round(float(g(4095, 2.0**-8)), -5)   # bf16 at n = 4096: vacuous
+    8600000.0
+    """
+    with np.errstate(over="ignore"):
+        return np.expm1(np.asarray(k, np.float64) * math.log1p(u))[()]
+
+
+def tree_chain(tree: object) -> int:
+    """Longest chain of roundings from a leaf to the root of a nested-tuple tree.
+
+    A node with children ``c_0 .. c_{m-1}`` summed left to right puts child ``j``
+    through ``m - max(j, 1)`` additions.
+
+    Examples
+    --------
+    >>> tree_chain(((0, 1), (2, 3))), tree_chain((0, 1, 2, 3)), tree_chain(0)
+    (2, 3, 0)
+    """
+    if not isinstance(tree, tuple):
+        return 0
+    m = len(tree)
+    return max(tree_chain(c) + (m - max(j, 1)) for j, c in enumerate(tree)) if m > 1 \
+        else tree_chain(tree[0])
+
+
+def chain_length(algorithm: str, n: int, *, block_size: int | None = None,
+                 tree: object = None) -> int:
+    """The longest chain of roundings any term goes through (claims A2-A4, A7).
+
+    ``recursive`` and ``ring``: ``n - 1``; ``pairwise``: ``b - 1 + ceil(log2(m))``
+    with ``b = min(block_size, n)`` and ``m = ceil(n / block_size)`` blocks;
+    ``tree``: :func:`tree_chain`; ``exact``: 1 (``0`` terms for ``n = 1``).
+
+    Examples
+    --------
+    >>> chain_length("pairwise", 4096, block_size=128)
+    132
+    """
+    if n <= 1:
+        return 0
+    if algorithm in ("recursive", "ring"):
+        return n - 1
+    if algorithm == "pairwise":
+        b = min(block_size or 1, n)
+        m = -(-n // (block_size or 1))
+        return b - 1 + (m - 1).bit_length()
+    if algorithm == "tree":
+        return tree_chain(tree)
+    if algorithm == "exact":
+        return 1
+    raise ValueError(f"Got {algorithm=}, which has no chain-form bound")
+
+
+def kahan_factor(n: int, u: float) -> float:
+    """``K`` with ``|error| <= K * S`` for Kahan summation of ``n`` terms (claim A5).
+
+    With ``a = u(2 + 2u + u**2) + u**3 (2 + u)``, ``k2 = u**2 (2 + u)``,
+    ``beta = u(1+u)**3 / (1 - u(1+u)**3)``, ``b = 2 a beta + k2``,
+    ``r = a beta + k2`` and ``M = (a + (n-1) b) (1 + r)**(n-2)``:
+    ``K = (1 + beta) M + 2 beta``.  To first order ``K = 4u + 6 n u**2``.
+
+    Examples
+    --------
+    >>> round(kahan_factor(4096, 2.0**-8), 3)   # bf16: the n u**2 term dominates
+    0.509
+    """
+    if n <= 1:
+        return 0.0
+    k2 = u * u * (2 + u)
+    a = u * (2 + 2 * u + u * u) + u * k2
+    q = u * (1 + u) ** 3
+    beta = q / (1 - q)
+    b = 2 * a * beta + k2
+    r = a * beta + k2
+    m = (a + (n - 1) * b) * math.exp((n - 2) * math.log1p(r))
+    return (1 + beta) * m + 2 * beta
+
+
+def neumaier_factor(n: int, u: float) -> float:
+    """``K`` with ``|error| <= K * S`` for Neumaier summation (claim A6).
+
+    ``K = u + (1 + u) [(1 + g(n-2)) (u(1+u) + u(2+u) g(n-1)) + g(n-2) g(n-1)]``;
+    to first order ``2u + n**2 u**2``.
+
+    Examples
+    --------
+    >>> neumaier_factor(1, 0.5), round(neumaier_factor(2, 2.0**-24) * 2**23, 6)
+    (0.0, 1.0)
+    """
+    if n <= 1:
+        return 0.0
+    g1 = float(g(n - 1, u))
+    g2 = float(g(n - 2, u))
+    return u + (1 + u) * ((1 + g2) * (u * (1 + u) + u * (2 + u) * g1) + g2 * g1)
+
+
+def probabilistic_factor(us: list[tuple[int, float]], n_terms: int,
+                         confidence: float) -> float:
+    """Higham and Mary's (2019) probabilistic chain factor (claim A9).
+
+    For a chain of roundings with ``k_j`` errors bounded by ``u_j`` (``us`` lists the
+    pairs ``(k_j, u_j)``), independent (mean-independent suffices) and of mean zero:
+    ``exp(lam * sqrt(sum k_j u_j**2) + sum k_j u_j**2 / (1 - max u_j)) - 1`` bounds
+    ``|prod(1 + delta) - 1|`` for each of the ``n_terms`` terms simultaneously with
+    probability at least ``1 - 2 n_terms exp(-lam**2 (1 - max u)**2 / 2)``; ``lam`` is
+    chosen so that this equals ``confidence``.
+
+    Examples
+    --------
+    >>> f = probabilistic_factor([(4095, 2.0**-8)], 4096, 0.999)
+    >>> 3 < f < 4     # against g(4095) ~ 8.6e6
+    True
+    """
+    us = [(k, u) for k, u in us if k > 0]
+    if not us:
+        return 0.0
+    umax = max(u for _, u in us)
+    lam = math.sqrt(2 * math.log(2 * n_terms / (1 - confidence))) / (1 - umax)
+    s2 = math.fsum(k * u * u for k, u in us)
+    return math.expm1(lam * math.sqrt(s2) + s2 / (1 - umax))
+
+
+def _inflate(b: np.ndarray, n: int) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.nextafter(b * (1 + (n + 16) * 2.0**-52), np.inf)
+
+
+def _chain_factor(kind: str, k: int, u: float, n: int, confidence: float) -> float:
+    if kind == "probabilistic":
+        return probabilistic_factor([(k, u)], n, confidence)
+    return float(g(k, u))
+
+
+def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm: str, *,
+              block_size: int | None = None, promote_fmt: Format | None = None,
+              tree: object = None, kind: str = "worst",
+              confidence: float = 0.999) -> tuple[np.ndarray, float]:
+    """The bound on ``|computed - exact|`` for :func:`numerics.accum.sum`.
+
+    Returns the bound (shaped like ``abs_sum = sum |x_i|``) and its confidence.
+    """
+    u = unit_roundoff(fmt, rounding)
+    conf = confidence if kind == "probabilistic" else 1.0
+    if algorithm == "kahan":
+        factor = kahan_factor(n, u)
+    elif algorithm == "neumaier":
+        factor = neumaier_factor(n, u)
+    elif algorithm == "blocked":
+        assert promote_fmt is not None and block_size is not None
+        up = unit_roundoff(promote_fmt, rounding)
+        kb, nb = min(block_size, n) - 1, -(-n // block_size)
+        if kind == "probabilistic":
+            factor = probabilistic_factor([(kb, u), (nb, up)], n, confidence)
+        else:
+            factor = math.expm1(kb * math.log1p(u) + nb * math.log1p(up))
+    else:
+        k = chain_length(algorithm, n, block_size=block_size, tree=tree)
+        factor = _chain_factor(kind, k, u, n, confidence)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _inflate(np.asarray(abs_sum, np.float64) * factor, n), conf
+
+
+def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, rounding: str,
+              algorithm: str, *, block_size: int | None = None,
+              promote_fmt: Format | None = None, tree: object = None, kind: str = "worst",
+              confidence: float = 0.999) -> tuple[np.ndarray, float]:
+    """The bound for :func:`numerics.accum.dot` (claim A8).
+
+    ``abs_sum = sum |x_i y_i|`` (exact products); ``tiny`` counts the products below
+    the smallest normal, whose rounding has absolute error at most ``eta`` (half the
+    smallest subnormal for nearest, the smallest subnormal otherwise).  Chain-form
+    algorithms with chain ``L``: ``g(L + 1) S + tiny * eta * (1 + u)**L``.  Kahan and
+    Neumaier with factor ``K``: ``K ((1 + u) S + tiny eta) + u S + tiny eta``.
+    """
+    u = unit_roundoff(fmt, rounding)
+    eta = fmt.smallest_subnormal * (0.5 if rounding in _NEAREST else 1.0)
+    conf = confidence if kind == "probabilistic" else 1.0
+    S = np.asarray(abs_sum, np.float64)
+    T = np.asarray(tiny, np.float64) * eta
+    with np.errstate(over="ignore", invalid="ignore"):
+        if algorithm in ("kahan", "neumaier"):
+            K = kahan_factor(n, u) if algorithm == "kahan" else neumaier_factor(n, u)
+            b = K * ((1 + u) * S + T) + u * S + T
+        elif algorithm == "blocked":
+            assert promote_fmt is not None and block_size is not None
+            up = unit_roundoff(promote_fmt, rounding)
+            kb, nb = min(block_size, n) - 1, -(-n // block_size)
+            if kind == "probabilistic":
+                f1 = probabilistic_factor([(kb + 1, u), (nb, up)], n, confidence)
+            else:
+                f1 = math.expm1((kb + 1) * math.log1p(u) + nb * math.log1p(up))
+            grow = math.exp(kb * math.log1p(u) + nb * math.log1p(up))
+            b = f1 * S + T * grow
+        else:
+            L = chain_length(algorithm, n, block_size=block_size, tree=tree)
+            if algorithm == "exact":
+                L = 1
+            b = _chain_factor(kind, L + 1, u, n, confidence) * S \
+                + T * math.exp(L * math.log1p(u))
+        return _inflate(b, n), conf

@@ -1,0 +1,126 @@
+"""Error-free transformations in float64 (numpy, elementwise).
+
+Each function returns float64 arrays whose *exact* sum equals the exact
+result of the operation, as long as no intermediate overflows and (for the
+products) no partial product underflows.  :mod:`numerics.ops` scales its
+operands so that these conditions hold.
+
+References
+----------
+T. J. Dekker, "A floating-point technique for extending the available
+precision", Numer. Math. 18 (1971).  D. E. Knuth, TAOCP vol. 2, 4.2.2
+(TwoSum).  J.-M. Muller et al., Handbook of Floating-Point Arithmetic,
+2nd ed. (2018), ch. 4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["fast_two_sum", "split", "three_sum_rne", "two_prod", "two_sum"]
+
+#: Veltkamp splitting constant ``2**27 + 1`` for binary64.
+_SPLITTER = 134217729.0
+
+
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knuth's TwoSum: ``s = fl(a + b)`` and ``e`` with ``s + e == a + b`` exactly.
+
+    Exact for all finite inputs whose sum does not overflow (also with
+    subnormals).
+
+    Examples
+    --------
+    >>> s, e = two_sum(np.array([1.0]), np.array([2.0**-60]))
+    >>> float(s[0]), float(e[0]) == 2.0**-60
+    (1.0, True)
+    """
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def fast_two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's FastTwoSum, exact when ``|a| >= |b|`` (or ``a`` is 0)."""
+    s = a + b
+    e = b - (s - a)
+    return s, e
+
+
+def split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp split ``a = hi + lo`` with 26 and 27 significant bits.
+
+    Needs ``|a| < 2**996`` (no overflow in ``a * (2**27 + 1)``).
+    """
+    c = _SPLITTER * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's TwoProd: ``p = fl(a * b)`` and ``e`` with ``p + e == a * b`` exactly.
+
+    Exact when ``|a|, |b| < 2**996``, ``|a * b|`` does not overflow and the
+    exponents of ``a`` and ``b`` add to at least ``-1022 + 53`` (so that the
+    error term does not underflow).
+
+    Examples
+    --------
+    >>> p, e = two_prod(np.array([1.0 + 2.0**-30]), np.array([1.0 + 2.0**-30]))
+    >>> float(e[0]) == 2.0**-60
+    True
+    """
+    p = a * b
+    ah, al = split(a)
+    bh, bl = split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def three_sum_rne(x1: np.ndarray, x2: np.ndarray, x3: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``h = RNE64(x1 + x2 + x3)`` and a residual ``r`` for the exact sum.
+
+    ``r`` has the sign of ``x1 + x2 + x3 - h``, is zero exactly when that is
+    zero, satisfies ``|r| <= half the spacing`` on its side of ``h``, and
+    equals half the spacing only when the exact residual does.  ``r`` is the
+    exact residual rounded to nearest (up to that last adjustment), which is
+    all :mod:`numerics.ops` needs to round ``h + r`` like the exact sum in any
+    mode.  Requires that no TwoSum below underflows to a loss (the caller
+    scales the terms into ``[2**-300, 2**300]``) and that ``x2`` is the error
+    term of ``x1`` (``|x2| <= ulp(x1) / 2``), as produced by :func:`two_prod`.
+    """
+    s, t = two_sum(x1, x3)
+    u, w = two_sum(t, x2)
+    h, ll = two_sum(s, u)
+    # Now x1 + x2 + x3 == h + ll + w exactly, |ll| <= ulp(h) / 2, w tiny.
+    # If s + u cancels exactly, ll is 0 and the sum is w itself.
+    h0 = h == 0
+    h = np.where(h0, w, h)
+    w = np.where(h0, 0.0, w)
+    t2, e2 = two_sum(ll, w)
+    ah = np.abs(h)
+    sgn = np.sign(h)
+    rel = t2 * sgn  # > 0: the residual points away from zero
+    sp_up = np.spacing(ah)
+    sp_dn = ah - np.nextafter(ah, 0.0)
+    sp = np.where(rel > 0, sp_up, sp_dn)
+    hs = sp * 0.5
+    art = np.abs(t2)
+    beyond = (art > hs) | ((art == hs) & (e2 * t2 > 0))
+    tie = (art == hs) & (e2 == 0)
+    odd = (h.view(np.uint64) & np.uint64(1)) == 1
+    move = (beyond | (tie & odd)) & (h != 0)
+    step = np.where(move, np.copysign(sp, t2), 0.0)
+    h_new = h + step
+    r_hi = t2 - step  # exact (Sterbenz)
+    r, e3 = two_sum(r_hi, e2)
+    # r must not be mistaken for a tie when the exact residual is not one.
+    ah2 = np.abs(h_new)
+    rel2 = r * np.sign(h_new)
+    hs2 = np.where(rel2 > 0, np.spacing(ah2), ah2 - np.nextafter(ah2, 0.0)) * 0.5
+    fake_tie = (np.abs(r) == hs2) & (e3 != 0)
+    r = np.where(fake_tie, np.nextafter(r, 0.0), r)
+    # h == 0 happens only for an exact zero sum of the scaled terms.
+    return h_new, np.where(h_new == 0, 0.0, r)

@@ -1,0 +1,154 @@
+"""numpy-``finfo``-style machine parameters for every format.
+
+Every field is computed from the format's base fields with exact integer
+arithmetic, using numpy's definitions (``numpy.finfo``):
+
+``eps``          ``2**machep``: distance from 1 to the next larger value, ``2**-t``
+``epsneg``       ``2**negep``: distance from 1 to the next smaller value (``2**-(t+1)``
+                 when 1 is not the smallest normal; ``2**(emin - t)`` spacing when it is,
+                 e.g. 0.125 for e2m3fn)
+``max``, ``min`` largest finite value and its negative (for the unsigned e8m0fnu,
+                 ``min`` is the smallest value, ``2**-127``, as in ml_dtypes)
+``tiny``         ``smallest_normal``, ``2**emin``
+``precision``    ``int(-log10(eps))`` decimal digits, and ``resolution = 10**-precision``
+``nexp``/``iexp`` exponent field width; ``nmant`` trailing significand width
+``maxexp``       ``emax + 1``, the least power of two that overflows
+``minexp``       ``emin``
+``machep``, ``negep``  exponents of ``eps`` and ``epsneg``
+
+ml_dtypes types several of these by hand and disagrees with the formula in
+places (its ``precision`` is 1 for most 8-bit formats where ``int(-log10(eps))``
+is 0, and its ``resolution`` is ``10**-precision`` rounded to the format);
+those two fields follow numpy's formula here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from numerics.formats import Format, as_format
+
+__all__ = ["FInfo", "finfo"]
+
+
+@dataclass(frozen=True)
+class FInfo:
+    """Machine parameters of a format (see the module docstring for definitions).
+
+    Examples
+    --------
+    >>> fi = finfo("e4m3fn")
+    >>> fi.max, fi.min, fi.eps, fi.epsneg, fi.tiny, fi.smallest_subnormal
+    (448.0, -448.0, 0.125, 0.0625, 0.015625, 0.001953125)
+    >>> fi.maxexp, fi.minexp, fi.machep, fi.negep, fi.dtype
+    (9, -6, -3, -4, dtype(float8_e4m3fn))
+    """
+
+    #: Canonical name of the format.
+    name: str
+    #: Width of a code in bits.
+    bits: int
+    #: Distance from 1.0 to the next larger value.
+    eps: float
+    #: Distance from 1.0 to the next smaller value.
+    epsneg: float
+    #: Largest finite value.
+    max: float
+    #: ``-max`` (the smallest positive value for unsigned formats).
+    min: float
+    #: Smallest positive normal value.
+    tiny: float
+    #: Same as ``tiny``.
+    smallest_normal: float
+    #: Smallest positive value (``tiny`` when there are no subnormals).
+    smallest_subnormal: float
+    #: Approximate number of exact decimal digits, ``int(-log10(eps))``.
+    precision: int
+    #: ``10**-precision``.
+    resolution: float
+    #: Exponent field width.
+    nexp: int
+    #: Trailing significand field width.
+    nmant: int
+    #: ``emax + 1``.
+    maxexp: int
+    #: ``emin``.
+    minexp: int
+    #: ``log2(eps)``.
+    machep: int
+    #: ``log2(epsneg)``.
+    negep: int
+    #: Exponent field width (numpy's name).
+    iexp: int
+    #: The numpy / ml_dtypes dtype of the format, None when neither has one.
+    dtype: np.dtype | None
+
+
+_NUMPY_DTYPES = {"binary64": np.float64, "binary32": np.float32, "binary16": np.float16}
+
+
+def _dtype_of(fmt: Format) -> np.dtype | None:
+    if fmt.name in _NUMPY_DTYPES:
+        return np.dtype(_NUMPY_DTYPES[fmt.name])
+    for name in (fmt.name, *fmt.aliases):
+        candidate = getattr(ml_dtypes, name, None)
+        if isinstance(candidate, type):
+            dtype = np.dtype(candidate)
+            # Guard against a same-named type with a different layout.
+            if ml_dtypes.finfo(dtype).bits == fmt.bits and ml_dtypes.finfo(dtype).nmant == (
+                fmt.trailing_bits
+            ):
+                return dtype
+    return None
+
+
+def finfo(fmt: Format | str) -> FInfo:
+    """Machine parameters of ``fmt`` in the style of :class:`numpy.finfo`.
+
+    Examples
+    --------
+    >>> finfo("binary16").precision, finfo("bf16").epsneg, finfo("tf32").dtype is None
+    (3, 0.00390625, True)
+    >>> finfo("e8m0fnu").min, finfo("e8m0fnu").eps
+    (5.877471754111438e-39, 1.0)
+    """
+    fmt = as_format(fmt)
+    t = fmt.trailing_bits
+    machep = -t
+    # 1.0 is normal in every format (emin <= 0 <= emax); the step below it is
+    # 2**-(t+1) inside the binade below, or the subnormal quantum when 1 is the
+    # smallest normal.
+    below = -1 if fmt.emin <= -1 else None
+    if below is not None:
+        negep = below - t
+    elif fmt.subnormals and t > 0:
+        negep = fmt.emin - t
+    else:  # 1.0 is the smallest value (or the next value below is 0)
+        negep = 0
+    eps = math.ldexp(1.0, machep)
+    precision = int(-math.log10(eps)) if eps < 1 else 0
+    return FInfo(
+        name=fmt.name,
+        bits=fmt.bits,
+        eps=eps,
+        epsneg=math.ldexp(1.0, negep),
+        max=fmt.max,
+        min=-fmt.max if fmt.signed else fmt.smallest_subnormal,
+        tiny=fmt.smallest_normal,
+        smallest_normal=fmt.smallest_normal,
+        smallest_subnormal=fmt.smallest_subnormal,
+        precision=precision,
+        resolution=10.0**-precision,
+        nexp=fmt.exponent_bits,
+        nmant=t,
+        maxexp=fmt.emax + 1,
+        minexp=fmt.emin,
+        machep=machep,
+        negep=negep,
+        iexp=fmt.exponent_bits,
+        dtype=_dtype_of(fmt),
+    )

@@ -1,0 +1,407 @@
+"""What a value, a code or an integer becomes in a format: the facts behind ``fpinspect``.
+
+Each function returns a frozen dataclass of exact results (Fractions, ints),
+computed with the exact scalar codec (:mod:`numerics.codec`), so the
+inspector never shows a number that went through binary64 on the way.
+
+* :func:`inspect_value` -- one value in one format: code, bit fields, stored
+  value, error against the input, ULP there, class, overflow/saturation.
+* :func:`inspect_code` -- one code: fields, value, both neighbours, ULP.
+* :func:`inspect_integer` -- an integer in uint32, int32 and float formats:
+  exact or not, stored value, spacing of representable values there.
+* :func:`code_table` -- every code of a small format with its value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from numerics.codec import decode_exact, encode_exact, floor_log2
+from numerics.formats import Format, Infinity, NaNEncoding, as_format, get_format
+from numerics.parse import ParsedValue, parse_value
+from numerics.parts import exact_decimal
+from numerics.rounding import check_overflow, check_rounding, make_rng
+from numerics.ulp import next_down, next_up
+
+__all__ = [
+    "DEFAULT_VALUE_FORMATS",
+    "INTEGER_FORMATS",
+    "CodeReport",
+    "Encoded",
+    "IntegerReport",
+    "IntegerRow",
+    "code_table",
+    "decimal_text",
+    "inspect_code",
+    "inspect_integer",
+    "inspect_value",
+]
+
+#: Formats shown by ``fpinspect VALUE`` when none are chosen.
+DEFAULT_VALUE_FORMATS: tuple[str, ...] = (
+    "binary64", "binary32", "tf32", "bfloat16", "binary16", "e5m2", "e4m3fn",
+)
+#: Types compared by :func:`inspect_integer`.
+INTEGER_FORMATS: tuple[str, ...] = (
+    "uint32", "int32", "binary32", "bfloat16", "binary16", "binary64",
+)
+
+Kind = Literal["zero", "subnormal", "normal", "inf", "nan"]
+Exact = Fraction | float  # Fraction for finite non-zero values; floats for +-0, +-inf, nan
+
+
+def decimal_text(value: Fraction | float) -> str:
+    """Exact decimal text of a value: ``"-0"``, ``"inf"``, ``"nan"``, or ``p/q`` if it does not terminate.
+
+    Examples
+    --------
+    >>> decimal_text(Fraction(1, 10)), decimal_text(Fraction(-3, 8)), decimal_text(Fraction(1, 3))
+    ('0.1', '-0.375', '1/3')
+    >>> decimal_text(-0.0), decimal_text(float("-inf")), decimal_text(2.0**-3)
+    ('-0', '-inf', '0.125')
+    """
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "-inf" if value < 0 else "inf"
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return "-0"
+    v = Fraction(value)
+    try:
+        return exact_decimal(v)
+    except ValueError:
+        return f"{v.numerator}/{v.denominator}"
+
+
+def _kind(code: int, fmt: Format) -> Kind:
+    if fmt.is_nan_code(code):
+        return "nan"
+    if fmt.is_inf_code(code):
+        return "inf"
+    mag = code & fmt.magnitude_mask
+    if fmt.subnormals and mag >> fmt.trailing_bits == 0:
+        return "zero" if mag == 0 else "subnormal"
+    return "normal"
+
+
+def _fields(code: int, fmt: Format) -> tuple[int | None, int, int]:
+    t = fmt.trailing_bits
+    sign = (code >> (fmt.bits - 1)) & 1 if fmt.signed else None
+    mag = code & fmt.magnitude_mask
+    return sign, mag >> t, mag & ((1 << t) - 1)
+
+
+def _is_finite(v: Exact) -> bool:
+    return isinstance(v, Fraction) or math.isfinite(v)
+
+
+def _ulp_exact(v: Exact, fmt: Format) -> Fraction | None:
+    """Quantum of the binade of a finite value in ``fmt`` (exact), None otherwise."""
+    if not _is_finite(v):
+        return None
+    a = abs(Fraction(v))
+    e = floor_log2(a) if a else fmt.emin
+    return Fraction(2) ** (max(e, fmt.emin) - fmt.trailing_bits)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One value rounded into one format.
+
+    Attributes
+    ----------
+    format : Format
+    input : Fraction or float
+        The exact input (floats only for ``+-0``, ``+-inf``, ``nan``).
+    code : int
+        The code stored.
+    sign : int or None
+        The sign bit (None for unsigned formats).
+    exponent_field, trailing_field : int
+        The raw exponent and trailing-significand fields.
+    value : Fraction or float
+        The stored value, exactly (floats only for ``+-0``, ``+-inf``, ``nan``).
+    kind : {"zero", "subnormal", "normal", "inf", "nan"}
+    abs_error : Fraction or None
+        ``stored - input``; None when either is not finite.
+    rel_error : Fraction or None
+        ``(stored - input) / |input|``; None when that is undefined (zero input).
+    ulp : Fraction or None
+        The quantum of the stored value's binade (None for inf and NaN).
+    overflow : bool
+        A finite input became inf or NaN.
+    saturated : bool
+        The input lies beyond the range (it would round above ``max``, or is
+        infinite) and was clamped to ``+-max``.
+    flushed : bool
+        A non-zero finite input became zero.
+    """
+
+    format: Format
+    input: Exact
+    code: int
+    sign: int | None
+    exponent_field: int
+    trailing_field: int
+    value: Exact
+    kind: Kind
+    abs_error: Fraction | None
+    rel_error: Fraction | None
+    ulp: Fraction | None
+    overflow: bool
+    saturated: bool
+    flushed: bool
+
+    @property
+    def exact(self) -> bool:
+        """Whether the stored value is the input (NaN for NaN and the same infinity count)."""
+        if self.abs_error is not None:
+            return self.abs_error == 0
+        x, v = self.input, self.value
+        if isinstance(x, Fraction) or isinstance(v, Fraction):
+            return False
+        return (math.isnan(x) and math.isnan(v)) or x == v
+
+    @property
+    def hex(self) -> str:
+        """The code in hex, zero-padded to the format's width."""
+        return f"{self.code:#0{2 + (self.format.bits + 3) // 4}x}"
+
+    @property
+    def bit_string(self) -> tuple[str, str, str]:
+        """The sign, exponent and trailing fields as binary strings (sign '' if unsigned)."""
+        fmt = self.format
+        sign = "" if self.sign is None else str(self.sign)
+        exp = format(self.exponent_field, f"0{fmt.exponent_bits}b")
+        trail = format(self.trailing_field, f"0{fmt.trailing_bits}b") if fmt.trailing_bits else ""
+        return sign, exp, trail
+
+
+def _unbounded_beyond_max(x: Fraction, fmt: Format, rounding: str, uniform: float | None) -> bool:
+    """Whether ``|x|`` rounds above ``max`` when the exponent range is unbounded above."""
+    if abs(x) <= fmt.max_exact:
+        return False
+    if fmt.has_infinity or fmt.has_nan:
+        code = encode_exact(x, fmt, rounding=rounding, overflow="ieee", uniform=uniform)
+        return not _is_finite(decode_exact(code, fmt))
+    wide = dataclasses.replace(fmt, name=f"{fmt.name}+", exponent_bits=fmt.exponent_bits + 1,
+                               infinity=Infinity.IEEE, nan=NaNEncoding.IEEE)
+    v = decode_exact(encode_exact(x, wide, rounding=rounding, uniform=uniform), wide)
+    return not _is_finite(v) or abs(Fraction(v)) > fmt.max_exact
+
+
+def _encoded(x: Exact, code: int, fmt: Format, beyond: bool) -> Encoded:
+    v = decode_exact(code, fmt)
+    kind = _kind(code, fmt)
+    x_finite = _is_finite(x)
+    abs_err = rel_err = None
+    if x_finite and _is_finite(v):
+        abs_err = Fraction(v) - Fraction(x)
+        if x != 0:
+            rel_err = abs_err / abs(Fraction(x))
+    stored_max = _is_finite(v) and abs(Fraction(v)) == fmt.max_exact
+    sign, e_field, t_field = _fields(code, fmt)
+    return Encoded(
+        format=fmt, input=x, code=code, sign=sign, exponent_field=e_field, trailing_field=t_field,
+        value=v, kind=kind, abs_error=abs_err, rel_error=rel_err, ulp=_ulp_exact(v, fmt),
+        overflow=x_finite and not _is_finite(v) and beyond,
+        saturated=stored_max and (beyond or (not x_finite and not math.isnan(x))),
+        flushed=x_finite and x != 0 and kind == "zero",
+    )
+
+
+def inspect_value(
+    value: ParsedValue | str,
+    fmt: Format | str,
+    *,
+    rounding: str = "rne",
+    overflow: str = "ieee",
+    seed: int | None = 0,
+) -> Encoded:
+    """Round one exact value into ``fmt`` and describe the result.
+
+    Parameters
+    ----------
+    value : ParsedValue or str
+        The input, taken exactly (a string is read with :func:`parse_value`).
+    fmt : Format or str
+    rounding, overflow : str
+        As in :func:`numerics.codec.encode_exact`.
+    seed : int or None
+        Seed of the uniform draw used by ``rounding="sr"``.
+
+    Raises
+    ------
+    ValueError
+        For a bad value, rounding or overflow name, or NaN into a format
+        without NaN.
+
+    Examples
+    --------
+    >>> r = inspect_value("448", "e4m3fn")
+    >>> hex(r.code), r.kind, r.abs_error
+    ('0x7e', 'normal', Fraction(0, 1))
+    >>> r = inspect_value("500", "e4m3fn", overflow="saturate")
+    >>> r.value, r.saturated, r.abs_error
+    (Fraction(448, 1), True, Fraction(-52, 1))
+    >>> inspect_value("500", "e4m3fn").kind, inspect_value("500", "e4m3fn").overflow
+    ('nan', True)
+    """
+    fmt = as_format(fmt)
+    check_rounding(rounding)
+    check_overflow(overflow)
+    pv = parse_value(value) if isinstance(value, str) else value
+    x = pv.exact
+    uniform = float(make_rng(seed).random()) if rounding == "sr" else None
+    try:
+        code = encode_exact(x, fmt, rounding=rounding, overflow=overflow, uniform=uniform)
+    except ValueError:
+        raise ValueError(
+            f"Got value={pv.text!r}, but format {fmt.name} has no NaN to store it in"
+        ) from None
+    beyond = isinstance(x, Fraction) and _unbounded_beyond_max(x, fmt, rounding, uniform)
+    return _encoded(x, code, fmt, beyond)
+
+
+@dataclass(frozen=True)
+class CodeReport:
+    """One code, decoded, with its neighbours.
+
+    ``below``/``above`` are the neighbouring values' codes (None at the ends
+    of the line of values and for NaN); ``ulp`` is the quantum of the value's
+    binade.
+    """
+
+    encoded: Encoded
+    below: Encoded | None
+    above: Encoded | None
+
+
+def inspect_code(code: int, fmt: Format | str) -> CodeReport:
+    """Decode one code and find its neighbours.
+
+    Examples
+    --------
+    >>> r = inspect_code(0x3F80, "bfloat16")
+    >>> r.encoded.value, r.below.value, r.above.value
+    (Fraction(1, 1), Fraction(255, 256), Fraction(129, 128))
+    >>> hex(r.below.code), hex(r.above.code)
+    ('0x3f7f', '0x3f81')
+    """
+    fmt = as_format(fmt)
+    v = decode_exact(code, fmt)
+    here = _encoded(v, code, fmt, False)
+    if here.kind == "nan":
+        return CodeReport(here, None, None)
+    neighbours: list[Encoded | None] = []
+    for step in (next_down, next_up):
+        n = float(step(float(v), fmt))
+        if math.isnan(n) or n == float(v):
+            neighbours.append(None)
+            continue
+        ncode = encode_exact(n, fmt)
+        neighbours.append(_encoded(decode_exact(ncode, fmt), ncode, fmt, False))
+    return CodeReport(here, neighbours[0], neighbours[1])
+
+
+@dataclass(frozen=True)
+class IntegerRow:
+    """How one integer fares in one type.
+
+    Attributes
+    ----------
+    type : str
+        ``"uint32"``, ``"int32"`` or a float format's name.
+    exact : bool
+        Whether the type holds the integer exactly.
+    stored : int or None
+        The value stored (None when it does not fit: out of range, or
+        overflow to infinity).
+    spacing : int or Fraction or None
+        Distance between consecutive representable values around the integer
+        (1 for integer types; the ULP of its binade for floats).
+    contiguous_limit : int
+        Every integer of magnitude up to this is exact in the type.
+    note : str
+        "exact", "rounded", "out of range" or "overflow".
+    """
+
+    type: str
+    exact: bool
+    stored: int | None
+    spacing: int | Fraction | None
+    contiguous_limit: int
+    note: str
+
+
+@dataclass(frozen=True)
+class IntegerReport:
+    """An integer and its rows, one per type."""
+
+    value: int
+    rows: tuple[IntegerRow, ...]
+
+
+def inspect_integer(n: int, types: tuple[str, ...] = INTEGER_FORMATS) -> IntegerReport:
+    """How integer ``n`` is stored in integer and float types.
+
+    Examples
+    --------
+    >>> rows = {r.type: r for r in inspect_integer(16777217).rows}
+    >>> rows["binary32"].stored, rows["binary32"].spacing, rows["binary32"].exact
+    (16777216, 2, False)
+    >>> rows["int32"].exact, rows["binary16"].note
+    (True, 'overflow')
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"Got n={n!r}, expected an int")
+    rows: list[IntegerRow] = []
+    for name in types:
+        if name in ("uint32", "int32"):
+            lo, hi = (0, 2**32 - 1) if name == "uint32" else (-(2**31), 2**31 - 1)
+            fits = lo <= n <= hi
+            rows.append(IntegerRow(name, fits, n if fits else None, 1 if fits else None,
+                                   hi, "exact" if fits else "out of range"))
+            continue
+        fmt = get_format(name)
+        code = encode_exact(n, fmt)
+        v = decode_exact(code, fmt)
+        limit = 2**fmt.precision
+        if not _is_finite(v):
+            rows.append(IntegerRow(fmt.name, False, None, None, limit, "overflow"))
+            continue
+        stored = int(Fraction(v))
+        spacing = _ulp_exact(Fraction(n), fmt)
+        assert spacing is not None
+        rows.append(IntegerRow(fmt.name, stored == n, stored,
+                               int(spacing) if spacing.denominator == 1 else spacing, limit,
+                               "exact" if stored == n else "rounded"))
+    return IntegerReport(n, tuple(rows))
+
+
+def code_table(fmt: Format | str) -> list[tuple[int, Exact]]:
+    """Every code of a format of at most 8 bits with its exact value.
+
+    Raises
+    ------
+    ValueError
+        For formats wider than 8 bits (65,536 rows help nobody).
+
+    Examples
+    --------
+    >>> [str(v) for _, v in code_table("e2m1fn")[:8]]
+    ['0.0', '1/2', '1', '3/2', '2', '3', '4', '6']
+    """
+    fmt = as_format(fmt)
+    if fmt.bits > 8:
+        raise ValueError(
+            f"Got format={fmt.name!r} with {fmt.bits} bits, but tables are for formats "
+            "of at most 8 bits"
+        )
+    return [(c, decode_exact(c, fmt)) for c in range(fmt.num_codes)]
+

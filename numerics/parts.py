@@ -1,0 +1,227 @@
+"""Anatomy of one stored value: fields, class, exact value, exact decimal and hex.
+
+:func:`parts` rounds a value into a format (one rounding, with the exact
+reference :func:`numerics.codec.encode_exact`) and takes the code apart;
+:func:`parts_of_code` takes a code apart directly.  :func:`exact_decimal` and
+:func:`hexfloat` write a dyadic rational out exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from numerics.codec import _check_code, decode_exact, encode_exact, floor_log2
+from numerics.formats import Format, as_format
+from numerics.rounding import make_rng
+
+__all__ = ["Kind", "Parts", "exact_decimal", "hexfloat", "parts", "parts_of_code"]
+
+Kind = Literal["zero", "subnormal", "normal", "inf", "nan"]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """One code of a format, taken apart.
+
+    Examples
+    --------
+    >>> p = parts(0.1, "binary32")
+    >>> p.kind, p.sign, p.exponent, p.exponent_field, hex(p.trailing_field), hex(p.code)
+    ('normal', 0, -4, 123, '0x4ccccd', '0x3dcccccd')
+    >>> p.decimal, p.hex
+    ('0.100000001490116119384765625', '0x1.99999ap-4')
+    """
+
+    #: The format's canonical name.
+    format: str
+    #: The code, as an int.
+    code: int
+    #: Sign bit (0 for unsigned formats).
+    sign: int
+    #: Biased exponent field.
+    exponent_field: int
+    #: Trailing significand ("mantissa") field.
+    trailing_field: int
+    #: Unbiased exponent (``emin`` for subnormals); None for zero, inf and NaN.
+    exponent: int | None
+    #: Class of the code.
+    kind: Kind
+    #: Exact value (``0`` for both zeros; None for inf and NaN).
+    value: Fraction | None
+    #: Exact decimal expansion of the value (``"-0"`` for negative zero, ``"inf"``, ``"nan"``).
+    decimal: str
+    #: C99 hex-float string, normalized (``"0x1.99999ap-4"``, ``"0x0p+0"``, ``"-inf"``, ``"nan"``).
+    hex: str
+
+
+def _decimal_digits(value: Fraction) -> int:
+    """Number of decimal places of a terminating expansion; ValueError otherwise."""
+    den = value.denominator
+    twos = (den & -den).bit_length() - 1
+    rest = den >> twos
+    fives = 0
+    while rest % 5 == 0:
+        rest //= 5
+        fives += 1
+    if rest != 1:
+        raise ValueError(
+            f"Got value={value!r}, whose decimal expansion does not terminate"
+        )
+    return max(twos, fives)
+
+
+def exact_decimal(value: Fraction | int) -> str:
+    """Exact, complete decimal expansion of a rational with a terminating expansion.
+
+    Every binary fraction terminates, so every finite float value has one.
+
+    Raises
+    ------
+    ValueError
+        If the denominator has a prime factor other than 2 and 5.
+
+    Examples
+    --------
+    >>> exact_decimal(Fraction(1, 8)), exact_decimal(Fraction(-448)), exact_decimal(0)
+    ('0.125', '-448', '0')
+    >>> exact_decimal(Fraction(0.1))
+    '0.1000000000000000055511151231257827021181583404541015625'
+    """
+    value = Fraction(value)
+    digits = _decimal_digits(value)  # 10**digits * value is an integer
+    scaled = value * 10**digits
+    assert scaled.denominator == 1
+    n = abs(scaled.numerator)
+    sign = "-" if value < 0 else ""
+    if digits == 0:
+        return f"{sign}{n}"
+    text = str(n).rjust(digits + 1, "0")
+    return f"{sign}{text[:-digits]}.{text[-digits:]}"
+
+
+def hexfloat(value: Fraction | int) -> str:
+    """Normalized C99 hex-float string of a dyadic rational (``printf("%a")`` style).
+
+    The leading digit is 1 (``0x0p+0`` for zero), trailing zero digits are
+    dropped and the binary exponent is written in decimal with its sign.
+
+    Examples
+    --------
+    >>> hexfloat(Fraction(1)), hexfloat(Fraction(-3, 2)), hexfloat(0)
+    ('0x1p+0', '-0x1.8p+0', '0x0p+0')
+    >>> hexfloat(Fraction(0.1)) == (0.1).hex()
+    True
+    """
+    value = Fraction(value)
+    if value == 0:
+        return "0x0p+0"
+    den = value.denominator
+    if den & (den - 1):
+        raise ValueError(f"Got value={value!r}, which is not a binary fraction")
+    sign = "-" if value < 0 else ""
+    a = abs(value)
+    e = floor_log2(a)
+    sig = a / Fraction(2) ** e  # in [1, 2)
+    # Write the fraction bits in hex digits: scale by 16**k until integral.
+    frac = sig - 1
+    k = 0
+    while (frac * 16**k).denominator != 1:
+        k += 1
+    digits = f"{int(frac * 16**k):0{k}x}" if k else ""
+    mant = f"1.{digits}" if digits else "1"
+    return f"{sign}0x{mant}p{e:+d}"
+
+
+def parts_of_code(code: int, fmt: Format | str) -> Parts:
+    """Take one code of ``fmt`` apart.
+
+    Examples
+    --------
+    >>> p = parts_of_code(0x7E, "e4m3fn")   # 1.110 * 2**(15 - 7) = 448
+    >>> p.kind, p.exponent_field, p.trailing_field, p.exponent, p.value, p.hex
+    ('normal', 15, 6, 8, Fraction(448, 1), '0x1.cp+8')
+    >>> parts_of_code(0x80, "e4m3fn").decimal, parts_of_code(0x80, "e4m3fnuz").kind
+    ('-0', 'nan')
+    >>> parts_of_code(0x01, "e4m3fn").kind, parts_of_code(0x01, "e4m3fn").exponent
+    ('subnormal', -6)
+    """
+    fmt = as_format(fmt)
+    code = _check_code(code, fmt)
+    t = fmt.trailing_bits
+    sign = (code >> (fmt.bits - 1)) & 1 if fmt.signed else 0
+    mag = code & fmt.magnitude_mask
+    field_e, trailing = mag >> t, mag & ((1 << t) - 1)
+    decoded = decode_exact(code, fmt)
+    exponent: int | None
+    if isinstance(decoded, float):
+        if math.isnan(decoded):
+            kind: Kind = "nan"
+            text = "nan"
+        elif decoded in (float("inf"), float("-inf")):
+            kind = "inf"
+            text = "-inf" if decoded < 0 else "inf"
+        else:
+            kind = "zero"
+            text = "-0" if sign else "0"
+        value = Fraction(0) if kind == "zero" else None
+        hex_text = ("-0x0p+0" if sign else "0x0p+0") if kind == "zero" else text
+        return Parts(format=fmt.name, code=code, sign=sign, exponent_field=field_e,
+                     trailing_field=trailing, exponent=None, kind=kind, value=value,
+                     decimal=text, hex=hex_text)
+    if fmt.subnormals and field_e == 0:
+        kind, exponent = "subnormal", fmt.emin
+    else:
+        kind, exponent = "normal", field_e - fmt.bias
+    return Parts(format=fmt.name, code=code, sign=sign, exponent_field=field_e,
+                 trailing_field=trailing, exponent=exponent, kind=kind, value=decoded,
+                 decimal=exact_decimal(decoded), hex=hexfloat(decoded))
+
+
+def parts(
+    x: float | Fraction,
+    fmt: Format | str,
+    *,
+    rounding: str = "rne",
+    overflow: str = "ieee",
+    nan: str = "raise",
+    rng: object = None,
+    sr_bits: int | None = None,
+) -> Parts:
+    """Round ``x`` once into ``fmt`` and take the resulting code apart.
+
+    Parameters
+    ----------
+    x : int, float, Fraction or numpy scalar
+        Taken exactly (Python ints of any size); strings are rejected.
+    fmt : Format or str
+        The format.
+    rounding, overflow, nan : str
+        As for :func:`numerics.encode`.
+    rng : None, int or numpy.random.Generator
+        Source of the draw for ``rounding="sr"``.
+    sr_bits : int, optional
+        Random bits for ``rounding="sr"``.
+
+    Examples
+    --------
+    >>> parts(1 + 2**-8 + 2**-40, "bf16").decimal
+    '1.0078125'
+    >>> parts(500, "e4m3fn", overflow="saturate").value
+    Fraction(448, 1)
+    >>> parts(2**-8, "e4m3fn").kind, parts(2**-10, "e4m3fn").decimal  # a tie: to even, 0
+    ('subnormal', '0')
+    """
+    fmt = as_format(fmt)
+    uniform = None
+    if rounding == "sr":
+        gen = make_rng(rng)
+        if sr_bits is None:
+            uniform = float(gen.random())
+        else:
+            uniform = int(gen.integers(0, 1 << sr_bits)) / (1 << sr_bits)
+    code = encode_exact(x, fmt, rounding=rounding, overflow=overflow, uniform=uniform,
+                        sr_bits=sr_bits, nan=nan)
+    return parts_of_code(code, fmt)

@@ -1,0 +1,93 @@
+"""Sub-byte packing of element codes.
+
+Bit order
+---------
+Codes form one little-endian, least-significant-bit-first bit stream: code ``i`` occupies
+bits ``[bits*i, bits*(i+1))`` of the stream, and stream bit ``k`` is bit ``k % 8`` (LSB = 0) of
+byte ``k // 8``.  Hence
+
+* 4-bit codes: byte ``j`` holds code ``2j`` in its low nibble and code ``2j+1`` in its high
+  nibble (the NVFP4/ModelOpt checkpoint layout: even column low, odd column high);
+* 6-bit codes: every 3 bytes hold 4 codes, ``w = c0 | c1 << 6 | c2 << 12 | c3 << 18`` stored as
+  ``w & 0xFF, (w >> 8) & 0xFF, w >> 16``;
+* 8-bit codes are copied.
+
+The input is flattened in C order; the tail is padded with zero bits to a whole group
+(1 byte for 4 bits, 3 bytes for 6 bits), and :func:`unpack` takes the code ``count`` to drop
+the padding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["pack", "unpack"]
+
+_GROUP = {4: (2, 1), 6: (4, 3), 8: (1, 1)}  # bits -> (codes per group, bytes per group)
+
+
+def _check_bits(bits: object) -> int:
+    if isinstance(bits, bool) or bits not in _GROUP:
+        raise ValueError(f"Got {bits=}, but the only valid values are 4, 6 and 8")
+    return int(bits)  # type: ignore[arg-type]
+
+
+def pack(codes: object, bits: int) -> np.ndarray:
+    """Pack ``bits``-wide codes into uint8 bytes (see the module docstring for the order).
+
+    Examples
+    --------
+    >>> pack(np.array([0x1, 0x2, 0x3], np.uint8), 4).tolist()
+    [33, 3]
+    >>> pack(np.array([1, 2, 3, 4], np.uint8), 6).tolist()  # 1 | 2<<6 | 3<<12 | 4<<18
+    [129, 48, 16]
+    """
+    b = _check_bits(bits)
+    c = np.asarray(codes)
+    if c.dtype.kind not in "ui":
+        raise TypeError(f"Got codes of dtype {c.dtype}, but they must be integers")
+    c = c.ravel().astype(np.int64)
+    if c.size and (c.min() < 0 or c.max() >= 1 << b):
+        bad = c[(c < 0) | (c >= 1 << b)][0]
+        raise ValueError(f"Got a code {int(bad)}, but {b}-bit codes lie in [0, {(1 << b) - 1}]")
+    per, nbytes = _GROUP[b]
+    groups = -(-c.size // per)
+    padded = np.zeros(groups * per, dtype=np.uint32)
+    padded[: c.size] = c
+    g = padded.reshape(groups, per)
+    word = np.zeros(groups, dtype=np.uint32)
+    for k in range(per):
+        word |= g[:, k] << np.uint32(b * k)
+    out = np.empty((groups, nbytes), dtype=np.uint8)
+    for k in range(nbytes):
+        out[:, k] = (word >> np.uint32(8 * k)) & np.uint32(0xFF)
+    return out.ravel()
+
+
+def unpack(data: object, bits: int, count: int) -> np.ndarray:
+    """Inverse of :func:`pack`: the first ``count`` codes, as uint8.
+
+    Examples
+    --------
+    >>> unpack(np.array([33, 3], np.uint8), 4, 3).tolist()
+    [1, 2, 3]
+    """
+    b = _check_bits(bits)
+    d = np.asarray(data)
+    if d.dtype != np.uint8:
+        raise TypeError(f"Got data of dtype {d.dtype}, but it must be uint8")
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        raise ValueError(f"Got {count=}, but it must be a non-negative int")
+    per, nbytes = _GROUP[b]
+    groups = -(-int(count) // per)
+    if d.size < groups * nbytes:
+        raise ValueError(f"Got {d.size} bytes, but {count} codes of {b} bits need "
+                         f"{groups * nbytes}")
+    g = d.ravel()[: groups * nbytes].reshape(groups, nbytes).astype(np.uint32)
+    word = np.zeros(groups, dtype=np.uint32)
+    for k in range(nbytes):
+        word |= g[:, k] << np.uint32(8 * k)
+    out = np.empty((groups, per), dtype=np.uint8)
+    for k in range(per):
+        out[:, k] = (word >> np.uint32(b * k)) & np.uint32((1 << b) - 1)
+    return out.ravel()[: int(count)]

@@ -1,0 +1,334 @@
+"""Reading tensors from ``.npy``, ``.npz`` and ``.safetensors`` files, as codes of a format.
+
+Files are memory-mapped where the container allows it (``.npy`` and
+``.safetensors``; a ``.npz`` member is a zip entry and is read whole), so a
+multi-gigabyte checkpoint costs nothing until its elements are visited.
+
+Formats
+-------
+A tensor's format is inferred from its dtype: ``float64``/``float32``/
+``float16`` and the ml_dtypes types (``bfloat16``, ``float8_e4m3fn``, ...)
+map to the registered formats, and safetensors' ``BF16``, ``F8_E4M3``,
+``F8_E5M2``, ... to bfloat16, e4m3fn, e5m2, ....  numpy saves ml_dtypes arrays
+with a raw void dtype (``'<V2'``): such a tensor has no format until one is
+given, and then its bytes are *reinterpreted* as codes of that format
+(:func:`load_tensor` with ``fmt=``).
+
+safetensors files are read by parsing their header (an 8-byte little-endian
+length, then JSON) and mapping each tensor's bytes with :func:`numpy.memmap`:
+the ``safetensors`` package cannot hand bf16/fp8 tensors to numpy, and one
+reader for every dtype keeps them all on the same, lazily-read path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from numerics.dtypes import format_of_dtype
+from numerics.encoding import decode, encode
+from numerics.formats import Format, as_format
+
+__all__ = [
+    "SAFETENSORS_DTYPES",
+    "Tensor",
+    "TensorFileError",
+    "list_tensors",
+    "load_tensor",
+]
+
+#: safetensors dtype strings and the numpy/ml_dtypes dtypes their bytes are.
+SAFETENSORS_DTYPES: dict[str, np.dtype] = {
+    "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
+    "BF16": np.dtype(ml_dtypes.bfloat16),
+    "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2),
+    "F8_E4M3FNUZ": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "F8_E5M2FNUZ": np.dtype(ml_dtypes.float8_e5m2fnuz),
+    "F8_E8M0": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
+    "U64": np.dtype("<u8"), "U32": np.dtype("<u4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1"),
+    "BOOL": np.dtype("?"),
+}
+_SUFFIXES = (".npy", ".npz", ".safetensors")
+_MAX_HEADER = 100 * 2**20
+
+
+class TensorFileError(ValueError):
+    """A file that is not a readable tensor file, or lacks the tensor asked for."""
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One tensor of a file, with the format of its elements when it has one.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    key : str
+        The tensor's name in the file (``""`` for ``.npy``).
+    array : numpy.ndarray
+        The elements as stored (often a read-only memory map); for a raw
+        tensor reinterpreted with ``fmt``, the codes.
+    format : Format or None
+        The format of the elements; None for integer, bool and raw tensors.
+    stored_dtype : str
+        The dtype as the file gives it (``"float32"``, ``"BF16"``, ``"|V2"``).
+    """
+
+    path: str
+    key: str
+    array: np.ndarray
+    format: Format | None
+    stored_dtype: str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The tensor's shape."""
+        return tuple(int(n) for n in self.array.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(self.array.size)
+
+    @property
+    def dtype_name(self) -> str:
+        """The element type: the format's name, or the numpy dtype name."""
+        return self.format.name if self.format is not None else self.array.dtype.name
+
+    def codes(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Codes of the flattened elements ``[start:stop]`` (the format's unsigned dtype)."""
+        if self.format is None:
+            raise TensorFileError(
+                f"Got tensor {self.label} of dtype {self.stored_dtype}, which is not a float "
+                "format; give a format (-f) to read it as one"
+            )
+        flat = self.array.reshape(-1)[start:stop]
+        if flat.dtype.kind == "u":
+            return np.asarray(flat)
+        native = np.ascontiguousarray(flat)
+        return native.view(np.dtype(f"u{native.dtype.itemsize}")).astype(
+            self.format.code_dtype, copy=False
+        )
+
+    def values(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """float64 values of the flattened elements ``[start:stop]``, exactly where possible.
+
+        Float formats decode exactly; integers beyond ``2**53`` are rounded.
+        """
+        if self.format is None:
+            flat = self.array.reshape(-1)[start:stop]
+            return np.asarray(flat, dtype=np.float64)
+        return np.asarray(decode(self.codes(start, stop), self.format), dtype=np.float64)
+
+    def codes_in(self, fmt: Format, start: int = 0, stop: int | None = None, *,
+                 rounding: str = "rne", overflow: str = "ieee") -> np.ndarray:
+        """Codes of the elements ``[start:stop]`` rounded (once) into ``fmt``.
+
+        The tensor's own codes when it already is in ``fmt``.
+        """
+        if self.format == fmt:
+            return self.codes(start, stop)
+        flat = self.array.reshape(-1)[start:stop]
+        src = np.asarray(flat) if self.format is None else self.values(start, stop)
+        if src.dtype == np.bool_:
+            src = src.astype(np.uint8)
+        return np.asarray(encode(src, fmt, rounding=rounding, overflow=overflow))
+
+    @property
+    def label(self) -> str:
+        """``path`` or ``path:key`` for messages."""
+        return f"{self.path}:{self.key}" if self.key else self.path
+
+
+def _kind_of(path: str) -> str:
+    for suffix in _SUFFIXES:
+        if path.lower().endswith(suffix):
+            return suffix
+    raise TensorFileError(
+        f"Got file {path!r}, but only .npy, .npz and .safetensors files hold tensors"
+    )
+
+
+def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise TensorFileError(f"Got file {path!r}, which is too short to be a safetensors file")
+        (n,) = struct.unpack("<Q", head)
+        if n > min(size - 8, _MAX_HEADER):
+            raise TensorFileError(
+                f"Got file {path!r}, whose safetensors header length {n} does not fit the file"
+            )
+        try:
+            header = json.loads(f.read(n))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise TensorFileError(f"Got file {path!r}, whose safetensors header is not JSON: {err}") \
+                from None
+    if not isinstance(header, dict):
+        raise TensorFileError(f"Got file {path!r}, whose safetensors header is not a JSON object")
+    header.pop("__metadata__", None)
+    return header, 8 + n
+
+
+def list_tensors(path: str | os.PathLike[str]) -> list[str]:
+    """Names of the tensors in a file (``[""]`` for ``.npy``).
+
+    Raises
+    ------
+    FileNotFoundError, PermissionError
+        If the file cannot be opened.
+    TensorFileError
+        If it is not a tensor file of a known kind.
+    """
+    path = os.fspath(path)
+    kind = _kind_of(path)
+    if kind == ".npy":
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"No such file: {path!r}")
+        return [""]
+    if kind == ".npz":
+        try:
+            with zipfile.ZipFile(path) as z:
+                return sorted(n.removesuffix(".npy") for n in z.namelist())
+        except zipfile.BadZipFile:
+            raise TensorFileError(f"Got file {path!r}, which is not a valid .npz (zip) file") \
+                from None
+    return sorted(_safetensors_header(path)[0])
+
+
+def _pick_key(path: str, keys: list[str], key: str | None) -> str:
+    if key is None:
+        if len(keys) == 1:
+            return keys[0]
+        if not keys:
+            raise TensorFileError(f"Got file {path!r}, which holds no tensor")
+        shown = ", ".join(repr(k) for k in keys[:8]) + (", ..." if len(keys) > 8 else "")
+        raise TensorFileError(
+            f"Got file {path!r} holding {len(keys)} tensors ({shown}); pick one with --key"
+        )
+    if key not in keys:
+        shown = ", ".join(repr(k) for k in keys[:8]) + (", ..." if len(keys) > 8 else "")
+        raise TensorFileError(f"Got key={key!r}, but {path!r} holds only {shown}")
+    return key
+
+
+def _load_raw(path: str, key: str | None) -> tuple[str, np.ndarray, str]:
+    kind = _kind_of(path)
+    if kind == ".npy":
+        if key:
+            raise TensorFileError(f"Got key={key!r}, but a .npy file holds one unnamed tensor")
+        try:
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as err:
+            raise TensorFileError(f"Got file {path!r}, which is not a readable .npy file: {err}") \
+                from None
+        return "", arr, arr.dtype.str
+    if kind == ".npz":
+        keys = list_tensors(path)
+        name = _pick_key(path, keys, key)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arr = z[name]
+        except ValueError as err:
+            raise TensorFileError(f"Got tensor {name!r} in {path!r}, which is not readable: {err}") \
+                from None
+        return name, arr, arr.dtype.str
+    header, data_start = _safetensors_header(path)
+    name = _pick_key(path, sorted(header), key)
+    entry = header[name]
+    try:
+        dtype_code, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        shape = tuple(int(n) for n in shape)
+    except (KeyError, TypeError, ValueError):
+        raise TensorFileError(f"Got tensor {name!r} in {path!r} with a malformed header entry") \
+            from None
+    if dtype_code not in SAFETENSORS_DTYPES:
+        raise TensorFileError(
+            f"Got tensor {name!r} in {path!r} of safetensors dtype {dtype_code!r}, which is not "
+            f"supported (supported: {', '.join(SAFETENSORS_DTYPES)})"
+        )
+    dtype = SAFETENSORS_DTYPES[dtype_code]
+    count = int(np.prod(shape, dtype=np.int64))
+    if end - begin != count * dtype.itemsize or begin < 0 or \
+            data_start + end > os.path.getsize(path):
+        raise TensorFileError(
+            f"Got tensor {name!r} in {path!r} whose byte range [{begin}, {end}) does not match "
+            f"its shape {list(shape)} and dtype {dtype_code}"
+        )
+    if count == 0:
+        arr = np.empty(shape, dtype)
+    else:
+        arr = np.memmap(path, dtype=dtype, mode="r", offset=data_start + begin, shape=shape)
+    return name, arr, dtype_code
+
+
+def load_tensor(path: str | os.PathLike[str], *, key: str | None = None,
+                fmt: Format | str | None = None) -> Tensor:
+    """Open one tensor of a ``.npy``, ``.npz`` or ``.safetensors`` file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    key : str, optional
+        The tensor's name; optional when the file holds exactly one.
+    fmt : Format or str, optional
+        Only for tensors stored as raw bytes (numpy's void dtype, how it saves
+        ml_dtypes arrays): read the bytes as codes of this format.  The
+        element width must be the format's code width.  Numeric tensors keep
+        their own format (round them with :meth:`Tensor.codes_in`).
+
+    Raises
+    ------
+    FileNotFoundError, PermissionError
+        If the file cannot be opened.
+    TensorFileError
+        Wrong kind of file, missing or ambiguous key, raw bytes of the wrong
+        width for ``fmt``, or codes outside the format.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> np.save(os.path.join(d, "x.npy"), np.array([1.0, 0.1], np.float32))
+    >>> t = load_tensor(os.path.join(d, "x.npy"))
+    >>> t.format.name, t.shape, [hex(c) for c in t.codes()]
+    ('binary32', (2,), ['0x3f800000', '0x3dcccccd'])
+    """
+    path = os.fspath(path)
+    name, arr, stored = _load_raw(path, key)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    if arr.dtype.type is np.void:
+        if fmt is None:
+            return Tensor(path, name, arr, None, stored)
+        fmt = as_format(fmt)
+        width = fmt.code_dtype.itemsize
+        if arr.dtype.itemsize != width:
+            raise TensorFileError(
+                f"Got raw tensor {name or path!r} with {arr.dtype.itemsize}-byte elements, but "
+                f"{fmt.name} codes take {width} byte(s)"
+            )
+        codes = arr.view(fmt.code_dtype)
+        if fmt.bits < 8 * width and codes.size and int(codes.max()) >= fmt.num_codes:
+            raise TensorFileError(
+                f"Got raw tensor {name or path!r} holding byte values up to {int(codes.max()):#x}, "
+                f"beyond the {fmt.bits}-bit codes of {fmt.name}"
+            )
+        return Tensor(path, name, codes, fmt, stored)
+    if arr.dtype.kind not in "fiub" and format_of_dtype(arr.dtype) is None:
+        raise TensorFileError(
+            f"Got tensor {name or path!r} of dtype {arr.dtype}, which holds no real numbers"
+        )
+    return Tensor(path, name, arr, format_of_dtype(arr.dtype), stored)

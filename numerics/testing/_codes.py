@@ -1,0 +1,199 @@
+"""Private exact helpers shared by the strategies and the assertions.
+
+They map between codes, magnitudes, exact values and ordinals of one
+:class:`~numerics.formats.Format` using only the format's base fields, so the
+testing toolkit does not depend on the encoder it is used to test.
+
+Ordinals
+--------
+The ordinal of a finite or infinite code counts representable values from
+zero: ``+x`` has ordinal ``mag`` (its magnitude code), ``-x`` has ``-mag``.
+With ``signed_zeros=True`` (formats that have ``-0`` only) negative codes get
+``-mag - 1``, so ``-0`` and ``+0`` are one step apart.  Ordinals fit in int64
+for every format up to binary64 (``|ordinal| <= 2**63 - 2**52 + 1``).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from numerics.formats import Format, NaNEncoding
+
+__all__: list[str] = []
+
+_ML_DTYPE_NAMES: dict[str, str] = {
+    "binary64": "float64",
+    "binary32": "float32",
+    "binary16": "float16",
+    "bfloat16": "bfloat16",
+    "e5m2": "float8_e5m2",
+    "e4m3": "float8_e4m3",
+    "e3m4": "float8_e3m4",
+    "e4m3fn": "float8_e4m3fn",
+    "e4m3fnuz": "float8_e4m3fnuz",
+    "e5m2fnuz": "float8_e5m2fnuz",
+    "e4m3b11fnuz": "float8_e4m3b11fnuz",
+    "e8m0fnu": "float8_e8m0fnu",
+    "e2m3fn": "float6_e2m3fn",
+    "e3m2fn": "float6_e3m2fn",
+    "e2m1fn": "float4_e2m1fn",
+}
+
+
+def native_dtype(fmt: Format) -> np.dtype | None:
+    """The numpy / ml_dtypes dtype holding ``fmt``'s values, or None (codes only)."""
+    name = _ML_DTYPE_NAMES.get(fmt.name)
+    if name is None:
+        return None
+    if name in ("float64", "float32", "float16"):
+        return np.dtype(name)
+    import ml_dtypes
+
+    dtype = getattr(ml_dtypes, name, None)
+    return None if dtype is None else np.dtype(dtype)
+
+
+def dtype_format_name(dtype: np.dtype) -> str | None:
+    """The registry name of a float dtype, or None when no format matches."""
+    for fmt_name, dtype_name in _ML_DTYPE_NAMES.items():
+        if dtype.name == dtype_name:
+            return fmt_name
+    return None
+
+
+def subnormal_mags(fmt: Format) -> tuple[int, int] | None:
+    """Inclusive range of subnormal magnitude codes, or None when there are none."""
+    if not fmt.subnormals or fmt.trailing_bits == 0:
+        return None
+    return 1, (1 << fmt.trailing_bits) - 1
+
+
+def mag_to_float(fmt: Format, mag: int) -> float:
+    """Exact value of a finite magnitude code as a Python float."""
+    t = fmt.trailing_bits
+    field_e, frac = mag >> t, mag & ((1 << t) - 1)
+    if fmt.subnormals and field_e == 0:
+        return math.ldexp(frac, fmt.emin - t)
+    return math.ldexp((1 << t) | frac, field_e - fmt.bias - t)
+
+
+def code_to_float(fmt: Format, code: int) -> float:
+    """Exact value of any code as a Python float (NaN keeps the code's sign bit)."""
+    negative = bool(code & fmt.sign_mask)
+    if fmt.is_nan_code(code):
+        nan = math.nan
+        return -nan if negative and fmt.nan is not NaNEncoding.NEGATIVE_ZERO else nan
+    if fmt.is_inf_code(code):
+        return -math.inf if negative else math.inf
+    value = mag_to_float(fmt, code & fmt.magnitude_mask)
+    return -value if negative else value
+
+
+def mag_floor(fmt: Format, x: Fraction) -> int:
+    """Largest finite magnitude code whose value is ``<= x`` (``x >= 0``); -1 if none."""
+    lo, hi = 0, fmt.max_finite_code
+    if fmt.magnitude_value(lo) > x:
+        return -1
+    while lo < hi:  # invariant: value(lo) <= x
+        mid = (lo + hi + 1) // 2
+        if fmt.magnitude_value(mid) <= x:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def mag_ceil(fmt: Format, x: Fraction) -> int | None:
+    """Smallest finite magnitude code whose value is ``>= x`` (``x >= 0``); None if none."""
+    floor = mag_floor(fmt, x)
+    if floor >= 0 and fmt.magnitude_value(floor) == x:
+        return floor
+    return floor + 1 if floor + 1 <= fmt.max_finite_code else None
+
+
+def values_to_codes(x: npt.ArrayLike, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of float64 values that ``fmt`` holds exactly, and a mask of those it does.
+
+    ``-0.0`` maps to ``+0`` where the format has no ``-0``; NaN maps to the
+    canonical NaN code (with its sign where the format has signed NaNs).
+    Elements outside the format get code 0 and ``False`` in the mask.
+    """
+    a64 = np.asarray(x, dtype=np.float64)
+    t = fmt.trailing_bits
+    neg = np.signbit(a64)
+    nan = np.isnan(a64)
+    inf = np.isinf(a64)
+    a = np.where(nan | inf, 0.0, np.abs(a64))
+    _, e = np.frexp(a)
+    exp = e.astype(np.int64) - 1  # floor(log2 a) for a > 0
+    if fmt.subnormals:
+        exp = np.maximum(exp, fmt.emin)
+    sig = np.ldexp(a, (t - exp).astype(np.int32))  # a / quantum: an integer when exact
+    exact = sig == np.floor(sig)
+    in_range = a <= fmt.max
+    if not fmt.subnormals:
+        in_range &= a >= fmt.smallest_normal
+    normal = sig >= (1 << t)
+    field = np.where(normal, exp + fmt.bias, 0).astype(np.uint64)
+    frac = np.where(normal, sig - (1 << t), sig).astype(np.uint64)
+    mag = (field << np.uint64(t)) | frac
+    ok = ~nan & ~inf & exact & in_range
+    zero = a == 0
+    sign = np.uint64(fmt.sign_mask)
+    if fmt.signed:
+        neg_ok = neg & ~(zero & ~np.bool_(fmt.has_negative_zero))
+        mag = np.where(neg_ok, mag | sign, mag)
+    else:
+        ok &= ~neg | zero
+    codes = np.where(ok, mag, np.uint64(0))
+    if fmt.has_infinity:
+        inf_code = np.uint64(fmt.code_of_inf)  # type: ignore[arg-type]
+        codes = np.where(inf, np.where(neg & np.bool_(fmt.signed), inf_code | sign, inf_code),
+                         codes)
+        ok |= inf & (~neg | np.bool_(fmt.signed))
+    if fmt.has_nan:
+        nan_code = np.uint64(fmt.code_of_nan)  # type: ignore[arg-type]
+        signed_nan = fmt.signed and fmt.nan is not NaNEncoding.NEGATIVE_ZERO
+        codes = np.where(nan, np.where(neg & np.bool_(signed_nan), nan_code | sign, nan_code),
+                         codes)
+        ok |= nan
+    return codes, ok
+
+
+def is_nan_codes(codes: np.ndarray, fmt: Format) -> np.ndarray:
+    """Vectorized :meth:`Format.is_nan_code` over uint64 codes."""
+    mag = codes & np.uint64(fmt.magnitude_mask)
+    if fmt.nan is NaNEncoding.IEEE:
+        return mag > np.uint64(fmt.code_of_inf)  # type: ignore[arg-type]
+    if fmt.nan is NaNEncoding.TOP:
+        return mag == np.uint64(fmt.magnitude_mask)
+    if fmt.nan is NaNEncoding.NEGATIVE_ZERO:
+        return codes == np.uint64(fmt.sign_mask)
+    return np.zeros(codes.shape, dtype=bool)
+
+
+def ordinals(codes: np.ndarray, fmt: Format, *, signed_zeros: bool = False) -> np.ndarray:
+    """int64 ordinals of non-NaN uint64 codes (see the module docstring)."""
+    mag = (codes & np.uint64(fmt.magnitude_mask)).astype(np.int64)
+    if not fmt.signed:
+        return mag
+    neg = (codes & np.uint64(fmt.sign_mask)) != 0
+    shift = 1 if signed_zeros and fmt.has_negative_zero else 0
+    return np.where(neg, -mag - shift, mag)
+
+
+def ordinal_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact ``|a - b|`` of int64 arrays as uint64.
+
+    The true difference lies in ``[0, 2**64)``, so the difference of the
+    two's-complement bit patterns modulo ``2**64`` (what uint64 subtraction
+    computes) equals it exactly: no wrap at +-max.
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
+    return np.where(a >= b, ua - ub, ub - ua)

@@ -1,0 +1,352 @@
+"""Units in the last place, neighbours and exact step counts, for every format.
+
+Every value of every supported format is a float64 (the formats' ranges lie
+inside binary64's), so these functions work on float64 arrays with exact
+power-of-two arithmetic (``frexp``/``ldexp``); nothing here rounds.
+
+Conventions
+-----------
+* ``ulp(x)`` is the quantum of ``x``'s binade in the format: for
+  ``|x|`` in ``[2**e, 2**(e+1))`` it is ``2**(max(e, emin) - t)``, so below
+  ``2**emin`` it is the subnormal quantum and ``ulp(0)`` is the smallest
+  subnormal.  For e8m0fnu (``t = 0``, no subnormals) that is ``2**max(e, emin)``.
+  ``x`` need not be representable and may lie beyond ``max``.  ``ulp(+-inf)`` is
+  ``inf`` (as :func:`math.ulp`); ``ulp(nan)`` is ``nan``.
+* ``next_up``/``next_down`` follow IEEE 754 ``nextUp``/``nextDown`` on the
+  format's values: ``next_up(-0) == next_up(+0) ==`` the smallest subnormal,
+  ``next_up(-smallest) == -0.0`` (``+0.0`` where the format has no ``-0``),
+  ``next_up(-inf) == -max``, ``next_up(+inf) == +inf``.  Beyond the ends:
+  ``next_up(max)`` is ``+inf`` where the format has infinities and ``nan``
+  otherwise (there is no larger value); likewise ``next_down(2**-127)`` in
+  the unsigned e8m0fnu is ``nan``.  NaN maps to NaN.  ``x`` must be
+  representable (ValueError naming the first offending index otherwise).
+* ``ulp_distance(a, b)`` counts the representable values one passes going
+  from ``a`` to ``b``; ``+0`` and ``-0`` count as the same point and
+  infinities count as one step beyond ``max``.  It is computed from the
+  magnitudes in ``uint64`` so it never wraps (binary64 ``-max`` to ``max`` is
+  ``2**64 - 2**53 - 2``).  NaN has no place on the line: ValueError.
+"""
+
+from __future__ import annotations
+
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from numerics.codec import floor_log2
+from numerics.formats import Format, as_format
+
+__all__ = ["next_down", "next_up", "ordinal", "ulp", "ulp_distance"]
+
+
+def _scalar_or_array(out: np.ndarray, scalar: bool) -> Any:
+    return out[()] if scalar else out
+
+
+def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
+    """float64 array of ``x``; Python ints and Fractions are converted exactly or rejected."""
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"Got {name}={x!r}, expected a real number or an array of them")
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"Got {name}={x!r}, expected a real number, not a bool")
+    if isinstance(x, numbers.Rational) and not isinstance(x, np.integer):
+        exact = Fraction(int(x.numerator), int(x.denominator))
+        try:
+            f = float(exact)
+        except OverflowError:
+            f = float("nan")
+        if not np.isfinite(f) or Fraction(f) != exact:
+            raise ValueError(f"Got {name}={x!r}, which is not exactly a float64 value")
+        return np.asarray(f, dtype=np.float64), True
+    arr = np.asarray(x)
+    if arr.dtype == object or arr.dtype.kind not in "fiu":
+        raise TypeError(f"Got {name} of dtype {arr.dtype}, expected a float or integer dtype")
+    out = arr.astype(np.float64)
+    if arr.dtype.kind in "iu" and arr.size:
+        with np.errstate(invalid="ignore"):
+            back_ok = np.abs(out) <= 2.0**53
+        if not back_ok.all():
+            idx = int(np.flatnonzero(~back_ok.ravel())[0])
+            raise ValueError(
+                f"Got {name}[{idx}]={arr.ravel()[idx]}, which is beyond 2**53 and may not be "
+                "exactly a float64; pass Python ints or floats"
+            )
+    return out, arr.ndim == 0
+
+
+def _binade(a: np.ndarray) -> np.ndarray:
+    """``floor(log2(a))`` for finite positive ``a`` (int64), exact."""
+    _, ex = np.frexp(a)
+    return ex.astype(np.int64) - 1
+
+
+def _quantum(a: np.ndarray, fmt: Format) -> np.ndarray:
+    """Quantum of the binade of finite ``a >= 0`` (zero gets the subnormal quantum)."""
+    e = np.where(a > 0, _binade(np.where(a > 0, a, 1.0)), fmt.emin)
+    return np.ldexp(1.0, np.maximum(e, fmt.emin) - fmt.trailing_bits)
+
+
+def ulp(x: object, fmt: Format | str) -> Any:
+    """Quantum of the binade of ``x`` in ``fmt``.
+
+    Parameters
+    ----------
+    x : float, int, Fraction or array_like
+        Any real (it need not be representable).  Python ints and Fractions
+        are taken exactly.
+    fmt : Format or str
+        The format.
+
+    Returns
+    -------
+    numpy.float64 or ndarray of float64
+        ``2**(max(e, emin) - t)`` where ``2**e <= |x| < 2**(e+1)``; ``inf`` for
+        infinities, ``nan`` for NaN.
+
+    Examples
+    --------
+    >>> float(ulp(1.0, "bf16")), float(ulp(-448.0, "e4m3fn")), float(ulp(0.0, "e4m3fn"))
+    (0.0078125, 32.0, 0.001953125)
+    >>> float(ulp(3.0, "e8m0fnu"))
+    2.0
+    """
+    fmt = as_format(fmt)
+    if isinstance(x, numbers.Rational) and not isinstance(x, (bool, np.integer)):
+        a = abs(Fraction(int(x.numerator), int(x.denominator)))
+        e = floor_log2(a) if a else fmt.emin
+        return np.float64(2.0 ** (max(e, fmt.emin) - fmt.trailing_bits))
+    arr, scalar = _to_float64(x, "x")
+    a = np.abs(arr)
+    finite = np.isfinite(a)
+    q = _quantum(np.where(finite, a, 0.0), fmt)
+    out = np.where(finite, q, a)  # inf -> inf, nan -> nan
+    return _scalar_or_array(out, scalar)
+
+
+def _representable_mask(arr: np.ndarray, fmt: Format) -> np.ndarray:
+    """Which float64 values are values of ``fmt`` (NaN counted as representable)."""
+    a = np.abs(arr)
+    finite = np.isfinite(a)
+    af = np.where(finite, a, 0.0)
+    q = _quantum(af, fmt)
+    on_grid = np.floor(af / q) * q == af
+    ok = finite & on_grid & (af <= fmt.max)
+    if not fmt.signed:
+        ok &= (arr > 0) & (af >= fmt.smallest_normal)
+    elif not fmt.has_negative_zero:
+        pass  # -0.0 is accepted as the value zero
+    ok |= np.isnan(arr) & fmt.has_nan
+    ok |= np.isinf(arr) & fmt.has_infinity & ((arr > 0) | fmt.signed)
+    return ok
+
+
+def _check_representable(arr: np.ndarray, fmt: Format, name: str) -> None:
+    with np.errstate(invalid="ignore"):
+        ok = _representable_mask(arr, fmt)
+    if not ok.all():
+        idx = int(np.flatnonzero(~ok.ravel())[0])
+        where = f"{name}[{idx}]" if arr.ndim else name
+        raise ValueError(
+            f"Got {where}={float(arr.ravel()[idx])!r}, which is not a value of {fmt.name}"
+        )
+
+
+def _step_up_magnitude(a: np.ndarray, fmt: Format) -> np.ndarray:
+    """Next larger magnitude after finite representable ``a >= 0`` (inf/nan past max)."""
+    beyond = np.inf if fmt.has_infinity else np.nan
+    up = a + _quantum(a, fmt)
+    return np.where(a >= fmt.max, beyond, up)
+
+
+def _step_down_magnitude(a: np.ndarray, fmt: Format) -> np.ndarray:
+    """Next smaller magnitude before finite representable ``a > 0``."""
+    q = _quantum(a, fmt)
+    safe = np.where(a > 0, a, 1.0)
+    mant, _ = np.frexp(safe)
+    power_of_two = (mant == 0.5) & (_binade(safe) > fmt.emin)
+    down = a - np.where(power_of_two, q / 2, q)
+    if not fmt.signed:
+        down = np.where(a <= fmt.smallest_normal, np.nan, down)
+    return down
+
+
+def _next(x: object, fmt: Format, direction: int) -> Any:
+    arr, scalar = _to_float64(x, "x")
+    _check_representable(arr, fmt, "x")
+    with np.errstate(invalid="ignore", over="ignore"):
+        if not fmt.signed:  # e8m0fnu: positive finite values and NaN only
+            af = np.where(np.isfinite(arr), arr, 1.0)
+            step = _step_up_magnitude if direction > 0 else _step_down_magnitude
+            res = np.where(np.isnan(arr), np.nan, step(af, fmt))
+            return _scalar_or_array(res.astype(np.float64), scalar)
+        # next_down(x) == -next_up(-x): work on y = direction * x.
+        y = arr * direction
+        finite = np.isfinite(y)
+        af = np.where(finite & (y != 0), np.abs(y), 1.0)
+        down = _step_down_magnitude(af, fmt)
+        neg_zero = -0.0 if fmt.has_negative_zero else 0.0
+        res = np.where(y > 0, _step_up_magnitude(af, fmt), np.where(down == 0, neg_zero, -down))
+        res = np.where(y == 0, fmt.smallest_subnormal, res)
+        res = np.where(np.isposinf(y), np.inf, res)
+        res = np.where(np.isneginf(y), -fmt.max, res)
+        res = np.where(np.isnan(y), np.nan, res)
+        if direction < 0:
+            res = -res
+            if not fmt.has_negative_zero:
+                res = res + 0.0  # -0.0 + 0.0 is +0.0
+    return _scalar_or_array(res.astype(np.float64), scalar)
+
+
+def next_up(x: object, fmt: Format | str) -> Any:
+    """The least value of ``fmt`` greater than ``x`` (IEEE 754 ``nextUp``).
+
+    Parameters
+    ----------
+    x : float or array_like
+        Values of ``fmt`` (ValueError naming the first index otherwise).
+    fmt : Format or str
+        The format.
+
+    Returns
+    -------
+    numpy.float64 or ndarray of float64
+        See the module docstring for the ends: ``next_up(max)`` is ``inf``
+        where the format has infinities and ``nan`` where it does not.
+
+    Examples
+    --------
+    >>> float(next_up(1.0, "bf16")), float(next_up(-0.0, "e4m3fn")), float(next_up(448.0, "e4m3fn"))
+    (1.0078125, 0.001953125, nan)
+    >>> float(next_up(57344.0, "e5m2")), float(next_up(-0.001953125, "e4m3fn"))
+    (inf, -0.0)
+    """
+    return _next(x, as_format(fmt), +1)
+
+
+def next_down(x: object, fmt: Format | str) -> Any:
+    """The greatest value of ``fmt`` less than ``x`` (IEEE 754 ``nextDown``).
+
+    ``next_down(x) == -next_up(-x)`` for signed formats.
+
+    Examples
+    --------
+    >>> float(next_down(1.0, "bf16")), float(next_down(2.0**-126, "binary32"))
+    (0.99609375, 1.1754942106924411e-38)
+    >>> float(next_down(2.0**-127, "e8m0fnu")), float(next_down(1.0, "e8m0fnu"))
+    (nan, 0.5)
+    """
+    return _next(x, as_format(fmt), -1)
+
+
+def _magnitude_ordinal(a: np.ndarray, fmt: Format) -> np.ndarray:
+    """Magnitude code (uint64) of representable finite ``a >= 0``; inf -> max code + 1."""
+    t = fmt.trailing_bits
+    finite = np.isfinite(a)
+    af = np.where(finite & (a > 0), a, 1.0)
+    e = _binade(af)
+    normal = e >= fmt.emin
+    sig = np.ldexp(af, np.where(normal, t - e, t - fmt.emin))  # exact integer
+    sig_i = sig.astype(np.uint64)
+    field = np.where(normal, e + fmt.bias, 0).astype(np.uint64)
+    implicit = np.where(normal, np.uint64(1 << t), np.uint64(0)).astype(np.uint64)
+    mag = np.where(normal, field << np.uint64(t), np.uint64(0)) | (sig_i - implicit)
+    mag = np.where(finite & (a == 0), np.uint64(0), mag)
+    inf_mag = np.uint64(
+        fmt.code_of_inf if fmt.code_of_inf is not None else fmt.max_finite_code + 1
+    )
+    return np.where(finite, mag, inf_mag).astype(np.uint64)
+
+
+def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:
+    """Map codes to a monotone signed integer line (int64).
+
+    Consecutive values of the format get consecutive integers; ``+0`` and
+    ``-0`` both map to 0, negative values to negative integers, infinities
+    to one past the largest finite value.  NaN codes raise ValueError.
+
+    Examples
+    --------
+    >>> ordinal([0x00, 0x80, 0x01, 0x81, 0x7E, 0xFE], "e4m3fn").tolist()
+    [0, 0, 1, -1, 126, -126]
+    >>> int(ordinal(0x7C, "e5m2"))   # +inf, one step beyond max (0x7B)
+    124
+    """
+    fmt = as_format(fmt)
+    arr = np.asarray(codes)
+    scalar = arr.ndim == 0
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"Got codes of dtype {arr.dtype}, expected an integer dtype")
+    if arr.size and (arr.min() < 0 or int(arr.max()) >= fmt.num_codes):
+        bad = arr.ravel()[np.flatnonzero((arr.ravel() < 0) | (arr.ravel() >= fmt.num_codes))[0]]
+        raise ValueError(f"Got code={int(bad)}, but {fmt.name} codes lie in [0, {fmt.num_codes - 1}]")
+    c = arr.astype(np.uint64)
+    mag = (c & np.uint64(fmt.magnitude_mask)).astype(np.int64)
+    nan = np.zeros(c.shape, dtype=bool)
+    inf_code = fmt.code_of_inf
+    mm = fmt.magnitude_mask
+    if fmt.has_nan:
+        if fmt.nan.value == "ieee":
+            nan = mag > inf_code
+        elif fmt.nan.value == "top":
+            nan = mag == mm
+        else:
+            nan = c == np.uint64(fmt.sign_mask)
+    if nan.any():
+        idx = int(np.flatnonzero(nan.ravel())[0])
+        raise ValueError(
+            f"Got codes[{idx}]={int(c.ravel()[idx]):#x}, a NaN of {fmt.name}, which has no ordinal"
+        )
+    if fmt.signed:
+        negative = (c & np.uint64(fmt.sign_mask)) != 0
+        out = np.where(negative, -mag, mag)
+    else:
+        out = mag
+    return _scalar_or_array(np.asarray(out, dtype=np.int64), scalar)
+
+
+def ulp_distance(a: object, b: object, fmt: Format | str) -> Any:
+    """Exact number of steps between two values of ``fmt`` (uint64, never wraps).
+
+    Parameters
+    ----------
+    a, b : float or array_like
+        Values of ``fmt`` (broadcast together); ValueError if one is not
+        representable or is NaN.
+    fmt : Format or str
+        The format.
+
+    Returns
+    -------
+    numpy.uint64 or ndarray of uint64
+        ``|ordinal(a) - ordinal(b)|``; ``+0`` and ``-0`` are 0 apart.
+
+    Examples
+    --------
+    >>> int(ulp_distance(1.0, 2.0, "bf16")), int(ulp_distance(-0.0, 0.0, "binary32"))
+    (128, 0)
+    >>> m = float(np.finfo(np.float64).max)
+    >>> int(ulp_distance(-m, m, "binary64")) == 2**64 - 2**53 - 2
+    True
+    """
+    fmt = as_format(fmt)
+    xa, sa = _to_float64(a, "a")
+    xb, sb = _to_float64(b, "b")
+    for arr, name in ((xa, "a"), (xb, "b")):
+        if np.isnan(arr).any():
+            idx = int(np.flatnonzero(np.isnan(arr).ravel())[0])
+            where = f"{name}[{idx}]" if arr.ndim else name
+            raise ValueError(f"Got {where}=nan, but NaN has no place on the line of values")
+        _check_representable(arr, fmt, name)
+    xa, xb = np.broadcast_arrays(xa, xb)
+    ma = _magnitude_ordinal(np.abs(xa), fmt)
+    mb = _magnitude_ordinal(np.abs(xb), fmt)
+    na = (xa < 0) & fmt.signed
+    nb = (xb < 0) & fmt.signed
+    same = na == nb
+    # Magnitudes are below 2**63, so neither the difference nor the sum can wrap.
+    diff = np.maximum(ma, mb) - np.minimum(ma, mb)
+    out = np.where(same, diff, ma + mb).astype(np.uint64)
+    return _scalar_or_array(out, sa and sb)

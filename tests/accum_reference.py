@@ -1,0 +1,185 @@
+"""Slow exact scalar references for numerics.accum, written independently.
+
+Every value is a ``fractions.Fraction``; :func:`rnd` rounds one exact rational to a
+floating-point format described only by (precision p, emin, emax) with subnormals,
+so that every operation below is exactly "one rounding per step".
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Callable
+
+INF = float("inf")
+
+
+def _floor_log2(x: Fraction) -> int:
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    if Fraction(2) ** e > x:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= x:
+        e += 1
+    return e
+
+
+def rnd(x: Fraction, p: int, emin: int, emax: int, mode: str = "rne",
+        max_finite: Fraction | None = None) -> Fraction | float:
+    """Round x to precision p (subnormals below 2**emin); float('inf') on overflow."""
+    if x == 0:
+        return Fraction(0)
+    sign = -1 if x < 0 else 1
+    a = abs(x)
+    e = max(_floor_log2(a), emin)
+    q = Fraction(2) ** (e - p + 1)
+    n, r = divmod(a, q)          # n integer, r in [0, q)
+    n = int(n)
+    frac = r / q
+    up = False
+    if mode == "rne":
+        up = frac > Fraction(1, 2) or (frac == Fraction(1, 2) and n % 2 == 1)
+    elif mode == "rna":
+        up = frac >= Fraction(1, 2)
+    elif mode == "rtz":
+        up = False
+    elif mode == "ru":
+        up = frac > 0 and sign > 0
+    elif mode == "rd":
+        up = frac > 0 and sign < 0
+    elif mode == "rto":
+        up = frac > 0 and n % 2 == 0
+    else:
+        raise ValueError(mode)
+    m = (n + (1 if up else 0)) * q
+    top = max_finite if max_finite is not None else \
+        (2 - Fraction(2) ** (1 - p)) * Fraction(2) ** emax
+    if m > top:
+        return sign * INF if mode in ("rne", "rna") else sign * top
+    return sign * m
+
+
+FORMATS = {  # name: (p, emin, emax, max_finite)
+    "binary32": (24, -126, 127, None),
+    "binary16": (11, -14, 15, None),
+    "bfloat16": (8, -126, 127, None),
+    "e4m3fn": (4, -6, 8, Fraction(448)),
+    "e5m2": (3, -14, 15, None),
+    "e2m1fn": (2, 0, 2, Fraction(6)),
+}
+
+
+def rounder(fmt: str, mode: str) -> Callable[[Fraction], Fraction]:
+    p, emin, emax, top = FORMATS[fmt]
+
+    def fl(x: Fraction) -> Fraction:
+        v = rnd(x, p, emin, emax, mode, top)
+        assert v not in (INF, -INF), "overflow: the references assume none"
+        return v  # type: ignore[return-value]
+    return fl
+
+
+def ref_recursive(xs: list[Fraction], fl: Callable[[Fraction], Fraction]) -> Fraction:
+    s = xs[0]
+    for x in xs[1:]:
+        s = fl(s + x)
+    return s
+
+
+def ref_pairwise(xs: list[Fraction], fl: Callable[[Fraction], Fraction],
+                 block: int) -> Fraction:
+    sums = [ref_recursive(xs[i:i + block], fl) for i in range(0, len(xs), block)]
+    while len(sums) > 1:
+        nxt = [fl(sums[i] + sums[i + 1]) for i in range(0, len(sums) - 1, 2)]
+        if len(sums) % 2:
+            nxt.append(sums[-1])
+        sums = nxt
+    return sums[0]
+
+
+def ref_kahan(xs: list[Fraction], fl: Callable[[Fraction], Fraction]) -> Fraction:
+    s, c = xs[0], Fraction(0)
+    for x in xs[1:]:
+        y = fl(x - c)
+        t = fl(s + y)
+        c = fl(fl(t - s) - y)
+        s = t
+    return s
+
+
+def ref_neumaier(xs: list[Fraction], fl: Callable[[Fraction], Fraction]) -> Fraction:
+    s, c = xs[0], Fraction(0)
+    for x in xs[1:]:
+        t = fl(s + x)
+        if abs(s) >= abs(x):
+            c = fl(c + fl(fl(s - t) + x))
+        else:
+            c = fl(c + fl(fl(x - t) + s))
+        s = t
+    return fl(s + c)
+
+
+def ref_blocked(xs: list[Fraction], fl: Callable[[Fraction], Fraction],
+                flp: Callable[[Fraction], Fraction], block: int) -> Fraction:
+    total = Fraction(0)
+    for k, i in enumerate(range(0, len(xs), block)):
+        s = Fraction(0)
+        for x in xs[i:i + block]:
+            s = fl(s + x)
+        total = flp(s) if k == 0 else flp(total + s)
+    return total
+
+
+def ref_tree(xs: list[Fraction], fl: Callable[[Fraction], Fraction], node: object) -> Fraction:
+    if isinstance(node, int):
+        return xs[node]
+    vals = [ref_tree(xs, fl, ch) for ch in node]  # type: ignore[union-attr]
+    s = vals[0]
+    for v in vals[1:]:
+        s = fl(s + v)
+    return s
+
+
+def ref_ring_element(xs: list[Fraction], fl: Callable[[Fraction], Fraction], chunk: int,
+                     order: list[int]) -> Fraction:
+    n = len(xs)
+    s = xs[order[chunk % n]]
+    for k in range(1, n):
+        s = fl(s + xs[order[(chunk + k) % n]])
+    return s
+
+
+def exact_fraction(v: float) -> Fraction:
+    return Fraction(v)
+
+
+# ---- the tensor-core fused adder, straight from the rules ------------------------
+
+def _exp_sig(v: Fraction, emin: int) -> tuple[int, Fraction]:
+    if v == 0:
+        return -126, Fraction(0)
+    e = max(_floor_log2(abs(v)), emin)
+    return e, v / Fraction(2) ** e
+
+
+def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
+              emin_c: int, F: int, out: tuple[int, int, int], mode: str,
+              e8m13: bool) -> Fraction | float:
+    terms = []
+    for x, y in zip(a, b):
+        ex, sx = _exp_sig(x, emin_in)
+        ey, sy = _exp_sig(y, emin_in)
+        terms.append((ex + ey, sx * sy))
+    terms.append(_exp_sig(c, emin_c))
+    E = max(e for e, _ in terms)
+    q = Fraction(2) ** (E - F)
+    total = Fraction(0)
+    for e, s in terms:
+        v = s * Fraction(2) ** e
+        t = abs(v) // q * q
+        total += t if v >= 0 else -t
+    p, emin, emax = out
+    if mode == "rtz" and total != 0 and abs(total) >= Fraction(2) ** (emax + 1):
+        return INF if total > 0 else -INF
+    r = rnd(total, p, emin, emax, mode)
+    if e8m13 and r not in (INF, -INF) and r != 0:
+        r = rnd(r, 14, -126, 127, "rtz")  # 13 fraction bits: precision 14, same grid
+    return r

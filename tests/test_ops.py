@@ -1,0 +1,429 @@
+"""numerics.ops against the exact Fraction reference in tests/ops_reference.py."""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from numerics import FORMATS, get_format, ops
+from numerics.fast import decode_codes
+from numerics.formats import Format
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ops_reference import NoNaN, reference, sr_candidates
+
+MODES = ("rne", "rna", "rtz", "ru", "rd", "rto")
+OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1}
+FLAG_NAMES = ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")
+
+
+# ----------------------------------------------------------------------------- operands
+def structured_codes(fmt: Format, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Codes concentrated on the hard places: exponent fields 0, 1, 2, the top ones,
+    significands 0, 1, all ones, plus uniform codes."""
+    t, w = fmt.trailing_bits, fmt.exponent_bits
+    top_field = (1 << w) - 1
+    fields = np.concatenate([[0, 1, 2, top_field - 2, top_field - 1, top_field],
+                             rng.integers(0, top_field + 1, 8)])
+    mants = np.array(sorted({0, 1, (1 << t) - 1, (1 << t) >> 1, ((1 << t) >> 1) + 1}
+                            | {int(v) for v in rng.integers(0, 1 << t, 3, dtype=np.uint64)}),
+                     dtype=np.uint64) if t else np.array([0], np.uint64)
+    f = rng.choice(fields, n).astype(np.uint64)
+    m = rng.choice(mants, n).astype(np.uint64)
+    codes = (f << np.uint64(t)) | m
+    if fmt.signed:
+        codes |= rng.integers(0, 2, n).astype(np.uint64) << np.uint64(fmt.bits - 1)
+    uniform = rng.integers(0, 2**63 - 1, n, dtype=np.int64).astype(np.uint64) << np.uint64(1)
+    if fmt.bits < 64:
+        uniform >>= np.uint64(64 - fmt.bits)
+    pick = rng.random(n) < 0.3
+    return np.where(pick, uniform, codes).astype(fmt.code_dtype)
+
+
+def values(fmt: Format, rng: np.random.Generator, n: int, finite: bool = True) -> np.ndarray:
+    v = decode_codes(structured_codes(fmt, rng, 4 * n), fmt)
+    if finite:
+        v = v[np.isfinite(v)]
+    return rng.choice(v, n)
+
+
+def neighbours(fmt: Format, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Values a few codes away from x (cancellation partners)."""
+    from numerics import encode
+
+    codes = np.asarray(encode(np.abs(x), fmt)).astype(np.uint64)
+    step = rng.integers(0, 5, codes.size).astype(np.uint64)
+    mag = np.minimum(np.maximum(codes + step, np.uint64(2)) - np.uint64(2),
+                     np.uint64(fmt.max_finite_code))
+    out = decode_codes(mag.astype(fmt.code_dtype), fmt)
+    return np.where(np.signbit(x), -out, out)
+
+
+def hard_operands(fmt: Format, op: str, rng: np.random.Generator, n: int
+                  ) -> list[np.ndarray]:
+    xs = [values(fmt, rng, n) for _ in range(OPS[op])]
+    third = n // 3
+    if op in ("add", "sub") and fmt.signed:
+        # Cancellation: b = -(a nudged by a few ulps) (for sub: +).
+        partner = neighbours(fmt, xs[0][:third], rng)
+        xs[1][:third] = -partner if op == "add" else partner
+    if op in ("add", "sub"):
+        # Ties after alignment: b a power of two at a's half ulp or below.
+        a = xs[0][third:2 * third]
+        e = np.frexp(np.where(a == 0, 1.0, a))[1] - 1
+        d = rng.integers(fmt.trailing_bits, fmt.trailing_bits + 4, a.size)
+        b = np.ldexp(1.0, (e - d).astype(np.int32)) * rng.choice([1.0, 3.0], a.size)
+        ok = (b >= fmt.smallest_subnormal) & (b <= fmt.max) & (np.abs(a) <= fmt.max)
+        from numerics import round_to
+
+        b = np.where(ok, np.asarray(round_to(b, fmt, rounding="rtz")), xs[1][third:2 * third])
+        xs[1][third:2 * third] = b * (rng.choice([1, -1], a.size) if fmt.signed else 1)
+    if op == "fma":
+        # c cancels a*b, or is astronomically larger/smaller.
+        from numerics import round_to
+
+        with np.errstate(over="ignore", under="ignore"):
+            p = xs[0][:third] * xs[1][:third]
+        near = np.asarray(round_to(np.where(np.isfinite(p), p, 0.0), fmt, rounding="rtz",
+                                   overflow="saturate"))
+        if fmt.signed:
+            xs[2][:third] = -neighbours(fmt, near, rng)
+    if op == "sqrt" or not fmt.signed:
+        xs = [np.abs(x) for x in xs]
+    if not fmt.signed:
+        xs = [np.where(x == 0, fmt.smallest_normal, x) for x in xs]
+    return xs
+
+
+def same(r: float, g: float) -> bool:
+    if math.isnan(r) or math.isnan(g):
+        return math.isnan(r) and math.isnan(g)
+    return r == g and math.copysign(1.0, r) == math.copysign(1.0, g)
+
+
+def check_batch(fmt: Format, op: str, xs: list[np.ndarray], mode: str, overflow: str,
+                tininess: str) -> None:
+    # Drop invalid operations in formats without NaN: they raise (tested separately).
+    if not fmt.has_nan:
+        keep = np.ones(xs[0].size, bool)
+        for i in range(keep.size):
+            try:
+                reference(op, tuple(float(x[i]) for x in xs), fmt, "rne")
+            except NoNaN:
+                keep[i] = False
+        xs = [x[keep] for x in xs]
+    res, fl = getattr(ops, op)(*xs, fmt, rounding=mode, overflow=overflow,
+                               tininess=tininess, flags=True)
+    for i in range(xs[0].size):
+        args = tuple(float(x[i]) for x in xs)
+        want, wf = reference(op, args, fmt, mode, overflow, tininess)
+        got = float(res[i])
+        assert same(want, got), (fmt.name, op, mode, overflow, args, want, got)
+        gf = {k: bool(getattr(fl, k)[i]) for k in FLAG_NAMES}
+        assert gf == wf, (fmt.name, op, mode, tininess, args, wf, gf)
+
+
+# ----------------------------------------------------------------------------- every format
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("name", FORMATS)
+def test_every_format_every_mode(name: str, op: str) -> None:
+    fmt = get_format(name)
+    rng = np.random.default_rng(abs(hash((name, op))) % 2**32)
+    xs = hard_operands(fmt, op, rng, 60)
+    for mode in MODES:
+        for tininess in ("after", "before"):
+            check_batch(fmt, op, xs, mode, "ieee", tininess)
+    for mode in ("rne", "ru"):
+        check_batch(fmt, op, xs, mode, "saturate", "after")
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[Format, str, list[np.ndarray], str, str]:
+    name = draw(st.sampled_from(["binary64", "binary32", "binary16", "bfloat16", "e4m3fn",
+                                 "e5m2", "e2m1fn", "e8m0fnu", "binary8p3", "tf32"]))
+    fmt = get_format(name)
+    op = draw(st.sampled_from(list(OPS)))
+    seed = draw(st.integers(0, 2**32 - 1))
+    mode = draw(st.sampled_from(MODES))
+    tininess = draw(st.sampled_from(["before", "after"]))
+    xs = hard_operands(fmt, op, np.random.default_rng(seed), 12)
+    return fmt, op, xs, mode, tininess
+
+
+@given(cases())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_hypothesis_hard_cases(case: tuple[Format, str, list[np.ndarray], str, str]) -> None:
+    fmt, op, xs, mode, tininess = case
+    check_batch(fmt, op, xs, mode, "ieee", tininess)
+
+
+# ----------------------------------------------------------------------------- binary64 edges
+def test_binary64_subnormal_and_overflow_all_modes() -> None:
+    tiny = 2.0**-1074
+    cases_ = [
+        ("mul", (2.0**-1000, 2.0**-74 * 1.5)),      # half of min subnormal times 3: 1.5 units
+        ("mul", (2.0**-537, 2.0**-538)),            # exact half of min subnormal: a tie
+        ("mul", (1.0 + 2.0**-52, 2.0**-1022)),      # exact normal
+        ("mul", (1.0 - 2.0**-53, 2.0**-1022)),      # just below the normal boundary
+        ("div", (tiny, 3.0)),
+        ("div", (2.0**-1022, 1.0 + 2.0**-52)),
+        ("fma", (2.0**-600, 2.0**-600, tiny)),      # product far below c
+        ("fma", (2.0**600, 2.0**600, -1.0)),        # overflow
+        ("fma", (1.5, 2.0**1023, -2.0**1023)),
+        ("fma", (2.0**-1074, 0.5, 0.0)),
+        ("add", (1.7976931348623157e308, 2.0**970)),  # max + half ulp: tie to inf
+        ("add", (1.7976931348623157e308, 2.0**969)),
+        ("add", (-1.7976931348623157e308, -1.7976931348623157e308)),
+        ("div", (1.7976931348623157e308, 0.5)),
+        ("sqrt", (tiny,)),
+        ("sqrt", (1.7976931348623157e308,)),
+        ("fma", (3.0, 2.0**-1075 * 2, 2.0**-1073)),
+    ]
+    fmt = get_format("binary64")
+    for op, args in cases_:
+        for mode in MODES:
+            for tin in ("before", "after"):
+                check_batch(fmt, op, [np.array([a]) for a in args], mode, "ieee", tin)
+
+
+def test_fma_huge_exponent_differences_binary64() -> None:
+    rng = np.random.default_rng(5)
+    n = 200
+    a = np.ldexp(rng.random(n) + 0.5, rng.integers(-540, 540, n).astype(np.int32))
+    b = np.ldexp(rng.random(n) + 0.5, rng.integers(-540, 540, n).astype(np.int32))
+    c = np.ldexp(rng.random(n) + 0.5, rng.integers(-1074, 1023, n).astype(np.int32))
+    c *= rng.choice([1.0, -1.0], n)
+    c[:50] = -(a[:50] * b[:50])  # cancellation down to the TwoProd error
+    fmt = get_format("binary64")
+    for mode in MODES:
+        check_batch(fmt, "fma", [a, b, c], mode, "ieee", "after")
+
+
+# ----------------------------------------------------------------------------- stochastic
+@pytest.mark.parametrize("name", ["binary64", "binary32", "bfloat16", "e4m3fn", "e2m1fn"])
+def test_sr_picks_a_neighbour_and_is_unbiased(name: str) -> None:
+    fmt = get_format(name)
+    rng = np.random.default_rng(3)
+    for op in ("add", "mul", "div", "fma", "sqrt"):
+        xs = hard_operands(fmt, op, rng, 40)
+        if not fmt.has_nan:
+            continue
+        res = getattr(ops, op)(*xs, fmt, rounding="sr", rng=7)
+        for i in range(xs[0].size):
+            args = tuple(float(x[i]) for x in xs)
+            down, away, _ = sr_candidates(op, args, fmt)
+            assert same(float(res[i]), down) or same(float(res[i]), away), (op, args)
+
+
+@pytest.mark.parametrize("name,a,b,p_up,sr_bits", [
+    ("binary64", 1.0, 2.0**-54, 0.25, None),          # residual below binary64's ulp
+    ("binary64", 1.0, 2.0**-54 + 2.0**-56, 0.3125, None),
+    ("bfloat16", 1.0, 2.0**-9, 0.25, None),
+    ("bfloat16", 1.0, 2.0**-9, 0.25, 2),
+    ("e4m3fn", 1.0, 2.0**-5, 0.25, None),
+])
+def test_sr_probability(name: str, a: float, b: float, p_up: float, sr_bits: int | None
+                        ) -> None:
+    n = 20000
+    fmt = get_format(name)
+    res = ops.add(np.full(n, a), np.full(n, b), fmt, rounding="sr", rng=11, sr_bits=sr_bits)
+    frac = float(np.mean(res > a))
+    assert abs(frac - p_up) < 5 * math.sqrt(p_up * (1 - p_up) / n)
+
+
+def test_sr_bits_truncates_probability_with_negative_residual() -> None:
+    # 1 + 2**-9 - 2**-60 in bfloat16: frac = 1/4 - tiny, truncated to 2 bits is 0.
+    n = 4000
+    a = np.full(n, 1.0 + 2.0**-9 + 2.0**-7)  # not needed exactly; use fma for the residual
+    del a
+    res = ops.fma(np.full(n, 1.0 + 2.0**-7), np.full(n, 1.0 - 2.0**-7), np.full(n, 2.0**-9),
+                  "binary32", rounding="sr", rng=1, sr_bits=2)
+    # exact = 1 - 2**-14 + 2**-9, representable in binary32: SR is exact
+    assert np.all(res == 1 - 2.0**-14 + 2.0**-9)
+
+
+# ----------------------------------------------------------------------------- specials, zeros
+def test_signed_zero_rules() -> None:
+    f = "binary32"
+    assert math.copysign(1, ops.add(1.0, -1.0, f)) == 1
+    assert math.copysign(1, ops.add(1.0, -1.0, f, rounding="rd")) == -1
+    assert math.copysign(1, ops.add(-0.0, -0.0, f)) == -1
+    assert math.copysign(1, ops.add(0.0, 0.0, f, rounding="rd")) == 1
+    assert math.copysign(1, ops.add(0.0, -0.0, f, rounding="rd")) == -1
+    assert math.copysign(1, ops.mul(-0.0, 3.0, f)) == -1
+    assert math.copysign(1, ops.sqrt(-0.0, f)) == -1
+    assert math.copysign(1, ops.fma(-0.0, 1.0, 0.0, f)) == 1
+    assert math.copysign(1, ops.fma(-0.0, 1.0, -0.0, f)) == -1
+    assert math.copysign(1, ops.fma(2.0, 3.0, -6.0, "binary64", rounding="rd")) == -1
+    assert math.copysign(1, ops.mul(-2.0**-100, 2.0**-100, f)) == -1  # underflow keeps sign
+    assert math.copysign(1, ops.mul(-2.0**-10, 2.0**-10, "e4m3fnuz")) == 1  # no -0 there
+
+
+def test_invalid_and_divide_by_zero() -> None:
+    r, fl = ops.sub(np.inf, np.inf, "binary16", flags=True)
+    assert math.isnan(r) and fl.invalid and not fl.inexact
+    r, fl = ops.mul(0.0, np.inf, "bfloat16", flags=True)
+    assert math.isnan(r) and fl.invalid
+    r, fl = ops.div(-1.0, 0.0, "binary32", flags=True)
+    assert r == -np.inf and fl.divide_by_zero and not fl.invalid
+    r, fl = ops.div(0.0, 0.0, "binary32", flags=True)
+    assert math.isnan(r) and fl.invalid and not fl.divide_by_zero
+    r, fl = ops.sqrt(-4.0, "binary64", flags=True)
+    assert math.isnan(r) and fl.invalid
+    r, fl = ops.fma(0.0, np.inf, np.nan, "binary32", flags=True)
+    assert math.isnan(r) and fl.invalid
+    r, fl = ops.add(np.nan, 1.0, "binary32", flags=True)
+    assert math.isnan(r) and not any(fl.any().values())
+    # no infinity: x/0 follows encode's overflow rule (NaN), saturate gives max
+    assert math.isnan(ops.div(1.0, 0.0, "e4m3fn"))
+    assert ops.div(1.0, 0.0, "e4m3fn", overflow="saturate") == 448.0
+    assert ops.div(1.0, 0.0, "e2m1fn") == 6.0
+
+
+def test_invalid_without_nan_raises() -> None:
+    with pytest.raises(ValueError, match=r"index\[1\].*e2m1fn, which has no NaN"):
+        ops.div([1.0, 0.0], [2.0, 0.0], "e2m1fn")
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_bad_operands_named() -> None:
+    with pytest.raises(ValueError, match=r"Got a\[3\]=0.1, which is not representable in "
+                                         "bfloat16"):
+        ops.add(np.array([1.0, 2.0, 3.0, 0.1]), 1.0, "bfloat16")
+    with pytest.raises(ValueError, match=r"Got b\[0, 1\]=3.0"):
+        ops.mul(1.0, np.array([[1.0, 3.0]]), "e2m1fn" if False else "e8m0fnu")
+    with pytest.raises(ValueError, match="do not broadcast"):
+        ops.add(np.zeros(3), np.zeros(4), "binary32")
+    with pytest.raises(ValueError, match="rounding='up'"):
+        ops.add(1.0, 1.0, "binary32", rounding="up")
+    with pytest.raises(ValueError, match="tininess='never'"):
+        ops.add(1.0, 1.0, "binary32", tininess="never")
+    with pytest.raises(ValueError, match="not representable in e4m3fn"):
+        ops.add(np.inf, 1.0, "e4m3fn")
+    with pytest.raises(ValueError, match="not a known format"):
+        ops.add(1.0, 1.0, "binary33")
+
+
+def test_broadcasting_and_scalars() -> None:
+    r = ops.add(np.ones((2, 1)), np.array([1.0, 2.0, 3.0]), "binary16")
+    assert r.shape == (2, 3) and r.dtype == np.float64
+    assert isinstance(ops.mul(2.0, 3.0, "e4m3fn"), np.floating)
+    r32 = ops.add(np.float32([1.0, 2.0]), np.float32(2.0**-24), "binary32", rounding="ru")
+    assert r32.tolist() == [1.0 + 2.0**-23, 2.0 + 2.0**-22]
+
+
+# ----------------------------------------------------------------------------- convert
+@pytest.mark.parametrize("dst", FORMATS)
+def test_convert_from_binary64(dst: str) -> None:
+    fmt = get_format(dst)
+    src = get_format("binary64")
+    rng = np.random.default_rng(9)
+    x = np.concatenate([values(get_format("binary32"), rng, 80),
+                        np.ldexp(rng.random(40) + 0.5,
+                                 rng.integers(fmt.emin - fmt.trailing_bits - 3,
+                                              fmt.emax + 3, 40).astype(np.int32))])
+    if not fmt.signed:
+        x = np.abs(x)
+    for mode in MODES:
+        for tin in ("before", "after"):
+            res, fl = ops.convert(x, src, fmt, rounding=mode, tininess=tin, flags=True)
+            for i, xi in enumerate(x):
+                if xi == 0:
+                    continue
+                want, wf = reference("add", (float(xi), 0.0), fmt, mode, "ieee", tin)
+                assert same(want, float(res[i])), (dst, mode, xi)
+                assert {k: bool(getattr(fl, k)[i]) for k in FLAG_NAMES} == wf, (dst, mode, xi)
+
+
+# ----------------------------------------------------------------------------- fma counterexample
+def test_fma_exactness_of_reference_sanity() -> None:
+    # a*b + c = 1 + 2**-24 + 2**-60 rounds up in binary32, but via binary64 it is a tie.
+    a, b, c = 1.0 + 2.0**-12, 1.0 + 2.0**-12 + 2.0**-23, -(2.0**-11)
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    assert exact > 1
+
+
+# ----------------------------------------------------------------------------- proofs/double_rounding.md
+f32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@given(f32s, f32s, st.sampled_from(["add", "sub", "mul", "div", "sqrt"]))
+@settings(max_examples=300, deadline=None)
+def test_D1_figueroa_binary32(a: float, b: float, op: str) -> None:
+    """D1: RN_24(RN_53(a op b)) == RN_24(a op b) for binary32 operands."""
+    fmt = get_format("binary32")
+    if op == "sqrt":
+        a = abs(a)
+    if op == "div" and b == 0:
+        return
+    ops64 = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
+             "div": lambda: a / b, "sqrt": lambda: math.sqrt(a)}
+    with np.errstate(all="ignore"):
+        double = float(np.float32(ops64[op]()))
+    args = (a,) if op == "sqrt" else (a, b)
+    want, _ = reference(op, args, fmt, "rne")
+    assert same(want, double)
+
+
+@given(st.integers(0, 2**16 - 1), st.integers(0, 2**16 - 1),
+       st.sampled_from(["add", "mul", "div", "sqrt"]))
+@settings(max_examples=300, deadline=None)
+def test_D1_figueroa_bfloat16(ca: int, cb: int, op: str) -> None:
+    """D1 for bfloat16 (p = 8), operands anywhere including subnormals."""
+    fmt = get_format("bfloat16")
+    a, b = (float(v) for v in decode_codes(np.array([ca, cb], np.uint16), fmt))
+    if op == "sqrt":
+        a = abs(a)
+    if not (math.isfinite(a) and math.isfinite(b)) or (op == "div" and b == 0):
+        return
+    x64 = {"add": lambda: a + b, "mul": lambda: a * b, "div": lambda: a / b,
+           "sqrt": lambda: math.sqrt(a)}[op]()
+    args = (a,) if op == "sqrt" else (a, b)
+    want, _ = reference(op, args, fmt, "rne")
+    got, _ = reference("add", (x64, 0.0), fmt, "rne") if x64 != 0 else (x64, None)
+    assert same(want, got)
+
+
+@pytest.mark.parametrize("name,a,c,want", [
+    ("binary32", 1 + 2.0**-12, 2.0**-80, 1 + 2.0**-11 + 2.0**-23),
+    ("bfloat16", 1 + 2.0**-4, 2.0**-80, 1 + 2.0**-3 + 2.0**-7),
+])
+def test_D2_fma_counterexample(name: str, a: float, c: float, want: float) -> None:
+    """D2: rounding fma through binary64 is wrong; numerics.ops.fma is right."""
+    fmt = get_format(name)
+    exact = Fraction(a) * Fraction(a) + Fraction(c)
+    ref, _ = reference("fma", (a, a, c), fmt, "rne")
+    assert ref == want and Fraction(want) > exact - Fraction(want) + Fraction(want) - exact
+    via64 = a * a + c  # binary64 rounding of the exact value
+    assert Fraction(via64) != exact
+    double, _ = reference("add", (via64, 0.0), fmt, "rne")
+    assert double != want  # the double rounding gives the even neighbour
+    assert float(ops.fma(a, a, c, name)) == want
+
+
+@given(f32s, f32s, st.sampled_from(["rtz", "ru", "rd", "rna"]))
+@settings(max_examples=200, deadline=None)
+def test_D3_directed_needs_residual(a: float, b: float, mode: str) -> None:
+    """D3: ops uses the residual; it matches the reference where RN_53 alone may not."""
+    fmt = get_format("binary32")
+    want, _ = reference("add", (a, b), fmt, mode)
+    assert same(want, float(ops.add(a, b, fmt, rounding=mode)))
+    # the concrete counterexample of the proof
+    if a == 0:
+        assert float(ops.sub(1.0, 2.0**-149, fmt, rounding="rtz")) == 1 - 2.0**-24
+
+
+@given(f32s, f32s)
+@settings(max_examples=200, deadline=None)
+def test_D4_products_exact(a: float, b: float) -> None:
+    """D4: products of p <= 26 numbers are exact in binary64."""
+    p = a * b
+    if math.isfinite(p) and p != 0:
+        assert Fraction(p) == Fraction(a) * Fraction(b)

@@ -1,0 +1,129 @@
+"""numerics.parse: values read exactly as written, codes, format lists.
+
+References: :class:`decimal.Decimal` (exact decimal -> Fraction) and
+:meth:`float.fromhex` for hex floats, both independent of the parser.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numerics.formats import get_format
+from numerics.parse import parse_code, parse_formats, parse_value
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0.1", Fraction(1, 10)),
+        ("1e-40", Fraction(1, 10**40)),
+        ("-1e-40", -Fraction(1, 10**40)),
+        (".5", Fraction(1, 2)),
+        ("1.", Fraction(1)),
+        ("+2.5E3", Fraction(2500)),
+        ("1_000_000", Fraction(10**6)),
+        ("340282366920938463463374607431768211457", Fraction(2**128 + 1)),
+        ("0x1.8p3", Fraction(12)),
+        ("-0x.1p-2", -Fraction(1, 64)),
+        ("0X10", Fraction(16)),
+        ("0b1010", Fraction(10)),
+        ("1/3", Fraction(1, 3)),
+        ("-22/7", Fraction(-22, 7)),
+        ("1e3/7", Fraction(1000, 7)),
+        ("1/-3", Fraction(-1, 3)),
+        ("1.00390625000000000000009", Fraction(Decimal("1.00390625000000000000009"))),
+    ],
+)
+def test_values_are_exact(text: str, expected: Fraction) -> None:
+    v = parse_value(text)
+    assert v.kind == "finite"
+    assert v.fraction == expected
+
+
+def test_negative_zero_keeps_its_sign() -> None:
+    v = parse_value("-0")
+    assert v.negative and v.magnitude == 0
+    assert isinstance(v.exact, float) and math.copysign(1.0, v.exact) == -1.0
+    assert math.copysign(1.0, parse_value("0.0").exact) == 1.0
+    assert math.copysign(1.0, parse_value("-0/5").exact) == -1.0
+
+
+@pytest.mark.parametrize(("text", "kind", "negative"), [
+    ("inf", "inf", False), ("-Infinity", "inf", True), ("+inf", "inf", False),
+    ("nan", "nan", False), ("-NaN", "nan", True),
+])
+def test_specials(text: str, kind: str, negative: bool) -> None:
+    v = parse_value(text)
+    assert (v.kind, v.negative) == (kind, negative)
+    x = v.exact
+    assert isinstance(x, float)
+    assert (math.isnan(x) if kind == "nan" else math.isinf(x))
+    if kind == "inf":
+        assert (x < 0) == negative
+    with pytest.raises(ValueError, match="not a finite number"):
+        _ = v.fraction
+
+
+@pytest.mark.parametrize("text", [
+    "", "-", "abc", "1e", "1..2", "0x", "0x1.8", "1/0", "1/", "/2", "0b102", "1e99999", "--1",
+    "1 2", "infinite",
+])
+def test_bad_values_name_the_input(text: str) -> None:
+    with pytest.raises(ValueError, match="value="):
+        parse_value(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 10**30), st.integers(0, 10**20), st.integers(-400, 400), st.booleans(),
+    st.integers(0, 25),
+)
+def test_decimal_strings_match_decimal_module(i: int, f: int, e: int, neg: bool,
+                                              zeros: int) -> None:
+    text = f"{'-' if neg else ''}{i}.{'0' * zeros}{f}e{e}"
+    assert parse_value(text).fraction == Fraction(Decimal(text))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_hex_floats_match_float_fromhex(x: float) -> None:
+    text = x.hex()
+    v = parse_value(text)
+    assert v.fraction == Fraction(float.fromhex(text))
+    assert v.negative == (math.copysign(1.0, x) < 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(-(10**40), 10**40), st.integers(1, 10**20))
+def test_fractions(p: int, q: int) -> None:
+    assert parse_value(f"{p}/{q}").fraction == Fraction(p, q)
+
+
+def test_codes() -> None:
+    e5m2 = get_format("e5m2")
+    assert parse_code("0b0_01111_00", e5m2) == 0b00111100
+    assert parse_code("0x7C", e5m2) == 124
+    assert parse_code("255", e5m2) == 255
+    assert parse_code("0x3f800000", get_format("fp32")) == 0x3F800000
+    with pytest.raises(ValueError, match="at most 0xff"):
+        parse_code("0x100", e5m2)
+    with pytest.raises(ValueError, match="at most 0xf"):
+        parse_code("16", get_format("e2m1fn"))
+    for bad in ("-1", "0x", "0b2", "1.5", "x12", ""):
+        with pytest.raises(ValueError, match="code="):
+            parse_code(bad, e5m2)
+
+
+def test_format_lists() -> None:
+    assert [f.name for f in parse_formats("bf16,fp32 , e4m3fn,bf16")] == [
+        "bfloat16", "binary32", "e4m3fn"]
+    with pytest.raises(ValueError, match="did you mean"):
+        parse_formats("e4m3fm")
+    with pytest.raises(ValueError, match="names no format"):
+        parse_formats(" , ")

@@ -1,0 +1,85 @@
+"""The pytest plugin, run in inner pytest sessions through the pytester fixture."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# Block the entry point (present once the package is installed) and load the module
+# explicitly, so the inner runs see the plugin exactly once either way.
+PLUGIN = ["-p", "no:numerics", "-p", "numerics.testing.plugin", "-p", "no:cacheprovider"]
+ROOT = Path(__file__).resolve().parents[1]
+
+INNER = """
+import numpy as np
+
+def test_seed(numerics_seed):
+    print("SEED", numerics_seed)
+
+def test_rng(numerics_rng):
+    print("DRAW", numerics_rng.integers(1 << 30))
+
+def test_fails(numerics_seed):
+    assert numerics_seed < 0
+"""
+
+
+def test_default_seed_header_and_fixtures(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest(*PLUGIN, "-s")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["numerics: --numerics-seed=0", "*SEED 0*",
+                                 "*replay with --numerics-seed=0*"])
+    expected = np.random.default_rng([0, zlib.crc32(b"test_inner.py::test_rng")])
+    result.stdout.fnmatch_lines([f"*DRAW {expected.integers(1 << 30)}*"])
+
+
+def test_explicit_and_random_seeds(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest(*PLUGIN, "-s", "--numerics-seed=1234")
+    result.stdout.fnmatch_lines(["numerics: --numerics-seed=1234", "*SEED 1234*"])
+    result = pytester.runpytest(*PLUGIN, "-s", "--numerics-seed=random")
+    header = [ln for ln in result.stdout.lines if ln.startswith("numerics: --numerics-seed=")]
+    seed = int(header[0].split("=")[1])
+    result.stdout.fnmatch_lines([f"*SEED {seed}*"])
+
+
+def test_bad_seed_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest(*PLUGIN, "--numerics-seed=abc")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--numerics-seed='abc'*non-negative int or 'random'*"])
+
+
+def test_profiles_are_registered_and_loadable(pytester: pytest.Pytester,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # A subprocess: loading a profile changes hypothesis' global settings.
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    pytester.makepyfile(test_inner="""
+from hypothesis import settings
+
+def test_profile():
+    assert settings.get_current_profile_name() == "ci"
+    assert settings.default.max_examples == 200 and settings.default.derandomize
+    assert settings.get_profile("dev").max_examples == 20
+    assert settings.get_profile("thorough").max_examples == 2000
+""")
+    result = pytester.runpytest_subprocess(*PLUGIN, "--hypothesis-profile=ci")
+    result.assert_outcomes(passed=1)
+
+
+def test_importing_the_plugin_registers_no_profile() -> None:
+    import subprocess
+    import sys
+
+    code = ("import numerics.testing, numerics.testing.plugin\n"
+            "from hypothesis import settings\n"
+            "try:\n    settings.get_profile('thorough')\nexcept Exception:\n    print('none')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    assert out.stdout.strip() == "none"

@@ -1,0 +1,342 @@
+"""Meta-tests of numerics.testing.strategies against the exact reference codec."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument as HypothesisInvalidArgument
+
+from numerics.codec import decode_exact, encode_exact
+from numerics.formats import FORMATS, Format, get_format
+from numerics.rounding import ROUNDINGS
+from numerics.testing import strategies as ns
+from numerics.testing.strategies import (
+    InvalidArgument,
+    arrays,
+    codes,
+    formats,
+    near_ties,
+    roundings,
+    ties,
+    values,
+)
+
+FIND = settings(max_examples=2000, database=None, deadline=None)
+EIGHT_BIT = [n for n in FORMATS if get_format(n).bits <= 8]
+
+
+def _exact(x: float) -> Fraction:
+    return Fraction(x)
+
+
+def _is_value_of(x: float, fmt: Format) -> bool:
+    """Independent check with the reference codec: x survives encode/decode exactly."""
+    if math.isnan(x):
+        return fmt.has_nan
+    if math.isinf(x):
+        return fmt.has_infinity and (x > 0 or fmt.signed)
+    if fmt.name == "e8m0fnu" and x <= 0:
+        return False
+    try:
+        code = encode_exact(x, fmt, rounding="rtz", overflow="saturate")
+    except ValueError:
+        return False
+    back = decode_exact(code, fmt)
+    if isinstance(back, float) and math.isinf(back):
+        return back == x
+    return back == _exact(x) and (math.copysign(1, x) > 0 or x != 0
+                                  or not fmt.has_negative_zero or code != 0)
+
+
+def _all_values(fmt: Format) -> list[Fraction]:
+    """Sorted distinct finite values of a small format, from the reference decoder."""
+    out = set()
+    for c in range(fmt.num_codes):
+        v = decode_exact(c, fmt)
+        if isinstance(v, Fraction) or math.isfinite(v):
+            out.add(Fraction(v))
+    return sorted(out)
+
+
+CLASSES: dict[str, Callable[[float, Format], bool]] = {
+    "+0": lambda x, fmt: x == 0 and math.copysign(1, x) > 0,
+    "-0": lambda x, fmt: x == 0 and math.copysign(1, x) < 0,
+    "subnormal": lambda x, fmt: 0 < abs(x) < fmt.smallest_normal,
+    "normal": lambda x, fmt: fmt.smallest_normal <= abs(x) <= fmt.max,
+    "negative": lambda x, fmt: x < 0,
+    "max": lambda x, fmt: x == fmt.max,
+    "smallest normal": lambda x, fmt: x == fmt.smallest_normal,
+    "inf": lambda x, fmt: x == math.inf,
+    "-inf": lambda x, fmt: x == -math.inf,
+    "nan": lambda x, fmt: math.isnan(x),
+}
+
+
+def _bind(pred: Callable[[float, Format], bool], f: Format) -> Callable[[float], bool]:
+    def bound(x: float) -> bool:
+        return pred(x, f)
+    return bound
+
+
+def _present(cls: str, f: Format) -> bool:
+    has_sub = f.subnormals and f.trailing_bits > 0
+    return {
+        "+0": f.has_zero, "-0": f.has_negative_zero, "subnormal": has_sub, "normal": True,
+        "negative": f.signed, "max": True, "smallest normal": True,
+        "inf": f.has_infinity, "-inf": f.has_infinity and f.signed, "nan": f.has_nan,
+    }[cls]
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_values_reaches_every_class_and_no_other(name: str) -> None:
+    """For every format, values() can produce each class it has (hypothesis find)."""
+    f = get_format(name)
+    for cls, pred in CLASSES.items():
+        if _present(cls, f):
+            x = find(values(f), _bind(pred, f), settings=FIND)
+            assert pred(x, f) and _is_value_of(x, f), (cls, x)
+        else:
+            with pytest.raises(Exception, match="No examples"):
+                find(values(f), _bind(pred, f),
+                     settings=settings(FIND, max_examples=60))
+
+
+@given(data=st.data(), name=formats())
+@settings(max_examples=150, deadline=None)
+def test_values_are_exactly_representable(data: st.DataObject, name: str) -> None:
+    f = get_format(name)
+    x = data.draw(values(f))
+    assert isinstance(x, float)
+    assert _is_value_of(x, f)
+
+
+@given(data=st.data(), name=formats(),
+       lo=st.floats(-1e3, 1e3), width=st.floats(0, 1e3))
+@settings(max_examples=150, deadline=None)
+def test_values_respect_bounds_and_flags(data: st.DataObject, name: str, lo: float,
+                                         width: float) -> None:
+    f = get_format(name)
+    hi = lo + width
+    try:
+        strat = values(f, min_value=lo, max_value=hi, allow_subnormal=False,
+                       allow_negative_zero=False)
+    except InvalidArgument:
+        # Then no value of f lies in [lo, hi] (reference: the sorted value list).
+        if f.bits <= 8:
+            assert not any(lo <= v <= hi and not (0 < abs(v) < f.smallest_normal)
+                           for v in _all_values(f))
+        return
+    x = data.draw(strat)
+    assert lo <= x <= hi and not math.isnan(x)
+    assert not 0 < abs(x) < f.smallest_normal
+    assert not (x == 0 and math.copysign(1, x) < 0)
+    assert _is_value_of(x, f)
+
+
+def test_bounds_order_signed_zeros_like_hypothesis() -> None:
+    assert find(values("binary16", min_value=0.0), lambda x: x == 0, settings=FIND) == 0.0
+    with pytest.raises(Exception, match="No examples"):
+        find(values("binary16", min_value=0.0),
+             lambda x: math.copysign(1, x) < 0, settings=settings(FIND, max_examples=100))
+    x = find(values("binary16", max_value=-0.0), lambda x: x == 0, settings=FIND)
+    assert math.copysign(1, x) < 0
+
+
+@pytest.mark.parametrize(("name", "pred", "expected"), [
+    ("e4m3fn", lambda x: x > 1, 1.125),          # the first value above 1
+    ("binary16", lambda x: 3 < x < 3.5, 3.001953125),
+    ("binary64", lambda x: x > 1, 1.0000000000000002),
+    ("bfloat16", lambda x: x > 100, 100.5),
+    ("e2m1fn", lambda x: x < -1, -1.5),           # positives first, then small magnitudes
+    ("binary32", lambda x: x != 0 and abs(x) < 1, 1.401298464324817e-45),
+    ("e5m2", lambda x: x > 60000, math.inf),
+])
+def test_shrinking_reaches_the_minimal_example(name: str, pred: Callable[[float], bool],
+                                               expected: float) -> None:
+    """The shrink target is the first satisfying value in position order (see module doc)."""
+    for _ in range(2):   # whichever branch finds it first, the result is the same
+        assert find(values(name), pred, settings=FIND) == expected
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "e8m0fnu",
+                                  "e4m3fnuz", "binary8p4"])
+def test_codes_cover_every_code_of_small_formats(name: str) -> None:
+    f = get_format(name)
+    seen: set[int] = set()
+
+    @given(codes(f))
+    @settings(max_examples=2500, derandomize=True, database=None, deadline=None)
+    def collect(c: int) -> None:
+        seen.add(c)
+
+    collect()
+    assert seen == set(range(f.num_codes))
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_code_classes_partition_every_code(name: str) -> None:
+    """White-box: the intervals codes() draws from tile the code space exactly."""
+    f = get_format(name)
+    pieces = ns._code_classes(f)
+    total = sum(b - a + 1 for a, b, _ in pieces)
+    assert total == f.num_codes
+    for a, b, kind in pieces:
+        for c in {a, b, (a + b) // 2}:
+            assert (kind == "nan") == f.is_nan_code(c)
+            assert (kind == "inf") == f.is_inf_code(c)
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "binary16", "e5m2fnuz", "binary64"])
+def test_codes_flags_exclude_classes(name: str) -> None:
+    f = get_format(name)
+    strat = codes(f, allow_nan=False, allow_infinity=False, allow_subnormal=False,
+                  allow_negative_zero=False)
+
+    @given(strat)
+    @settings(max_examples=300, database=None, deadline=None)
+    def check(c: int) -> None:
+        assert 0 <= c < f.num_codes
+        assert not f.is_nan_code(c) and not f.is_inf_code(c)
+        v = decode_exact(c, f)
+        assert not 0 < abs(Fraction(v)) < Fraction(f.smallest_normal)
+        assert not (c == f.sign_mask and f.signed)   # -0
+
+    check()
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e2m1fn", "e5m2", "e8m0fnu", "binary8p3"])
+def test_ties_are_exact_midpoints_and_all_reachable(name: str) -> None:
+    f = get_format(name)
+    vals = _all_values(f)
+    ulp_max = Fraction(2) ** (f.emax - f.trailing_bits)
+    expected = {(a + b) / 2 for a, b in itertools.pairwise(vals) if a != -b}
+    expected |= {f.max_exact + ulp_max / 2}
+    if f.signed:
+        expected |= {-(f.max_exact + ulp_max / 2)}
+    seen: set[Fraction] = set()
+
+    @given(ties(f, exact=True))
+    @settings(max_examples=3000, derandomize=True, database=None, deadline=None)
+    def collect(t: Fraction) -> None:
+        assert t in expected
+        seen.add(t)
+
+    collect()
+    assert seen == expected
+
+
+@given(data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_ties_floats_match_fractions_for_binary16(data: st.DataObject) -> None:
+    t = data.draw(ties("binary16"))
+    if abs(t) > 65504:
+        assert abs(t) == 65504 + 16        # max plus half an ulp (ulp 32 at the top)
+        return
+    lo = np.float16(t)                    # numpy rounds a tie to the even neighbour
+    other = np.nextafter(lo, np.float16(np.inf if float(lo) < t else -np.inf))
+    assert Fraction(t) == (Fraction(float(lo)) + Fraction(float(other))) / 2
+
+
+E4M3FN_VALUES = _all_values(get_format("e4m3fn"))
+E4M3FN_MIDPOINTS = {(a + b) / 2 for a, b in itertools.pairwise(E4M3FN_VALUES)} | {
+    Fraction(448 + 16), Fraction(-448 - 16)}
+
+
+@given(data=st.data())
+@settings(max_examples=100, deadline=None)
+def test_near_ties_are_one_wider_ulp_from_a_midpoint(data: st.DataObject) -> None:
+    x = data.draw(near_ties("e4m3fn", "binary32"))
+    x32 = np.float32(x)
+    assert float(x32) == x
+    up, down = np.nextafter(x32, np.float32(np.inf)), np.nextafter(x32, np.float32(-np.inf))
+    assert Fraction(float(up)) in E4M3FN_MIDPOINTS or Fraction(float(down)) in E4M3FN_MIDPOINTS
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_arrays_dtype_and_values(name: str) -> None:
+    f = get_format(name)
+    native = {"binary64": np.float64, "binary32": np.float32, "binary16": np.float16,
+              "bfloat16": ml_dtypes.bfloat16, "e4m3fn": ml_dtypes.float8_e4m3fn,
+              "e2m1fn": ml_dtypes.float4_e2m1fn, "e8m0fnu": ml_dtypes.float8_e8m0fnu}
+
+    @given(arrays(f, (2, 3)))
+    @settings(max_examples=20, database=None, deadline=None)
+    def check(a: np.ndarray) -> None:
+        assert a.shape == (2, 3)
+        if name in native:
+            assert a.dtype == np.dtype(native[name])
+        if a.dtype.kind == "u":
+            assert a.dtype == f.code_dtype and name in ("tf32",) + tuple(
+                n for n in FORMATS if n.startswith("binary8p"))
+            xs = [decode_exact(int(c), f) for c in a.ravel()]
+            assert all(not isinstance(v, Fraction) or _is_value_of(float(v), f) for v in xs)
+        else:
+            with np.errstate(invalid="ignore"):
+                xs64 = a.astype(np.float64).ravel()
+            assert all(_is_value_of(float(v), f) for v in xs64 if not math.isnan(v))
+
+    check()
+
+
+def test_arrays_unique_and_custom_elements() -> None:
+    @given(arrays("e4m3fn", 20, elements=values("e4m3fn", min_value=-8, max_value=8),
+                  unique=True))
+    @settings(max_examples=30, database=None, deadline=None)
+    def check(a: np.ndarray) -> None:
+        as64 = a.astype(np.float64)
+        assert len(set(as64.tolist())) == 20 and np.all(np.abs(as64) <= 8)
+
+    check()
+    with pytest.raises(InvalidArgument, match="not representable"):
+        find(arrays("e4m3fn", 2, elements=st.just(0.1)), lambda a: True, settings=FIND)
+
+
+def test_formats_and_roundings() -> None:
+    seen: set[str] = set()
+
+    @given(formats(kinds=["fp8", "fnuz"]), roundings())
+    @settings(max_examples=400, derandomize=True, database=None, deadline=None)
+    def collect(name: str, r: str) -> None:
+        assert r in ROUNDINGS and r != "sr"
+        seen.add(name)
+
+    collect()
+    assert seen == {n for n in FORMATS if get_format(n).bits == 8}
+    assert find(formats(kinds=["fp4"]), lambda n: True) == "e2m1fn"
+    assert find(roundings(include_stochastic=True), lambda r: r == "sr") == "sr"
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: values("e4m3fn", allow_infinity=True), "allow_infinity=True"),
+    (lambda: values("e2m1fn", allow_nan=True), "allow_nan=True"),
+    (lambda: values("binary16", min_value=0, allow_nan=True), "allow_nan=True"),
+    (lambda: values("binary16", min_value=2, max_value=1), "min_value > max_value"),
+    (lambda: values("e2m1fn", min_value=6.5), "min_value"),
+    (lambda: values("e4m3fn", min_value=math.nan), "min_value=nan"),
+    (lambda: values("e4m3fn", allow_subnormal=1),  # type: ignore[arg-type]
+     "allow_subnormal=1"),
+    (lambda: values("e9m9"), "fmt='e9m9'"),
+    (lambda: codes("e4m3fn", allow_nan=None),  # type: ignore[arg-type]
+     "allow_nan=None"),
+    (lambda: ties("binary64"), "exact=False"),
+    (lambda: near_ties("binary16", "bfloat16"), "wider='bfloat16'"),
+    (lambda: formats(kinds=["fp9"]), "kinds=\\['fp9'\\]"),
+    (lambda: formats(kinds="fp8"), "kinds='fp8'"),
+    (lambda: roundings(include_stochastic="yes"),  # type: ignore[arg-type]
+     "include_stochastic='yes'"),
+    (lambda: arrays("e4m3fn", 3, elements=[1.0]),  # type: ignore[arg-type]
+     "elements=\\[1.0\\]"),
+])
+def test_bad_arguments_are_rejected_up_front(call: Callable[[], object], match: str) -> None:
+    with pytest.raises(InvalidArgument, match=match) as info:
+        call()
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, HypothesisInvalidArgument)
