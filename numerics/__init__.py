@@ -11,13 +11,14 @@ Importing the package has no side effects.  Submodules:
 
 from __future__ import annotations
 
-from numerics import accum, hashing, quant
+from numerics import accum, hashing, ops, quant
 from numerics.compare import DiffReport, compare_codes
 from numerics.dtypes import dtype_of, format_of_dtype
 from numerics.encoding import decode, encode, round_to
 from numerics.fingerprint import Fingerprint, fingerprint
 from numerics.formats import FORMATS, Format, Infinity, NaNEncoding, as_format, get_format
 from numerics.parse import ParsedValue, parse_code, parse_value
+from numerics.ops import Flags
 from numerics.rounding import OVERFLOWS, ROUNDINGS
 from numerics.stats import TensorStats, tensor_stats
 from numerics.tensors import Tensor, load_tensor
@@ -28,6 +29,7 @@ __all__ = [
     "ROUNDINGS",
     "DiffReport",
     "Fingerprint",
+    "Flags",
     "Format",
     "Infinity",
     "NaNEncoding",
@@ -45,6 +47,7 @@ __all__ = [
     "get_format",
     "hashing",
     "load_tensor",
+    "ops",
     "parse_code",
     "parse_value",
     "quant",

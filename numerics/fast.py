@@ -127,11 +127,7 @@ def _encode_chunk(
         inc = (inexact & ~just_below & ~odd).astype(np.int64) - (just_below & ~odd)
     else:  # stochastic
         assert uniform is not None
-        frac = np.ldexp(rem.astype(np.float64), (-np.minimum(shift, 2000)).astype(np.int32))
-        if sr_bits is not None:
-            inc = (np.ldexp(uniform, sr_bits) < np.floor(np.ldexp(frac, sr_bits))).astype(np.int64)
-        else:
-            inc = (uniform < frac).astype(np.int64)
+        inc = _stochastic_increment(rem, shift, kept, binade, fmt, lo, sticky, uniform, sr_bits)
     code = code + inc
 
     if not fmt.subnormals:
@@ -187,6 +183,46 @@ def _put_nan(code: np.ndarray, sign: np.ndarray, where: np.ndarray,
     if fmt.nan is NaNEncoding.NEGATIVE_ZERO:
         return np.where(where, 0, code), sign | where
     return np.where(where, np.int64(fmt.code_of_nan), code), sign  # type: ignore[arg-type]
+
+
+def _stochastic_increment(rem: np.ndarray, shift: np.ndarray, kept: np.ndarray,
+                          binade: np.ndarray, fmt: Format, lo: np.ndarray | None,
+                          sticky: np.ndarray, uniform: np.ndarray,
+                          sr_bits: int | None) -> np.ndarray:
+    """Increment (-1, 0 or +1) of the truncated code under stochastic rounding.
+
+    ``frac`` is the exact distance from the lower neighbour in quanta of the interval
+    that holds the value; the result rounds up iff ``u < frac``, or with ``k = sr_bits``
+    iff ``u * 2**k < floor(frac * 2**k)``.  Normally the lower neighbour is the truncated
+    code; when ``hi`` sits on a representable value and ``lo`` points toward zero, it is
+    the code below, whose quantum is half as large at the bottom of a binade.
+    """
+    neg_shift = (-np.minimum(shift, 2000)).astype(np.int32)
+    frac = np.ldexp(rem.astype(np.float64), neg_shift)  # exact
+    below = np.zeros(rem.shape, bool)
+    if lo is not None:
+        t = fmt.trailing_bits
+        q = binade - t  # exponent of the quantum at hi
+        tiny = np.ldexp(np.abs(lo), (-np.clip(q, -2000, 2000)).astype(np.int32))  # |lo| in quanta
+        below = (rem == 0) & (sticky < 0)
+        halved = below & (kept == (1 << t)) & (binade > fmt.emin)  # binade bottom: finer below
+        tiny = np.where(halved, 2 * tiny, tiny)
+        frac = np.where(below, 1.0 - tiny, frac + np.where(sticky > 0, tiny, -tiny))
+    else:
+        tiny = None
+    if sr_bits is None:
+        up = uniform < frac
+    else:
+        scaled = np.ldexp(frac, sr_bits)
+        if tiny is not None:
+            # floor((A - e) * 2**k) for tiny e > 0 with A * 2**k an integer is A*2**k - ceil(e*2**k),
+            # which float64 would round away when e is below its resolution.
+            whole = np.ldexp(np.where(below, 1.0, np.ldexp(rem.astype(np.float64), neg_shift)),
+                             sr_bits)
+            exact_whole = (whole == np.floor(whole)) & (sticky < 0)
+            scaled = np.where(exact_whole, whole - np.ceil(np.ldexp(tiny, sr_bits)), scaled)
+        up = np.ldexp(uniform, sr_bits) < np.floor(scaled)
+    return np.where(below, up.astype(np.int64) - 1, up.astype(np.int64))
 
 
 def encode_pair(
