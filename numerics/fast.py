@@ -27,6 +27,7 @@ through its sign when ``hi`` sits exactly on a boundary.
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -317,41 +318,10 @@ def encode_f64(x: np.ndarray, fmt: Format, **options: object) -> np.ndarray:
             native = np.float32 if fmt.name == "binary32" else np.float16
             with np.errstate(over="ignore"):
                 return _canonical_nans(x.astype(native).view(fmt.code_dtype), fmt)
-        if _float32_table_applies(fmt):
-            if fmt.trailing_bits <= 6:
-                table = _f64_table(fmt, rounding, overflow, nan)
-                if table is not None:
-                    return _lookup(x.view(np.uint64), table, fmt, 51 - fmt.trailing_bits, nan, x)
-            codes = encode_f32_bits(round_to_odd_f32(x), fmt, rounding=rounding,
-                                    overflow=overflow, nan=nan)
-            if codes is not None:
-                return codes
+        if _float32_table_applies(fmt):  # t <= 7: at most 2**21 entries, few of them touched
+            table = _f64_table(fmt, rounding, overflow, nan)
+            return _lookup(x.view(np.uint64), table, fmt, 51 - fmt.trailing_bits, nan, x)
     return encode_pair(x, None, fmt, **options)  # type: ignore[arg-type]
-
-
-def round_to_odd_f32(x: np.ndarray) -> np.ndarray:
-    """Round float64 values to float32 with round-to-odd.
-
-    A value rounded to odd at precision 24 rounds to any precision of at most
-    22 bits exactly as the original would, in every rounding mode: it lies in
-    the same open interval between float32 neighbours as the original, and that
-    interval holds no rounding boundary of the narrower format (boundaries have
-    an even last float32 bit; an inexact round-to-odd result has an odd one).
-    See Boldo and Melquiond, IEEE Trans. Computers 57(4), 2008.
-    """
-    out = np.empty(x.shape, np.float32)
-    flat_x = x.reshape(-1)
-    flat_o = out.reshape(-1)
-    for start in range(0, flat_x.size, CHUNK):
-        xs = flat_x[start:start + CHUNK]
-        with np.errstate(over="ignore", invalid="ignore"):
-            f = xs.astype(np.float32)
-            back = f.astype(np.float64)
-            b = f.view(np.uint32)
-            b -= np.abs(back) > np.abs(xs)  # rounded away from zero: step back toward it
-            b |= back != xs  # inexact (NaN too: stays NaN): force the last bit odd
-        flat_o[start:start + CHUNK] = f
-    return out
 
 
 def _canonical_nans(codes: np.ndarray, fmt: Format) -> np.ndarray:
@@ -377,7 +347,7 @@ def _f32_top_bits(fmt: Format) -> int:
 
 
 @lru_cache(maxsize=128)
-def _f32_table(fmt: Format, rounding: str, overflow: str, nan: str) -> np.ndarray | None:
+def _f32_table(fmt: Format, rounding: str, overflow: str, nan: str) -> np.ndarray:
     top = _f32_top_bits(fmt)
     low = 32 - top
     idx = np.arange(1 << (top + 1), dtype=np.uint32)
@@ -388,7 +358,7 @@ def _f32_table(fmt: Format, rounding: str, overflow: str, nan: str) -> np.ndarra
 
 
 @lru_cache(maxsize=64)
-def _f64_table(fmt: Format, rounding: str, overflow: str, nan: str) -> np.ndarray | None:
+def _f64_table(fmt: Format, rounding: str, overflow: str, nan: str) -> np.ndarray:
     # float64: sign, 11 exponent bits, t kept bits and the round bit.
     top = fmt.trailing_bits + 13
     low = 64 - top
@@ -461,22 +431,31 @@ def encode_f32_bits(x: np.ndarray, fmt: Format, *, rounding: str, overflow: str,
 
 
 def _bfloat16_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
-    """float32 -> bfloat16 with ties to even: add 0x7FFF plus the kept lsb, keep the top half."""
+    """float32 -> bfloat16 with ties to even: add 0x7FFF plus the kept lsb, keep the top half.
+
+    Infinities come out right; NaN inputs may carry into the exponent or the sign, so a
+    chunk whose codes reach the all-ones exponent is redone for its NaNs.
+    """
     flat = np.ascontiguousarray(x.reshape(-1)).view(np.uint32)
     out = np.empty(flat.size, np.uint16)
-    buf = np.empty(min(CHUNK, flat.size), np.uint32)
-    for start in range(0, flat.size, CHUNK):
-        chunk = flat[start:start + CHUNK]
+    step = 1 << 16
+    buf = np.empty(min(step, flat.size), np.uint32)
+    top = np.empty(min(step, flat.size), np.uint16)
+    for start in range(0, flat.size, step):
+        chunk = flat[start:start + step]
         b = buf[: chunk.size]
+        o = out[start:start + step]
         np.right_shift(chunk, 16, out=b)
         np.bitwise_and(b, 1, out=b)
         np.add(b, 0x7FFF, out=b)
-        np.add(b, chunk, out=b)  # NaN inputs may carry into the sign: fixed below
-        np.right_shift(b, 16, out=out[start:start + CHUNK], casting="unsafe")
-    nan = np.isnan(x.reshape(-1))
-    if nan.any():
-        sign = (flat[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
-        out[nan] = sign | np.uint16(fmt.code_of_nan)
+        np.add(b, chunk, out=b)
+        np.right_shift(b, 16, out=o, casting="unsafe")
+        exp = top[: chunk.size]
+        np.bitwise_and(o, 0x7F80, out=exp)
+        if exp.max() == 0x7F80:
+            nan = (chunk & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+            sign = (chunk[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
+            o[nan] = sign | np.uint16(fmt.code_of_nan)
     return out.reshape(x.shape)
 
 
@@ -617,6 +596,9 @@ def _decode_flat(codes: np.ndarray, fmt: Format) -> np.ndarray:
     if fmt.exponent_bits == 8 and fmt.bias == 127 and fmt.infinity is Infinity.IEEE \
             and fmt.bits <= 32:
         return _tf32_like(codes, fmt)
+    if fmt.bits <= 8 and codes.dtype == np.uint8 and codes.size >= 4096 \
+            and sys.byteorder == "little":
+        return _take_pairs(fmt, codes)
     if fmt.bits <= 16:
         return _take(decode_table(fmt), codes)
     out = np.empty(codes.shape, np.float64)
@@ -625,6 +607,34 @@ def _decode_flat(codes: np.ndarray, fmt: Format) -> np.ndarray:
     for start in range(0, flat.size, CHUNK):
         o[start:start + CHUNK] = _decode_formula(flat[start:start + CHUNK], fmt)
     return out
+
+
+@lru_cache(maxsize=32)
+def _pair_table(fmt: Format) -> np.ndarray:
+    """Values of every pair of byte codes, as complex128 carriers of two float64s."""
+    table = decode_table(fmt)
+    index = np.arange(1 << 16)
+    pairs = np.empty(1 << 16, np.complex128)
+    view = pairs.view(np.float64).reshape(-1, 2)
+    view[:, 0] = table[index & (fmt.num_codes - 1)]  # little-endian: low byte comes first
+    view[:, 1] = table[(index >> 8) & (fmt.num_codes - 1)]
+    return pairs
+
+
+def _take_pairs(fmt: Format, codes: np.ndarray) -> np.ndarray:
+    """Decode byte codes two at a time: one table look-up yields two float64 values."""
+    flat = np.ascontiguousarray(codes.reshape(-1))
+    out = np.empty(flat.size, np.float64)
+    even = flat.size - flat.size % 2
+    pairs = _pair_table(fmt)
+    index = flat[:even].view(np.uint16)
+    carrier = out[:even].view(np.complex128)
+    step = CHUNK // 4
+    for start in range(0, index.size, step):
+        np.take(pairs, index[start:start + step], out=carrier[start:start + step])
+    if even < flat.size:
+        out[even:] = decode_table(fmt)[flat[even:]]
+    return out.reshape(codes.shape)
 
 
 def _take(table: np.ndarray, codes: np.ndarray) -> np.ndarray:

@@ -1,9 +1,10 @@
-"""Vectorized exact rounding onto an element grid, and the element formats of quantization.
+"""Element formats of quantization, and exact rounding of scaled elements onto them.
 
-This is the engine under :mod:`numerics.quant`: it rounds float64 arrays onto the value grid
-of a :class:`~numerics.formats.Format` (or of a symmetric integer format) with every rounding
-mode of :mod:`numerics.rounding`, exactly, and maps the exactly representable results to
-codes and back.
+This is the engine under :mod:`numerics.quant`.  Float element and scale formats are rounded
+by the core encoder, :func:`numerics.fast.encode_pair` (one rounding of an exact value
+``hi + lo``, every rounding mode of :mod:`numerics.rounding`), and decoded by
+:func:`numerics.fast.decode_codes`; the symmetric integer element formats (int8, int4, the
+MXINT8 element), which the core does not have, are rounded here.
 
 Exactness with a non-power-of-two scale
 ---------------------------------------
@@ -13,9 +14,12 @@ exact.  Otherwise the engine takes ``yh = fl64(x / s)`` and the *sign* of the ex
 For a target precision ``p <= 51`` every breakpoint of the rounding (representable values and
 midpoints) is a float64 number, so ``y`` lies on the same side of every breakpoint as
 ``yh`` nudged towards the sign of the remainder: deterministic modes give the exact rounding
-of ``y`` (see proofs/quantization_bounds.md, claim Q11).  For stochastic rounding the draw is
-compared with the fraction of ``yh``, which differs from the exact one by less than
-``2**-50`` of a quantum.
+of ``y`` (see proofs/quantization_bounds.md, claim Q11).  The nudge is passed to the encoder
+as ``lo = sign * 2**-1074``, which it uses only through its sign.  For stochastic rounding
+the draw is compared with the fraction of ``yh``, which differs from the exact one by less
+than ``2**-50`` of a quantum; where ``yh`` is a grid point the fraction is taken as
+``1 - 2**-53`` (nudged inwards) or ``2**-60`` (nudged outwards), before truncation to
+``sr_bits``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from numerics.formats import Format, Infinity, NaNEncoding, as_format
+from numerics.fast import decode_codes as _decode_float
+from numerics.fast import encode_f64, encode_pair
+from numerics.formats import Format, as_format
 from numerics.rounding import check_overflow, check_rounding, make_rng
 
 __all__ = [
@@ -150,31 +156,7 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
 # ---------------------------------------------------------------------------------------------
 # rounding onto a grid
 # ---------------------------------------------------------------------------------------------
-def _round_magnitude(n: np.ndarray, frac: np.ndarray, above: np.ndarray, tie: np.ndarray,
-                     inexact: np.ndarray, odd: np.ndarray, negative: np.ndarray,
-                     rounding: str, rng: np.random.Generator | None,
-                     sr_bits: int | None) -> np.ndarray:
-    """Whether to step the truncated magnitude ``n`` up by one quantum."""
-    if rounding == "rne":
-        return above | (tie & odd)
-    if rounding == "rna":
-        return above | tie
-    if rounding == "rtz":
-        return np.zeros_like(inexact)
-    if rounding == "ru":
-        return inexact & ~negative
-    if rounding == "rd":
-        return inexact & negative
-    if rounding == "rto":
-        return inexact & ~odd
-    # stochastic: away from zero iff u < frac
-    assert rng is not None
-    if sr_bits is None:
-        u = rng.random(frac.shape)
-        return u < frac
-    scale = float(2**sr_bits)
-    u = rng.integers(0, 2**sr_bits, size=frac.shape) / scale
-    return u < np.floor(frac * scale) / scale
+_TINY = 2.0**-1074  # |lo| of a nudge: the encoder uses it only through its sign
 
 
 def _check_sr(rounding: str, rng: object, sr_bits: object) -> np.random.Generator | None:
@@ -183,6 +165,14 @@ def _check_sr(rounding: str, rng: object, sr_bits: object) -> np.random.Generato
                                 or not 1 <= sr_bits <= 52):
         raise ValueError(f"Got {sr_bits=}, but it must be None or an int in [1, 52]")
     return make_rng(rng) if rounding == "sr" else None
+
+
+def _uniforms(gen: np.random.Generator, shape: tuple[int, ...],
+              sr_bits: int | None) -> np.ndarray:
+    """The draws of stochastic rounding: 53-bit uniforms, or multiples of ``2**-sr_bits``."""
+    if sr_bits is None:
+        return gen.random(shape)
+    return gen.integers(0, 2**sr_bits, size=shape) / float(2**sr_bits)
 
 
 def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | None = None,
@@ -197,102 +187,110 @@ def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | No
     check_overflow(overflow)
     gen = _check_sr(rounding, rng, sr_bits)
     y = np.asarray(y, dtype=np.float64)
-    st = np.zeros(y.shape) if sticky is None else np.broadcast_to(
-        np.asarray(sticky, dtype=np.float64), y.shape)
+    st = None if sticky is None else np.broadcast_to(np.asarray(sticky, dtype=np.float64),
+                                                     y.shape)
+    u = None if gen is None else _uniforms(gen, y.shape, sr_bits)
+    has_nan = fmt.has_nan if isinstance(fmt, Format) else False
+    if nan == "raise" and not has_nan and np.isnan(y).any():
+        raise ValueError(f"Got NaN in the input, but element format {fmt.name} has no NaN")
+    if isinstance(fmt, IntFormat):
+        return _round_int(y, np.zeros(y.shape) if st is None else st, fmt, rounding, u, sr_bits)
+    if st is None or not st.any():
+        if u is None:
+            codes = encode_f64(y, fmt, rounding=rounding, overflow=overflow, nan="zero")
+        else:
+            codes = encode_pair(y, None, fmt, rounding="sr", overflow=overflow, uniform=u,
+                                sr_bits=sr_bits, nan="zero")
+        return _decode_float(codes, fmt)
+    return _decode_float(_encode_nudged(y, st, fmt, rounding, overflow, u, sr_bits), fmt)
+
+
+def _encode_nudged(y: np.ndarray, st: np.ndarray, fmt: Format, rounding: str, overflow: str,
+                   u: np.ndarray | None, sr_bits: int | None) -> np.ndarray:
+    """Codes of ``y`` nudged by ``st`` (not all zero): ``encode_pair(y, st * tiny)``."""
     negative = np.signbit(y) | ((y == 0) & (st < 0))
-    a = np.abs(y)
-    sm = np.where(negative, -st, st)  # sign of |exact| - a
+    zero = (y == 0) & (st != 0)
+    # At zero the nudge points away from zero, with the sign of ``negative``.
+    hi = np.where(zero, np.where(negative, -0.0, 0.0), y)
+    lo = np.where(zero, np.where(negative, -_TINY, _TINY), st * _TINY)
+    if fmt.name == "binary64" and rounding == "rna":
+        rounding = "rne"  # y is on the grid and never a midpoint: the nudge decides nothing
+    if u is None:
+        return encode_pair(hi, lo, fmt, rounding=rounding, overflow=overflow, nan="zero")
+    codes = encode_pair(hi, lo, fmt, rounding="sr", overflow=overflow, uniform=u,
+                        sr_bits=sr_bits, nan="zero")
+    # The encoder compares the draw with the fraction of ``hi``; on a grid point that is 0,
+    # where the nudged fraction is 2**-60 (outwards: away iff u == 0 for 53-bit draws) or
+    # 1 - 2**-53 (inwards: one grid point down iff u is the largest draw).
+    umax = 1.0 - 2.0**-(53 if sr_bits is None else sr_bits)
+    sm = np.where(negative, -st, st)  # sign of |exact| - |y|
+    finite = np.isfinite(y)
+    out = (sm > 0) & (u == 0) & finite if sr_bits is None else np.zeros(y.shape, bool)
+    inward = (sm < 0) & (y != 0) & (u == umax) & finite
+    idx = np.flatnonzero(out | inward)
+    if idx.size:
+        h = hi.reshape(-1)[idx]
+        a = np.abs(h)
+        _, ex = np.frexp(a)
+        quantum = np.ldexp(1.0, np.maximum(ex.astype(np.int64) - 1, fmt.emin)
+                           - fmt.trailing_bits)
+        grid = np.fmod(a, quantum) == 0
+        idx, h = idx[grid], h[grid]
+        step_out = out.reshape(-1)[idx]
+        # Off the grid by one float64 ulp, the encoder truncates (draw umax) or steps away
+        # (draw 0) as the nudged fraction asks.
+        h2 = np.nextafter(h, np.where(step_out, np.copysign(np.inf, h), 0.0))
+        codes.reshape(-1)[idx] = encode_pair(
+            h2, None, fmt, rounding="sr", overflow=overflow,
+            uniform=np.where(step_out, 0.0, umax), sr_bits=sr_bits, nan="zero")
+    return codes
+
+
+def _round_int(y: np.ndarray, st: np.ndarray, fmt: IntFormat, rounding: str,
+               u: np.ndarray | None, sr_bits: int | None) -> np.ndarray:
+    """Round onto the integer grid ``k * fmt.quantum``, saturating to ``[qmin, qmax]``."""
+    negative = np.signbit(y) | ((y == 0) & (st < 0))
+    sm = np.where(negative, -st, st)  # sign of |exact| - |y|
     isnan = np.isnan(y)
     isinf = np.isinf(y)
-    finite = ~(isnan | isinf)
-    a_f = np.where(finite, a, 0.0)
-
-    if isinstance(fmt, IntFormat):
-        qexp = np.full(y.shape, np.log2(fmt.quantum))
-        t_parity_from_exponent = False
-        emin = 0
-        bias = 0
-    else:
-        t = fmt.trailing_bits
-        emin = fmt.emin
-        bias = fmt.bias
-        _, ex = np.frexp(a_f)
-        e = ex.astype(np.int64) - 1
-        # exact value just below a power of two lies in the binade below
-        pow2 = (a_f > 0) & (np.ldexp(1.0, e) == a_f) & (sm < 0)
-        e = np.where(pow2, e - 1, e)
-        e = np.where(a_f > 0, np.maximum(e, emin), emin)
-        qexp = (e - t).astype(np.float64)
-        t_parity_from_exponent = t == 0
-    qe = qexp.astype(np.int64)
-    m = np.ldexp(a_f, -qe)  # exact scaling: a / quantum
+    a = np.where(isnan | isinf, 0.0, np.abs(y))
+    m = a / fmt.quantum  # exact: the quantum is a power of two
     n = np.floor(m)
     f = m - n
     # exact value a + sm*tiny relative to the grid
-    below_at_point = (f == 0) & (sm < 0) & (a_f > 0)
+    below_at_point = (f == 0) & (sm < 0) & (a > 0)
     n = np.where(below_at_point, n - 1, n)
     inexact = (f != 0) | (sm != 0)
     tie = (f == 0.5) & (sm == 0)
     above = (f > 0.5) | ((f == 0.5) & (sm > 0)) | below_at_point
-    frac = np.where(below_at_point, 1.0 - 2.0**-53, np.where((f == 0) & (sm > 0), 2.0**-60, f))
-    if t_parity_from_exponent:
-        # t = 0: the code of n*q has parity of its exponent field (n is 1 or 0)
-        field = np.where(n > 0, qe + bias, 0)
-        odd = (field & 1) == 1
-    else:
-        odd = np.fmod(n, 2) == 1
-    up = _round_magnitude(n, frac, above, tie, inexact, odd, negative, rounding, gen, sr_bits)
-    mag = np.ldexp(n + up, qe)
-
-    out = np.empty(y.shape)
-    if isinstance(fmt, IntFormat):
-        top = fmt.qmax * fmt.quantum
-        bottom = -fmt.qmin * fmt.quantum
-        limit = np.where(negative, bottom, top)
-        over = mag > limit
-        mag = np.where(over, limit, mag)  # integers always saturate
-        res = np.where(negative, -mag, mag)
-        res = np.where(res == 0, 0.0, res)  # no negative zero in two's complement
-        if np.any(isnan):
-            if nan == "raise":
-                raise ValueError(f"Got NaN in the input, but element format {fmt.name} has no NaN")
-            res = np.where(isnan, 0.0, res)
-        res = np.where(isinf, np.where(negative, -bottom, top), res)
-        return res
-
-    fmax = fmt.max
-    if not fmt.subnormals:
-        # no zero: positive values below the smallest normal go to it in every mode
-        mag = np.where(finite & (mag < fmt.smallest_normal), fmt.smallest_normal, mag)
-    over = mag > fmax
-    if overflow == "saturate":
-        mag = np.where(over, fmax, mag)
-        res = np.where(negative, -mag, mag)
-        res = np.where(isinf, np.where(negative, -fmax, fmax), res)
-    else:
-        toward = {"rtz": np.ones_like(over), "rd": ~negative, "ru": negative,
-                  "rto": np.ones_like(over)}.get(rounding, np.zeros_like(over))
-        away = np.inf if fmt.has_infinity else (np.nan if fmt.has_nan else fmax)
-        big = np.where(toward, fmax, away)
-        with np.errstate(invalid="ignore"):
-            mag = np.where(over, big, mag)
-            res = np.where(negative, -mag, mag)
-        inf_val = np.inf if fmt.has_infinity else (np.nan if fmt.has_nan else fmax)
-        res = np.where(isinf, np.where(negative, -inf_val, inf_val), res)
-    if not fmt.has_negative_zero:
-        res = np.where(res == 0, 0.0, res)
-    if not fmt.signed:
-        with np.errstate(invalid="ignore"):
-            res = np.where(negative | (y == 0), np.nan, res)
-    if np.any(isnan):
-        if fmt.has_nan:
-            res = np.where(isnan, np.nan, res)
-        elif nan == "raise":
-            raise ValueError(f"Got NaN in the input, but element format {fmt.name} has no NaN")
-        else:
-            res = np.where(isnan, 0.0, res)
-    out[...] = res
-    return out
+    odd = np.fmod(n, 2) == 1
+    if rounding == "rne":
+        up = above | (tie & odd)
+    elif rounding == "rna":
+        up = above | tie
+    elif rounding == "rtz":
+        up = np.zeros_like(inexact)
+    elif rounding == "ru":
+        up = inexact & ~negative
+    elif rounding == "rd":
+        up = inexact & negative
+    elif rounding == "rto":
+        up = inexact & ~odd
+    else:  # stochastic: away from zero iff u < frac
+        assert u is not None
+        frac = np.where(below_at_point, 1.0 - 2.0**-53,
+                        np.where((f == 0) & (sm > 0), 2.0**-60, f))
+        if sr_bits is not None:
+            frac = np.floor(frac * 2.0**sr_bits) / 2.0**sr_bits
+        up = u < frac
+    mag = (n + up) * fmt.quantum
+    top = fmt.qmax * fmt.quantum
+    bottom = -fmt.qmin * fmt.quantum
+    mag = np.minimum(mag, np.where(negative, bottom, top))  # integers always saturate
+    res = np.where(negative, -mag, mag)
+    res = np.where(res == 0, 0.0, res)  # no negative zero in two's complement
+    res = np.where(isnan, 0.0, res)
+    return np.where(isinf, np.where(negative, -bottom, top), res)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,21 +299,8 @@ def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | No
 @lru_cache(maxsize=None)
 def _magnitudes(fmt: Format) -> np.ndarray:
     """float64 values of magnitude codes ``0 .. max_finite_code`` (increasing)."""
-    t = fmt.trailing_bits
-    mags = np.arange(fmt.max_finite_code + 1, dtype=np.int64)
-    field_e = mags >> t
-    frac = (mags & ((1 << t) - 1)).astype(np.float64)
-    if fmt.subnormals:
-        sub = field_e == 0
-        sig = np.where(sub, frac, frac + 2.0**t)
-        exp = np.where(sub, fmt.emin, field_e - fmt.bias) - t
-    else:
-        sig = frac + 2.0**t
-        exp = field_e - fmt.bias - t
-    return np.ldexp(sig, exp.astype(np.int64))
-
-
-_WIDE = {"binary32": (np.float32, np.uint32), "binary64": (np.float64, np.uint64)}
+    codes = np.arange(fmt.max_finite_code + 1, dtype=np.uint64).astype(fmt.code_dtype)
+    return _decode_float(codes, fmt)
 
 
 def encode_values(v: np.ndarray, fmt: ElementFormat) -> np.ndarray:
@@ -324,24 +309,10 @@ def encode_values(v: np.ndarray, fmt: ElementFormat) -> np.ndarray:
     if isinstance(fmt, IntFormat):
         k = np.rint(v / fmt.quantum).astype(np.int64)
         return (k & ((1 << fmt.bits) - 1)).astype(np.uint8)
-    if fmt.name in _WIDE:
-        ft, ut = _WIDE[fmt.name]
-        with np.errstate(over="ignore"):
-            return v.astype(ft).view(ut)
-    mags = _magnitudes(fmt)
-    a = np.abs(v)
-    with np.errstate(invalid="ignore"):
-        mcode = np.searchsorted(mags, np.where(np.isfinite(a), a, 0.0)).astype(np.uint64)
-    neg = np.signbit(v) & fmt.signed
-    if not fmt.has_negative_zero:
-        neg = neg & (a != 0)
-    code = mcode | np.where(neg, np.uint64(fmt.sign_mask), np.uint64(0))
-    if fmt.code_of_inf is not None:
-        code = np.where(np.isinf(v), np.uint64(fmt.code_of_inf) |
-                        np.where(neg, np.uint64(fmt.sign_mask), np.uint64(0)), code)
-    if fmt.code_of_nan is not None:
-        code = np.where(np.isnan(v), np.uint64(fmt.code_of_nan), code)
-    return code.astype(fmt.code_dtype)
+    isnan = np.isnan(v)
+    if isnan.any():
+        v = np.where(isnan, np.nan, v)  # every NaN gets the canonical (positive) NaN code
+    return encode_f64(v, fmt, rounding="rne", overflow="ieee", nan="zero")
 
 
 def decode_codes(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
@@ -351,25 +322,4 @@ def decode_codes(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
         k = codes.astype(np.int64) & ((1 << fmt.bits) - 1)
         k = np.where(k >= (1 << (fmt.bits - 1)), k - (1 << fmt.bits), k)
         return k * fmt.quantum
-    if fmt.name in _WIDE:
-        ft, ut = _WIDE[fmt.name]
-        return codes.astype(ut).view(ft).astype(np.float64)
-    return _decode_table(fmt)[codes]
-
-
-@lru_cache(maxsize=None)
-def _decode_table(fmt: Format) -> np.ndarray:
-    codes = np.arange(fmt.num_codes, dtype=np.int64)
-    mag = codes & fmt.magnitude_mask
-    mags = _magnitudes(fmt)
-    vals = mags[np.minimum(mag, fmt.max_finite_code)]
-    vals = np.where(mag > fmt.max_finite_code, np.nan, vals)
-    if fmt.infinity is not Infinity.NONE:
-        vals = np.where(mag == fmt.code_of_inf, np.inf, vals)
-    neg = (codes & fmt.sign_mask) != 0 if fmt.signed else np.zeros(codes.shape, bool)
-    vals = np.where(neg, -vals, vals)
-    if fmt.nan is NaNEncoding.NEGATIVE_ZERO:
-        vals = np.where(codes == fmt.sign_mask, np.nan, vals)
-    elif fmt.nan is NaNEncoding.TOP:
-        vals = np.where(mag == fmt.magnitude_mask, np.nan, vals)
-    return vals
+    return _decode_float(codes, fmt)
