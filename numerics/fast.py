@@ -474,20 +474,22 @@ def _sr_table(fmt: Format, overflow: str) -> np.ndarray:
     return encode_pair(values, None, fmt, rounding="sr_trunc", overflow=overflow, nan="zero")
 
 
-def _random_u32(gen: np.random.Generator, size: int) -> np.ndarray:
-    """``size`` uniform 32-bit words straight from the bit generator."""
-    raw = gen.bit_generator.random_raw((size + 1) // 2)
-    return np.asarray(raw, np.uint64).view(np.uint32)[:size]
+def _random_words(gen: np.random.Generator, size: int, width: int) -> np.ndarray:
+    """``size`` uniform ``width``-bit words (8, 16 or 32) straight from the bit generator."""
+    per = 64 // width
+    raw = np.asarray(gen.bit_generator.random_raw((size + per - 1) // per), np.uint64)
+    return raw.view({8: np.uint8, 16: np.uint16, 32: np.uint32}[width])[:size]
 
 
 def _stochastic_f32(x: np.ndarray, fmt: Format, overflow: str, nan: str,
                     rng: np.random.Generator | None, sr_bits: int | None) -> np.ndarray:
     """Stochastic rounding of float32 values: add random bits under the quantum, truncate.
 
-    Each element draws a 32-bit word ``w``; its top ``k`` bits ``r`` (``k = sr_bits``, or 32)
-    are the random bits.  In the normal range ``d = 23 - t`` bits are dropped; the bit
-    pattern gets ``R = (2**k - 1 - r)`` aligned with the top of the dropped bits and is then
-    truncated, which rounds away from zero iff ``r < floor(frac * 2**k)``: the rule of
+    Each element draws a word of ``w`` bits (8, 16 or 32: the smallest that holds ``k``,
+    where ``k = sr_bits``, or 32); its top ``k`` bits ``r`` are the random bits.  In the
+    normal range ``d = 23 - t`` bits are dropped; the bit pattern gets
+    ``R = (2**k - 1 - r)`` aligned with the top of the dropped bits and is then truncated,
+    which rounds away from zero iff ``r < floor(frac * 2**k)``: the rule of
     :func:`encode_pair` with ``uniform = r / 2**k``.  Adding to the pattern adds to the value
     because a carry into the next binade meets a quantum twice as large.  Values below
     ``2**emin``, float32 subnormals, infinities and NaNs go through :func:`encode_pair` with
@@ -501,7 +503,9 @@ def _stochastic_f32(x: np.ndarray, fmt: Format, overflow: str, nan: str,
     gen = rng if rng is not None else np.random.default_rng()
     table = _sr_table(fmt, overflow)
     drop = 23 - fmt.trailing_bits
-    rshift = np.uint32(32 - min(k, drop))
+    width = 8 if k <= 8 else 16 if k <= 16 else 32
+    ones = np.uint32((1 << width) - 1)
+    rshift = np.uint32(width - min(k, drop))
     lshift = np.uint32(max(drop - k, 0))
     flat = np.ascontiguousarray(x.reshape(-1)).view(np.uint32)
     out = np.empty(flat.size, table.dtype)
@@ -512,10 +516,13 @@ def _stochastic_f32(x: np.ndarray, fmt: Format, overflow: str, nan: str,
     span = np.uint32(0x7F800000 - 1 - int(lo_bits))
     odd_index: list[np.ndarray] = []
     odd_r: list[np.ndarray] = []
+    rr_buf = np.empty(min(CHUNK, flat.size), np.uint32)
     for start in range(0, flat.size, CHUNK):
         chunk = flat[start:start + CHUNK]
-        r = _random_u32(gen, chunk.size)
-        rr = np.invert(r)
+        r = _random_words(gen, chunk.size, width)
+        rr = rr_buf[: chunk.size]
+        rr[...] = r
+        rr ^= ones
         rr >>= rshift
         if lshift:
             rr <<= lshift
@@ -534,7 +541,8 @@ def _stochastic_f32(x: np.ndarray, fmt: Format, overflow: str, nan: str,
             odd_r.append(r[odd])
     if odd_index:
         index = np.concatenate(odd_index)
-        uniform = np.ldexp((np.concatenate(odd_r) >> np.uint32(32 - k)).astype(np.float64), -k)
+        words = np.concatenate(odd_r).astype(np.uint32)
+        uniform = np.ldexp((words >> np.uint32(width - k)).astype(np.float64), -k)
         values = flat[index].view(np.float32).astype(np.float64)
         out[index] = encode_pair(values, None, fmt, rounding="sr", overflow=overflow,
                                  uniform=uniform, sr_bits=k, nan="zero")
