@@ -19,9 +19,9 @@ from numerics.encoding import decode, encode, round_to
 from numerics.finfo import FInfo, finfo
 from numerics.fingerprint import Fingerprint, fingerprint
 from numerics.formats import FORMATS, Format, Infinity, NaNEncoding, as_format, get_format
+from numerics.ops import Flags
 from numerics.parse import ParsedValue, parse_code, parse_value
 from numerics.parts import Parts, exact_decimal, hexfloat, parts, parts_of_code
-from numerics.ops import Flags
 from numerics.rounding import OVERFLOWS, ROUNDINGS
 from numerics.stats import TensorStats, tensor_stats
 from numerics.tensors import Tensor, load_tensor

@@ -208,10 +208,10 @@ def encode(
     if same is not None and arr.dtype == same and rounding != "sr" and overflow == "ieee":
         return _finish(arr.view(fmt.code_dtype).copy(), scalar)
     if arr.dtype == np.float32:
-        codes = fast.encode_f32(arr, fmt, rounding=rounding, overflow=overflow, nan=nan,
-                                rng=gen, sr_bits=sr_bits)
-        if codes is not None:
-            return _finish(codes, scalar)
+        f32_codes = fast.encode_f32(arr, fmt, rounding=rounding, overflow=overflow, nan=nan,
+                                    rng=gen, sr_bits=sr_bits)
+        if f32_codes is not None:
+            return _finish(f32_codes, scalar)
     if kind in "iu":
         hi, lo = _int_pair(arr)
         return _finish(fast.encode_pair(hi, lo, fmt, rng=gen, **options), scalar)  # type: ignore[arg-type]

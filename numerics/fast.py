@@ -455,7 +455,7 @@ def _bfloat16_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
         if exp.max() == 0x7F80:
             nan = (chunk & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
             sign = (chunk[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
-            o[nan] = sign | np.uint16(fmt.code_of_nan)
+            o[nan] = sign | np.uint16(0x7FC0)  # the canonical quiet NaN
     return out.reshape(x.shape)
 
 

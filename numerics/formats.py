@@ -28,6 +28,7 @@ import enum
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -316,9 +317,9 @@ def _fmt(name: str, w: int, t: int, bias: int | None = None, *, aliases: tuple[s
                   signed=signed, infinity=inf, nan=nan, subnormals=subnormals, aliases=aliases)
 
 
-_FN = {"inf": Infinity.NONE, "nan": NaNEncoding.TOP}
-_FNUZ = {"inf": Infinity.NONE, "nan": NaNEncoding.NEGATIVE_ZERO}
-_FINITE = {"inf": Infinity.NONE, "nan": NaNEncoding.NONE}
+_FN: dict[str, Any] = {"inf": Infinity.NONE, "nan": NaNEncoding.TOP}
+_FNUZ: dict[str, Any] = {"inf": Infinity.NONE, "nan": NaNEncoding.NEGATIVE_ZERO}
+_FINITE: dict[str, Any] = {"inf": Infinity.NONE, "nan": NaNEncoding.NONE}
 
 _REGISTRY: tuple[Format, ...] = (
     _fmt("binary64", 11, 52, aliases=("float64", "fp64", "double", "f64")),

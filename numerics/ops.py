@@ -1051,3 +1051,294 @@ for _f in (add, sub, mul, div, fma, sqrt, convert):
     _f.__doc__ = (_f.__doc__ or "").replace("    {options}\n", _DOC_OPTIONS.lstrip("\n")
                                             .replace("\n    Examples", "\n    Examples"))
 del _f
+
+
+# ----------------------------------------------------------------------------- native fast path
+#: Elements per chunk of the native fast path (float64 temporaries of 256 KiB).
+_NCHUNK = 1 << 15
+_F32_CLASS = ("binary32", "bfloat16", "binary16")
+_DIRECTED = ("rtz", "ru", "rd")
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _registered(fmt: Format) -> str | None:
+    """``"f32"`` (float32 arithmetic), ``"u8"`` (tables of 8-bit codes) or ``None``."""
+    native = dtype_of(fmt)
+    if native is None:
+        return None
+    if fmt.name in _F32_CLASS:
+        return "f32"
+    if fmt.bits == 8 and fmt.has_nan and native.itemsize == 1:
+        return "u8"
+    return None
+
+
+def _native_f32(x: Any, fmt: Format) -> np.ndarray | None:
+    """Operand as float32 values of ``fmt`` (None: let the checked path decide)."""
+    if not isinstance(x, (np.ndarray, float, np.floating)) or isinstance(x, (bool, np.bool_)):
+        return None
+    arr = np.asarray(x)
+    native = dtype_of(fmt)
+    if arr.dtype == native:
+        return arr if arr.dtype == np.float32 else arr.astype(np.float32)
+    if arr.dtype == np.float64:
+        with np.errstate(over="ignore", invalid="ignore"):
+            x32 = arr.astype(np.float32)
+            eq = x32 == arr
+        if not eq.all() and not (eq | np.isnan(arr)).all():
+            return None
+    elif arr.dtype == np.float32:
+        x32 = arr
+    else:
+        return None
+    if fmt.name == "bfloat16":
+        low = x32.view(np.uint32) & np.uint32(0xFFFF)
+        if low.any() and not ((low == 0) | np.isnan(x32)).all():
+            return None
+    elif fmt.name == "binary16":
+        with np.errstate(over="ignore", invalid="ignore"):
+            eq = x32.astype(np.float16).astype(np.float32) == x32
+        if not eq.all() and not (eq | np.isnan(x32)).all():
+            return None
+    return x32
+
+
+def _native_u8(x: Any, fmt: Format) -> np.ndarray | None:
+    """Operand as uint8 codes of ``fmt`` (None: let the checked path decide)."""
+    if not isinstance(x, (np.ndarray, float, np.floating)) or isinstance(x, (bool, np.bool_)):
+        return None
+    arr = np.asarray(x)
+    if arr.dtype == dtype_of(fmt):
+        return arr.view(np.uint8)
+    if arr.dtype not in (np.float64, np.float32):
+        return None
+    x64 = np.asarray(arr, np.float64)
+    codes = np.asarray(encode_f64(x64.reshape(-1), fmt, rounding="rtz", overflow="ieee",
+                                  nan="zero"), np.uint8)
+    back = np.take(decode_table(fmt), codes.astype(np.intp))
+    eq = back == x64.reshape(-1)
+    if not eq.all() and not (eq | (np.isnan(back) & np.isnan(x64.reshape(-1)))).all():
+        return None
+    return codes.reshape(x64.shape)
+
+
+@lru_cache(maxsize=128)
+def _u8_table(op: str, fmt: Format, rounding: str, overflow: str) -> np.ndarray:
+    """float64 result of ``op`` for every pair (or single) of 8-bit codes, from the exact path."""
+    vals = decode_table(fmt)
+    if op == "sqrt":
+        args = [vals]
+    else:
+        args = [np.repeat(vals, 256), np.tile(vals, 256)]
+    names = ["a", "b"][: len(args)]
+    with np.errstate(all="ignore"):
+        res = _run(op, args, names, fmt, rounding, overflow, "after", False, None, None,
+                   allow_fast=False)
+    return np.ascontiguousarray(res, np.float64)
+
+
+@lru_cache(maxsize=64)
+def _f64_value_table(fmt: Format, rounding: str, overflow: str) -> tuple[np.ndarray, int]:
+    """Rounded float64 value for the top ``t + 13`` bits of a float64 plus a sticky bit."""
+    top = fmt.trailing_bits + 13
+    low = 64 - top
+    idx = np.arange(1 << (top + 1), dtype=np.uint64)
+    pattern = ((idx >> np.uint64(1)) << np.uint64(low)) | (idx & np.uint64(1))
+    codes = encode_pair(pattern.view(np.float64), None, fmt, rounding=rounding,
+                        overflow=overflow, nan="zero")
+    return decode_codes(codes, fmt), low
+
+
+def _round_f64_table(h: np.ndarray, fmt: Format, rounding: str, overflow: str) -> np.ndarray:
+    """Round float64 values (each exact) to fmt by one table lookup (t <= 7)."""
+    table, low = _f64_value_table(fmt, rounding, overflow)
+    u = h.view(np.uint64)
+    below = np.uint64((1 << (low - 1)) - 1)
+    b = u & below
+    b += below
+    b &= np.uint64(1 << (low - 1))
+    b |= u
+    b >>= np.uint64(low - 1)
+    return np.take(table, b.view(np.int64))
+
+
+def _rto64(h: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Round-to-odd at 53 bits of the exact ``h + lo`` (h = RNE53, finite, non-zero when
+    lo is)."""
+    u = h.view(np.uint64)
+    move = (lo != 0) & ((u & np.uint64(1)) == 0)
+    if move.any():
+        toward = (lo > 0) == (h > 0)  # |exact| > |h|
+        u = u + move.astype(np.uint64)
+        u -= (move & ~toward).astype(np.uint64) * np.uint64(2)
+        return u.view(np.float64)
+    return h
+
+
+def _rto32(h: np.ndarray) -> np.ndarray:
+    """float64 -> float32 with round-to-odd (Boldo-Melquiond)."""
+    f = h.astype(np.float32)
+    back = f.astype(np.float64)
+    b = f.view(np.uint32)
+    b -= np.abs(back) > np.abs(h)
+    b |= back != h
+    return f
+
+
+def _directed32(h: np.ndarray, lo: np.ndarray | None, rounding: str) -> np.ndarray:
+    """Directed rounding of the exact ``h + lo`` to binary32 (float32 result)."""
+    f = h.astype(np.float32)
+    d = h - f.astype(np.float64)
+    if lo is not None:
+        d += lo
+    b = f.view(np.uint32)
+    neg = np.signbit(f)
+    if rounding == "rtz":
+        down = np.where(neg, d > 0, d < 0)
+        b -= down
+    elif rounding == "ru":
+        step = d > 0
+        b += step & ~neg
+        b -= step & neg
+    else:
+        step = d < 0
+        b += step & neg
+        b -= step & ~neg
+    return f
+
+
+def _bf16_from32(f: np.ndarray, rounding: str) -> np.ndarray:
+    """float32 values (round-to-odd when directed) to bfloat16 values, kept as float32."""
+    b = f.view(np.uint32).copy()
+    if rounding == "rne":
+        b += ((b >> np.uint32(16)) & np.uint32(1)) + np.uint32(0x7FFF)
+    elif rounding != "rtz":
+        neg = (b >> np.uint32(31)).astype(bool)
+        up = neg if rounding == "rd" else ~neg
+        b += up * np.uint32(0xFFFF)
+    b &= np.uint32(0xFFFF0000)
+    out = b.view(np.float32)
+    nan = np.isnan(f)
+    if rounding != "rne" and nan.any():
+        out[nan] = f[nan]
+    return out
+
+
+def _f32_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str) -> np.ndarray:
+    """One chunk of float32-class operands: results as float32 values of fmt."""
+    if rounding == "rne" and op != "fma":
+        if op == "add":
+            f = c[0] + c[1]
+        elif op == "sub":
+            f = c[0] - c[1]
+        elif op == "mul":
+            f = c[0] * c[1]
+        elif op == "div":
+            f = c[0] / c[1]
+        else:
+            f = np.sqrt(c[0])
+        # Figueroa (proofs/double_rounding.md, D1): 24 >= 2p + 2 for bfloat16 and binary16.
+        if fmt.name == "bfloat16":
+            return _bf16_from32(f, "rne")
+        if fmt.name == "binary16":
+            return f.astype(np.float16).astype(np.float32)
+        return f
+    x = [v.astype(np.float64) for v in c]
+    lo: np.ndarray | None = None
+    if op in ("add", "sub"):
+        a, b = x[0], (x[1] if op == "add" else -x[1])
+        h, lo = eft.two_sum(a, b)
+        if not (h != 0).all():
+            h = _zero_sign(h, a, b, rounding)
+    elif op == "mul":
+        h = x[0] * x[1]
+    elif op == "fma":
+        p = x[0] * x[1]  # exact: 48 bits at most
+        h, lo = eft.two_sum(p, x[2])
+        if not (h != 0).all():
+            h = _zero_sign(h, p, x[2], rounding)
+    elif op == "div":
+        h, lo = _k_div(x[0], x[1], False, rounding)[:2]
+    else:
+        h, lo = _k_sqrt(x[0], False, rounding)[:2]
+    if lo is not None:
+        lo[~np.isfinite(lo)] = 0.0  # special operands: h is the exact (IEEE) result
+        if not lo.any():
+            lo = None
+    if fmt.name == "binary32":
+        if rounding == "rne":  # fma: round to odd at 53 bits, then nearest (p + 2 <= 53)
+            return (h if lo is None else _rto64(h, lo)).astype(np.float32)
+        return _directed32(h, lo, rounding)
+    f = _rto32(h if lo is None else _rto64(h, lo))
+    if fmt.name == "bfloat16":
+        return _bf16_from32(f, rounding)
+    return f.astype(np.float16).astype(np.float32)  # binary16: rne only
+
+
+def _u8_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str, overflow: str
+              ) -> np.ndarray:
+    if op == "sqrt":
+        return np.take(_u8_table(op, fmt, rounding, overflow), c[0].astype(np.intp))
+    if op != "fma":
+        idx = c[0].astype(np.intp)
+        idx <<= 8
+        idx |= c[1]
+        return np.take(_u8_table(op, fmt, rounding, overflow), idx)
+    idx = c[0].astype(np.intp)
+    idx <<= 8
+    idx |= c[1]
+    vals = decode_table(fmt)
+    p = np.take(_u8_table("mul_exact", fmt, "rne", "ieee"), idx)
+    cc = np.take(vals, c[2].astype(np.intp))
+    h, lo = eft.two_sum(p, cc)
+    if not (h != 0).all():
+        h = _zero_sign(h, p, cc, rounding)
+    r = _round_f64_table(h, fmt, rounding, overflow)
+    lo[~np.isfinite(lo)] = 0.0
+    if lo.any():
+        i = np.flatnonzero(lo)
+        r[i] = decode_codes(encode_pair(h[i], lo[i], fmt, rounding=rounding,
+                                        overflow=overflow), fmt)
+    return r
+
+
+def _native_run(op: str, operands: list[Any], fmt: Format, rounding: str, overflow: str
+                ) -> np.ndarray | None:
+    """Fast path on the operands' own dtype; ``None`` where it does not apply."""
+    cls = _registered(fmt)
+    if cls is None or rounding not in ("rne",) + _DIRECTED:
+        return None
+    if cls == "f32" and fmt.name == "binary16" and rounding != "rne":
+        return None
+    intake = _native_f32 if cls == "f32" else _native_u8
+    arrs = []
+    for x in operands:
+        v = intake(x, fmt)
+        if v is None:
+            return None
+        arrs.append(v)
+    if len(arrs) > 1:
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in arrs))
+        except ValueError:
+            return None
+        flat = [np.broadcast_to(a, shape).reshape(-1) if a.shape == shape
+                else np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1) for a in arrs]
+    else:
+        shape = arrs[0].shape
+        flat = [arrs[0].reshape(-1)]
+    n = flat[0].size
+    out = np.empty(n, np.float64)
+    if cls == "u8" and op == "fma":
+        _u8_table("mul_exact", fmt, "rne", "ieee")
+    with np.errstate(all="ignore"):
+        for start in range(0, n, _NCHUNK):
+            stop = min(start + _NCHUNK, n)
+            c = [v[start:stop] for v in flat]
+            if cls == "f32":
+                out[start:stop] = _f32_chunk(op, c, fmt, rounding)
+            else:
+                out[start:stop] = _u8_chunk(op, c, fmt, rounding, overflow)
+    if cls == "f32" and overflow == "saturate":
+        np.clip(out, -fmt.max, fmt.max, out=out)
+    return out.reshape(shape)

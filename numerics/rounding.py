@@ -51,7 +51,7 @@ def check_rounding(rounding: object, *, name: str = "rounding") -> str:
             f"Got {name}={rounding!r}, but the only valid values are "
             + ", ".join(repr(r) for r in ROUNDINGS)
         )
-    return rounding  # type: ignore[return-value]
+    return str(rounding)
 
 
 def check_overflow(overflow: object, *, name: str = "overflow") -> str:
@@ -61,13 +61,13 @@ def check_overflow(overflow: object, *, name: str = "overflow") -> str:
             f"Got {name}={overflow!r}, but the only valid values are "
             + ", ".join(repr(r) for r in OVERFLOWS)
         )
-    return overflow  # type: ignore[return-value]
+    return str(overflow)
 
 
 def make_rng(rng: object) -> np.random.Generator:
     """A numpy Generator from ``None``, an int seed or a Generator."""
     if rng is None or isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(rng)  # type: ignore[arg-type]
+        return np.random.default_rng(rng)
     if isinstance(rng, np.random.Generator):
         return rng
     raise TypeError(f"Got rng={rng!r}, expected None, an int seed or a numpy.random.Generator")

@@ -12,8 +12,8 @@ from fractions import Fraction
 
 from fpinspect import views
 
-from numerics.parse import parse_value
 from numerics.inspection import DEFAULT_VALUE_FORMATS, inspect_code, inspect_integer, inspect_value
+from numerics.parse import parse_value
 
 
 def render(renderable: object, width: int = 100) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 from numerics.compare import DiffReport
 from numerics.fingerprint import Fingerprint
 from numerics.formats import Format
-from numerics.parse import ParsedValue
 from numerics.inspection import CodeReport, Encoded, IntegerReport, decimal_text
+from numerics.parse import ParsedValue
 from numerics.stats import TensorStats
 from numerics.tensors import Tensor
 

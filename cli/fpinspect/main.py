@@ -20,7 +20,6 @@ from fpinspect.views import Text
 from numerics.compare import compare_codes
 from numerics.fingerprint import fingerprint
 from numerics.formats import FORMATS, Format, get_format
-from numerics.parse import parse_code, parse_formats, parse_value
 from numerics.inspection import (
     DEFAULT_VALUE_FORMATS,
     code_table,
@@ -28,6 +27,7 @@ from numerics.inspection import (
     inspect_integer,
     inspect_value,
 )
+from numerics.parse import parse_code, parse_formats, parse_value
 from numerics.rounding import OVERFLOWS, ROUNDINGS
 from numerics.stats import CANDIDATE_FORMATS, tensor_stats
 from numerics.tensors import Tensor, load_tensor

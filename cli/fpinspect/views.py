@@ -19,9 +19,9 @@ from rich.text import Text
 from numerics.compare import DiffReport, ulp_bucket_label
 from numerics.fingerprint import Fingerprint
 from numerics.formats import Format
+from numerics.inspection import CodeReport, Encoded, IntegerReport, decimal_text
 from numerics.parse import ParsedValue
 from numerics.parts import hexfloat
-from numerics.inspection import CodeReport, Encoded, IntegerReport, decimal_text
 from numerics.stats import TensorStats
 from numerics.tensors import Tensor
 
