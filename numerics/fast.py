@@ -205,6 +205,7 @@ def _stochastic_increment(rem: np.ndarray, shift: np.ndarray, kept: np.ndarray,
         t = fmt.trailing_bits
         q = binade - t  # exponent of the quantum at hi
         tiny = np.ldexp(np.abs(lo), (-np.clip(q, -2000, 2000)).astype(np.int32))  # |lo| in quanta
+        tiny = np.where(sticky != 0, np.maximum(tiny, 5e-324), 0.0)  # keep its sign if it underflows
         below = (rem == 0) & (sticky < 0)
         halved = below & (kept == (1 << t)) & (binade > fmt.emin)  # binade bottom: finer below
         tiny = np.where(halved, 2 * tiny, tiny)

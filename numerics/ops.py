@@ -75,7 +75,7 @@ import numpy as np
 
 from numerics import eft
 from numerics.dtypes import dtype_of, format_of_dtype
-from numerics.fast import decode_codes, encode_pair
+from numerics.fast import decode_codes, decode_table, encode_f64, encode_pair
 from numerics.formats import Format, Infinity, as_format
 from numerics.rounding import check_overflow, check_rounding, make_rng
 
@@ -645,6 +645,12 @@ def _run(op: str, operands: list[Any], names: list[str], fmt_in: Format | str,
          sr_bits: int | None, allow_fast: bool = True) -> Any:
     fmt = as_format(fmt_in)
     _check_options(rounding, overflow, tininess, sr_bits, flags)
+    if allow_fast and not flags:
+        fast = _native_run(op, operands, fmt, rounding, overflow)
+        if fast is not None:
+            if all(np.ndim(x) == 0 and not isinstance(x, np.ndarray) for x in operands):
+                return fast[()]
+            return fast
     scalar = all(np.ndim(x) == 0 and not isinstance(x, np.ndarray) for x in operands)
     arrays = [_operand(x, n, fmt) for x, n in zip(operands, names)]
     xs = _broadcast(arrays, names) if len(arrays) > 1 else [arrays[0].reshape(-1).copy()]
@@ -1055,7 +1061,7 @@ del _f
 
 # ----------------------------------------------------------------------------- native fast path
 #: Elements per chunk of the native fast path (float64 temporaries of 256 KiB).
-_NCHUNK = 1 << 15
+_NCHUNK = 1 << 14
 _F32_CLASS = ("binary32", "bfloat16", "binary16")
 _DIRECTED = ("rtz", "ru", "rd")
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -1068,7 +1074,7 @@ def _registered(fmt: Format) -> str | None:
         return None
     if fmt.name in _F32_CLASS:
         return "f32"
-    if fmt.bits == 8 and fmt.has_nan and native.itemsize == 1:
+    if fmt.bits == 8 and fmt.has_nan and fmt.signed and native.itemsize == 1:
         return "u8"
     return None
 
@@ -1126,6 +1132,9 @@ def _native_u8(x: Any, fmt: Format) -> np.ndarray | None:
 def _u8_table(op: str, fmt: Format, rounding: str, overflow: str) -> np.ndarray:
     """float64 result of ``op`` for every pair (or single) of 8-bit codes, from the exact path."""
     vals = decode_table(fmt)
+    if op == "mul_exact":  # exact float64 products (8-bit significands)
+        with np.errstate(all="ignore"):
+            return np.multiply.outer(vals, vals).reshape(-1)
     if op == "sqrt":
         args = [vals]
     else:
@@ -1192,11 +1201,12 @@ def _directed32(h: np.ndarray, lo: np.ndarray | None, rounding: str) -> np.ndarr
     if lo is not None:
         d += lo
     b = f.view(np.uint32)
+    if rounding == "rtz":  # |exact| < |f|: one step toward zero (h and f share the sign)
+        d *= h
+        b -= d < 0
+        return f
     neg = np.signbit(f)
-    if rounding == "rtz":
-        down = np.where(neg, d > 0, d < 0)
-        b -= down
-    elif rounding == "ru":
+    if rounding == "ru":
         step = d > 0
         b += step & ~neg
         b -= step & neg
@@ -1226,7 +1236,8 @@ def _bf16_from32(f: np.ndarray, rounding: str) -> np.ndarray:
 
 def _f32_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str) -> np.ndarray:
     """One chunk of float32-class operands: results as float32 values of fmt."""
-    if rounding == "rne" and op != "fma":
+    if rounding == "rne" and (op in ("add", "sub", "mul") or fmt.name != "bfloat16"
+                              and op != "fma"):
         if op == "add":
             f = c[0] + c[1]
         elif op == "sub":
@@ -1262,9 +1273,10 @@ def _f32_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str) -> np.n
     else:
         h, lo = _k_sqrt(x[0], False, rounding)[:2]
     if lo is not None:
-        lo[~np.isfinite(lo)] = 0.0  # special operands: h is the exact (IEEE) result
         if not lo.any():
             lo = None
+        elif fmt.name != "binary32" or rounding == "rne":
+            lo[~np.isfinite(lo)] = 0.0  # special operands: h is the exact (IEEE) result
     if fmt.name == "binary32":
         if rounding == "rne":  # fma: round to odd at 53 bits, then nearest (p + 2 <= 53)
             return (h if lo is None else _rto64(h, lo)).astype(np.float32)

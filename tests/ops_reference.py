@@ -134,9 +134,11 @@ def round_fraction(v: Fraction, fmt: Format, mode: str, overflow: str = "ieee"
 
 
 def _special_value(x: float, fmt: Format, overflow: str) -> float:
-    """What an exact infinity or NaN result becomes in fmt (encode's policy)."""
+    """What an exact special result (inf, NaN, a signed zero) becomes in fmt (encode's policy)."""
     if math.isnan(x):
         return math.nan
+    if x == 0:  # an exact zero (e.g. 0 / inf, sqrt(-0)) is no overflow
+        return x if fmt.has_negative_zero else 0.0
     if not fmt.signed and x < 0:
         return math.nan
     if overflow == "saturate":

@@ -427,3 +427,37 @@ def test_D4_products_exact(a: float, b: float) -> None:
     p = a * b
     if math.isfinite(p) and p != 0:
         assert Fraction(p) == Fraction(a) * Fraction(b)
+
+
+# ----------------------------------------------------------------------------- native fast path
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("name", ["binary32", "bfloat16", "binary16", "e4m3fn", "e5m2",
+                                  "e4m3fnuz"])
+def test_fast_path_without_flags(name: str, op: str) -> None:
+    """flags=False takes the native fast path (float32 hardware, 8-bit code tables,
+    round-to-odd; Figueroa D1 for rne): every element against the Fraction reference,
+    with float64 operands and with operands in the format's own numpy/ml_dtypes dtype."""
+    from numerics.dtypes import dtype_of
+
+    fmt = get_format(name)
+    rng = np.random.default_rng(abs(hash((name, op, "fast"))) % 2**32)
+    xs = hard_operands(fmt, op, rng, 40)
+    specials = [0.0, fmt.max, -fmt.max, fmt.smallest_subnormal, math.nan, 1.0]
+    if fmt.has_negative_zero:
+        specials.append(-0.0)
+    if fmt.has_infinity:
+        specials += [math.inf, -math.inf]
+    sp = np.array(specials)
+    grid = np.meshgrid(*[sp] * len(xs), indexing="ij")
+    xs = [np.concatenate([x, g.reshape(-1)]) for x, g in zip(xs, grid)]
+    native = dtype_of(fmt)
+    for mode, overflow in [("rne", "ieee"), ("rtz", "ieee"), ("ru", "ieee"), ("rd", "ieee"),
+                           ("rne", "saturate"), ("ru", "saturate")]:
+        xo = xs
+        want = [reference(op, tuple(float(x[i]) for x in xo), fmt, mode, overflow,
+                          "after")[0] for i in range(xo[0].size)]
+        for inputs in (xo, [x.astype(native) for x in xo]):
+            got = getattr(ops, op)(*inputs, fmt, rounding=mode, overflow=overflow)
+            for i, w in enumerate(want):
+                args = tuple(float(x[i]) for x in xo)
+                assert same(w, float(got[i])), (name, op, mode, overflow, args, w, got[i])

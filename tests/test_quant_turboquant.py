@@ -18,7 +18,7 @@ def _unit(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def test_codebook_is_lloyd_max_fixed_point() -> None:
-    """Independent check by Monte Carlo on exact samples of the coordinate law: centroids are
+    """T3 (and T1's density, sampled). Independent check by Monte Carlo on exact samples of the coordinate law: centroids are
     conditional means (to sampling error) and boundaries are midpoints."""
     d = 16
     c, b, mse = lloyd_max_codebook(d, 2)
@@ -38,6 +38,7 @@ def test_codebook_is_lloyd_max_fixed_point() -> None:
 
 @pytest.mark.parametrize("bits", [1, 2, 3, 4])
 def test_distortion_between_paper_bounds_d128(bits: int) -> None:
+    """T4: the measured distortion lies between the paper's lower and upper bounds."""
     """Measured E|u - u_hat|^2 at d = 128 lies in [4**-b, sqrt(3) pi/2 4**-b] and near the
     Lloyd-Max optimum (the paper reports 0.36, 0.117, 0.03, 0.009)."""
     u = _unit(2000, 128, 1000 + bits)  # not the rotation seed: that stream would build Pi
@@ -61,6 +62,25 @@ def test_norms_stored_separately_and_zero_vector() -> None:
     assert q.indices.dtype == np.uint8 and q.indices.max() < 8
 
 
+def test_T1_T2_rotated_coordinates_follow_the_sphere_law() -> None:
+    """T1: one fixed unit vector rotated by many seeded Haar rotations has coordinates with
+    the law of a uniform point on the sphere: mean 0, variance 1/d, fourth moment
+    3/(d(d+2)) (the Beta((d-1)/2, (d-1)/2) law on [-1, 1]).  T2: two coordinates are
+    uncorrelated, yet not independent (their squares are negatively correlated)."""
+    d, n = 8, 4000
+    u = np.zeros(d)
+    u[0] = 1.0  # the worst case for an unrotated quantizer: all energy in one coordinate
+    z = np.array([TurboQuant(d, 2, seed=s).rotation @ u for s in range(n)])
+    se = 5 / math.sqrt(n)
+    assert abs(z[:, 3].mean()) < se * math.sqrt(1 / d)
+    assert z[:, 3].var() == pytest.approx(1 / d, rel=5 * math.sqrt(2 / n))
+    assert np.mean(z[:, 3] ** 4) == pytest.approx(3 / (d * (d + 2)), rel=0.15)
+    assert abs(np.mean(z[:, 1] * z[:, 2])) < se / d * 2
+    cov_sq = np.mean(z[:, 1] ** 2 * z[:, 2] ** 2) - np.mean(z[:, 1] ** 2) * np.mean(z[:, 2] ** 2)
+    exact_cov_sq = 1 / (d * (d + 2)) - 1 / d**2  # < 0: the squares sum to 1
+    assert cov_sq == pytest.approx(exact_cov_sq, rel=0.5)
+
+
 def test_rotation_is_orthogonal_and_seeded() -> None:
     a, b, c = TurboQuant(24, 2, seed=3), TurboQuant(24, 2, seed=3), TurboQuant(24, 2, seed=4)
     np.testing.assert_allclose(a.rotation @ a.rotation.T, np.eye(24), atol=1e-12)
@@ -70,7 +90,7 @@ def test_rotation_is_orthogonal_and_seeded() -> None:
 
 @pytest.mark.parametrize("bits", [2, 3])
 def test_prod_inner_product_unbiased_over_seeds(bits: int) -> None:
-    """E_seed[<y, x_hat>] = <y, x>: mean over 600 seeds within 5 standard errors, for fixed
+    """T5: E_seed[<y, x_hat>] = <y, x>: mean over 600 seeds within 5 standard errors, for fixed
     x and y (and the mse variant is biased: it shrinks inner products)."""
     d = 32
     rng = np.random.default_rng(11)

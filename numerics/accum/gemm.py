@@ -93,6 +93,105 @@ def _preset_chain(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray,
     return d
 
 
+_FAST_ROWS = 16  # rows per block of the product pass: (G, 16, N) binary32 stays in L2
+
+
+def _preset_chain_fast(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray,
+                       c: np.ndarray, fin: Format, out: Format, G: int, F: int,
+                       e8m13: bool) -> np.ndarray | None:
+    """:func:`_preset_chain` for narrow inputs, or None when a precondition fails.
+
+    Preconditions: binary32 output; inputs of precision <= 12 whose products are
+    normal binary32 numbers (so ``a*b`` is exact in binary32); ``(4G + 2) 2**F <=
+    2**24``; everything finite and ``max|C| + K max|a| max|b| < 2**125`` (no group
+    result can overflow).  FP8 inputs with the ``*-fp8`` presets qualify.
+
+    Per group, the same arithmetic as :func:`numerics.accum.tensorcore._fused`, in
+    another order:
+
+    * ``E = max(e_c, max_k(e_a + e_b))``.  For the products with no zero factor the
+      maximum is read off one float64 matrix product: with weights
+      ``2**(L (e - lo))`` (0 for a zero operand) and ``L > log2 G``, the sum over
+      ``k`` lies in ``[2**(L t), G 2**(L t)]`` where ``t`` is the largest weighted
+      exponent (terms are non-negative powers of two, so the rounded sum keeps
+      those bounds), hence ``t = floor(log2 S) // L``.  Where every product has a
+      zero factor (``S = 0``) the maximum is taken directly.  ``e_c`` is read from
+      the binary32 exponent field (clamped at -126, which is also a zero's).
+    * ``x = RN32(RN32(a b) 2**(F - max(E, 2 emin)))`` is exact unless it is below
+      the normal range, where ``|x| < 1`` truncates to 0 either way; when
+      ``E < 2 emin`` every product is zero.  Every ``trunc(x)`` is an integer below
+      ``2**(F + 2)`` and a group's total with ``c``'s term stays below ``2**24``, so
+      the binary32 sums are exact in any order.
+    * ``total 2**(E - F)`` then has at most 24 significant bits and a binary32
+      exponent (``E - F >= -149``, no overflow), so rounding it toward zero to
+      binary32 is exact; an exact zero is +0; e8m13 clears the low 10 bits.
+    """
+    if out.name != "binary32" or fin.precision > 12 or (4 * G + 2) * 2**F > 2**24:
+        return None
+    if fin.emax > 62 or 2 * (fin.emin - fin.precision + 1) < -126:
+        return None
+    M, K = a.shape
+    N = b.shape[1]
+    if M == 0 or N == 0 or K == 0:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        if not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(c).all()):
+            return None
+        amax = float(np.abs(a).max())
+        bmax = float(np.abs(b).max())
+        if float(np.abs(c).max()) + K * amax * bmax >= 2.0**125:
+            return None
+    anz, bnz = a != 0, b != 0
+    if not (anz.any() and bnz.any()):
+        return None
+    lo_a, hi_a = int(ea[anz].min()), int(ea[anz].max())
+    lo_b, hi_b = int(eb[bnz].min()), int(eb[bnz].max())
+    L = G.bit_length() + 1
+    if L * (hi_a - lo_a + hi_b - lo_b + 1) > 960:
+        return None
+    Aw = np.where(anz, np.ldexp(1.0, L * (ea - lo_a)), 0.0)
+    Bw = np.where(bnz, np.ldexp(1.0, L * (eb - lo_b)), 0.0)
+    a32 = a.astype(np.float32)
+    b32 = b.astype(np.float32)
+    e_floor = 2 * fin.emin
+    d = c.astype(np.float32)
+    du = d.view(np.uint32)
+    rb = min(_FAST_ROWS, M)
+    X = np.empty((G, rb, N), np.float32)
+    T = np.empty((M, N), np.float32)
+    for k0 in range(0, K, G):
+        ks = slice(k0, k0 + G)
+        _, fe = np.frexp(Aw[:, ks] @ Bw[ks])
+        E = (fe - 1) // L + (lo_a + lo_b)
+        zero = np.flatnonzero(fe == 0)  # S == 0: every product has a zero factor
+        if zero.size:
+            ii, jj = np.divmod(zero, N)
+            E.flat[zero] = (ea[ii, ks] + eb[ks, jj].T).max(axis=1)
+        ec = (du >> 23).astype(np.int32)
+        ec &= 0xFF
+        ec -= 127
+        np.maximum(ec, -126, out=ec)
+        np.maximum(E, ec, out=E)
+        s32 = np.ldexp(np.float32(1.0), (F - np.maximum(E, e_floor)).astype(np.int32))
+        aT = a32[:, ks].T
+        bk = b32[ks, None, :]
+        for r0 in range(0, M, rb):
+            r1 = min(r0 + rb, M)
+            x = X[:, :r1 - r0]
+            np.multiply(aT[:, r0:r1, None], bk, out=x)
+            np.multiply(x, s32[r0:r1], out=x)
+            np.trunc(x, out=x)
+            np.add.reduce(x, axis=0, out=T[r0:r1])
+        total = np.trunc(np.ldexp(d.astype(np.float64), F - E))
+        total += T
+        total += 0.0  # an exact zero is +0
+        d = np.ldexp(total, E - F).astype(np.float32)
+        du = d.view(np.uint32)
+        if e8m13:
+            du &= np.uint32(0xFFFFFC00)
+    return d.astype(np.float64)
+
+
 def gemm(
     A: Any,
     B: Any,
@@ -154,8 +253,9 @@ def gemm(
         F, e8 = preset.fractional_bits, preset.e8m13
 
         def chain(lo: int, hi: int, c0: np.ndarray) -> np.ndarray:
-            return _preset_chain(a[:, lo:hi], ea[:, lo:hi], b[lo:hi], eb[lo:hi], c0, fout,
-                                 G, F, e8)
+            args = (a[:, lo:hi], ea[:, lo:hi], b[lo:hi], eb[lo:hi], c0)
+            fast = _preset_chain_fast(*args, fin, fout, G, F, e8)
+            return fast if fast is not None else _preset_chain(*args, fout, G, F, e8)
         Kp = a.shape[1]
     else:
         if isinstance(accumulator, str) and accumulator.lower() not in _format_names():

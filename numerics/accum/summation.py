@@ -59,6 +59,7 @@ every bound; see ``proofs/accumulation_bounds.md``.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
@@ -309,6 +310,9 @@ def _round_bits_inplace(u: np.ndarray, tmp: np.ndarray, drop: np.uint32, half: n
 
 
 _ONE32 = np.uint32(1)
+_SIXTEEN = np.uint32(16)
+_HALF16 = np.uint32(0x7FFF)
+_HIGH16 = np.uint32(0xFFFF0000)
 _FAST_CHUNK = 256
 
 
@@ -355,13 +359,111 @@ def _recursive_f32_rne(rows: np.ndarray, keep_bits: int,
     return s.astype(np.float64), abs_sum
 
 
+_ROW_BLOCK = 16      # rows per strip: a strip's transposed rows are 64-byte lines
+_STEP_BLOCK = 32     # pairs of steps widened to binary32 at once (64 steps, 1 MiB)
+_VELTKAMP_LIMIT = 2.0**96
+
+
+def _recursive_bf16_veltkamp(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bfloat16 fast path, or None when its preconditions fail.
+
+    Preconditions: little-endian, an even number ``n >= 2`` of terms, and every row's
+    float32 sum of ``|x_i|`` below ``2**96`` (so every term is finite and
+    ``|x_i| < 2**96``).
+
+    Pass 1, over strips of :data:`_ROW_BLOCK` rows (cache resident): ``sum |x_i|``
+    exactly as the general path computes it; the bfloat16 codes of the terms by the
+    integer add-and-mask RNE (``u + 0x7FFF + lsb``, high half: equal to ml_dtypes'
+    cast for finite input, subnormals included); the codes of a strip are transposed
+    as 32-bit pairs ``code[2j] | code[2j+1] << 16`` into ``W[j, row]``.
+
+    Pass 2: a pair of steps reads the contiguous ``W[j]``: ``W[j] << 16`` and
+    ``W[j] & 0xFFFF0000`` are the binary32 bit patterns of the two terms of every
+    row.  A step is ``s = RN32(s + x)`` followed by Veltkamp's split with
+    ``C = 2**16 + 1``: ``g = RN32(C s); s = RN32(RN32(s - g) + g)``, which is the
+    bfloat16 RNE of ``s``.  That equality was checked exhaustively for every binary32
+    ``|s| < 2**111`` except the subnormals not already in bfloat16 and ``-0``; the
+    sums never meet those: a sum of two bfloat16 values that is subnormal is exact in
+    bfloat16, and ``|s| <= 2**105`` because a bfloat16 running sum of terms
+    ``|x| <= 2**96`` stalls at ``2**(96 + 9)``.  ``-0`` becomes ``+0``: a recursive
+    sum is ``-0`` only when every term is ``-0``, which is restored at the end.
+    """
+    batch, n = rows.shape
+    if sys.byteorder != "little" or n < 2 or n % 2 or batch == 0:
+        return None
+    rb = min(_ROW_BLOCK, batch)
+    abs_sum32 = np.empty(batch, np.float32)
+    ftmp = np.empty((rb, n), np.float32)
+    utmp = np.empty((rb, n), np.uint32)
+    cbuf = np.empty((rb, n), np.uint16)
+    W = np.empty((n // 2, batch), np.uint32)
+    # np.abs(rows) keeps the memory order of ``rows``, and a float32 reduction's
+    # rounding depends on it: strips reproduce it only for row-major ``rows``.
+    row_major = rows.strides[-1] == rows.itemsize and rows.strides[0] >= n * rows.itemsize
+    with np.errstate(over="ignore", invalid="ignore"):
+        if not row_major:
+            abs_sum32 = np.add.reduce(np.abs(rows), axis=-1, dtype=np.float32)
+        for r0 in range(0, batch, rb):
+            r1 = min(r0 + rb, batch)
+            blk = rows[r0:r1]
+            m = r1 - r0
+            f, u, c = ftmp[:m], utmp[:m], cbuf[:m]
+            if row_major:
+                np.abs(blk, out=f)
+                np.add.reduce(f, axis=-1, out=abs_sum32[r0:r1])
+            bits = blk.view(np.uint32)
+            np.right_shift(bits, _SIXTEEN, out=u)
+            np.bitwise_and(u, _ONE32, out=u)
+            np.add(u, _HALF16, out=u)
+            np.add(u, bits, out=u)
+            np.copyto(c, u.view(np.uint16)[:, 1::2])
+            W[:, r0:r1] = c.view(np.uint32).T
+        if not bool(np.all(abs_sum32 < _VELTKAMP_LIMIT)):
+            return None
+    s = np.empty(batch, np.float32)
+    g = np.empty(batch, np.float32)
+    X = np.empty((_STEP_BLOCK, 2, batch), np.uint32)
+    Xf = X.view(np.float32)
+    C = 65537.0  # a weak Python scalar: multiplies in binary32
+    add, sub, mul = np.add, np.subtract, np.multiply  # positional out: less overhead
+    rows_f = list(Xf.reshape(-1, batch))
+    for j0 in range(0, n // 2, _STEP_BLOCK):
+        j1 = min(j0 + _STEP_BLOCK, n // 2)
+        Wj = W[j0:j1]
+        np.left_shift(Wj, _SIXTEEN, out=X[:j1 - j0, 0])
+        np.bitwise_and(Wj, _HIGH16, out=X[:j1 - j0, 1])
+        steps = rows_f[:2 * (j1 - j0)]
+        if j0 == 0:
+            s[...] = steps[0]
+            steps = steps[1:]
+        for xi in steps:
+            add(s, xi, s)
+            mul(s, C, g)
+            sub(s, g, s)
+            add(s, g, s)
+    value = s.astype(np.float64)
+    zero = np.flatnonzero(value == 0)
+    if zero.size:
+        # -0 exactly when every rounded term is -0 (bfloat16 code 0x8000)
+        neg = np.all(W[:, zero] == 0x80008000, axis=0)
+        value[zero[neg]] = -0.0
+    abs_sum = abs_sum32.astype(np.float64)
+    abs_sum *= (1 + 2.0**-8) * math.exp(n * 2.0**-23)
+    return value, abs_sum
+
+
 def _recursive_bf16_from_f32(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_recursive_f32_rne` for bfloat16 from float32 ``rows`` (batch, n).
 
     ml_dtypes' float32 -> bfloat16 cast (RNE, correct from float32) rounds the
     inputs; the 16-bit codes are transposed in strips of 32 rows (cache friendly),
-    and each step widens one row of codes to binary32 bits with a shift.
+    and each step widens one row of codes to binary32 bits with a shift.  Rows of an
+    even length with finite terms take :func:`_recursive_bf16_veltkamp` instead
+    (the same results, faster).
     """
+    fast = _recursive_bf16_veltkamp(rows)
+    if fast is not None:
+        return fast
     batch, n = rows.shape
     codes = rows.astype(ml_dtypes.bfloat16).view(np.uint16)
     Y = np.empty((n, batch), np.uint16)

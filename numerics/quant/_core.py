@@ -14,18 +14,19 @@ exact.  Otherwise the engine takes ``yh = fl64(x / s)`` and the *sign* of the ex
 For a target precision ``p <= 51`` every breakpoint of the rounding (representable values and
 midpoints) is a float64 number, so ``y`` lies on the same side of every breakpoint as
 ``yh`` nudged towards the sign of the remainder: deterministic modes give the exact rounding
-of ``y`` (see proofs/quantization_bounds.md, claim Q11).  The nudge is passed to the encoder
-as ``lo = sign * 2**-1074``, which it uses only through its sign.  For stochastic rounding
-the draw is compared with the fraction of ``yh``, which differs from the exact one by less
-than ``2**-50`` of a quantum; where ``yh`` is a grid point the fraction is taken as
-``1 - 2**-53`` (nudged inwards) or ``2**-60`` (nudged outwards), before truncation to
-``sr_bits``.
+of ``y`` (see proofs/quantization_bounds.md, claim Q11).  The nudge goes to the encoder as
+``lo = sign * max(2**-80 |yh|, 2**-1074)``: it decides the deterministic modes through its
+sign, and stochastic rounding through the fraction of ``yh`` plus or minus a vanishing part of
+a quantum, so a draw truncated to ``sr_bits`` bits steps down where that fraction sits exactly
+on a multiple of ``2**-sr_bits`` and the nudge points inwards.  Binary64 targets, whose
+quantum is too fine for such a nudge, step by hand with nudged fractions ``2**-60`` (outwards)
+and ``1 - 2**-53`` (inwards).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -35,9 +36,9 @@ from numerics.formats import Format, as_format
 from numerics.rounding import check_overflow, check_rounding, make_rng
 
 __all__ = [
+    "INT_FORMATS",
     "ElementFormat",
     "IntFormat",
-    "INT_FORMATS",
     "as_element_format",
     "decode_codes",
     "divide_with_sticky",
@@ -156,7 +157,7 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
 # ---------------------------------------------------------------------------------------------
 # rounding onto a grid
 # ---------------------------------------------------------------------------------------------
-_TINY = 2.0**-1074  # |lo| of a nudge: the encoder uses it only through its sign
+_TINY = 2.0**-1074  # smallest |lo| of a nudge
 
 
 def _check_sr(rounding: str, rng: object, sr_bits: object) -> np.random.Generator | None:
@@ -212,38 +213,30 @@ def _encode_nudged(y: np.ndarray, st: np.ndarray, fmt: Format, rounding: str, ov
     zero = (y == 0) & (st != 0)
     # At zero the nudge points away from zero, with the sign of ``negative``.
     hi = np.where(zero, np.where(negative, -0.0, 0.0), y)
-    lo = np.where(zero, np.where(negative, -_TINY, _TINY), st * _TINY)
+    # |lo| = max(2**-80 |hi|, 2**-1074): far below half an ulp of hi in binary64 and a
+    # vanishing but nonzero part of a quantum of every narrower format (the stochastic mode
+    # reads lo in quanta, and 2**-1074 would underflow there).
+    nudge = np.maximum(np.ldexp(np.abs(hi), -80), _TINY)
+    lo = np.where(zero, np.where(negative, -nudge, nudge),
+                  np.where(st > 0, nudge, np.where(st < 0, -nudge, 0.0)))
     if fmt.name == "binary64" and rounding == "rna":
         rounding = "rne"  # y is on the grid and never a midpoint: the nudge decides nothing
     if u is None:
         return encode_pair(hi, lo, fmt, rounding=rounding, overflow=overflow, nan="zero")
-    codes = encode_pair(hi, lo, fmt, rounding="sr", overflow=overflow, uniform=u,
-                        sr_bits=sr_bits, nan="zero")
-    # The encoder compares the draw with the fraction of ``hi``; on a grid point that is 0,
-    # where the nudged fraction is 2**-60 (outwards: away iff u == 0 for 53-bit draws) or
-    # 1 - 2**-53 (inwards: one grid point down iff u is the largest draw).
-    umax = 1.0 - 2.0**-(53 if sr_bits is None else sr_bits)
-    sm = np.where(negative, -st, st)  # sign of |exact| - |y|
-    finite = np.isfinite(y)
-    out = (sm > 0) & (u == 0) & finite if sr_bits is None else np.zeros(y.shape, bool)
-    inward = (sm < 0) & (y != 0) & (u == umax) & finite
-    idx = np.flatnonzero(out | inward)
-    if idx.size:
-        h = hi.reshape(-1)[idx]
-        a = np.abs(h)
-        _, ex = np.frexp(a)
-        quantum = np.ldexp(1.0, np.maximum(ex.astype(np.int64) - 1, fmt.emin)
-                           - fmt.trailing_bits)
-        grid = np.fmod(a, quantum) == 0
-        idx, h = idx[grid], h[grid]
-        step_out = out.reshape(-1)[idx]
-        # Off the grid by one float64 ulp, the encoder truncates (draw umax) or steps away
-        # (draw 0) as the nudged fraction asks.
-        h2 = np.nextafter(h, np.where(step_out, np.copysign(np.inf, h), 0.0))
-        codes.reshape(-1)[idx] = encode_pair(
-            h2, None, fmt, rounding="sr", overflow=overflow,
-            uniform=np.where(step_out, 0.0, umax), sr_bits=sr_bits, nan="zero")
-    return codes
+    if fmt.name == "binary64":
+        # A binary64 quantum is too fine for |lo| = 2**-1074 to be a vanishing part of it:
+        # step by hand.  The nudged fraction is 1 - 2**-53 (inwards: one ulp down iff u is
+        # the largest draw) or 2**-60 (outwards: one ulp up iff a 53-bit draw is 0).
+        umax = 1.0 - 2.0**-(53 if sr_bits is None else sr_bits)
+        sm = np.where(negative, -st, st)  # sign of |exact| - |y|
+        inward = (sm < 0) & (y != 0) & (u == umax) & np.isfinite(y)
+        outward = (sm > 0) & (u == 0) & (sr_bits is None)
+        hi = np.where(inward, np.nextafter(hi, 0.0),
+                      np.where(outward, np.nextafter(hi, np.copysign(np.inf, hi)), hi))
+        return encode_pair(hi, None, fmt, rounding="sr", overflow=overflow, uniform=u,
+                           sr_bits=sr_bits, nan="zero")
+    return encode_pair(hi, lo, fmt, rounding="sr", overflow=overflow, uniform=u,
+                       sr_bits=sr_bits, nan="zero")
 
 
 def _round_int(y: np.ndarray, st: np.ndarray, fmt: IntFormat, rounding: str,
@@ -296,7 +289,7 @@ def _round_int(y: np.ndarray, st: np.ndarray, fmt: IntFormat, rounding: str,
 # ---------------------------------------------------------------------------------------------
 # codes of exactly representable values
 # ---------------------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def _magnitudes(fmt: Format) -> np.ndarray:
     """float64 values of magnitude codes ``0 .. max_finite_code`` (increasing)."""
     codes = np.arange(fmt.max_finite_code + 1, dtype=np.uint64).astype(fmt.code_dtype)

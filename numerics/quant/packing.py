@@ -29,7 +29,7 @@ _GROUP = {4: (2, 1), 6: (4, 3), 8: (1, 1)}  # bits -> (codes per group, bytes pe
 def _check_bits(bits: object) -> int:
     if isinstance(bits, bool) or bits not in _GROUP:
         raise ValueError(f"Got {bits=}, but the only valid values are 4, 6 and 8")
-    return int(bits)  # type: ignore[arg-type]
+    return int(bits)
 
 
 def pack(codes: object, bits: int) -> np.ndarray:

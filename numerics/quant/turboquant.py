@@ -174,6 +174,7 @@ class TurboQuant:
 
     def _rows(self, x: object, name: str) -> tuple[np.ndarray, bool]:
         arr = np.asarray(x)
+        shape = arr.shape
         if arr.dtype == object or arr.dtype.kind not in "fiu":
             raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be a real array")
         arr = arr.astype(np.float64)
@@ -181,7 +182,7 @@ class TurboQuant:
         if single:
             arr = arr[None, :]
         if arr.ndim != 2 or arr.shape[1] != self.dim:
-            raise ValueError(f"Got {name} of shape {np.shape(x)}, but it must be ({self.dim},) "
+            raise ValueError(f"Got {name} of shape {shape}, but it must be ({self.dim},) "
                              f"or (n, {self.dim})")
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"Got non-finite values in {name}, but TurboQuant needs finite "
