@@ -401,7 +401,7 @@ def _lookup(bits: np.ndarray, table: np.ndarray, fmt: Format, low: int, nan: obj
         np.bitwise_and(b, fold, out=b)
         np.bitwise_or(b, chunk, out=b)
         np.right_shift(b, sh, out=b)
-        np.take(table, b, out=out[start:stop])
+        np.take(table, b, out=out[start:stop], mode="clip")
     return out.reshape(bits.shape)
 
 
@@ -533,7 +533,7 @@ def _stochastic_f32(x: np.ndarray, fmt: Format, overflow: str, nan: str,
         t1 &= fold
         t1 |= rr
         t1 >>= sh
-        np.take(table, t1, out=out[start:start + CHUNK])
+        np.take(table, t1, out=out[start:start + CHUNK], mode="clip")
         mag = chunk & np.uint32(0x7FFFFFFF)
         mag -= lo_bits
         odd = np.flatnonzero(mag > span)
@@ -640,7 +640,8 @@ def _take_pairs(fmt: Format, codes: np.ndarray) -> np.ndarray:
     carrier = out[:even].view(np.complex128)
     step = CHUNK // 4
     for start in range(0, index.size, step):
-        np.take(pairs, index[start:start + step], out=carrier[start:start + step])
+        np.take(pairs, index[start:start + step], out=carrier[start:start + step],
+                mode="clip")  # indices are in range: skip the bounds check
     if even < flat.size:
         out[even:] = decode_table(fmt)[flat[even:]]
     return out.reshape(codes.shape)
@@ -654,7 +655,7 @@ def _take(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
     out = np.empty(flat.size, table.dtype)
     step = CHUNK // 2
     for start in range(0, flat.size, step):
-        np.take(table, flat[start:start + step], out=out[start:start + step])
+        np.take(table, flat[start:start + step], out=out[start:start + step], mode="clip")
     return out.reshape(codes.shape)
 
 
