@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from peers import ML_DTYPES
 from strategies_core import ALL_FORMATS, DETERMINISTIC, float64_near_grid, nudge, values_for
 
 import numerics
@@ -31,20 +32,7 @@ from numerics.codec import decode_exact, encode_exact
 from numerics.formats import Format, get_format
 
 BIG = 4096  # from this size on, encode_f64 switches to table kernels
-ML: dict[str, Any] = {
-    "bfloat16": ml_dtypes.bfloat16,
-    "e5m2": ml_dtypes.float8_e5m2,
-    "e4m3": ml_dtypes.float8_e4m3,
-    "e3m4": ml_dtypes.float8_e3m4,
-    "e4m3fn": ml_dtypes.float8_e4m3fn,
-    "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
-    "e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
-    "e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz,
-    "e8m0fnu": ml_dtypes.float8_e8m0fnu,
-    "e2m3fn": ml_dtypes.float6_e2m3fn,
-    "e3m2fn": ml_dtypes.float6_e3m2fn,
-    "e2m1fn": ml_dtypes.float4_e2m1fn,
-}
+ML: dict[str, Any] = ML_DTYPES
 
 
 def reference(values: list[Any], fmt: Format, **options: Any) -> np.ndarray:

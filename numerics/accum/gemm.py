@@ -28,8 +28,10 @@ The result is a float64 array of values of ``output_format`` (final RNE cast).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from numerics.accum.summation import _Fl, two_sum
@@ -41,6 +43,7 @@ from numerics.accum.tensorcore import (
     decompose,
     get_preset,
 )
+from numerics.fast import decode_codes
 from numerics.formats import FORMATS, Format, as_format
 
 __all__ = ["gemm"]
@@ -71,6 +74,35 @@ def _check_matrices(A: Any, B: Any, C: Any) -> tuple[np.ndarray, np.ndarray, np.
                 f"Got C with shape {np.shape(C)}, but it must broadcast to {out_shape}"
             ) from None
     return a, b, c
+
+
+_ML_FP8 = {"e4m3fn": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+
+
+@functools.lru_cache(maxsize=None)
+def _fp8_tables(fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """Every code's value and its exponent (:func:`decompose`) for an 8-bit format."""
+    values = decode_codes(np.arange(256, dtype=np.uint8), fmt).reshape(256)
+    return values, decompose(values, fmt)
+
+
+def _fp8_cast(x: Any, fmt: Format) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(_cast(x, fmt), decompose(...))`` for a binary32 array ``x`` and FP8 ``fmt``.
+
+    ml_dtypes' binary32 -> FP8 cast is one round-to-nearest-even; below the format's
+    largest value (no NaN, no overflow) it equals the core encoder's, which was
+    checked for every binary32 value.  (From binary64 it is not: ml_dtypes rounds
+    through binary32 first.)  None when it does not apply.
+    """
+    mt = _ML_FP8.get(fmt.name)
+    if mt is None or not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 2:
+        return None
+    with np.errstate(invalid="ignore"):
+        if x.size == 0 or not float(np.abs(x).max()) < fmt.max:
+            return None
+    codes = x.astype(mt).view(np.uint8)
+    values, exps = _fp8_tables(fmt)
+    return values[codes], exps[codes]
 
 
 def _preset_chain(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray,
@@ -147,23 +179,35 @@ def _preset_chain_fast(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndar
     lo_a, hi_a = int(ea[anz].min()), int(ea[anz].max())
     lo_b, hi_b = int(eb[bnz].min()), int(eb[bnz].max())
     L = G.bit_length() + 1
-    if L * (hi_a - lo_a + hi_b - lo_b + 1) > 960:
+    ra, rb_ = hi_a - lo_a, hi_b - lo_b
+    ca, cb = L * ra // 2, L * rb_ // 2  # centre the weights' exponents on 0
+    top = L * (ra + rb_) - ca - cb + L
+    wdt: Any
+    if ca + cb <= 120 and top <= 120:
+        wdt = np.float32
+    elif top <= 1000:
+        wdt = np.float64
+    else:
         return None
-    Aw = np.where(anz, np.ldexp(1.0, L * (ea - lo_a)), 0.0)
-    Bw = np.where(bnz, np.ldexp(1.0, L * (eb - lo_b)), 0.0)
-    a32 = a.astype(np.float32)
+    Aw = np.where(anz, np.ldexp(1.0, L * (ea - lo_a) - ca), 0.0).astype(wdt)
+    Bw = np.where(bnz, np.ldexp(1.0, L * (eb - lo_b) - cb), 0.0).astype(wdt)
+    aT32 = np.ascontiguousarray(a.T, np.float32)
     b32 = b.astype(np.float32)
     e_floor = 2 * fin.emin
     d = c.astype(np.float32)
     du = d.view(np.uint32)
     rb = min(_FAST_ROWS, M)
     X = np.empty((G, rb, N), np.float32)
+    Bx = np.empty((G, rb, N), np.float32)
     T = np.empty((M, N), np.float32)
     for k0 in range(0, K, G):
         ks = slice(k0, k0 + G)
-        _, fe = np.frexp(Aw[:, ks] @ Bw[ks])
-        E = (fe - 1) // L + (lo_a + lo_b)
-        zero = np.flatnonzero(fe == 0)  # S == 0: every product has a zero factor
+        S = Aw[:, ks] @ Bw[ks]
+        _, E = np.frexp(S)
+        E += ca + cb - 1  # floor(log2 S) + ca + cb = L t + (0 .. log2 G)
+        E //= L
+        E += lo_a + lo_b
+        zero = np.flatnonzero(S == 0)  # every product has a zero factor
         if zero.size:
             ii, jj = np.divmod(zero, N)
             E.flat[zero] = (ea[ii, ks] + eb[ks, jj].T).max(axis=1)
@@ -173,12 +217,14 @@ def _preset_chain_fast(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndar
         np.maximum(ec, -126, out=ec)
         np.maximum(E, ec, out=E)
         s32 = np.ldexp(np.float32(1.0), (F - np.maximum(E, e_floor)).astype(np.int32))
-        aT = a32[:, ks].T
-        bk = b32[ks, None, :]
+        np.copyto(Bx, b32[ks, None, :])
+        aT = aT32[ks]
         for r0 in range(0, M, rb):
             r1 = min(r0 + rb, M)
-            x = X[:, :r1 - r0]
-            np.multiply(aT[:, r0:r1, None], bk, out=x)
+            m = r1 - r0
+            x = X[:, :m]
+            np.copyto(x, aT[:, r0:r1, None])
+            np.multiply(x, Bx[:, :m], out=x)
             np.multiply(x, s32[r0:r1], out=x)
             np.trunc(x, out=x)
             np.add.reduce(x, axis=0, out=T[r0:r1])
@@ -234,7 +280,16 @@ def gemm(
     if promote_every is not None and (not isinstance(promote_every, (int, np.integer))
                                       or isinstance(promote_every, bool) or promote_every < 1):
         raise ValueError(f"Got {promote_every=}, but it must be a positive int or None")
-    a, b = _cast(a, fin), _cast(b, fin)
+    fast_a, fast_b = _fp8_cast(A, fin), _fp8_cast(B, fin)
+    exps: list[np.ndarray | None] = [None, None]
+    if fast_a is not None:
+        a, exps[0] = fast_a
+    else:
+        a = _cast(a, fin)
+    if fast_b is not None:
+        b, exps[1] = fast_b
+    else:
+        b = _cast(b, fin)
     f32 = as_format("binary32")
     if isinstance(accumulator, str) and accumulator in PRESETS:
         preset = get_preset(accumulator)
@@ -249,7 +304,8 @@ def gemm(
         if pad:
             a = np.concatenate([a, np.zeros((M, pad))], axis=1)
             b = np.concatenate([b, np.zeros((pad, b.shape[1]))], axis=0)
-        ea, eb = decompose(a, fin), decompose(b, fin)
+        ea = decompose(a, fin) if pad or exps[0] is None else exps[0]
+        eb = decompose(b, fin) if pad or exps[1] is None else exps[1]
         F, e8 = preset.fractional_bits, preset.e8m13
 
         def chain(lo: int, hi: int, c0: np.ndarray) -> np.ndarray:
