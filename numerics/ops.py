@@ -1061,7 +1061,7 @@ del _f
 
 # ----------------------------------------------------------------------------- native fast path
 #: Elements per chunk of the native fast path (float64 temporaries of 256 KiB).
-_NCHUNK = 1 << 14
+_NCHUNK = 1 << 15
 _F32_CLASS = ("binary32", "bfloat16", "binary16")
 _DIRECTED = ("rtz", "ru", "rd")
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -1080,12 +1080,15 @@ def _registered(fmt: Format) -> str | None:
 
 
 def _native_f32(x: Any, fmt: Format) -> np.ndarray | None:
-    """Operand as float32 values of ``fmt`` (None: let the checked path decide)."""
+    """Operand as float32 values of ``fmt``, or uint16 bit patterns for bfloat16 arrays
+    (None: let the checked path decide)."""
     if not isinstance(x, (np.ndarray, float, np.floating)) or isinstance(x, (bool, np.bool_)):
         return None
     arr = np.asarray(x)
     native = dtype_of(fmt)
     if arr.dtype == native:
+        if fmt.name == "bfloat16":  # bit patterns: widened chunk by chunk (_widen_bf16)
+            return arr.view(np.uint16)
         return arr if arr.dtype == np.float32 else arr.astype(np.float32)
     if arr.dtype == np.float64:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -1314,6 +1317,125 @@ def _u8_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str, overflow
     return r
 
 
+class _Work:
+    """Preallocated chunk buffers of the native fast path (reused across chunks)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._bufs: dict[tuple[str, Any], np.ndarray] = {}
+
+    def get(self, key: str, dtype: Any, m: int) -> np.ndarray:
+        buf = self._bufs.get((key, dtype))
+        if buf is None:
+            buf = self._bufs[(key, dtype)] = np.empty(self.size, dtype)
+        return buf[:m]
+
+
+def _widen_bf16(v: np.ndarray, work: _Work, key: str) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) -> float32 values: the bits become the high half."""
+    if v.dtype != np.uint16:
+        return v
+    u = work.get(key, np.uint32, v.size)
+    np.copyto(u, v)
+    u <<= np.uint32(16)
+    return u.view(np.float32)
+
+
+def _f32_fast_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str, work: _Work
+                    ) -> np.ndarray | None:
+    """Float32-arithmetic shortcuts for one chunk (float32 result, a work buffer view);
+    ``None`` where they do not apply and :func:`_f32_chunk` must run.
+
+    * rne ``+ - * / sqrt`` (binary32) and ``+ - *`` (bfloat16): one float32 operation,
+      then (bfloat16) the nearest-even bit trick on the float32 pattern; Figueroa (D1)
+      makes the double rounding harmless.
+    * rtz ``+ -`` (binary32, bfloat16): ``s = fl32(a +- b)`` and TwoSum's float32 residual
+      ``err`` (exact when ``s`` is finite: Boldo, Graillat and Muller, 2017).  When ``err``
+      and ``s`` have opposite signs ``|exact| < |s|`` and ``s`` steps one float32 ulp
+      toward zero: that is the float32 truncation of the exact sum, and truncating it to
+      bfloat16 (clearing the low 16 bits) truncates the exact sum, as the bfloat16 grid
+      is part of the float32 grid.  A non-finite residual (overflow, inf or NaN operands)
+      sends the chunk to the general path.
+    * rtz ``*`` (bfloat16): the product of two 8-bit significands is exact in float32
+      unless it overflows or lies below bfloat16's smallest subnormal ``2**-133``; there
+      truncation still gives 0 except when float32 rounded up to exactly ``2**-133``.
+      Chunks holding a non-finite product or a product of magnitude ``2**-133`` take
+      the general path.
+    """
+    m = c[0].size
+    bf16 = fmt.name == "bfloat16"
+    if rounding == "rne":
+        if fmt.name not in ("binary32", "bfloat16") or op == "fma" or bf16 and op in ("div",
+                                                                                     "sqrt"):
+            return None
+        f = work.get("s", np.float32, m)
+        if op == "add":
+            np.add(c[0], c[1], out=f)
+        elif op == "sub":
+            np.subtract(c[0], c[1], out=f)
+        elif op == "mul":
+            np.multiply(c[0], c[1], out=f)
+        elif op == "div":
+            np.divide(c[0], c[1], out=f)
+        else:
+            np.sqrt(c[0], out=f)
+        if bf16:
+            b = f.view(np.uint32)
+            t = work.get("t", np.uint32, m)
+            np.right_shift(b, np.uint32(16), out=t)
+            t &= np.uint32(1)
+            b += t
+            b += np.uint32(0x7FFF)
+            b &= np.uint32(0xFFFF0000)
+        return f
+    if rounding != "rtz":
+        return None
+    if op in ("add", "sub"):
+        a, bb = c[0], c[1]
+        s = work.get("s", np.float32, m)
+        v = work.get("v", np.float32, m)
+        w = work.get("w", np.float32, m)
+        if op == "add":  # TwoSum(a, b)
+            np.add(a, bb, out=s)
+            np.subtract(s, a, out=v)  # b virtual
+            np.subtract(s, v, out=w)  # a virtual
+            np.subtract(a, w, out=w)  # a residual
+            np.subtract(bb, v, out=v)  # b residual
+            np.add(w, v, out=v)  # err
+        else:  # TwoSum(a, -b)
+            np.subtract(a, bb, out=s)
+            np.subtract(s, a, out=v)  # (-b) virtual
+            np.subtract(s, v, out=w)
+            np.subtract(a, w, out=w)
+            np.add(bb, v, out=v)  # -((-b) residual)
+            np.subtract(w, v, out=v)
+        if not np.isfinite(np.add.reduce(v)):
+            return None
+        sb = s.view(np.uint32)
+        t = work.get("t", np.uint32, m)
+        np.bitwise_and(sb, np.uint32(0x80000000), out=t)
+        t ^= v.view(np.uint32)  # err * sign(s), bit for bit
+        step = work.get("step", np.bool_, m)
+        np.less(t.view(np.float32), np.float32(0), out=step)
+        np.subtract(sb, step, out=sb)
+        if bf16:
+            sb &= np.uint32(0xFFFF0000)
+        return s
+    if op == "mul" and bf16:
+        p = work.get("s", np.float32, m)
+        np.multiply(c[0], c[1], out=p)
+        if not np.isfinite(np.add.reduce(p)):
+            return None
+        pb = p.view(np.uint32)
+        pb &= np.uint32(0xFFFF0000)
+        t = work.get("t", np.uint32, m)
+        np.bitwise_and(pb, np.uint32(0x7FFFFFFF), out=t)
+        if (t == np.uint32(0x00010000)).any():
+            return None
+        return p
+    return None
+
+
 def _native_run(op: str, operands: list[Any], fmt: Format, rounding: str, overflow: str
                 ) -> np.ndarray | None:
     """Fast path on the operands' own dtype; ``None`` where it does not apply."""
@@ -1343,12 +1465,28 @@ def _native_run(op: str, operands: list[Any], fmt: Format, rounding: str, overfl
     out = np.empty(n, np.float64)
     if cls == "u8" and op == "fma":
         _u8_table("mul_exact", fmt, "rne", "ieee")
+    work = _Work(min(_NCHUNK, max(n, 1)))
     with np.errstate(all="ignore"):
+        if cls == "u8" and op in ("add", "sub", "mul", "div"):
+            # Pair table: index code_a << 8 | code_b built in uint16, widened once for take.
+            table = _u8_table(op, fmt, rounding, overflow)
+            for start in range(0, n, _NCHUNK):
+                stop = min(start + _NCHUNK, n)
+                m = stop - start
+                i16 = work.get("i16", np.uint16, m)
+                np.left_shift(flat[0][start:stop], 8, out=i16, dtype=np.uint16)
+                np.bitwise_or(i16, flat[1][start:stop], out=i16)
+                idx = work.get("idx", np.intp, m)
+                np.copyto(idx, i16)
+                np.take(table, idx, out=out[start:stop], mode="clip")
+            return out.reshape(shape)
         for start in range(0, n, _NCHUNK):
             stop = min(start + _NCHUNK, n)
             c = [v[start:stop] for v in flat]
             if cls == "f32":
-                out[start:stop] = _f32_chunk(op, c, fmt, rounding)
+                c = [_widen_bf16(v, work, f"x{i}") for i, v in enumerate(c)]
+                r = _f32_fast_chunk(op, c, fmt, rounding, work)
+                out[start:stop] = r if r is not None else _f32_chunk(op, c, fmt, rounding)
             else:
                 out[start:stop] = _u8_chunk(op, c, fmt, rounding, overflow)
     if cls == "f32" and overflow == "saturate":

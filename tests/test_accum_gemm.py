@@ -160,3 +160,32 @@ def test_bad_input() -> None:
         accum.gemm(A, A.T, np.ones(3), input_format="e4m3fn", accumulator="hopper-fp8")
     with pytest.raises(ValueError, match="fractional_bits"):
         accum.fused_dot_add([1.0], [1.0], 0.0, input_format="e4m3fn", fractional_bits=-1)
+
+
+@pytest.mark.parametrize("preset, fin", [("hopper-fp8", "e4m3fn"), ("ada-fp8", "e5m2")])
+def test_gemm_float32_inputs_fast_path_matches_reference(
+        preset: str, fin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32 operands (the benchmark's case) take the vectorized fast path; it must agree
+    with the chained rational reference, zeros and subnormal inputs included."""
+    import importlib
+
+    module = importlib.import_module("numerics.accum.gemm")
+    taken: list[bool] = []
+    original = module._preset_chain_fast
+
+    def spy(*args: object, **kwargs: object) -> object:
+        result = original(*args, **kwargs)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(module, "_preset_chain_fast", spy)
+    rng = np.random.default_rng(5)
+    K = 96
+    A = _fp8(rng, (4, K), fin).astype(np.float32)
+    B = _fp8(rng, (K, 3), fin).astype(np.float32)
+    A[0, :8] = 2.0**-9  # e4m3fn's smallest subnormal
+    B[:, 2] = 0.0  # an all-zero column
+    got = accum.gemm(A, B, input_format=fin, accumulator=preset)
+    np.testing.assert_array_equal(got, _ref_gemm(A.astype(np.float64), B.astype(np.float64),
+                                                 preset, fin, None))
+    assert taken == [True]

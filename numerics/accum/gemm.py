@@ -79,7 +79,7 @@ def _check_matrices(A: Any, B: Any, C: Any) -> tuple[np.ndarray, np.ndarray, np.
 _ML_FP8 = {"e4m3fn": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fp8_tables(fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     """Every code's value and its exponent (:func:`decompose`) for an 8-bit format."""
     values = decode_codes(np.arange(256, dtype=np.uint8), fmt).reshape(256)
@@ -216,7 +216,14 @@ def _preset_chain_fast(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndar
         ec -= 127
         np.maximum(ec, -126, out=ec)
         np.maximum(E, ec, out=E)
-        s32 = np.ldexp(np.float32(1.0), (F - np.maximum(E, e_floor)).astype(np.int32))
+        # powers of two built from their exponent fields (np.ldexp is slow)
+        s32 = ((F + 127) - np.maximum(E, e_floor)).astype(np.uint32)
+        s32 <<= 23
+        s32 = s32.view(np.float32)
+        up = ((F + 1023) - E).astype(np.uint64)
+        up <<= 52
+        down = ((1023 - F) + E).astype(np.uint64)
+        down <<= 52
         np.copyto(Bx, b32[ks, None, :])
         aT = aT32[ks]
         for r0 in range(0, M, rb):
@@ -228,10 +235,13 @@ def _preset_chain_fast(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndar
             np.multiply(x, s32[r0:r1], out=x)
             np.trunc(x, out=x)
             np.add.reduce(x, axis=0, out=T[r0:r1])
-        total = np.trunc(np.ldexp(d.astype(np.float64), F - E))
+        total = d.astype(np.float64)
+        total *= up.view(np.float64)  # exact: 2**(F - E) and the product are normal
+        np.trunc(total, out=total)
         total += T
         total += 0.0  # an exact zero is +0
-        d = np.ldexp(total, E - F).astype(np.float32)
+        total *= down.view(np.float64)  # exact: 2**(E - F) >= 2**-139
+        d = total.astype(np.float32)
         du = d.view(np.uint32)
         if e8m13:
             du &= np.uint32(0xFFFFFC00)
