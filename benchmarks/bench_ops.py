@@ -55,8 +55,11 @@ def run(quick: bool = False) -> list[dict]:
                                      ("fma", "numpy float32 add", peer_add)):
                 args = (a, b, c) if op == "fma" else (a, b)
                 fn = getattr(ops, op)
-                ours = _best(lambda fn=fn, args=args, name=name, rounding=rounding:
-                             fn(*args, name, rounding=rounding), repeat)
+                def call(fn: Any = fn, args: tuple[Any, ...] = args, name: str = name,
+                         rounding: str = rounding) -> Any:
+                    return fn(*args, name, rounding=rounding)
+
+                ours = _best(call, repeat)
                 ok = None if op == "fma" else ours <= target_x * peer_s
                 rows.append({"group": "ops", "case": f"{op} {name} {rounding} n=2**{n.bit_length()-1}",
                              "ours_s": ours, "peer": peer, "peer_s": peer_s,

@@ -118,7 +118,7 @@ def main() -> None:
             print(results["cases"][-1], flush=True)
     if args.dump:
         # Small cases with their GPU outputs, kept as a test fixture (tests/data).
-        cases = {}
+        cases: dict[str, Any] = {}
         for name, fmt, tdt, K in (("fp16_k64", "binary16", torch.float16, 64),
                                   ("bf16_k256", "bfloat16", torch.bfloat16, 256)):
             A, B = draw(rng, (16, K), fmt, 8), draw(rng, (K, 16), fmt, 8)

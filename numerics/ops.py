@@ -1061,7 +1061,7 @@ del _f
 
 # ----------------------------------------------------------------------------- native fast path
 #: Elements per chunk of the native fast path (float64 temporaries of 256 KiB).
-_NCHUNK = 1 << 15
+_NCHUNK = 1 << 16
 _F32_CLASS = ("binary32", "bfloat16", "binary16")
 _DIRECTED = ("rtz", "ru", "rd")
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -1356,11 +1356,12 @@ def _f32_fast_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str, wo
       bfloat16 (clearing the low 16 bits) truncates the exact sum, as the bfloat16 grid
       is part of the float32 grid.  A non-finite residual (overflow, inf or NaN operands)
       sends the chunk to the general path.
-    * rtz ``*`` (bfloat16): the product of two 8-bit significands is exact in float32
-      unless it overflows or lies below bfloat16's smallest subnormal ``2**-133``; there
-      truncation still gives 0 except when float32 rounded up to exactly ``2**-133``.
-      Chunks holding a non-finite product or a product of magnitude ``2**-133`` take
-      the general path.
+    * rtz ``*`` (bfloat16): the exact product ``M * 2**E`` (``M < 2**16``) is a float32
+      unless it overflows or ``E < -149``, which means ``|exact| < 2**-134``: then
+      ``|fl32(product)| <= 2**-134`` and truncation gives the right 0 (bfloat16's
+      smallest subnormal is ``2**-133``).  So clearing the low 16 bits of the float32
+      product truncates the exact one.  Chunks with a non-finite product take the
+      general path.
     """
     m = c[0].size
     bf16 = fmt.name == "bfloat16"
@@ -1426,12 +1427,7 @@ def _f32_fast_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str, wo
         np.multiply(c[0], c[1], out=p)
         if not np.isfinite(np.add.reduce(p)):
             return None
-        pb = p.view(np.uint32)
-        pb &= np.uint32(0xFFFF0000)
-        t = work.get("t", np.uint32, m)
-        np.bitwise_and(pb, np.uint32(0x7FFFFFFF), out=t)
-        if (t == np.uint32(0x00010000)).any():
-            return None
+        p.view(np.uint32)[...] &= np.uint32(0xFFFF0000)
         return p
     return None
 

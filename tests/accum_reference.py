@@ -8,7 +8,7 @@ so that every operation below is exactly "one rounding per step".
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Callable
+from typing import Any, Callable
 
 INF = float("inf")
 
@@ -128,10 +128,10 @@ def ref_blocked(xs: list[Fraction], fl: Callable[[Fraction], Fraction],
     return total
 
 
-def ref_tree(xs: list[Fraction], fl: Callable[[Fraction], Fraction], node: object) -> Fraction:
+def ref_tree(xs: list[Fraction], fl: Callable[[Fraction], Fraction], node: Any) -> Fraction:
     if isinstance(node, int):
         return xs[node]
-    vals = [ref_tree(xs, fl, ch) for ch in node]  # type: ignore[union-attr]
+    vals = [ref_tree(xs, fl, ch) for ch in node]
     s = vals[0]
     for v in vals[1:]:
         s = fl(s + v)
@@ -179,7 +179,7 @@ def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
     p, emin, emax = out
     if mode == "rtz" and total != 0 and abs(total) >= Fraction(2) ** (emax + 1):
         return INF if total > 0 else -INF
-    r = rnd(total, p, emin, emax, mode)
+    r: Any = rnd(total, p, emin, emax, mode)
     if e8m13 and r not in (INF, -INF) and r != 0:
         r = rnd(r, 14, -126, 127, "rtz")  # 13 fraction bits: precision 14, same grid
     return r

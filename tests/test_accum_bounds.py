@@ -28,6 +28,7 @@ def rows(draw: st.DrawFn) -> tuple[np.ndarray, str]:
     top = _MAX_ABS[fmt] / 64
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
+    x: np.ndarray
     if kind == "positive":
         x = rng.random(n) * top
     elif kind == "mixed":

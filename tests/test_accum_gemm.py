@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
+import accum_reference as ref
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numerics import accum, get_format
-import accum_reference as ref
 
 _OUT = {"binary32": (24, -126, 127), "binary16": (11, -14, 15)}
 
@@ -81,12 +82,12 @@ def _ref_gemm(A: np.ndarray, B: np.ndarray, preset: str, fin: str,
             step = promote or len(a)
             total = Fraction(0)
             for lo in range(0, len(a), step):
-                d: Fraction | float = Fraction(0)
+                d: Any = Fraction(0)
                 for k0 in range(lo, min(lo + step, len(a)), G):
-                    d = ref.ref_fused(a[k0:k0 + G], b[k0:k0 + G], d,  # type: ignore[arg-type]
+                    d = ref.ref_fused(a[k0:k0 + G], b[k0:k0 + G], d,
                                       get_format(fin).emin, -126, p.fractional_bits,
                                       _OUT["binary32"], "rtz", p.e8m13)
-                total = f32(total + d) if promote else d  # type: ignore[operator]
+                total = f32(total + d) if promote else d
             out[i, j] = float(total)
     return out
 

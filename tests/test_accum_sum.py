@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import accum_reference as ref
 import numpy as np
 import pytest
 
 from numerics import accum
-import accum_reference as ref
 
 FMTS = ["bfloat16", "binary16", "e4m3fn", "e5m2", "binary32"]
 MODES = ["rne", "rna", "rtz", "ru", "rd", "rto"]

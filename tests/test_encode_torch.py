@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64"])
 def test_torch_tensor_matches_numpy(dtype: str) -> None:
     rng = np.random.default_rng(7)
-    values = rng.standard_normal(5000) * 300
+    values: np.ndarray = rng.standard_normal(5000) * 300
     if dtype == "int64":
         values = rng.integers(-(2**62), 2**62, 5000)
         tensor = torch.tensor(values, dtype=torch.int64)

@@ -4,6 +4,7 @@ Q1-Q10), and each bound tight (some element comes within a factor of 2, or equal
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -50,7 +51,7 @@ def _scaled(case: dict, elem: str, rounding: str) -> tuple[np.ndarray, object]:
     rng = np.random.default_rng(case["seed"])
     x = np.ldexp(rng.uniform(-2, 2, shape),
                  rng.integers(-case["spread"], case["spread"] + 1, shape))
-    kw = {"block_size": block} if case["scaling"] == "block" else {}
+    kw: dict[str, Any] = {"block_size": block} if case["scaling"] == "block" else {}
     q = quantize(x, elem, scaling=case["scaling"], scale_format=case["sfmt"],
                  scale_rounding=case["srnd"], rounding=rounding, rng=case["seed"], **kw)
     return x, q

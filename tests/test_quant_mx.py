@@ -199,6 +199,6 @@ def test_mx_float32_fast_path_matches_exact_and_gfloat(name: str, seed: int,
 
 
 def gfloat_values(elem: str) -> np.ndarray:
-    from numerics.quant._core import _magnitudes
     from numerics.formats import get_format
+    from numerics.quant._core import _magnitudes
     return _magnitudes(get_format(elem))

@@ -4,6 +4,7 @@ checked against exact Fraction references."""
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -61,7 +62,7 @@ def test_quantize_matches_exact_reference(elem: str, scaling: str, sfmt: str, sr
     if elem in INT_ELEMENTS:
         rounding = "rne"
     x = _tensor(seed, (4, 6))
-    kw = {"block_size": 3} if scaling == "block" else {}
+    kw: dict[str, Any] = {"block_size": 3} if scaling == "block" else {}
     q = quantize(x, elem, scaling=scaling, axis=1, scale_format=sfmt, scale_rounding=srnd,
                  rounding=rounding, **kw)
     s_full = q.scale_per_element()
@@ -150,9 +151,8 @@ def test_nvfp4_recipe_exact() -> None:
     x[0, :16] *= 1e-6  # a block whose scale underflows
     q = nvfp4(x)
     amax = Fraction(float(np.max(np.abs(x))))
-    g = Fraction(float(np.float32(0)))  # placeholder for type
     g = Fraction(decode_exact(encode_exact(amax / 2688, "binary32"), "binary32"))
-    assert Fraction(q.global_scale) == g
+    assert q.global_scale is not None and Fraction(q.global_scale) == g
     for r in range(3):
         for b in range(4):
             blk = x[r, 16 * b:16 * b + 16]
