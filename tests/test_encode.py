@@ -386,3 +386,44 @@ def test_bad_input() -> None:
         numerics.decode([-1], "e4m3fn")
     with pytest.raises(TypeError):
         numerics.decode(np.array([1.0]), "e4m3fn")
+
+
+# ---------------------------------------------------------------- with the project's own toolkit
+from numerics.testing import assert_bitwise_equal  # noqa: E402  (dogfooding numerics.testing)
+from numerics.testing.strategies import formats, near_ties, roundings  # noqa: E402
+from numerics.testing.strategies import ties as tie_values  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), formats(), roundings(), st.sampled_from(["ieee", "saturate"]))
+def test_ties_from_the_toolkit_round_like_the_reference(data: st.DataObject, name: str,
+                                                        mode: str, overflow: str) -> None:
+    """Exact midpoints drawn by ``numerics.testing.strategies.ties`` (binary64 excluded:
+    its midpoints are not floats) round like the exact reference, alone and in a block
+    large enough for the table kernels."""
+    fmt = get_format(name)
+    if fmt.bits == 64:
+        return
+    x = data.draw(st.lists(tie_values(fmt), min_size=1, max_size=8))
+    want = np.array([encode_exact(v, fmt, rounding=mode, overflow=overflow) for v in x],
+                    fmt.code_dtype)
+    got = numerics.encode(np.array(x), fmt, rounding=mode, overflow=overflow)
+    assert_bitwise_equal(got, want, fmt=fmt, canonical_nan=False)
+    tiled = numerics.encode(np.resize(np.array(x), BIG), fmt, rounding=mode, overflow=overflow)
+    assert_bitwise_equal(tiled, np.resize(want, BIG), fmt=fmt, canonical_nan=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data(), st.sampled_from(["bfloat16", "binary16", "e4m3fn", "e5m2", "e2m1fn",
+                                   "e8m0fnu", "binary8p3"]), roundings())
+def test_near_ties_from_the_toolkit_round_like_the_reference(data: st.DataObject, name: str,
+                                                             mode: str) -> None:
+    """float32 values one float32 ulp from a midpoint (``near_ties``), through the float32
+    table kernels, round like the exact reference."""
+    fmt = get_format(name)
+    x = np.array(data.draw(st.lists(near_ties(fmt, "binary32"), min_size=1, max_size=8)),
+                 np.float32)
+    want = np.array([encode_exact(float(v), fmt, rounding=mode, overflow="ieee", nan="zero")
+                     for v in x], fmt.code_dtype)
+    got = numerics.encode(np.resize(x, BIG), fmt, rounding=mode, nan="zero")
+    assert_bitwise_equal(got, np.resize(want, BIG), fmt=fmt, canonical_nan=False)

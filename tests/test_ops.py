@@ -508,3 +508,26 @@ def test_float32_shortcuts_against_fraction(name: str, mode: str, op: str,
                 for i, w in enumerate(want):
                     assert same(w, float(got[i])), (name, op, mode, float(xo[0][i]),
                                                     float(xo[1][i]), w, got[i])
+
+
+@st.composite
+def toolkit_cases(draw: st.DrawFn) -> tuple[Format, str, list[np.ndarray], str]:
+    """Operands from the project's own strategies (``numerics.testing.strategies.values``):
+    every class of every format, edges weighted (dogfooding)."""
+    from numerics.testing.strategies import formats as format_names
+    from numerics.testing.strategies import roundings, values
+
+    fmt = get_format(draw(format_names()))
+    op = draw(st.sampled_from(list(OPS)))
+    arity = 3 if op == "fma" else 1 if op == "sqrt" else 2
+    n = draw(st.integers(1, 6))
+    xs = [np.array(draw(st.lists(values(fmt), min_size=n, max_size=n)), np.float64)
+          for _ in range(arity)]
+    return fmt, op, xs, draw(roundings())
+
+
+@given(toolkit_cases())
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_operands_from_the_toolkit(case: tuple[Format, str, list[np.ndarray], str]) -> None:
+    fmt, op, xs, mode = case
+    check_batch(fmt, op, xs, mode, "ieee", "after")  # drops invalid ops in NaN-less formats
