@@ -22,7 +22,20 @@ Exact values that are not a single float64 are passed as a pair
 ``hi + lo`` with ``hi = RNE64(hi + lo)``.  Every rounding boundary of a format
 narrower than binary64 (a representable value or a midpoint) is a float64, so
 it cannot lie strictly between ``hi`` and the exact value: ``lo`` only matters
-through its sign when ``hi`` sits exactly on a boundary.
+through its sign when ``hi`` sits exactly on a boundary (and, for stochastic
+rounding, through its size).
+
+Fast paths (each pinned to :func:`encode_pair` and the reference by the tests)
+-------------------------------------------------------------------------------
+* Table look-ups: for ``t <= 7`` the rounding of a float32 (float64) is decided by
+  its top ``t + 10`` (``t + 13``) bits plus one sticky bit for everything below;
+  the sticky bit is folded into the index with integer adds, and a table built
+  once per (format, rounding, overflow) by :func:`encode_pair` gives the code.
+* bfloat16 round-to-nearest-even from float32: add ``0x7FFF`` plus the kept lsb.
+* Stochastic rounding of float32: add random bits under the quantum, truncate
+  (see :func:`_stochastic_f32`).
+* Decoding byte formats: one look-up in a 65536-entry table of value pairs
+  decodes two codes.
 """
 
 from __future__ import annotations
@@ -515,8 +528,8 @@ def _stochastic_f32(x: np.ndarray, fmt: Format, overflow: str, nan: str,
     # Elements outside [2**emin, inf) by magnitude bits: |bits - lo| > span as unsigned.
     lo_bits = np.uint32(max(fmt.emin + 127, 1) << 23)
     span = np.uint32(0x7F800000 - 1 - int(lo_bits))
-    odd_index: list[np.ndarray] = []
-    odd_r: list[np.ndarray] = []
+    slow_index: list[np.ndarray] = []
+    slow_r: list[np.ndarray] = []
     rr_buf = np.empty(min(CHUNK, flat.size), np.uint32)
     for start in range(0, flat.size, CHUNK):
         chunk = flat[start:start + CHUNK]
@@ -536,13 +549,13 @@ def _stochastic_f32(x: np.ndarray, fmt: Format, overflow: str, nan: str,
         np.take(table, t1, out=out[start:start + CHUNK], mode="clip")
         mag = chunk & np.uint32(0x7FFFFFFF)
         mag -= lo_bits
-        odd = np.flatnonzero(mag > span)
-        if odd.size:
-            odd_index.append(odd + start)
-            odd_r.append(r[odd])
-    if odd_index:
-        index = np.concatenate(odd_index)
-        words = np.concatenate(odd_r).astype(np.uint32)
+        slow = np.flatnonzero(mag > span)
+        if slow.size:
+            slow_index.append(slow + start)
+            slow_r.append(r[slow])
+    if slow_index:
+        index = np.concatenate(slow_index)
+        words = np.concatenate(slow_r).astype(np.uint32)
         uniform = np.ldexp((words >> np.uint32(width - k)).astype(np.float64), -k)
         values = flat[index].view(np.float32).astype(np.float64)
         out[index] = encode_pair(values, None, fmt, rounding="sr", overflow=overflow,

@@ -315,7 +315,8 @@ def test_broadcasting_and_scalars() -> None:
     r = ops.add(np.ones((2, 1)), np.array([1.0, 2.0, 3.0]), "binary16")
     assert r.shape == (2, 3) and r.dtype == np.float64
     assert isinstance(ops.mul(2.0, 3.0, "e4m3fn"), np.floating)
-    r32 = ops.add(np.float32([1.0, 2.0]), np.float32(2.0**-24), "binary32", rounding="ru")
+    r32 = ops.add(np.array([1.0, 2.0], np.float32), np.float32(2.0**-24), "binary32",
+                  rounding="ru")
     assert r32.tolist() == [1.0 + 2.0**-23, 2.0 + 2.0**-22]
 
 
@@ -350,7 +351,7 @@ def test_fma_exactness_of_reference_sanity() -> None:
     assert exact > 1
 
 
-# ----------------------------------------------------------------------------- proofs/double_rounding.md
+# ------------------------------------------------------------------ proofs/double_rounding.md
 f32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
 
