@@ -1410,7 +1410,7 @@ def _f32_fast_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str, wo
             np.subtract(a, w, out=w)
             np.add(bb, v, out=v)  # -((-b) residual)
             np.subtract(w, v, out=v)
-        if not np.isfinite(np.add.reduce(v)):
+        if not np.isfinite(v).all():  # (a sum could overflow: test each)
             return None
         sb = s.view(np.uint32)
         t = work.get("t", np.uint32, m)
@@ -1425,7 +1425,7 @@ def _f32_fast_chunk(op: str, c: list[np.ndarray], fmt: Format, rounding: str, wo
     if op == "mul" and bf16:
         p = work.get("s", np.float32, m)
         np.multiply(c[0], c[1], out=p)
-        if not np.isfinite(np.add.reduce(p)):
+        if not np.isfinite(p).all():
             return None
         p.view(np.uint32)[...] &= np.uint32(0xFFFF0000)
         return p

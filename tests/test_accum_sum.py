@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from fractions import Fraction
 
 import accum_reference as ref
@@ -52,7 +53,7 @@ _RING = [3, 0, 11, 5, 1, 2, 10, 4, 6, 7, 8, 9]
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("alg", accum.ALGORITHMS)
 def test_bit_exact_against_reference(alg: str, mode: str, fmt: str) -> None:
-    rng = np.random.default_rng(hash((alg, mode, fmt)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((alg, mode, fmt)).encode()))
     n, cols = 12, 7
     x = _data(fmt, rng, (cols, n))
     kw: dict[str, object] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import struct
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ def test_binding_agrees_with_fraction_reference(name: str) -> None:
 @pytest.mark.parametrize("name", list(KINDS))
 def test_ops_agree_with_softfloat(name: str, op: str) -> None:
     fmt = get_format(name)
-    rng = np.random.default_rng(abs(hash((name, op, 1))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((name, op, 1)).encode()))
     xs = hard_operands(fmt, op, rng, 80)
     # a few specials too
     if op != "sqrt":
