@@ -244,7 +244,7 @@ PRIMES = st.one_of(
 ))
 def test_int_mod_2_32_is_exact_at_every_magnitude(x: float) -> None:
     """The XOR operand is the exact integer mod 2**32, also far above 2**63 (no int64 cast)."""
-    from numerics.hashing import _int_mod_2_32
+    from numerics.hashing._emulated import _int_mod_2_32
 
     got = _int_mod_2_32(np.array([x], dtype=np.float32))
     assert got.dtype == np.uint32
