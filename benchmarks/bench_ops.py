@@ -61,7 +61,8 @@ def run(quick: bool = False) -> list[dict]:
 
                 ours = _best(call, repeat)
                 ok = None if op == "fma" else ours <= target_x * peer_s
-                rows.append({"group": "ops", "case": f"{op} {name} {rounding} n=2**{n.bit_length()-1}",
+                case = f"{op} {name} {rounding} n=2**{n.bit_length() - 1}"
+                rows.append({"group": "ops", "case": case,
                              "ours_s": ours, "peer": peer, "peer_s": peer_s,
                              "target": f"within {target_x}x" if op != "fma" else "report",
                              "ok": ok})

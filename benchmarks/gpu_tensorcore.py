@@ -137,7 +137,8 @@ def main() -> None:
                                    use_fast_accum=fast)
             cases[name + "_A"], cases[name + "_B"] = A, B
             cases[name + "_D"] = out.cpu().numpy()
-        np.savez_compressed(args.dump, gpu=np.array(results["gpu"]), torch=np.array(torch.__version__),
+        np.savez_compressed(args.dump, gpu=np.array(results["gpu"]),
+                            torch=np.array(torch.__version__),
                             **cases)
     if args.fp8_promotion:
         for K in (256, 1024, 4096):

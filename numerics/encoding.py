@@ -34,7 +34,8 @@ _ML_DTYPES = {
                  "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
                  "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
 }
-_ML_INT = {np.dtype(getattr(ml_dtypes, n)) for n in ("int1", "int2", "int4", "uint1", "uint2", "uint4")}
+_ML_INT = {np.dtype(getattr(ml_dtypes, n))
+           for n in ("int1", "int2", "int4", "uint1", "uint2", "uint4")}
 
 
 def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object) -> None:

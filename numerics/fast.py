@@ -218,7 +218,8 @@ def _stochastic_increment(rem: np.ndarray, shift: np.ndarray, kept: np.ndarray,
         t = fmt.trailing_bits
         q = binade - t  # exponent of the quantum at hi
         tiny = np.ldexp(np.abs(lo), (-np.clip(q, -2000, 2000)).astype(np.int32))  # |lo| in quanta
-        tiny = np.where(sticky != 0, np.maximum(tiny, 5e-324), 0.0)  # keep its sign if it underflows
+        # keep the residual's sign even where its size underflows
+        tiny = np.where(sticky != 0, np.maximum(tiny, 5e-324), 0.0)
         below = (rem == 0) & (sticky < 0)
         halved = below & (kept == (1 << t)) & (binade > fmt.emin)  # binade bottom: finer below
         tiny = np.where(halved, 2 * tiny, tiny)
@@ -230,7 +231,8 @@ def _stochastic_increment(rem: np.ndarray, shift: np.ndarray, kept: np.ndarray,
     else:
         scaled = np.ldexp(frac, sr_bits)
         if tiny is not None:
-            # floor((A - e) * 2**k) for tiny e > 0 with A * 2**k an integer is A*2**k - ceil(e*2**k),
+            # floor((A - e) * 2**k) for tiny e > 0 with A * 2**k an integer is
+            # A*2**k - ceil(e*2**k),
             # which float64 would round away when e is below its resolution.
             whole = np.ldexp(np.where(below, 1.0, np.ldexp(rem.astype(np.float64), neg_shift)),
                              sr_bits)

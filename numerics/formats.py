@@ -139,7 +139,8 @@ class Format:
         if self.infinity is Infinity.IEEE and self.nan not in (NaNEncoding.IEEE,):
             raise ValueError("IEEE-placed infinities need IEEE-placed NaNs (nan=NaNEncoding.IEEE)")
         if self.nan is NaNEncoding.IEEE and self.infinity is not Infinity.IEEE:
-            raise ValueError("IEEE-placed NaNs need IEEE-placed infinities (infinity=Infinity.IEEE)")
+            raise ValueError(
+                "IEEE-placed NaNs need IEEE-placed infinities (infinity=Infinity.IEEE)")
         if self.infinity is Infinity.TOP and self.nan is NaNEncoding.TOP:
             raise ValueError("infinity=TOP and nan=TOP would claim the same code")
         if self.max_finite_code < 1:

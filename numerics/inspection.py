@@ -55,7 +55,8 @@ Exact = Fraction | float  # Fraction for finite non-zero values; floats for +-0,
 
 
 def decimal_text(value: Fraction | float) -> str:
-    """Exact decimal text of a value: ``"-0"``, ``"inf"``, ``"nan"``, or ``p/q`` if it does not terminate.
+    """Exact decimal text of a value: ``"-0"``, ``"inf"``, ``"nan"``, or ``p/q`` if it does not
+    terminate.
 
     Examples
     --------

@@ -173,7 +173,8 @@ def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
         try:
             header = json.loads(f.read(n))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise TensorFileError(f"Got file {path!r}, whose safetensors header is not JSON: {err}") \
+            raise TensorFileError(
+                f"Got file {path!r}, whose safetensors header is not JSON: {err}") \
                 from None
     if not isinstance(header, dict):
         raise TensorFileError(f"Got file {path!r}, whose safetensors header is not a JSON object")
@@ -241,7 +242,8 @@ def _load_raw(path: str, key: str | None) -> tuple[str, np.ndarray, str]:
             with np.load(path, allow_pickle=False) as z:
                 arr = z[name]
         except ValueError as err:
-            raise TensorFileError(f"Got tensor {name!r} in {path!r}, which is not readable: {err}") \
+            raise TensorFileError(
+                f"Got tensor {name!r} in {path!r}, which is not readable: {err}") \
                 from None
         return name, arr, arr.dtype.str
     header, data_start = _safetensors_header(path)

@@ -281,7 +281,8 @@ def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:
         raise TypeError(f"Got codes of dtype {arr.dtype}, expected an integer dtype")
     if arr.size and (arr.min() < 0 or int(arr.max()) >= fmt.num_codes):
         bad = arr.ravel()[np.flatnonzero((arr.ravel() < 0) | (arr.ravel() >= fmt.num_codes))[0]]
-        raise ValueError(f"Got code={int(bad)}, but {fmt.name} codes lie in [0, {fmt.num_codes - 1}]")
+        raise ValueError(
+            f"Got code={int(bad)}, but {fmt.name} codes lie in [0, {fmt.num_codes - 1}]")
     c = arr.astype(np.uint64)
     mag = (c & np.uint64(fmt.magnitude_mask)).astype(np.int64)
     nan = np.zeros(c.shape, dtype=bool)

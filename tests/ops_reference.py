@@ -192,7 +192,8 @@ def reference(op: str, args: tuple[float, ...], fmt: Format, mode: str,
         elif isi[1]:
             special = math.copysign(0.0, a) * math.copysign(1.0, b)
         elif b == 0:
-            special, flags["divide_by_zero"] = math.copysign(math.inf, a) * math.copysign(1.0, b), True
+            special = math.copysign(math.inf, a) * math.copysign(1.0, b)
+            flags["divide_by_zero"] = True
     elif op == "sqrt":
         (a,) = args
         if isn[0]:

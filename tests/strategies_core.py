@@ -104,8 +104,9 @@ def float64_near_grid(draw: st.DrawFn, fmt: Format) -> float:
     elif where == "max":
         mx = grid(fmt, top)
         q = grid(fmt, top + 1) - mx
-        base = mx + q * draw(st.sampled_from([Fraction(1, 2), Fraction(-1, 2), Fraction(1), Fraction(2), Fraction(0),
-                                              Fraction(1, 4), Fraction(3, 4)]))
+        base = mx + q * draw(st.sampled_from([
+            Fraction(1, 2), Fraction(-1, 2), Fraction(1), Fraction(2), Fraction(0),
+            Fraction(1, 4), Fraction(3, 4)]))
     elif where == "pow2":
         base = Fraction(2) ** draw(st.integers(fmt.emin - fmt.trailing_bits - 3, fmt.emax + 3))
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from fractions import Fraction
 
-from fpinspect import views
+import fpinspect.views as views
 
 from numerics.inspection import DEFAULT_VALUE_FORMATS, inspect_code, inspect_integer, inspect_value
 from numerics.parse import parse_value

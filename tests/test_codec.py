@@ -346,7 +346,8 @@ def test_big_ints_and_fractions() -> None:
     assert encode_exact(2**53 + 1, "binary64") == encode_exact(2**53, "binary64")  # tie to even
     assert encode_exact(2**53 + 3, "binary64") == encode_exact(2**53 + 4, "binary64")
     third = Fraction(1, 3)
-    assert decode_exact(encode_exact(third, "binary32"), "binary32") == Fraction(float(np.float32(1 / 3)))
+    assert decode_exact(encode_exact(third, "binary32"), "binary32") == \
+        Fraction(float(np.float32(1 / 3)))
     assert encode_exact(np.float32(0.1), "binary32") == 0x3DCCCCCD
     assert encode_exact(np.int64(-7), "e4m3fn") == 0xCE  # -1.75 * 2**2
 

@@ -87,7 +87,8 @@ def all_or_sample(fmt: Format) -> np.ndarray:
 def assert_same_values(got: np.ndarray, want: np.ndarray, codes: np.ndarray, label: str) -> None:
     """Equal values, NaN where NaN, and the same sign bit (so -0 is checked)."""
     got_nan, want_nan = np.isnan(got), np.isnan(want)
-    bad = (got_nan != want_nan) | (~got_nan & ((got != want) | (np.signbit(got) != np.signbit(want))))
+    differ = (got != want) | (np.signbit(got) != np.signbit(want))
+    bad = (got_nan != want_nan) | (~got_nan & differ)
     if bad.any():
         i = np.flatnonzero(bad)[:5]
         raise AssertionError(

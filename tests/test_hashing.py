@@ -368,7 +368,8 @@ def test_poly_hash_matches_exact_reference(tokens: list[list[int]], base: int, m
     modulus=st.integers(1, 300),  # h < 300, so h*base + token < 62000 < 65504
     arithmetic=st.sampled_from(["float16", "bfloat16"]),
 )
-def test_poly_hash_small_formats(seq: list[int], base: int, modulus: int, arithmetic: Arithmetic) -> None:
+def test_poly_hash_small_formats(seq: list[int], base: int, modulus: int,
+                                 arithmetic: Arithmetic) -> None:
     expected = ref_poly([seq], base, modulus, arithmetic)
     assert expected is not None
     got = poly_hash(np.array(seq), base, modulus=modulus, arithmetic=arithmetic)

@@ -24,8 +24,8 @@ from numerics import get_format, ops
 sf = pytest.importorskip("softfloatpy")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ops_reference import reference
-from test_ops import hard_operands, same
+from ops_reference import reference  # noqa: E402  (after the importorskip above)
+from test_ops import hard_operands, same  # noqa: E402
 
 MODES = {"rne": "NEAR_EVEN", "rna": "NEAR_MAX_MAG", "rtz": "MIN_MAG", "ru": "MAX", "rd": "MIN"}
 KINDS: dict[str, tuple[Any, str, str]] = {

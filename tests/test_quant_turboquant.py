@@ -18,7 +18,8 @@ def _unit(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def test_codebook_is_lloyd_max_fixed_point() -> None:
-    """T3 (and T1's density, sampled). Independent check by Monte Carlo on exact samples of the coordinate law: centroids are
+    """T3 (and T1's density, sampled). Independent check by Monte Carlo on exact samples
+    of the coordinate law: centroids are
     conditional means (to sampling error) and boundaries are midpoints."""
     d = 16
     c, b, mse = lloyd_max_codebook(d, 2)

@@ -109,7 +109,7 @@ def collision_report(hashes: npt.ArrayLike, table_size: int) -> CollisionReport:
     return CollisionReport(n, m, used, int(counts.max()), n - used, expected, chi)
 
 
-# ============================================================================ representable integers
+# ======================================================================= representable integers
 def count_representable_integers(fmt: Format | str, width: int) -> int:
     """Number of integers in ``[0, 2**width)`` that are finite values of ``fmt``.
 

@@ -23,7 +23,7 @@ INSTANT_NGP_PRIMES: tuple[int, ...] = (1, 2654435761, 805459861)
 INPUT_LIMIT = 1 << 24
 
 
-# ============================================================================ emulated float arithmetic
+# =================================================================== emulated float arithmetic
 _FORMAT_OF = {"float32": "binary32", "bfloat16": "bfloat16", "float16": "binary16"}
 
 
