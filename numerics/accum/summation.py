@@ -586,6 +586,28 @@ def _reduce(X: np.ndarray, fmt: Format, *, algorithm: str, rounding: str,
     return total
 
 
+def _check_options(algorithm: str, rounding: str, block_size: int | None, n: int,
+                   bound_kind: str, confidence: float, promote_fmt: Format | str | None,
+                   tree: Tree | None, ring_order: Sequence[int] | None, rng: Any
+                   ) -> tuple[Format, int | None, Any, Any, np.random.Generator | None]:
+    """Validate the options shared by :func:`sum` and :func:`dot`; return the promoted
+    format, the block size (128 for ``blocked`` by default), the checked tree and ring
+    order, and the generator for stochastic rounding."""
+    _check_common(algorithm, rounding, block_size, n, bound_kind, confidence)
+    if bound_kind == "probabilistic" and algorithm in ("kahan", "neumaier"):
+        raise ValueError(
+            f"Got bound_kind='probabilistic' with {algorithm=}, but a probabilistic bound "
+            "is proved only for recursive, pairwise, tree, ring, blocked and exact"
+        )
+    promote = _check_fmt(promote_fmt if promote_fmt is not None else "binary32", "promote_fmt")
+    if algorithm == "blocked" and block_size is None:
+        block_size = 128
+    tree_ = _check_tree(tree, n) if algorithm == "tree" else None
+    order = _check_ring(ring_order, n) if algorithm == "ring" else None
+    generator = make_rng(rng) if rounding == "sr" else None
+    return promote, block_size, tree_, order, generator
+
+
 def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
     x: Any,
     fmt: Format | str,
@@ -653,18 +675,9 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
     if not -arr.ndim <= axis < arr.ndim:
         raise ValueError(f"Got {axis=}, but x has only {arr.ndim} axes")
     n = arr.shape[axis]
-    _check_common(algorithm, rounding, block_size, n, bound_kind, confidence)
-    if bound_kind == "probabilistic" and algorithm in ("kahan", "neumaier"):
-        raise ValueError(
-            f"Got bound_kind='probabilistic' with {algorithm=}, but a probabilistic bound "
-            "is proved only for recursive, pairwise, tree, ring, blocked and exact"
-        )
-    promote = _check_fmt(promote_fmt if promote_fmt is not None else "binary32", "promote_fmt")
-    if algorithm == "blocked" and block_size is None:
-        block_size = 128
-    tree_ = _check_tree(tree, n) if algorithm == "tree" else None
-    order = _check_ring(ring_order, n) if algorithm == "ring" else None
-    generator = make_rng(rng) if rounding == "sr" else None
+    promote, block_size, tree_, order, generator = _check_options(
+        algorithm, rounding, block_size, n, bound_kind, confidence, promote_fmt, tree,
+        ring_order, rng)
 
     moved = np.moveaxis(arr, axis, 0)
     out_shape = moved.shape[1:]
@@ -733,18 +746,9 @@ def dot(
     if not -xa.ndim <= axis < xa.ndim:
         raise ValueError(f"Got {axis=}, but x has only {xa.ndim} axes")
     n = xa.shape[axis]
-    _check_common(algorithm, rounding, block_size, n, bound_kind, confidence)
-    if bound_kind == "probabilistic" and algorithm in ("kahan", "neumaier"):
-        raise ValueError(
-            f"Got bound_kind='probabilistic' with {algorithm=}, but a probabilistic bound "
-            "is proved only for recursive, pairwise, tree, ring, blocked and exact"
-        )
-    promote = _check_fmt(promote_fmt if promote_fmt is not None else "binary32", "promote_fmt")
-    if algorithm == "blocked" and block_size is None:
-        block_size = 128
-    tree_ = _check_tree(tree, n) if algorithm == "tree" else None
-    order = _check_ring(ring_order, n) if algorithm == "ring" else None
-    generator = make_rng(rng) if rounding == "sr" else None
+    promote, block_size, tree_, order, generator = _check_options(
+        algorithm, rounding, block_size, n, bound_kind, confidence, promote_fmt, tree,
+        ring_order, rng)
 
     X = _cast(_as_float64(np.moveaxis(xa, axis, 0), "x").reshape(n, -1), f)
     Y = _cast(_as_float64(np.moveaxis(ya, axis, 0), "y").reshape(n, -1), f)
