@@ -221,6 +221,17 @@ def _is_negative(value: object, exact: Fraction | float) -> bool:
     return False
 
 
+def _beyond_max(fmt: Format, sign: int, negative: bool, *, to_max: bool) -> int:
+    """Code of a result beyond the largest finite value: ``+-max`` when ``to_max``,
+    else infinity, else NaN, else (a format with neither) ``+-max``."""
+    inf_mag = _inf_magnitude(fmt)
+    if not to_max and inf_mag is not None:
+        return sign | inf_mag
+    if not to_max and fmt.has_nan:
+        return _nan_code(fmt, negative)
+    return sign | _max_magnitude_code(fmt)
+
+
 def encode_exact(
     value: float | Fraction,
     fmt: Format | str,
@@ -291,7 +302,6 @@ def encode_exact(
     negative = _is_negative(value, exact)
     sign = (1 << (fmt.bits - 1)) if (negative and fmt.signed) else 0
     max_mag = _max_magnitude_code(fmt)
-    inf_mag = _inf_magnitude(fmt)
 
     if isinstance(exact, float) and math.isnan(exact):
         if fmt.has_nan:
@@ -305,13 +315,7 @@ def encode_exact(
         return _nan_code(fmt, False)
 
     if isinstance(exact, float):  # an infinity: exact, not a rounding overflow
-        if overflow == "saturate":
-            return sign | max_mag
-        if inf_mag is not None:
-            return sign | inf_mag
-        if fmt.has_nan:
-            return _nan_code(fmt, negative)
-        return sign | max_mag
+        return _beyond_max(fmt, sign, negative, to_max=overflow == "saturate")
 
     if exact == 0:
         return sign if fmt.has_negative_zero else 0
@@ -360,13 +364,7 @@ def encode_exact(
             or (rounding == "rd" and not negative)
             or (rounding == "ru" and negative)
         )
-        if overflow == "saturate" or toward_zero:
-            return sign | max_mag
-        if inf_mag is not None:
-            return sign | inf_mag
-        if fmt.has_nan:
-            return _nan_code(fmt, negative)
-        return sign | max_mag
+        return _beyond_max(fmt, sign, negative, to_max=overflow == "saturate" or toward_zero)
 
     if mag == 0:
         return sign if fmt.has_negative_zero else 0

@@ -67,6 +67,7 @@ from typing import Any, Union
 import ml_dtypes
 import numpy as np
 
+from numerics import eft
 from numerics.accum import bounds as _bounds
 from numerics.fast import decode_codes, encode_pair
 from numerics.formats import Format, as_format
@@ -143,31 +144,17 @@ class _Fl:
 
 
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Knuth's TwoSum: ``hi = RN64(a + b)`` and the exact residual ``lo``."""
+    """:func:`numerics.eft.two_sum`, with a zero residual where the sum is not finite."""
     with np.errstate(invalid="ignore", over="ignore"):
-        s = a + b
-        bb = s - a
-        lo = (a - (s - bb)) + (b - bb)
-        lo = np.where(np.isfinite(s), lo, 0.0)
-    return s, lo
-
-
-_SPLIT = float(2**27 + 1)
+        s, lo = eft.two_sum(a, b)
+        return s, np.where(np.isfinite(s), lo, 0.0)
 
 
 def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's TwoProduct (exact barring float64 under/overflow)."""
+    """:func:`numerics.eft.two_prod`, with a zero residual where the product is not finite."""
     with np.errstate(invalid="ignore", over="ignore"):
-        p = a * b
-        ca = _SPLIT * a
-        ah = ca - (ca - a)
-        al = a - ah
-        cb = _SPLIT * b
-        bh = cb - (cb - b)
-        bl = b - bh
-        lo = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-        lo = np.where(np.isfinite(p), lo, 0.0)
-    return p, lo
+        p, lo = eft.two_prod(a, b)
+        return p, np.where(np.isfinite(p), lo, 0.0)
 
 
 def _check_fmt(fmt: Format | str, name: str = "fmt") -> Format:

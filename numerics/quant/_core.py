@@ -30,6 +30,7 @@ from functools import cache
 
 import numpy as np
 
+from numerics import eft
 from numerics.fast import decode_codes as _decode_float
 from numerics.fast import encode_f64, encode_pair
 from numerics.formats import Format, as_format
@@ -113,19 +114,6 @@ def as_element_format(fmt: object, *, name: str = "element_format") -> ElementFo
 # ---------------------------------------------------------------------------------------------
 # exact quotient: fl64(x / s) and the sign of the remainder
 # ---------------------------------------------------------------------------------------------
-_SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitter for binary64
-
-
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    p = a * b
-    ca = _SPLIT * a
-    ah = ca - (ca - a)
-    al = a - ah
-    cb = _SPLIT * b
-    bh = cb - (cb - b)
-    bl = b - bh
-    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, err
 
 
 def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -143,7 +131,7 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
         mx, ex = np.frexp(x)
         ms, es = np.frexp(s)
         qm = mx / ms
-        p, err = _two_product(qm, ms)
+        p, err = eft.two_prod(qm, ms)
         rem = (mx - p) - err  # exact; its sign is that of x/s - q' in significand space
         sticky = np.sign(rem)
         # The scaled quotient qm*2**(ex-es) equals q unless q over/underflowed; in that case
