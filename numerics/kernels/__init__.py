@@ -1,0 +1,23 @@
+"""Compiled kernels: one module per job, each a plain loop that follows the exact reference.
+
+Every function here is ``numba.njit(cache=True, nogil=True)``; importing this
+package does not import numba (the public API imports a kernel module the first
+time it needs one), so ``import numerics`` compiles nothing.
+
+Modules
+-------
+``random``    the counter-based random stream for stochastic rounding
+``rounding``  scalar rounding of an exact value (a float64 pair or an integer significand)
+              into any format: the step of :mod:`numerics.codec` every other kernel shares
+``codec``     encode / decode loops
+``ops``       correctly rounded arithmetic with IEEE flags
+``accum``     summation, dot and GEMM loops, tensor-core adders
+``compare``   comparison and statistics passes
+``quant``     scaled and block quantization
+``hash``      hash loops in uint32 and emulated float arithmetic
+
+Kernels that run in parallel split work into index ranges; every result
+depends only on the element's inputs and, for stochastic rounding, on
+``(seed, index)`` (see :mod:`numerics.kernels.random`), so the bits are the same
+for every thread count.
+"""

@@ -1,0 +1,42 @@
+"""How many threads the compiled kernels use.
+
+Large inputs are split over all cores by default (numba's thread pool, sized by
+``NUMBA_NUM_THREADS`` or the number of cores).  Results never depend on the
+count: see :mod:`numerics.kernels.random`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["get_num_threads", "set_num_threads"]
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads (1 to the pool size, ``NUMBA_NUM_THREADS``) in the kernels.
+
+    The setting applies to calls made from the calling thread, as numba's does.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is not an int in ``[1, pool size]``.
+    """
+    import numba
+
+    top = numba.config.NUMBA_NUM_THREADS
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= top:
+        raise ValueError(f"Got n={n!r}, but it must be an int in [1, {top}] "
+                         "(NUMBA_NUM_THREADS sets the upper end)")
+    numba.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """The number of threads the kernels use for calls from this thread.
+
+    Examples
+    --------
+    >>> get_num_threads() >= 1
+    True
+    """
+    import numba
+
+    return int(numba.get_num_threads())
