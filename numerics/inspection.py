@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import Literal
 
 from numerics.codec import decode_exact, encode_exact, floor_log2
+from numerics.digits import int_to_text
 from numerics.formats import Format, Infinity, NaNEncoding, as_format, get_format
 from numerics.parse import ParsedValue, parse_value
 from numerics.parts import exact_decimal
@@ -36,6 +37,7 @@ __all__ = [
     "IntegerRow",
     "code_table",
     "decimal_text",
+    "scientific_text",
     "inspect_code",
     "inspect_integer",
     "inspect_value",
@@ -52,6 +54,60 @@ INTEGER_FORMATS: tuple[str, ...] = (
 
 Kind = Literal["zero", "subnormal", "normal", "inf", "nan"]
 Exact = Fraction | float  # Fraction for finite non-zero values; floats for +-0, +-inf, nan
+
+
+def scientific_text(value: Fraction | float | int, digits: int = 4, *,
+                    plus: bool = False) -> str:
+    """``value`` rounded (to nearest, ties to even) to ``digits`` significant digits, exactly.
+
+    Unlike formatting ``float(value)``, this never turns a value outside
+    binary64's range into ``0``, ``-0`` or ``inf``: ``-1e-400`` stays ``-1e-400``.
+    The layout is ``%g``'s: plain digits for decimal exponents from -4 to
+    ``digits - 1``, scientific notation otherwise, trailing zeros dropped.
+
+    Examples
+    --------
+    >>> scientific_text(Fraction(-1, 10**400)), scientific_text(Fraction(2, 3), 3)
+    ('-1e-400', '0.667')
+    >>> scientific_text(Fraction(5, 10**5000), plus=True), scientific_text(448)
+    ('+5e-5000', '448')
+    >>> scientific_text(123456), scientific_text(Fraction(1, 10**5))
+    ('1.235e+05', '1e-05')
+    >>> scientific_text(0.0), scientific_text(-0.0), scientific_text(float("inf"))
+    ('0', '-0', 'inf')
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value) or value == 0:
+            text = decimal_text(value)
+            return "+" + text if plus and not text.startswith(("-", "n")) else text
+    v = Fraction(value)
+    sign = "-" if v < 0 else ("+" if plus else "")
+    if v == 0:
+        return sign + "0"
+    a = abs(v)
+    # e = floor(log10(a)), from the bit lengths, then corrected by at most one step each way.
+    e = (a.numerator.bit_length() - a.denominator.bit_length()) * 30103 // 100000
+    while Fraction(10) ** e > a:
+        e -= 1
+    while Fraction(10) ** (e + 1) <= a:
+        e += 1
+    scaled = a / Fraction(10) ** (e - digits + 1)  # in [10**(digits-1), 10**digits)
+    n = round(scaled)  # Fraction.__round__: ties to even
+    if n == 10**digits:
+        n, e = n // 10, e + 1
+    mantissa = int_to_text(n)
+    if -4 <= e < digits:
+        if e >= digits - 1:
+            text = mantissa + "0" * (e - digits + 1)
+        elif e >= 0:
+            text = mantissa[:e + 1] + "." + mantissa[e + 1:]
+        else:
+            text = "0." + "0" * (-e - 1) + mantissa
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+    else:
+        head, tail = mantissa[0], mantissa[1:].rstrip("0")
+        text = f"{head}.{tail}e{e:+03d}" if tail else f"{head}e{e:+03d}"
+    return sign + text
 
 
 def decimal_text(value: Fraction | float) -> str:

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
-from numerics.formats import Format, get_format
+from numerics.digits import text_to_int
+from numerics.formats import Format, as_format, get_format
 
 __all__ = [
     "MAX_EXPONENT_DIGITS",
@@ -141,7 +142,7 @@ def _parse_unsigned(body: str, text: str) -> Fraction | None:
         int_part = (m["int"] or "").replace("_", "")
         frac_part = (m["frac"] or "").replace("_", "")
         exp10 = _check_exponent(m["exp"], text) - len(frac_part)
-        mantissa = int(int_part + frac_part or "0")
+        mantissa = text_to_int(int_part + frac_part)
         return Fraction(mantissa) * Fraction(10) ** exp10
     return None
 
@@ -212,7 +213,7 @@ def _bad_value(text: str) -> str:
     )
 
 
-def parse_code(text: str, fmt: Format) -> int:
+def parse_code(text: str, fmt: Format | str) -> int:
     """Read a code of ``fmt`` written in hex, binary or decimal.
 
     Parameters
@@ -220,8 +221,8 @@ def parse_code(text: str, fmt: Format) -> int:
     text : str
         ``0x3f800000``, ``0b0_01111_00`` (``_`` allowed anywhere after the
         prefix) or ``1065353216``.
-    fmt : Format
-        The format; the code must fit in ``fmt.bits`` bits.
+    fmt : Format or str
+        The format or its name; the code must fit in ``fmt.bits`` bits.
 
     Raises
     ------
@@ -234,15 +235,20 @@ def parse_code(text: str, fmt: Format) -> int:
     >>> from numerics.formats import get_format
     >>> parse_code("0b0_01111_00", get_format("e5m2"))
     60
-    >>> parse_code("0x3f80", get_format("bfloat16"))
+    >>> parse_code("0x3f80", "bfloat16")
     16256
     """
+    fmt = as_format(fmt)
+    if not isinstance(text, str):
+        raise TypeError(f"Got code={text!r}, expected a str")
     s = text.strip().lower().replace("_", "")
     try:
         if s.startswith(("0x", "0b")):
             code = int(s, 0)
-        elif s.isdigit():
+        elif s.isdigit() and len(s) <= 20:  # a code has at most 64 bits: 20 digits
             code = int(s)
+        elif s.isdigit():
+            code = fmt.num_codes  # too wide for any format: reported below
         else:
             raise ValueError
         if not s[2:] and s[:2] in ("0x", "0b"):
@@ -273,6 +279,8 @@ def parse_formats(text: str) -> tuple[Format, ...]:
     >>> [f.name for f in parse_formats("bf16, e4m3fn,fp32")]
     ['bfloat16', 'e4m3fn', 'binary32']
     """
+    if not isinstance(text, str):
+        raise TypeError(f"Got format={text!r}, expected a comma-separated str")
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError(f"Got format={text!r}, but it names no format")

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+import numpy as np
+
 from numerics.codec import _check_code, decode_exact, encode_exact, floor_log2
+from numerics.digits import int_to_text
 from numerics.formats import Format, as_format
 from numerics.rounding import make_rng
 
@@ -73,15 +76,30 @@ def _decimal_digits(value: Fraction) -> int:
     return max(twos, fives)
 
 
-def exact_decimal(value: Fraction | int) -> str:
+def _special_text(value: object, name: str) -> str | None:
+    """``"inf"``, ``"-inf"`` or ``"nan"`` for a non-finite float; None for a finite real;
+    TypeError for anything that is not a real number."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, Fraction, np.integer, np.floating)):
+        raise TypeError(f"Got {name}={value!r} of type {type(value).__name__}, "
+                        "expected an int, float or Fraction")
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("-inf" if value < 0 else "inf")
+    return None
+
+
+def exact_decimal(value: Fraction | int | float) -> str:
     """Exact, complete decimal expansion of a rational with a terminating expansion.
 
-    Every binary fraction terminates, so every finite float value has one.
+    Every binary fraction terminates, so every finite float value has one; the
+    non-finite floats give ``"inf"``, ``"-inf"`` and ``"nan"``.
 
     Raises
     ------
     ValueError
         If the denominator has a prime factor other than 2 and 5.
+    TypeError
+        If ``value`` is not a real number.
 
     Examples
     --------
@@ -89,7 +107,12 @@ def exact_decimal(value: Fraction | int) -> str:
     ('0.125', '-448', '0')
     >>> exact_decimal(Fraction(0.1))
     '0.1000000000000000055511151231257827021181583404541015625'
+    >>> exact_decimal(float("-inf")), len(exact_decimal(Fraction(1, 10**5000)))
+    ('-inf', 5002)
     """
+    special = _special_text(value, "value")
+    if special is not None:
+        return special
     value = Fraction(value)
     digits = _decimal_digits(value)  # 10**digits * value is an integer
     scaled = value * 10**digits
@@ -97,16 +120,18 @@ def exact_decimal(value: Fraction | int) -> str:
     n = abs(scaled.numerator)
     sign = "-" if value < 0 else ""
     if digits == 0:
-        return f"{sign}{n}"
-    text = str(n).rjust(digits + 1, "0")
+        return f"{sign}{int_to_text(n)}"
+    text = int_to_text(n).rjust(digits + 1, "0")
     return f"{sign}{text[:-digits]}.{text[-digits:]}"
 
 
-def hexfloat(value: Fraction | int) -> str:
+def hexfloat(value: Fraction | int | float) -> str:
     """Normalized C99 hex-float string of a dyadic rational (``printf("%a")`` style).
 
     The leading digit is 1 (``0x0p+0`` for zero), trailing zero digits are
-    dropped and the binary exponent is written in decimal with its sign.
+    dropped and the binary exponent is written in decimal with its sign; the
+    non-finite floats give ``"inf"``, ``"-inf"`` and ``"nan"`` (as
+    :meth:`float.hex` does).
 
     Examples
     --------
@@ -114,7 +139,12 @@ def hexfloat(value: Fraction | int) -> str:
     ('0x1p+0', '-0x1.8p+0', '0x0p+0')
     >>> hexfloat(Fraction(0.1)) == (0.1).hex()
     True
+    >>> hexfloat(float("-inf"))
+    '-inf'
     """
+    special = _special_text(value, "value")
+    if special is not None:
+        return special
     value = Fraction(value)
     if value == 0:
         return "0x0p+0"

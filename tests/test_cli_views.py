@@ -64,7 +64,7 @@ e5m2      0 01011 10
           normal, rounded: error -0.00625 (relative -0.0625), ulp 2^-6
 e4m3fn    0 0011 101
           0x1d = 0.1015625
-          normal, rounded: error +0.001563 (relative +0.0156), ulp 2^-7
+          normal, rounded: error +0.001562 (relative +0.0156), ulp 2^-7
 """
 
 

@@ -44,3 +44,5 @@ def test_readme_quickstart_has_exactly_two_commands() -> None:
     ci = (README.parent / ".ci" / "run").read_text()
     for command in commands:
         assert command.replace(" -e ", " -q -e ") in ci or command in ci
+    # The first command leaves `fpinspect` on the PATH for the tour (issue 13).
+    assert ". .venv/bin/activate" in commands[0] and commands[0].endswith("&& fpinspect")

@@ -15,9 +15,16 @@ from fractions import Fraction
 from typing import Any
 
 from numerics.compare import DiffReport
+from numerics.digits import int_to_text
 from numerics.fingerprint import Fingerprint
 from numerics.formats import Format
-from numerics.inspection import CodeReport, Encoded, IntegerReport, decimal_text
+from numerics.inspection import (
+    CodeReport,
+    Encoded,
+    IntegerReport,
+    decimal_text,
+    scientific_text,
+)
 from numerics.parse import ParsedValue
 from numerics.stats import TensorStats
 from numerics.tensors import Tensor
@@ -37,9 +44,18 @@ __all__ = [
 
 
 def num(x: float | Fraction | None) -> float | int | str | None:
-    """A JSON-safe number: ints stay ints, NaN/inf become strings."""
+    """A JSON-safe number: ints stay ints, NaN/inf become strings, and so does an exact value
+    that float64 cannot hold (``"-1e-400"``: never a ``-0.0`` or an infinity in its place)."""
     if x is None or isinstance(x, (bool, int)):
         return x
+    if isinstance(x, Fraction) and x != 0:
+        try:
+            f = float(x)
+        except OverflowError:
+            f = math.inf
+        if f == 0 or math.isinf(f):
+            return scientific_text(x, 17)
+        return f
     f = float(x)
     if math.isnan(f):
         return "NaN"
@@ -120,12 +136,12 @@ def table_json(fmt: Format, rows: Sequence[tuple[int, Fraction | float]]) -> dic
 
 def int_json(report: IntegerReport) -> dict[str, Any]:
     """``fpinspect int --json`` (integers as exact decimal strings too: JSON readers lose them)."""
-    return {"value": str(report.value), "types": [{
+    return {"value": int_to_text(report.value), "types": [{
         "type": r.type, "exact": r.exact,
-        "stored": None if r.stored is None else str(r.stored),
-        "error": None if r.stored is None else str(r.stored - report.value),
+        "stored": None if r.stored is None else int_to_text(r.stored),
+        "error": None if r.stored is None else int_to_text(r.stored - report.value),
         "spacing": None if r.spacing is None else decimal_text(r.spacing),
-        "contiguous_limit": str(r.contiguous_limit), "note": r.note,
+        "contiguous_limit": int_to_text(r.contiguous_limit), "note": r.note,
     } for r in report.rows]}
 
 

@@ -8,6 +8,7 @@ the message says so and where to report it).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import sys
@@ -126,7 +127,8 @@ examples:
                         + ",".join(DEFAULT_VALUE_FORMATS) + ")")
     p.add_argument("--all", action="store_true", help="every registered format")
     _add_rounding(p)
-    p.add_argument("--seed", type=int, default=0, help="seed of the draw for --rounding sr")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed (a non-negative int) of the draw for --rounding sr (default 0)")
     _add_common(p)
 
     p = sub.add_parser("bits", formatter_class=raw, help="decode a code",
@@ -236,15 +238,37 @@ def _prepare(argv: Sequence[str]) -> list[str]:
         i = args.index("--")
         args = args[:i] + [a.strip() if a.startswith(" ") else a for a in args[i:]]
     if args and args[0] not in COMMANDS and args[0] not in ("-h", "--help", "--version"):
+        _check_not_a_mistyped_command(args[0])
         args.insert(0, "value")
     return args
+
+
+def _check_not_a_mistyped_command(word: str) -> None:
+    """UsageError for a word that is not a number but looks like a command (``stat``)."""
+    try:
+        parse_value(word.strip())
+        return
+    except ValueError:
+        pass
+    close = difflib.get_close_matches(word.lower(), COMMANDS, n=1, cutoff=0.6)
+    if close:
+        raise UsageError(f"unknown command {word!r}; did you mean {close[0]!r}? "
+                         "(`fpinspect --help` lists the commands)")
+
+
+_FORMATS_HINT = re.compile(r"\(numerics\.FORMATS lists all \d+\)")
+
+
+def _user_message(err: Exception) -> str:
+    """The library's message, with hints that point to the CLI rather than to Python."""
+    return _FORMATS_HINT.sub("(`fpinspect formats` lists them all)", str(err))
 
 
 def _format(name: str) -> Format:
     try:
         return get_format(name.strip())
     except ValueError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(_user_message(err)) from None
 
 
 # ---------------------------------------------------------------- commands
@@ -253,14 +277,22 @@ Printer = Callable[[Any], None]
 
 def _cmd_value(args: argparse.Namespace, out: Printer) -> int:
     pv = parse_value(args.value.strip())
+    if args.all and args.formats is not None:
+        raise UsageError(f"Got --all and -f {args.formats!r}; give one of them")
+    if args.seed is not None and args.rounding != "sr":
+        raise UsageError(f"Got --seed {args.seed} with --rounding {args.rounding}; "
+                         "a seed only applies to --rounding sr")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"Got --seed {args.seed}, but a seed must be a non-negative int")
     if args.all:
         fmts: tuple[Format, ...] = tuple(get_format(n) for n in FORMATS)
-    elif args.formats:
+    elif args.formats is not None:
         fmts = parse_formats(args.formats)
     else:
         fmts = tuple(get_format(n) for n in DEFAULT_VALUE_FORMATS)
+    seed = 0 if args.seed is None else args.seed
     results = [inspect_value(pv, f, rounding=args.rounding, overflow=args.overflow,
-                             seed=args.seed) for f in fmts if f.has_nan or pv.kind != "nan"]
+                             seed=seed) for f in fmts if f.has_nan or pv.kind != "nan"]
     if not results:
         raise UsageError(f"Got value={pv.text!r}, but none of the chosen formats has a NaN")
     if args.json:
@@ -278,7 +310,8 @@ def _cmd_bits(args: argparse.Namespace, out: Printer) -> int:
 
 
 def _cmd_formats(args: argparse.Namespace, out: Printer) -> int:
-    fmts = parse_formats(args.formats) if args.formats else tuple(get_format(n) for n in FORMATS)
+    fmts = (parse_formats(args.formats) if args.formats is not None
+            else tuple(get_format(n) for n in FORMATS))
     out(jsonout.formats_json(fmts) if args.json else views.formats_view(fmts))
     return EXIT_OK
 
@@ -391,7 +424,7 @@ def run(argv: Sequence[str], out: Printer) -> int:
     try:
         return _COMMANDS[args.command](args, out)
     except ValueError as err:  # the library's bad-input errors (TensorFileError included)
-        raise UsageError(str(err)) from None
+        raise UsageError(_user_message(err)) from None
     except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as err:
         raise UsageError(_oserror(err)) from None
 

@@ -7,7 +7,6 @@ number: it only formats them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -17,9 +16,16 @@ from rich.table import Table
 from rich.text import Text
 
 from numerics.compare import DiffReport, ulp_bucket_label
+from numerics.digits import int_to_text
 from numerics.fingerprint import Fingerprint
 from numerics.formats import Format
-from numerics.inspection import CodeReport, Encoded, IntegerReport, decimal_text
+from numerics.inspection import (
+    CodeReport,
+    Encoded,
+    IntegerReport,
+    decimal_text,
+    scientific_text,
+)
 from numerics.parse import ParsedValue
 from numerics.parts import hexfloat
 from numerics.stats import TensorStats
@@ -77,15 +83,10 @@ def make_console(*, width: int | None = None, color: bool | None = None,
 
 # ---------------------------------------------------------------- number formatting
 def _g(x: float | Fraction | None, digits: int = 4) -> str:
-    """Short approximate decimal."""
+    """Short decimal, rounded from the exact value (never flushed to 0 or inf)."""
     if x is None:
         return "-"
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "-inf" if x < 0 else "inf"
-    return f"{x:.{digits}g}"
+    return scientific_text(x, digits)
 
 
 def _signed(x: Fraction | None, digits: int = 4) -> str:
@@ -93,7 +94,17 @@ def _signed(x: Fraction | None, digits: int = 4) -> str:
         return "-"
     if x == 0:
         return "0"
-    return f"{float(x):+.{digits}g}"
+    return scientific_text(x, digits, plus=True)
+
+
+def _exact(x: Fraction | float | int, limit: int = 200) -> str:
+    """The exact decimal of ``x``, or 17 significant digits and the length when it is longer
+    than ``limit`` characters (the terminal view; ``--json`` keeps every digit)."""
+    text = int_to_text(x) if isinstance(x, int) else decimal_text(x)
+    if len(text) <= limit:
+        return text
+    digits = sum(c.isdigit() for c in text)
+    return f"{scientific_text(x, 17)} ({digits} digits; --json has them all)"
 
 
 def _pow2(x: Fraction | float | None) -> str:
@@ -159,7 +170,8 @@ def _note(r: Encoded) -> Text:
     if r.exact:
         return Text("exact", STYLES["good"])
     if r.abs_error is None:
-        return Text(f"{decimal_text(r.input)} -> {decimal_text(r.value)}", STYLES["warn"])
+        return Text(f"{_exact(r.input)} -> {decimal_text(r.value)}",
+                    STYLES["warn"])
     return Text("rounded")
 
 
@@ -177,7 +189,7 @@ def value_view(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
     head = Text()
     head.append(value.text.strip(), "bold")
     if exact != value.text.strip():
-        head.append(f"  (exactly {exact})")
+        head.append(f"  (exactly {_exact(value.exact)})")
     head.append(f"  rounding {rounding}, overflow {overflow}; error = stored - input",
                 STYLES["dim"])
     grid = Table.grid(padding=(0, 2))
@@ -189,7 +201,7 @@ def value_view(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
         body.append("\n")
         body.append(r.hex, STYLES["dim"])
         body.append(" = ")
-        body.append(decimal_text(r.value))
+        body.append(_exact(r.value))
         body.append("\n")
         body.append(r.kind)
         body.append(", ")
@@ -343,9 +355,10 @@ def int_view(report: IntegerReport) -> RenderableType:
     t.add_column("exact up to", justify="right")
     for row in report.rows:
         verdict = Text("yes", STYLES["good"]) if row.exact else Text("no", STYLES["bad"])
-        stored = str(row.stored) if row.stored is not None else row.note
-        err = "-" if row.stored is None else f"{row.stored - report.value:+d}" \
-            if row.stored != report.value else "0"
+        stored = _exact(row.stored) if row.stored is not None else row.note
+        diff = 0 if row.stored is None else row.stored - report.value
+        err = "-" if row.stored is None else (
+            "0" if diff == 0 else ("+" if diff > 0 else "") + _exact(diff))
         spacing = "-" if row.spacing is None else (
             str(row.spacing) if isinstance(row.spacing, int) and row.spacing < 2**20
             else _pow2(row.spacing))
@@ -353,7 +366,8 @@ def int_view(report: IntegerReport) -> RenderableType:
         if row.type not in ("uint32", "int32"):
             limit = _pow2(row.contiguous_limit)
         t.add_row(row.type, verdict, stored, err, spacing, limit)
-    head = Text.assemble((str(report.value), "bold"), "  as an integer type and as floats")
+    head = Text.assemble((_exact(report.value), "bold"),
+                         "  as an integer type and as floats")
     foot = Text("A float with p significant bits holds every integer of magnitude up to 2^p; "
                 "above that, only multiples of the spacing.", STYLES["dim"])
     return Group(head, t, foot)

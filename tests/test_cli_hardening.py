@@ -1,0 +1,127 @@
+"""Issue 13, the value/int/bits side of fpinspect and the text helpers under it: valid input
+of any size works, exact figures are never flushed by a float64 on the way to the screen,
+and mistakes get a one-line message that points at the fix."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+from fpinspect.main import main
+
+from numerics.digits import int_to_text, text_to_int
+from numerics.inspection import scientific_text
+from numerics.parse import parse_code, parse_value
+from numerics.parts import exact_decimal, hexfloat
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("fpinspect: error: "), err
+    return err
+
+
+# ---------------------------------------------------------------- values beyond 4300 digits
+def test_digit_strings_of_any_length_round_trip() -> None:
+    for n in (0, 7, 10**4299, 10**4300 + 12345, 3**20000):
+        assert text_to_int(int_to_text(n)) == n
+        assert int_to_text(-n) == ("-" + int_to_text(n) if n else "0")
+
+
+@pytest.mark.parametrize("args", [("1e4300", "-f", "fp32"), ("1e9999",), ("int", "1e5000"),
+                                  ("-1e-5000", "-f", "bf16"), ("1" + "0" * 5000, "-f", "fp64")])
+def test_huge_and_tiny_values_work(capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+                                   ) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 0 and err == "", err
+    assert max(len(line) for line in out.splitlines()) < 200  # abbreviated on the terminal
+    code, out, err = run(capsys, *args, "--json")
+    assert code == 0
+    doc = json.loads(out)
+    text = doc.get("input_exact", doc.get("value"))
+    assert len(text) > 4000  # every digit kept in JSON
+
+
+def test_an_underflowing_error_is_shown_exactly(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "1e-400", "-f", "fp32")
+    assert code == 0 and "error -1e-400" in out and "error -0" not in out
+    code, out, _ = run(capsys, "1e-400", "-f", "fp32", "--json")
+    (entry,) = json.loads(out)["formats"]
+    assert entry["abs_error"] == "-1e-400"  # a JSON number -0.0 would say no error
+    assert Fraction(entry["abs_error_exact"]) == Fraction(-1, 10**400)
+
+
+def test_scientific_text_matches_percent_g_and_goes_beyond_float64() -> None:
+    for x in (0.1, -2.5e-300, 123456.0, 9999.5, 1e-5, 6.02e23, 5e-324, 1.7976931348623157e308):
+        for digits in (3, 4, 17):
+            assert scientific_text(x, digits) == f"{x:.{digits}g}"
+    assert scientific_text(Fraction(-1, 10**400)) == "-1e-400"
+    assert scientific_text(Fraction(10**4000 * 3), 2, plus=True) == "+3e+4000"
+
+
+# ---------------------------------------------------------------- helpers take what they name
+def test_text_helpers_on_non_finite_and_wrong_types() -> None:
+    assert exact_decimal(float("inf")) == "inf" and exact_decimal(float("nan")) == "nan"
+    assert hexfloat(float("-inf")) == (float("-inf")).hex() == "-inf"
+    for bad in (None, "1.5", 1 + 2j):
+        with pytest.raises(TypeError, match="value="):
+            hexfloat(bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="value="):
+            exact_decimal(bad)  # type: ignore[arg-type]
+
+
+def test_parse_code_takes_a_format_name() -> None:
+    assert parse_code("0x3f80", "bfloat16") == 0x3F80
+    with pytest.raises(ValueError, match="16 bits"):
+        parse_code("9" * 5000, "bfloat16")
+    with pytest.raises(TypeError, match="code="):
+        parse_code(0x3F80, "bfloat16")  # type: ignore[arg-type]
+    assert parse_value("1" + "0" * 5000).fraction == 10**5000
+
+
+# ---------------------------------------------------------------- mistakes point at the fix
+@pytest.mark.parametrize(("typed", "meant"), [("stat", "stats"), ("format", "formats"),
+                                              ("tabel", "table"), ("dif", "diff")])
+def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str], typed: str,
+                                              meant: str) -> None:
+    err = usage_error(capsys, typed, "x.npy")
+    assert f"did you mean {meant!r}" in err
+
+
+def test_values_that_look_like_words_are_still_values(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    assert run(capsys, "inf", "-f", "bf16")[0] == 0
+    assert run(capsys, "nan", "-f", "bf16")[0] == 0
+
+
+def test_an_unknown_format_points_to_the_formats_command(capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    for args in (("0.1", "-f", "bf17"), ("bits", "0x1", "-f", "e4m3fm"), ("table", "fp5")):
+        err = usage_error(capsys, *args)
+        assert "fpinspect formats" in err and "numerics.FORMATS" not in err
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("0.1", "-f", ""), "names no format"),
+    (("formats", "-f", ""), "names no format"),
+    (("0.1", "--all", "-f", "bf16"), "--all"),
+    (("0.1", "--seed", "3"), "--rounding sr"),
+    (("0.1", "--rounding", "sr", "--seed", "-1"), "non-negative"),
+])
+def test_empty_or_meaningless_options_are_rejected(capsys: pytest.CaptureFixture[str],
+                                                   args: tuple[str, ...], needle: str) -> None:
+    assert needle in usage_error(capsys, *args)
+
+
+def test_seed_still_works_with_stochastic_rounding(capsys: pytest.CaptureFixture[str]) -> None:
+    first = run(capsys, "0.1", "-f", "bf16", "--rounding", "sr", "--seed", "7", "--json")
+    second = run(capsys, "0.1", "-f", "bf16", "--rounding", "sr", "--seed", "7", "--json")
+    assert first[0] == 0 and first == second
