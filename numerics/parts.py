@@ -88,6 +88,16 @@ def _special_text(value: object, name: str) -> str | None:
     return None
 
 
+def _rational(value: Fraction | int | float) -> Fraction:
+    """The exact Fraction of a finite real (numpy scalars through Python ints and floats)."""
+    if isinstance(value, np.integer):
+        return Fraction(int(value))
+    if isinstance(value, np.floating):
+        return Fraction(float(value)) if value.dtype.itemsize <= 8 else Fraction(
+            *value.as_integer_ratio())
+    return Fraction(value)
+
+
 def exact_decimal(value: Fraction | int | float) -> str:
     """Exact, complete decimal expansion of a rational with a terminating expansion.
 
@@ -113,7 +123,7 @@ def exact_decimal(value: Fraction | int | float) -> str:
     special = _special_text(value, "value")
     if special is not None:
         return special
-    value = Fraction(value)
+    value = _rational(value)
     digits = _decimal_digits(value)  # 10**digits * value is an integer
     scaled = value * 10**digits
     assert scaled.denominator == 1
@@ -145,7 +155,7 @@ def hexfloat(value: Fraction | int | float) -> str:
     special = _special_text(value, "value")
     if special is not None:
         return special
-    value = Fraction(value)
+    value = _rational(value)
     if value == 0:
         return "0x0p+0"
     den = value.denominator
