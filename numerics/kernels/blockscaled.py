@@ -1,0 +1,242 @@
+"""Block-scaled MMA loops: Blackwell ``kind::mxf8f6f4`` and ``kind::mxf4`` / ``mxf4nvf4``.
+
+The rules, their sources and the exact arithmetic are described in
+:mod:`numerics.accum.blockscaled` and ``proofs/blockscaled_gemm.md``; this module
+holds only the loops.  Every quantity is an integer:
+
+* an element is ``sig * 2**(exp - fb)`` with ``sig`` its signed integer
+  significand (implicit bit included, subnormals ``< 2**fb``), ``exp`` its
+  exponent clamped below at the format's ``emin`` and ``fb`` the format's
+  trailing bits;
+* a block scale is ``ssig * 2**(sexp - 3)`` (E8M0: ``ssig = 8``; UE4M3: its
+  significand with 3 fraction bits; 0 for a zero scale);
+* ``C`` and the result are binary32 bit patterns.
+
+A term ``sig * 2**(e - fb)`` aligned to the largest exponent ``E`` and truncated
+to ``F`` fractional bits is ``trunc(sig * 2**(F + e - E - fb))``, an integer
+(:func:`align`); the integers are summed exactly in int64 (bounds in the proof,
+claim B6) and the sum ``T * 2**(E - F)`` is rounded toward zero to binary32
+(:func:`rz_binary32`).
+
+Each output element depends only on its row of ``A``, its column of ``B`` and its
+``C``, so the rows run in parallel (``prange``) with the same bits for every
+thread count.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["align", "mxf4_gemm", "mxf8f6f4_gemm", "rz_binary32"]
+
+#: Binary32 quiet NaN written by the model (MMA-Sim writes 0x7FFFFFFF).
+NAN_BITS = np.uint32(0x7FFFFFFF)
+_PINF = np.uint32(0x7F800000)
+_NINF = np.uint32(0xFF800000)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def align(sig: np.int64, shift: np.int64) -> np.int64:
+    """``trunc(sig * 2**shift)`` toward zero (``shift <= 40`` keeps it within int64)."""
+    if sig == 0:
+        return np.int64(0)
+    if shift >= 0:
+        return sig << shift
+    if shift <= -63:
+        return np.int64(0)
+    if sig > 0:
+        return sig >> (-shift)
+    return -((-sig) >> (-shift))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def rz_binary32(total: np.int64, exp: np.int64) -> np.uint32:
+    """Bits of ``total * 2**exp`` rounded toward zero to binary32.
+
+    Subnormals are kept (quantum ``2**-149``); an exact or truncated zero is +0; a
+    value whose truncated leading exponent is 128 or more is +-inf (MMA-Sim casts
+    the truncated float64 to float32, which overflows to inf).
+    """
+    if total == 0:
+        return np.uint32(0)
+    sign = np.uint32(0)
+    mag = total
+    if total < 0:
+        sign = np.uint32(0x80000000)
+        mag = -total
+    n = np.int64(0)  # bit length of mag
+    t = mag
+    while t > 0:
+        n += 1
+        t >>= 1
+    lead = n - 1 + exp  # exponent of the leading bit
+    if lead >= -126:
+        if lead >= 128:
+            return sign | _PINF
+        if n > 24:
+            m = mag >> (n - 24)
+        else:
+            m = mag << (24 - n)
+        return sign | np.uint32((lead + 127) << 23) | np.uint32(m & 0x7FFFFF)
+    q = exp + 149  # shift to the subnormal quantum 2**-149
+    m = align(mag, q)
+    if m == 0:
+        return np.uint32(0)
+    return sign | np.uint32(m)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _split_c(cb: np.uint32) -> tuple[np.int64, np.int64, np.int64]:
+    """``(kind, sig, exp)`` of binary32 bits: kind 0 finite, 1 +inf, 2 -inf, 3 NaN;
+    ``sig`` signed with 23 fraction bits, ``exp`` clamped at -126."""
+    ce = np.int64((cb >> np.uint32(23)) & np.uint32(0xFF))
+    cm = np.int64(cb & np.uint32(0x7FFFFF))
+    neg = (cb >> np.uint32(31)) != 0
+    if ce == 255:
+        if cm != 0:
+            return np.int64(3), np.int64(0), np.int64(0)
+        return (np.int64(2) if neg else np.int64(1)), np.int64(0), np.int64(0)
+    if ce == 0:
+        sig, e = cm, np.int64(-126)
+    else:
+        sig, e = cm | np.int64(0x800000), ce - 127
+    return np.int64(0), (-sig if neg else sig), e
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _special(nan: bool, pinf: bool, ninf: bool) -> np.uint32:
+    if nan or (pinf and ninf):
+        return NAN_BITS
+    return _PINF if pinf else _NINF
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
+                  b_sig: np.ndarray, b_exp: np.ndarray, b_kind: np.ndarray,
+                  a_sexp: np.ndarray, a_snan: np.ndarray,
+                  b_sexp: np.ndarray, b_snan: np.ndarray,
+                  c_bits: np.ndarray, fb: np.int64, F: np.int64,
+                  inst_k: np.int64) -> np.ndarray:
+    """``kind::mxf8f6f4``: one fused sum of ``inst_k`` scaled products and ``C`` per
+    instruction, chained over K.
+
+    ``a_*`` are (M, K), ``b_*`` (N, K) (B transposed); ``*_kind`` 0 finite, 1 +inf,
+    2 -inf, 3 NaN; ``*_sexp`` / ``*_snan`` the E8M0 scale exponents and NaN flags
+    per (row, instruction); ``fb`` the two formats' trailing bits added.
+    """
+    M, K = a_sig.shape
+    N = b_sig.shape[0]
+    out = np.empty((M, N), np.uint32)
+    for i in numba.prange(M):
+        for j in range(N):
+            cb = c_bits[i, j]
+            for t in range(K // inst_k):
+                k0 = t * inst_k
+                ckind, csig, cexp = _split_c(cb)
+                nan = ckind == 3 or a_snan[i, t] or b_snan[j, t]
+                pinf = ckind == 1
+                ninf = ckind == 2
+                s = np.int64(a_sexp[i, t]) + np.int64(b_sexp[j, t])
+                big = np.int64(-(1 << 30))
+                if csig != 0:
+                    big = cexp
+                for k in range(k0, k0 + inst_k):
+                    ka = a_kind[i, k]
+                    kb = b_kind[j, k]
+                    if ka != 0 or kb != 0:
+                        if ka == 3 or kb == 3:
+                            nan = True
+                        elif ka == 0 and a_sig[i, k] == 0 or kb == 0 and b_sig[j, k] == 0:
+                            nan = True  # inf * 0
+                        else:
+                            neg = (ka == 2 or (ka == 0 and a_sig[i, k] < 0)) != (
+                                kb == 2 or (kb == 0 and b_sig[j, k] < 0))
+                            if neg:
+                                ninf = True
+                            else:
+                                pinf = True
+                    elif a_sig[i, k] != 0 and b_sig[j, k] != 0:
+                        e = np.int64(a_exp[i, k]) + np.int64(b_exp[j, k]) + s
+                        if e > big:
+                            big = e
+                if nan or pinf or ninf:
+                    cb = _special(nan, pinf, ninf)
+                    continue
+                if big == -(1 << 30):  # every term is zero
+                    cb = np.uint32(0)
+                    continue
+                total = align(csig, F + cexp - big - 23)
+                for k in range(k0, k0 + inst_k):
+                    p = np.int64(a_sig[i, k]) * np.int64(b_sig[j, k])
+                    if p != 0:
+                        e = np.int64(a_exp[i, k]) + np.int64(b_exp[j, k]) + s
+                        total += align(p, F + e - big - fb)
+                cb = rz_binary32(total, big - F)
+            out[i, j] = cb
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def mxf4_gemm(a_val: np.ndarray, b_val: np.ndarray,
+              a_ssig: np.ndarray, a_sexp: np.ndarray, a_snan: np.ndarray,
+              b_ssig: np.ndarray, b_sexp: np.ndarray, b_snan: np.ndarray,
+              c_bits: np.ndarray, block: np.int64, group: np.int64, F: np.int64,
+              inst_k: np.int64) -> np.ndarray:
+    """``kind::mxf4`` / ``kind::mxf4nvf4``: per instruction, each run of ``group``
+    products summed exactly, times the two block scales, fused with ``C``.
+
+    ``a_val`` (M, K) and ``b_val`` (N, K) are twice the E2M1 values (integers);
+    ``*_ssig``, ``*_sexp``, ``*_snan`` (rows, K // block) the scales as
+    ``ssig * 2**(sexp - 3)`` and their NaN flags.  A group's significand
+    ``S * ssig_a * ssig_b`` (``S`` the group sum of the products of the doubled
+    values) has ``2 + 3 + 3`` fraction bits.  A term enters the maximum exponent
+    unless a scale is zero; a NaN scale in the instruction or a NaN ``C`` gives NaN;
+    an infinite ``C`` passes through.
+    """
+    M, K = a_val.shape
+    N = b_val.shape[0]
+    out = np.empty((M, N), np.uint32)
+    per = inst_k // group
+    for i in numba.prange(M):
+        gsig = np.empty(per, np.int64)
+        gexp = np.empty(per, np.int64)
+        for j in range(N):
+            cb = c_bits[i, j]
+            for t in range(K // inst_k):
+                k0 = t * inst_k
+                ckind, csig, cexp = _split_c(cb)
+                nan = ckind == 3
+                for s in range(k0 // block, (k0 + inst_k) // block):
+                    if a_snan[i, s] or b_snan[j, s]:
+                        nan = True
+                if nan:
+                    cb = NAN_BITS
+                    continue
+                if ckind != 0:
+                    continue  # an infinite C passes through
+                big = np.int64(-(1 << 30))
+                if csig != 0:
+                    big = cexp
+                for g in range(per):
+                    kg = k0 + g * group
+                    acc = np.int64(0)
+                    for k in range(kg, kg + group):
+                        acc += np.int64(a_val[i, k]) * np.int64(b_val[j, k])
+                    sb = kg // block
+                    sc = np.int64(a_ssig[i, sb]) * np.int64(b_ssig[j, sb])
+                    gsig[g] = acc * sc
+                    if sc != 0:
+                        gexp[g] = np.int64(a_sexp[i, sb]) + np.int64(b_sexp[j, sb])
+                        if gexp[g] > big:
+                            big = gexp[g]
+                if big == -(1 << 30):
+                    cb = np.uint32(0)
+                    continue
+                total = align(csig, F + cexp - big - 23)
+                for g in range(per):
+                    if gsig[g] != 0:
+                        total += align(gsig[g], F + gexp[g] - big - 8)
+                cb = rz_binary32(total, big - F)
+            out[i, j] = cb
+    return out
