@@ -152,10 +152,11 @@ def get_blockscaled_preset(name: object) -> BlockScaledPreset:
 @functools.cache
 def _element_table(fmt: Format) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per code: signed integer significand, exponent (clamped at ``emin``), kind
-    (0 finite, 1 +inf, 2 -inf, 3 NaN); value = sig * 2**(exp - trailing_bits)."""
+    (0 finite, 1 +inf, 2 -inf, 3 NaN); value = sig * 2**(exp - trailing_bits).  int8:
+    for formats of at most 8 bits with at most 4 trailing bits."""
     n = 1 << fmt.bits
-    sig = np.zeros(n, np.int32)
-    exp = np.zeros(n, np.int32)
+    sig = np.zeros(n, np.int8)  # |sig| < 2**(t + 1) <= 16 for the element formats
+    exp = np.zeros(n, np.int8)
     kind = np.zeros(n, np.uint8)
     t = fmt.trailing_bits
     for code in range(n):
@@ -305,10 +306,13 @@ def blockscaled_gemm(A_q: Quantized, B_q: Quantized, C: Any = None, *,
         b_sig, b_exp, b_kind = (t[bc] for t in _element_table(fb))
         _, a_sexp, a_snan = (t[asc] for t in _scale_table(as_format(a.scale_format.name)))
         _, b_sexp, b_snan = (t[bsc] for t in _scale_table(as_format(b.scale_format.name)))
+        inst = p.instruction_k
+        a_any = a_snan | (a_kind != 0).reshape(M, K // inst, inst).any(axis=2)
+        b_any = b_snan | (b_kind != 0).reshape(N, K // inst, inst).any(axis=2)
         bits = kernels.mxf8f6f4_gemm(
-            a_sig, a_exp, a_kind, b_sig, b_exp, b_kind, a_sexp, a_snan, b_sexp, b_snan,
-            chain_c, np.int64(fa.trailing_bits + fb.trailing_bits), np.int64(F),
-            np.int64(p.instruction_k))
+            a_sig, a_exp, a_kind, b_sig, b_exp, b_kind, a_sexp, a_snan, a_any,
+            b_sexp, b_snan, b_any, chain_c, np.int64(fa.trailing_bits + fb.trailing_bits),
+            np.int64(F), np.int64(inst))
     else:
         zero_scale = 0  # E8M0 0x00 = 2**-127; UE4M3 0x00 = 0
         ac, asc = _pad_k(ac, asc, p.block, p.instruction_k, zero_scale)

@@ -65,11 +65,12 @@ def rz_binary32(total: np.int64, exp: np.int64) -> np.uint32:
     if total < 0:
         sign = np.uint32(0x80000000)
         mag = -total
-    n = np.int64(0)  # bit length of mag
+    n = np.int64(1)  # bit length of mag (mag < 2**63), by halving steps
     t = mag
-    while t > 0:
-        n += 1
-        t >>= 1
+    for step in (32, 16, 8, 4, 2, 1):
+        if t >> step:
+            t >>= step
+            n += step
     lead = n - 1 + exp  # exponent of the leading bit
     if lead >= -126:
         if lead >= 128:
@@ -111,69 +112,92 @@ def _special(nan: bool, pinf: bool, ninf: bool) -> np.uint32:
     return _PINF if pinf else _NINF
 
 
+#: Rows of A per parallel task: a tile reuses one instruction's slice of B from cache.
+ROW_TILE = 8
+
+
+@numba.njit(cache=True, nogil=True)
+def _mxf8_special(a_sig: np.ndarray, a_kind: np.ndarray, b_sig: np.ndarray,
+                  b_kind: np.ndarray, i: np.int64, j: np.int64, k0: np.int64,
+                  k1: np.int64, cb: np.uint32, scale_nan: bool) -> np.uint32:
+    """The IEEE value class of the exact sum when an operand is special, else 1 (a
+    finite-code marker: binary32 bits 1 are never returned here)."""
+    ckind, _, _ = _split_c(cb)
+    nan = ckind == 3 or scale_nan
+    pinf = ckind == 1
+    ninf = ckind == 2
+    for k in range(k0, k1):
+        ka = a_kind[i, k]
+        kb = b_kind[j, k]
+        if ka == 0 and kb == 0:
+            continue
+        if ka == 3 or kb == 3:
+            nan = True
+        elif (ka == 0 and a_sig[i, k] == 0) or (kb == 0 and b_sig[j, k] == 0):
+            nan = True  # inf * 0
+        elif (ka == 2 or (ka == 0 and a_sig[i, k] < 0)) != (
+                kb == 2 or (kb == 0 and b_sig[j, k] < 0)):
+            ninf = True
+        else:
+            pinf = True
+    if nan or pinf or ninf:
+        return _special(nan, pinf, ninf)
+    return np.uint32(1)
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
                   b_sig: np.ndarray, b_exp: np.ndarray, b_kind: np.ndarray,
-                  a_sexp: np.ndarray, a_snan: np.ndarray,
-                  b_sexp: np.ndarray, b_snan: np.ndarray,
+                  a_sexp: np.ndarray, a_snan: np.ndarray, a_any: np.ndarray,
+                  b_sexp: np.ndarray, b_snan: np.ndarray, b_any: np.ndarray,
                   c_bits: np.ndarray, fb: np.int64, F: np.int64,
                   inst_k: np.int64) -> np.ndarray:
     """``kind::mxf8f6f4``: one fused sum of ``inst_k`` scaled products and ``C`` per
     instruction, chained over K.
 
-    ``a_*`` are (M, K), ``b_*`` (N, K) (B transposed); ``*_kind`` 0 finite, 1 +inf,
-    2 -inf, 3 NaN; ``*_sexp`` / ``*_snan`` the E8M0 scale exponents and NaN flags
-    per (row, instruction); ``fb`` the two formats' trailing bits added.
+    ``a_*`` are (M, K), ``b_*`` (N, K) (B transposed), int8; ``*_kind`` 0 finite,
+    1 +inf, 2 -inf, 3 NaN; per (row, instruction): ``*_sexp`` / ``*_snan`` the E8M0
+    scale exponent and NaN flag, ``*_any`` whether a special element or scale
+    occurs; ``fb`` the two formats' trailing bits added.
     """
     M, K = a_sig.shape
     N = b_sig.shape[0]
-    out = np.empty((M, N), np.uint32)
-    for i in numba.prange(M):
-        for j in range(N):
-            cb = c_bits[i, j]
-            for t in range(K // inst_k):
-                k0 = t * inst_k
-                ckind, csig, cexp = _split_c(cb)
-                nan = ckind == 3 or a_snan[i, t] or b_snan[j, t]
-                pinf = ckind == 1
-                ninf = ckind == 2
-                s = np.int64(a_sexp[i, t]) + np.int64(b_sexp[j, t])
-                big = np.int64(-(1 << 30))
-                if csig != 0:
-                    big = cexp
-                for k in range(k0, k0 + inst_k):
-                    ka = a_kind[i, k]
-                    kb = b_kind[j, k]
-                    if ka != 0 or kb != 0:
-                        if ka == 3 or kb == 3:
-                            nan = True
-                        elif ka == 0 and a_sig[i, k] == 0 or kb == 0 and b_sig[j, k] == 0:
-                            nan = True  # inf * 0
-                        else:
-                            neg = (ka == 2 or (ka == 0 and a_sig[i, k] < 0)) != (
-                                kb == 2 or (kb == 0 and b_sig[j, k] < 0))
-                            if neg:
-                                ninf = True
-                            else:
-                                pinf = True
-                    elif a_sig[i, k] != 0 and b_sig[j, k] != 0:
-                        e = np.int64(a_exp[i, k]) + np.int64(b_exp[j, k]) + s
-                        if e > big:
+    out = c_bits.copy()
+    tiles = (M + ROW_TILE - 1) // ROW_TILE
+    for tile in numba.prange(tiles):
+        e_buf = np.empty(inst_k, np.int64)
+        p_buf = np.empty(inst_k, np.int64)
+        for t in range(K // inst_k):
+            k0 = t * inst_k
+            for i in range(tile * ROW_TILE, min(M, (tile + 1) * ROW_TILE)):
+                for j in range(N):
+                    cb = out[i, j]
+                    if a_any[i, t] or b_any[j, t] or (cb & np.uint32(0x7F800000)) == _PINF:
+                        sp = _mxf8_special(a_sig, a_kind, b_sig, b_kind, i, j, k0,
+                                           k0 + inst_k, cb, a_snan[i, t] or b_snan[j, t])
+                        if sp != 1:
+                            out[i, j] = sp
+                            continue
+                    ckind, csig, cexp = _split_c(cb)
+                    s = np.int64(a_sexp[i, t]) + np.int64(b_sexp[j, t])
+                    big = np.int64(-(1 << 30))
+                    if csig != 0:
+                        big = cexp
+                    for k in range(inst_k):
+                        p = np.int64(a_sig[i, k0 + k]) * np.int64(b_sig[j, k0 + k])
+                        e = np.int64(a_exp[i, k0 + k]) + np.int64(b_exp[j, k0 + k]) + s
+                        p_buf[k] = p
+                        e_buf[k] = e
+                        if p != 0 and e > big:
                             big = e
-                if nan or pinf or ninf:
-                    cb = _special(nan, pinf, ninf)
-                    continue
-                if big == -(1 << 30):  # every term is zero
-                    cb = np.uint32(0)
-                    continue
-                total = align(csig, F + cexp - big - 23)
-                for k in range(k0, k0 + inst_k):
-                    p = np.int64(a_sig[i, k]) * np.int64(b_sig[j, k])
-                    if p != 0:
-                        e = np.int64(a_exp[i, k]) + np.int64(b_exp[j, k]) + s
-                        total += align(p, F + e - big - fb)
-                cb = rz_binary32(total, big - F)
-            out[i, j] = cb
+                    if big == -(1 << 30):  # every term is zero
+                        out[i, j] = np.uint32(0)
+                        continue
+                    total = align(csig, F + cexp - big - 23)
+                    for k in range(inst_k):
+                        if p_buf[k] != 0:
+                            total += align(p_buf[k], F + e_buf[k] - big - fb)
+                    out[i, j] = rz_binary32(total, big - F)
     return out
 
 
@@ -186,57 +210,58 @@ def mxf4_gemm(a_val: np.ndarray, b_val: np.ndarray,
     """``kind::mxf4`` / ``kind::mxf4nvf4``: per instruction, each run of ``group``
     products summed exactly, times the two block scales, fused with ``C``.
 
-    ``a_val`` (M, K) and ``b_val`` (N, K) are twice the E2M1 values (integers);
+    ``a_val`` (M, K) and ``b_val`` (N, K) are twice the E2M1 values (int8);
     ``*_ssig``, ``*_sexp``, ``*_snan`` (rows, K // block) the scales as
-    ``ssig * 2**(sexp - 3)`` and their NaN flags.  A group's significand
-    ``S * ssig_a * ssig_b`` (``S`` the group sum of the products of the doubled
-    values) has ``2 + 3 + 3`` fraction bits.  A term enters the maximum exponent
-    unless a scale is zero; a NaN scale in the instruction or a NaN ``C`` gives NaN;
-    an infinite ``C`` passes through.
+    ``ssig * 2**(sexp - 3)`` and their NaN flags.  A run's significand
+    ``S * ssig_a * ssig_b`` (``S`` the run's sum of products of doubled values) has
+    ``2 + 3 + 3`` fraction bits.  A run enters the largest exponent unless a scale
+    is zero; a NaN scale in the instruction or a NaN ``C`` gives NaN; an infinite
+    ``C`` passes through.
     """
     M, K = a_val.shape
     N = b_val.shape[0]
-    out = np.empty((M, N), np.uint32)
+    out = c_bits.copy()
     per = inst_k // group
-    for i in numba.prange(M):
+    tiles = (M + ROW_TILE - 1) // ROW_TILE
+    for tile in numba.prange(tiles):
         gsig = np.empty(per, np.int64)
         gexp = np.empty(per, np.int64)
-        for j in range(N):
-            cb = c_bits[i, j]
-            for t in range(K // inst_k):
-                k0 = t * inst_k
-                ckind, csig, cexp = _split_c(cb)
-                nan = ckind == 3
-                for s in range(k0 // block, (k0 + inst_k) // block):
-                    if a_snan[i, s] or b_snan[j, s]:
-                        nan = True
-                if nan:
-                    cb = NAN_BITS
-                    continue
-                if ckind != 0:
-                    continue  # an infinite C passes through
-                big = np.int64(-(1 << 30))
-                if csig != 0:
-                    big = cexp
-                for g in range(per):
-                    kg = k0 + g * group
-                    acc = np.int64(0)
-                    for k in range(kg, kg + group):
-                        acc += np.int64(a_val[i, k]) * np.int64(b_val[j, k])
-                    sb = kg // block
-                    sc = np.int64(a_ssig[i, sb]) * np.int64(b_ssig[j, sb])
-                    gsig[g] = acc * sc
-                    if sc != 0:
-                        gexp[g] = np.int64(a_sexp[i, sb]) + np.int64(b_sexp[j, sb])
-                        if gexp[g] > big:
-                            big = gexp[g]
-                if big == -(1 << 30):
-                    cb = np.uint32(0)
-                    continue
-                total = align(csig, F + cexp - big - 23)
-                for g in range(per):
-                    if gsig[g] != 0:
-                        total += align(gsig[g], F + gexp[g] - big - 8)
-                cb = rz_binary32(total, big - F)
-            out[i, j] = cb
+        for t in range(K // inst_k):
+            k0 = t * inst_k
+            for i in range(tile * ROW_TILE, min(M, (tile + 1) * ROW_TILE)):
+                for j in range(N):
+                    cb = out[i, j]
+                    ckind, csig, cexp = _split_c(cb)
+                    nan = ckind == 3
+                    for sb in range(k0 // block, (k0 + inst_k) // block):
+                        if a_snan[i, sb] or b_snan[j, sb]:
+                            nan = True
+                    if nan:
+                        out[i, j] = NAN_BITS
+                        continue
+                    if ckind != 0:
+                        continue  # an infinite C passes through
+                    big = np.int64(-(1 << 30))
+                    if csig != 0:
+                        big = cexp
+                    for g in range(per):
+                        kg = k0 + g * group
+                        acc = np.int64(0)
+                        for k in range(kg, kg + group):
+                            acc += np.int64(a_val[i, k]) * np.int64(b_val[j, k])
+                        sb = kg // block
+                        sc = np.int64(a_ssig[i, sb]) * np.int64(b_ssig[j, sb])
+                        gsig[g] = acc * sc
+                        if sc != 0:
+                            gexp[g] = np.int64(a_sexp[i, sb]) + np.int64(b_sexp[j, sb])
+                            if gexp[g] > big:
+                                big = gexp[g]
+                    if big == -(1 << 30):
+                        out[i, j] = np.uint32(0)
+                        continue
+                    total = align(csig, F + cexp - big - 23)
+                    for g in range(per):
+                        if gsig[g] != 0:
+                            total += align(gsig[g], F + gexp[g] - big - 8)
+                    out[i, j] = rz_binary32(total, big - F)
     return out
