@@ -22,11 +22,14 @@ Arithmetic codes: 0 uint32, 1 float32, 2 bfloat16, 3 float16.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
 
 __all__ = [
+    "PARALLEL_MIN_WORK",
+    "call",
     "fnv1a32_rows",
     "int_mod_2_32",
     "int_mod_2_32_array",
@@ -39,6 +42,26 @@ __all__ = [
 ]
 
 _M32 = np.uint64(0xFFFFFFFF)
+
+#: Below this many element steps a call runs on one thread: waking the pool costs
+#: more than the loop (and on a busy machine, far more).
+PARALLEL_MIN_WORK = 1 << 20
+
+
+def call(kernel: Any, work: int, *args: Any) -> Any:
+    """``kernel(*args)``, on one thread when ``work`` (element steps) is small.
+
+    The thread count never changes a result (each key is hashed on its own), only
+    how long the call takes.
+    """
+    threads = numba.get_num_threads()
+    if work >= PARALLEL_MIN_WORK or threads == 1:
+        return kernel(*args)
+    numba.set_num_threads(1)
+    try:
+        return kernel(*args)
+    finally:
+        numba.set_num_threads(threads)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
