@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from _timing import best_of, row
 
-from numerics.hashing import fnv1a32, murmur3_32, poly_hash, spatial_hash, xxh32
+from numerics.hashing import Arithmetic, fnv1a32, murmur3_32, poly_hash, spatial_hash, xxh32
 from numerics.threads import get_num_threads, set_num_threads
 
 __all__ = ["run"]
@@ -86,7 +86,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         t = best_of(partial(spatial_hash, coords, 2**19, arithmetic=arith), repeat)
         rows.append(_row("hashing", f"spatial_hash {arith} {n} points", t, "-", None, target="-"))
     toks = rng.integers(0, 2**12, size=(n // 16, 16))
-    for arith in ("uint32", "float32"):
+    poly_ariths: tuple[Arithmetic, ...] = ("uint32", "float32")
+    for arith in poly_ariths:
         t = best_of(partial(poly_hash, toks, 1_000_003, modulus=10**9 + 7, arithmetic=arith),
                     repeat)
         rows.append(_row("hashing", f"poly_hash {arith} {n // 16} x 16 tokens", t, "-", None,

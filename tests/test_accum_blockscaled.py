@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from blockscaled_reference import _epilogue, reference_gemm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blockscaled_reference import _epilogue, reference_gemm
 from numerics import quant
 from numerics.accum.blockscaled import (
     BLOCKSCALED_PRESETS,
@@ -486,7 +486,7 @@ def test_bad_input_names_the_argument() -> None:
     with pytest.raises(ValueError, match="preset='volta'"):
         blockscaled_gemm(A, B, preset="volta")
     with pytest.raises(TypeError, match="A_q"):
-        blockscaled_gemm(x, B, preset="blackwell-mxf4")
+        blockscaled_gemm(x, B, preset="blackwell-mxf4")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="B_q quantized as 'nvfp4'"):
         blockscaled_gemm(A, quant.nvfp4(x.T, axis=0), preset="blackwell-mxf4")
     with pytest.raises(ValueError, match="quantized along K"):

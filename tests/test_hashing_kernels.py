@@ -11,7 +11,8 @@ references) are in tests/test_hashing.py.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import mmh3
@@ -123,12 +124,11 @@ def test_results_do_not_depend_on_the_thread_count() -> None:
     keys = rng.integers(0, 256, size=(5000, 23), dtype=np.uint8)
     coords = rng.integers(0, 2**24, size=(5000, 3))
     toks = rng.integers(0, 2**12, size=(5000, 7))
-    calls = [lambda: fnv1a32(keys), lambda: murmur3_32(keys, seed=7),
-             lambda: xxh32(keys, seed=7)]
-    calls += [lambda a=a: spatial_hash(coords, 2**20, arithmetic=a)
-              for a in ("uint32", "float32", "bfloat16")]
-    calls += [lambda a=a: poly_hash(toks, 1_000_003, modulus=10**9 + 7, arithmetic=a)
-              for a in ("uint32", "float32", "bfloat16")]
+    calls: list[Callable[[], Any]] = [lambda: fnv1a32(keys), lambda: murmur3_32(keys, seed=7),
+                                      lambda: xxh32(keys, seed=7)]
+    for a in ("uint32", "float32", "bfloat16"):
+        calls.append(partial(spatial_hash, coords, 2**20, arithmetic=a))
+        calls.append(partial(poly_hash, toks, 1_000_003, modulus=10**9 + 7, arithmetic=a))
     before = get_num_threads()
     try:
         results = []

@@ -25,8 +25,14 @@ thread count.
 
 from __future__ import annotations
 
+from typing import Union
+
 import numba
 import numpy as np
+
+#: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).
+Int = Union[int, np.integer]
+Float = Union[float, np.floating]
 
 __all__ = ["align", "mxf4_gemm", "mxf8f6f4_gemm", "rz_binary32"]
 
@@ -37,21 +43,21 @@ _NINF = np.uint32(0xFF800000)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def align(sig: np.int64, shift: np.int64) -> np.int64:
+def align(sig: Int, shift: Int) -> np.int64:
     """``trunc(sig * 2**shift)`` toward zero (``shift <= 40`` keeps it within int64)."""
     if sig == 0:
         return np.int64(0)
     if shift >= 0:
-        return sig << shift
+        return np.int64(sig << shift)
     if shift <= -63:
         return np.int64(0)
     if sig > 0:
-        return sig >> (-shift)
-    return -((-sig) >> (-shift))
+        return np.int64(sig >> (-shift))
+    return np.int64(-((-sig) >> (-shift)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def rz_binary32(total: np.int64, exp: np.int64) -> np.uint32:
+def rz_binary32(total: Int, exp: Int) -> np.uint32:
     """Bits of ``total * 2**exp`` rounded toward zero to binary32.
 
     Subnormals are kept (quantum ``2**-149``); an exact or truncated zero is +0; a
@@ -88,7 +94,7 @@ def rz_binary32(total: np.int64, exp: np.int64) -> np.uint32:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _split_c(cb: np.uint32) -> tuple[np.int64, np.int64, np.int64]:
+def _split_c(cb: Int) -> tuple[np.int64, np.int64, np.int64]:
     """``(kind, sig, exp)`` of binary32 bits: kind 0 finite, 1 +inf, 2 -inf, 3 NaN;
     ``sig`` signed with 23 fraction bits, ``exp`` clamped at -126."""
     ce = np.int64((cb >> np.uint32(23)) & np.uint32(0xFF))
@@ -118,8 +124,8 @@ ROW_TILE = 8
 
 @numba.njit(cache=True, nogil=True)
 def _mxf8_special(a_sig: np.ndarray, a_kind: np.ndarray, b_sig: np.ndarray,
-                  b_kind: np.ndarray, i: np.int64, j: np.int64, k0: np.int64,
-                  k1: np.int64, cb: np.uint32, scale_nan: bool) -> np.uint32:
+                  b_kind: np.ndarray, i: Int, j: Int, k0: Int,
+                  k1: Int, cb: Int, scale_nan: bool) -> np.uint32:
     """The IEEE value class of the exact sum when an operand is special, else 1 (a
     finite-code marker: binary32 bits 1 are never returned here)."""
     ckind, _, _ = _split_c(cb)
@@ -150,8 +156,8 @@ def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
                   b_sig: np.ndarray, b_exp: np.ndarray, b_kind: np.ndarray,
                   a_sexp: np.ndarray, a_snan: np.ndarray, a_any: np.ndarray,
                   b_sexp: np.ndarray, b_snan: np.ndarray, b_any: np.ndarray,
-                  c_bits: np.ndarray, fb: np.int64, F: np.int64,
-                  inst_k: np.int64) -> np.ndarray:
+                  c_bits: np.ndarray, fb: Int, F: Int,
+                  inst_k: Int) -> np.ndarray:
     """``kind::mxf8f6f4``: one fused sum of ``inst_k`` scaled products and ``C`` per
     instruction, chained over K.
 
@@ -205,8 +211,8 @@ def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
 def mxf4_gemm(a_val: np.ndarray, b_val: np.ndarray,
               a_ssig: np.ndarray, a_sexp: np.ndarray, a_snan: np.ndarray,
               b_ssig: np.ndarray, b_sexp: np.ndarray, b_snan: np.ndarray,
-              c_bits: np.ndarray, block: np.int64, group: np.int64, F: np.int64,
-              inst_k: np.int64) -> np.ndarray:
+              c_bits: np.ndarray, block: Int, group: Int, F: Int,
+              inst_k: Int) -> np.ndarray:
     """``kind::mxf4`` / ``kind::mxf4nvf4``: per instruction, each run of ``group``
     products summed exactly, times the two block scales, fused with ``C``.
 
@@ -249,11 +255,11 @@ def mxf4_gemm(a_val: np.ndarray, b_val: np.ndarray,
                         acc = np.int64(0)
                         for k in range(kg, kg + group):
                             acc += np.int64(a_val[i, k]) * np.int64(b_val[j, k])
-                        sb = kg // block
-                        sc = np.int64(a_ssig[i, sb]) * np.int64(b_ssig[j, sb])
+                        q = kg // block
+                        sc = np.int64(a_ssig[i, q]) * np.int64(b_ssig[j, q])
                         gsig[g] = acc * sc
                         if sc != 0:
-                            gexp[g] = np.int64(a_sexp[i, sb]) + np.int64(b_sexp[j, sb])
+                            gexp[g] = np.int64(a_sexp[i, q]) + np.int64(b_sexp[j, q])
                             if gexp[g] > big:
                                 big = gexp[g]
                     if big == -(1 << 30):

@@ -22,10 +22,14 @@ Arithmetic codes: 0 uint32, 1 float32, 2 bfloat16, 3 float16.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Union
 
 import numba
 import numpy as np
+
+#: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).
+Int = Union[int, np.integer]
+Float = Union[float, np.floating]
 
 __all__ = [
     "PARALLEL_MIN_WORK",
@@ -65,12 +69,12 @@ def call(kernel: Any, work: int, *args: Any) -> Any:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _rotl(x: np.uint32, r: np.int64) -> np.uint32:
+def _rotl(x: Int, r: Int) -> np.uint32:
     return np.uint32((x << np.uint32(r)) | (x >> np.uint32(32 - r)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _word(keys: np.ndarray, i: np.int64, j: np.int64) -> np.uint32:
+def _word(keys: np.ndarray, i: Int, j: Int) -> np.uint32:
     """The little-endian 32-bit word at bytes j .. j+3 of row i."""
     return (np.uint32(keys[i, j]) | (np.uint32(keys[i, j + 1]) << np.uint32(8))
             | (np.uint32(keys[i, j + 2]) << np.uint32(16))
@@ -78,25 +82,25 @@ def _word(keys: np.ndarray, i: np.int64, j: np.int64) -> np.uint32:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _mul(a: np.uint32, b: np.uint32) -> np.uint32:
+def _mul(a: Int, b: Int) -> np.uint32:
     """``a * b mod 2**32`` (uint32 products wrap)."""
     return np.uint32((np.uint64(a) * np.uint64(b)) & _M32)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add(a: np.uint32, b: np.uint32) -> np.uint32:
+def _add(a: Int, b: Int) -> np.uint32:
     return np.uint32((np.uint64(a) + np.uint64(b)) & _M32)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _fmix(h: np.uint32, m1: np.uint32, s1: np.int64, m2: np.uint32, s2: np.int64,
-          s3: np.int64) -> np.uint32:
+def _fmix(h: Int, m1: Int, s1: Int, m2: Int, s2: Int,
+          s3: Int) -> np.uint32:
     h ^= h >> np.uint32(s1)
     h = _mul(h, m1)
     h ^= h >> np.uint32(s2)
     h = _mul(h, m2)
     h ^= h >> np.uint32(s3)
-    return h
+    return np.uint32(h)
 
 
 # ============================================================================ byte hashes
@@ -114,7 +118,7 @@ def fnv1a32_rows(keys: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def murmur3_rows(keys: np.ndarray, seed: np.uint32) -> np.ndarray:
+def murmur3_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
     """MurmurHash3 x86_32 of each row of a uint8 matrix."""
     n, length = keys.shape
     c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
@@ -138,7 +142,7 @@ def murmur3_rows(keys: np.ndarray, seed: np.uint32) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def xxh32_rows(keys: np.ndarray, seed: np.uint32) -> np.ndarray:
+def xxh32_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
     """xxHash32 of each row of a uint8 matrix."""
     n, length = keys.shape
     p1, p2 = np.uint32(0x9E3779B1), np.uint32(0x85EBCA77)
@@ -174,7 +178,7 @@ def xxh32_rows(keys: np.ndarray, seed: np.uint32) -> np.ndarray:
 
 # ============================================================================ emulated floats
 @numba.njit(cache=True, nogil=True, inline="always")
-def round_to_precision(x: np.float32, arith: np.int64) -> np.float32:
+def round_to_precision(x: Float, arith: Int) -> np.float32:
     """``x`` (a non-negative binary32) rounded to the arithmetic's format, ties to even.
 
     bfloat16 (p = 8) and binary16 (p = 11): keep the top ``p`` significant bits of
@@ -184,11 +188,11 @@ def round_to_precision(x: np.float32, arith: np.int64) -> np.float32:
     to inf above 65504 (the values here are integers, never binary16 subnormals).
     """
     if arith <= 1:
-        return x
+        return np.float32(x)
     drop = np.uint32(16) if arith == 2 else np.uint32(13)
     bits = np.float32(x).view(np.uint32)
     if (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000):
-        return x  # inf or NaN stays
+        return np.float32(x)  # inf or NaN stays
     half = np.uint32(1) << (drop - np.uint32(1))
     bits = bits + (half - np.uint32(1)) + ((bits >> drop) & np.uint32(1))
     bits &= ~((np.uint32(1) << drop) - np.uint32(1))
@@ -199,7 +203,7 @@ def round_to_precision(x: np.float32, arith: np.int64) -> np.float32:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def int_mod_2_32(v: np.float32) -> np.uint32:
+def int_mod_2_32(v: Float) -> np.uint32:
     """Exact integer value mod ``2**32`` of a non-negative, finite, integer-valued float32.
 
     ``M * 2**(E - 150)`` with biased exponent ``E`` and 24-bit significand ``M``:
@@ -232,7 +236,7 @@ def int_mod_2_32_array(v: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def spatial_rows(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
-                 table: np.uint64, arith: np.int64) -> tuple[np.ndarray, np.ndarray]:
+                 table: Int, arith: Int) -> tuple[np.ndarray, np.ndarray]:
     """``XOR_i c[i] * primes[i] mod table`` per row of an int64 (n, d) matrix.
 
     ``primes_f`` holds the primes already rounded to the format (finite).  Returns
@@ -259,7 +263,7 @@ def spatial_rows(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def poly_uint_rows(tokens: np.ndarray, base: np.uint64, modulus: np.uint64) -> np.ndarray:
+def poly_uint_rows(tokens: np.ndarray, base: Int, modulus: Int) -> np.ndarray:
     """``h = (h * base + t) mod modulus`` per row, exact (``modulus <= 2**32``)."""
     n, length = tokens.shape
     out = np.empty(n, np.uint32)
@@ -274,8 +278,8 @@ def poly_uint_rows(tokens: np.ndarray, base: np.uint64, modulus: np.uint64) -> n
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def poly_float_rows(tokens: np.ndarray, base_f: np.float32, mod_f: np.float32,
-                    modulus: np.uint64, arith: np.int64) -> tuple[np.ndarray, np.ndarray]:
+def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
+                    modulus: Int, arith: Int) -> tuple[np.ndarray, np.ndarray]:
     """``h = fmod(h * B + t, M)`` per row in emulated float arithmetic, then the exact
     integer value of ``h`` mod ``modulus``.
 
