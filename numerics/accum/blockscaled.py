@@ -87,7 +87,7 @@ from typing import Any
 import numpy as np
 
 from numerics.formats import Format, as_format
-from numerics.quant.scaled import Quantized
+from numerics.quant import Quantized
 
 __all__ = ["BLOCKSCALED_PRESETS", "BlockScaledPreset", "blockscaled_gemm", "dequantized_gemm"]
 
