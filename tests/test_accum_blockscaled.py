@@ -505,6 +505,9 @@ def test_bad_input_names_the_argument() -> None:
         blockscaled_gemm(A, B, np.ones(3), preset="blackwell-mxf4")
     with pytest.raises(ValueError, match="preset 'blackwell-mxf4' takes"):
         blockscaled_gemm(quant.mx(x, "mxfp8_e4m3", axis=1), B, preset="blackwell-mxf4")
+    bad = make_q(np.full((2, 64), 0x1F), np.zeros((2, 2)), "mxfp4_e2m1", 1)
+    with pytest.raises(ValueError, match="A_q.codes .* 4-bit codes"):
+        blockscaled_gemm(bad, B, preset="blackwell-mxf4")
     with pytest.raises(ValueError, match="must match"):
         blockscaled_gemm(A, quant.mx(np.ones((32, 2)), "mxfp4_e2m1", axis=0),
                          preset="blackwell-mxf4")

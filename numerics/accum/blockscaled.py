@@ -207,6 +207,13 @@ def _operand_codes(q: Quantized, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """Element codes as (rows, K) and scale codes as (rows, K // block), K last."""
     codes = np.asarray(q.codes)
     scodes = np.asarray(q.scale_codes)
+    arg = "A_q" if axis == 1 else "B_q"
+    for what, c, bits in (("codes", codes, q.element_format.bits), ("scale_codes", scodes, 8)):
+        if not np.issubdtype(c.dtype, np.integer):
+            raise TypeError(f"Got {arg}.{what} of dtype {c.dtype}, but codes are integers")
+        if c.size and (int(c.min()) < 0 or int(c.max()) >= 1 << bits):
+            raise ValueError(f"Got {arg}.{what} with values in [{int(c.min())}, {int(c.max())}], "
+                             f"but they must be {bits}-bit codes")
     if axis == 0:
         codes, scodes = codes.T, scodes.T
     return (np.ascontiguousarray(codes, dtype=np.int64),
