@@ -11,7 +11,9 @@ references) are in tests/test_hashing.py.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from functools import partial
 from typing import Any
 
@@ -19,6 +21,8 @@ import mmh3
 import numpy as np
 import pytest
 import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from numerics.hashing import fnv1a32, murmur3_32, poly_hash, spatial_hash, xxh32
 from numerics.threads import get_num_threads, set_num_threads
@@ -176,3 +180,19 @@ def test_poly_overflow_names_the_first_step_and_key() -> None:
     toks = np.array([[1, 1, 1], [60000, 1, 1]])
     with pytest.raises(ValueError, match=r"h\*base overflows it \(key 1"):
         poly_hash(toks, 2, modulus=65504, arithmetic="float16")
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=st.one_of(st.floats(min_value=2.0**23, max_value=float(np.float32(3.4e38)), width=32),
+                   st.integers(0, 2**24).map(float)),
+       m=st.one_of(st.integers(1, 2**32), st.sampled_from([1, 2, 3, 2**32, 2**32 - 1,
+                                                           10**9, 65521])))
+def test_int_mod_is_fmod_of_integers(x: float, m: int) -> None:
+    """The poly_hash reduction: integer remainder of an integer-valued float32, exactly
+    IEEE fmod's result (which never rounds)."""
+    from numerics.kernels.hash import int_mod
+
+    got = int(int_mod(np.float32(x), np.uint64(m)))
+    assert got == int(Fraction(x)) % m
+    if m < 2**24 or float(np.float32(m)) == m:
+        assert got == math.fmod(x, float(m))

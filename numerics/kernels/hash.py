@@ -35,6 +35,7 @@ __all__ = [
     "PARALLEL_MIN_WORK",
     "call",
     "fnv1a32_rows",
+    "int_mod",
     "int_mod_2_32",
     "int_mod_2_32_array",
     "murmur3_rows",
@@ -225,6 +226,33 @@ def int_mod_2_32(v: Float) -> np.uint32:
     return np.uint32(m >> np.uint32(d))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def int_mod(v: Float, m: Int) -> np.uint64:
+    """``v mod m`` for a non-negative, finite, integer-valued float32 ``v`` and an int
+    ``1 <= m <= 2**32``, in integers: ``v = M * 2**s``; for ``s <= 39`` the value fits
+    in uint64; above, ``(M mod m) * (2**s mod m)`` (square and multiply; every
+    product of two residues is below ``2**64``)."""
+    bits = np.float32(v).view(np.uint32)
+    e = np.int64(bits >> np.uint32(23))
+    if e == 0:
+        return np.uint64(0)  # +0 (an integer-valued float32 is never subnormal)
+    mant = np.uint64((bits & np.uint32(0x7FFFFF)) | np.uint32(0x800000))
+    mod = np.uint64(m)
+    s = e - 150
+    if s <= 0:
+        return (mant >> np.uint64(-s)) % mod if s > -64 else np.uint64(0)
+    if s <= 39:
+        return (mant << np.uint64(s)) % mod
+    p = np.uint64(1) % mod
+    base = np.uint64(2) % mod
+    while s > 0:
+        if s & 1:
+            p = (p * base) % mod
+        base = (base * base) % mod
+        s >>= 1
+    return ((mant % mod) * p) % mod
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def int_mod_2_32_array(v: np.ndarray) -> np.ndarray:
     """:func:`int_mod_2_32` of every element of a 1-D float32 array."""
@@ -268,11 +296,13 @@ def poly_uint_rows(tokens: np.ndarray, base: Int, modulus: Int) -> np.ndarray:
     n, length = tokens.shape
     out = np.empty(n, np.uint32)
     b = base % modulus
+    wrap = modulus == np.uint64(1 << 32)  # uint32 wrap-around: a mask, not a division
     for r in numba.prange(n):
         h = np.uint64(0)
-        for j in range(length):  # h < modulus <= 2**32: h * b < 2**64
-            h = (h * b) % modulus
-            h = (h + np.uint64(tokens[r, j])) % modulus
+        for j in range(length):
+            # h, b < modulus <= 2**32 and t < 2**24: h*b + t <= (2**32 - 1)**2 + 2**24 < 2**64
+            h = h * b + np.uint64(tokens[r, j])
+            h = (h & _M32) if wrap else h % modulus
         out[r] = np.uint32(h)
     return out
 
@@ -285,12 +315,13 @@ def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
 
     Returns the hashes and per row ``2 * j + stage`` of the first overflow (stage 0:
     ``h*base``, 1: ``h*base + token``; -1 if none).  ``fmod`` of two representable
-    numbers is exact and representable, so it is taken in float64.
+    numbers is exact and representable; for non-negative integers it is the integer
+    remainder (:func:`int_mod`).
     """
     n, length = tokens.shape
     out = np.empty(n, np.uint32)
     bad = np.full(n, -1, np.int64)
-    m64 = np.float64(mod_f)
+    m_int = np.uint64(mod_f)  # an integer-valued float32 in [1, 2**32]
     for r in numba.prange(n):
         h = np.float32(0.0)
         for j in range(length):
@@ -303,6 +334,6 @@ def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
             if not math.isfinite(h):
                 bad[r] = 2 * j + 1
                 break
-            h = np.float32(np.fmod(np.float64(h), m64))
+            h = np.float32(int_mod(h, m_int))  # fmod: exact, and representable
         out[r] = np.uint32(np.uint64(int_mod_2_32(h)) % modulus)
     return out, bad
