@@ -249,6 +249,10 @@ def _pad_k(codes: np.ndarray, scodes: np.ndarray, block: int, inst_k: int,
     return codes, scodes
 
 
+#: Run sums computed per matmul batch (float32 elements): about 16 MB.
+_RUN_SUM_ELEMENTS = 1 << 22
+
+
 # ---------------------------------------------------------------------------- public
 def blockscaled_gemm(A_q: Quantized, B_q: Quantized, C: Any = None, *,
                      preset: str) -> np.ndarray:
@@ -326,13 +330,21 @@ def blockscaled_gemm(A_q: Quantized, B_q: Quantized, C: Any = None, *,
         bc, bsc = _pad_k(bc, bsc, p.block, p.instruction_k, zero_scale)
         e2m1 = as_format("e2m1fn")
         sig, exp, _ = _element_table(e2m1)
-        doubled = (sig.astype(np.int64) << exp).astype(np.int8)  # 2 * value
+        doubled = (sig.astype(np.int64) << exp).astype(np.float32)  # 2 * value, exact
         a_ssig, a_sexp, a_snan = (t[asc] for t in _scale_table(as_format(a.scale_format.name)))
         b_ssig, b_sexp, b_snan = (t[bsc] for t in _scale_table(as_format(b.scale_format.name)))
-        bits = kernels.mxf4_gemm(
-            doubled[ac], doubled[bc], a_ssig, a_sexp, a_snan, b_ssig, b_sexp, b_snan,
-            chain_c, np.int64(p.block), np.int64(p.group), np.int64(F),
-            np.int64(p.instruction_k))
+        bits = chain_c.copy()
+        G, runs = p.group, ac.shape[1] // p.group
+        a_runs = doubled[ac].reshape(M, runs, G).transpose(1, 0, 2)  # (runs, M, G)
+        b_runs = doubled[bc].reshape(N, runs, G).transpose(1, 2, 0)  # (runs, G, N)
+        per_inst = p.instruction_k // G
+        step = per_inst * max(1, _RUN_SUM_ELEMENTS // max(1, M * N * per_inst))
+        for r0 in range(0, runs, step):
+            # each run sum is an integer below 16 * 144 < 2**24: exact in float32 whatever
+            # the order of the matmul's additions (claim B2)
+            sums = np.matmul(a_runs[r0:r0 + step], b_runs[r0:r0 + step])
+            kernels.mxf4_chain(sums, r0, a_ssig, a_sexp, a_snan, b_ssig, b_sexp, b_snan,
+                               bits, p.block // G, per_inst, F)
     d = bits.view(np.float32)
     if tensor_scales:
         d = _alpha_epilogue(d, a.global_scale, b.global_scale, c_bits.view(np.float32))

@@ -18,9 +18,13 @@ to ``F`` fractional bits is ``trunc(sig * 2**(F + e - E - fb))``, an integer
 claim B6) and the sum ``T * 2**(E - F)`` is rounded toward zero to binary32
 (:func:`rz_binary32`).
 
+For the FP4 kinds the exact sums of each run of 16 products come from the caller
+(one batched float32 matmul, exact because every partial sum is an integer below
+``2**24``); :func:`mxf4_chain` only scales, aligns and chains them.
+
 Each output element depends only on its row of ``A``, its column of ``B`` and its
-``C``, so the rows run in parallel (``prange``) with the same bits for every
-thread count.
+``C``, so the rows run in parallel (``prange``, in tiles of ``ROW_TILE`` rows) with
+the same bits for every thread count.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import numpy as np
 Int = Union[int, np.integer]
 Float = Union[float, np.floating]
 
-__all__ = ["align", "mxf4_gemm", "mxf8f6f4_gemm", "rz_binary32"]
+__all__ = ["align", "mxf4_chain", "mxf8f6f4_gemm", "rz_binary32"]
 
 #: Binary32 quiet NaN written by the model (MMA-Sim writes 0x7FFFFFFF).
 NAN_BITS = np.uint32(0x7FFFFFFF)
@@ -208,66 +212,56 @@ def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def mxf4_gemm(a_val: np.ndarray, b_val: np.ndarray,
-              a_ssig: np.ndarray, a_sexp: np.ndarray, a_snan: np.ndarray,
-              b_ssig: np.ndarray, b_sexp: np.ndarray, b_snan: np.ndarray,
-              c_bits: np.ndarray, block: Int, group: Int, F: Int,
-              inst_k: Int) -> np.ndarray:
-    """``kind::mxf4`` / ``kind::mxf4nvf4``: per instruction, each run of ``group``
-    products summed exactly, times the two block scales, fused with ``C``.
+def mxf4_chain(run_sums: np.ndarray, g0: Int,
+               a_ssig: np.ndarray, a_sexp: np.ndarray, a_snan: np.ndarray,
+               b_ssig: np.ndarray, b_sexp: np.ndarray, b_snan: np.ndarray,
+               acc: np.ndarray, runs_per_block: Int, runs_per_inst: Int, F: Int) -> None:
+    """``kind::mxf4`` / ``kind::mxf4nvf4``: the instructions whose runs of 16 products
+    are ``run_sums`` (R, M, N), chained into ``acc`` (M, N binary32 bits) in place.
 
-    ``a_val`` (M, K) and ``b_val`` (N, K) are twice the E2M1 values (int8);
-    ``*_ssig``, ``*_sexp``, ``*_snan`` (rows, K // block) the scales as
-    ``ssig * 2**(sexp - 3)`` and their NaN flags.  A run's significand
-    ``S * ssig_a * ssig_b`` (``S`` the run's sum of products of doubled values) has
-    ``2 + 3 + 3`` fraction bits.  A run enters the largest exponent unless a scale
-    is zero; a NaN scale in the instruction or a NaN ``C`` gives NaN; an infinite
-    ``C`` passes through.
+    ``run_sums[r]`` is run ``g0 + r``'s sum ``S`` of products of doubled E2M1 values
+    (an integer held exactly in float32); ``*_ssig``, ``*_sexp``, ``*_snan`` (rows,
+    blocks) the scales as ``ssig * 2**(sexp - 3)`` and their NaN flags.  A run's
+    significand ``S * ssig_a * ssig_b`` has ``2 + 3 + 3`` fraction bits.  A run enters
+    the largest exponent unless a scale is zero; a NaN scale in the instruction or
+    a NaN ``C`` gives NaN; an infinite ``C`` passes through.
     """
-    M, K = a_val.shape
-    N = b_val.shape[0]
-    out = c_bits.copy()
-    per = inst_k // group
+    R, M, N = run_sums.shape
     tiles = (M + ROW_TILE - 1) // ROW_TILE
     for tile in numba.prange(tiles):
-        gsig = np.empty(per, np.int64)
-        gexp = np.empty(per, np.int64)
-        for t in range(K // inst_k):
-            k0 = t * inst_k
+        gsig = np.empty(runs_per_inst, np.int64)
+        gexp = np.empty(runs_per_inst, np.int64)
+        for r0 in range(0, R, runs_per_inst):
             for i in range(tile * ROW_TILE, min(M, (tile + 1) * ROW_TILE)):
                 for j in range(N):
-                    cb = out[i, j]
+                    cb = acc[i, j]
                     ckind, csig, cexp = _split_c(cb)
                     nan = ckind == 3
-                    for sb in range(k0 // block, (k0 + inst_k) // block):
-                        if a_snan[i, sb] or b_snan[j, sb]:
+                    for g in range(runs_per_inst):
+                        q = (g0 + r0 + g) // runs_per_block
+                        if a_snan[i, q] or b_snan[j, q]:
                             nan = True
                     if nan:
-                        out[i, j] = NAN_BITS
+                        acc[i, j] = NAN_BITS
                         continue
                     if ckind != 0:
                         continue  # an infinite C passes through
                     big = np.int64(-(1 << 30))
                     if csig != 0:
                         big = cexp
-                    for g in range(per):
-                        kg = k0 + g * group
-                        acc = np.int64(0)
-                        for k in range(kg, kg + group):
-                            acc += np.int64(a_val[i, k]) * np.int64(b_val[j, k])
-                        q = kg // block
+                    for g in range(runs_per_inst):
+                        q = (g0 + r0 + g) // runs_per_block
                         sc = np.int64(a_ssig[i, q]) * np.int64(b_ssig[j, q])
-                        gsig[g] = acc * sc
+                        gsig[g] = np.int64(run_sums[r0 + g, i, j]) * sc
                         if sc != 0:
                             gexp[g] = np.int64(a_sexp[i, q]) + np.int64(b_sexp[j, q])
                             if gexp[g] > big:
                                 big = gexp[g]
                     if big == -(1 << 30):
-                        out[i, j] = np.uint32(0)
+                        acc[i, j] = np.uint32(0)
                         continue
                     total = align(csig, F + cexp - big - 23)
-                    for g in range(per):
+                    for g in range(runs_per_inst):
                         if gsig[g] != 0:
                             total += align(gsig[g], F + gexp[g] - big - 8)
-                    out[i, j] = rz_binary32(total, big - F)
-    return out
+                    acc[i, j] = rz_binary32(total, big - F)
