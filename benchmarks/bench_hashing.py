@@ -1,4 +1,4 @@
-"""Benchmark: vectorized murmur3_32 / xxh32 / fnv1a32 versus per-key calls of mmh3 / xxhash.
+"""Benchmark: the compiled murmur3_32 / xxh32 / fnv1a32 versus per-key calls of mmh3 / xxhash.
 
 Keys: 2**20 random 16-byte keys (2**16 with ``quick=True``), the rows of a uint8
 array for numerics, a list of ``bytes`` for the peers (building the list is not
@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 from _timing import best_of, row
 
-from numerics.hashing import fnv1a32, murmur3_32, spatial_hash, xxh32
+from numerics.hashing import Arithmetic, fnv1a32, murmur3_32, poly_hash, spatial_hash, xxh32
+from numerics.threads import get_num_threads, set_num_threads
 
 __all__ = ["run"]
 
@@ -52,7 +53,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
     mmh3, xxhash = _optional("mmh3"), _optional("xxhash")
 
-    ours_m = best_of(lambda: murmur3_32(keys, seed=0), repeat)
+    ours_m = best_of(lambda: murmur3_32(keys, seed=0), repeat)  # all threads
     if mmh3 is not None:
         peer_hash = best_of(lambda: [mmh3.hash(k, 0, signed=False) for k in key_list], repeat)
         rows.append(_row("hashing", f"murmur3_32 {case}", ours_m,
@@ -84,6 +85,22 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     for arith in ("uint32", "float32", "bfloat16"):
         t = best_of(partial(spatial_hash, coords, 2**19, arithmetic=arith), repeat)
         rows.append(_row("hashing", f"spatial_hash {arith} {n} points", t, "-", None, target="-"))
+    toks = rng.integers(0, 2**12, size=(n // 16, 16))
+    poly_ariths: tuple[Arithmetic, ...] = ("uint32", "float32")
+    for arith in poly_ariths:
+        t = best_of(partial(poly_hash, toks, 1_000_003, modulus=10**9 + 7, arithmetic=arith),
+                    repeat)
+        rows.append(_row("hashing", f"poly_hash {arith} {n // 16} x 16 tokens", t, "-", None,
+                         target="-"))
+    # Threads: the same call on every thread versus one thread (the bits are identical).
+    before = get_num_threads()
+    try:
+        set_num_threads(1)
+        one = best_of(lambda: murmur3_32(keys, seed=0), repeat)
+    finally:
+        set_num_threads(before)
+    rows.append(_row("hashing", f"murmur3_32 {case}, {before} threads", ours_m,
+                     "same call on 1 thread", one, target="-"))
     return rows
 
 

@@ -244,9 +244,9 @@ PRIMES = st.one_of(
 ))
 def test_int_mod_2_32_is_exact_at_every_magnitude(x: float) -> None:
     """The XOR operand is the exact integer mod 2**32, also far above 2**63 (no int64 cast)."""
-    from numerics.hashing._emulated import _int_mod_2_32
+    from numerics.kernels.hash import int_mod_2_32_array
 
-    got = _int_mod_2_32(np.array([x], dtype=np.float32))
+    got = int_mod_2_32_array(np.array([x], dtype=np.float32))
     assert got.dtype == np.uint32
     assert int(got[0]) == int(Fraction(x)) % 2**32
 

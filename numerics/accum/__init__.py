@@ -13,6 +13,12 @@ Examples
 
 from __future__ import annotations
 
+from numerics.accum.blockscaled import (
+    BLOCKSCALED_PRESETS,
+    BlockScaledPreset,
+    blockscaled_gemm,
+    dequantized_gemm,
+)
 from numerics.accum.bounds import g, unit_roundoff
 from numerics.accum.gemm import gemm
 from numerics.accum.summation import ALGORITHMS, AccumResult, dot, sum
@@ -20,9 +26,13 @@ from numerics.accum.tensorcore import PRESETS, TensorCorePreset, fused_dot_add
 
 __all__ = [
     "ALGORITHMS",
+    "BLOCKSCALED_PRESETS",
+    "BlockScaledPreset",
     "PRESETS",
     "AccumResult",
     "TensorCorePreset",
+    "blockscaled_gemm",
+    "dequantized_gemm",
     "dot",
     "fused_dot_add",
     "g",

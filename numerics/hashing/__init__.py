@@ -4,10 +4,12 @@ Two families live here.
 
 Byte hashes
     :func:`fnv1a32`, :func:`murmur3_32` (MurmurHash3 x86_32) and :func:`xxh32`
-    hash keys given as ``bytes`` or as the rows of a 2-D ``uint8`` array.  They
-    are vectorized over keys (one numpy operation per 4-byte block handles every
-    key at once) and agree bit for bit with the reference implementations
-    (the ``mmh3`` and ``xxhash`` packages, the published FNV test values).
+    hash keys given as ``bytes`` or as the rows of a 2-D ``uint8`` array.  Each
+    is one compiled loop per key (:mod:`numerics.kernels.hash`), keys spread over
+    the threads (:func:`numerics.threads.set_num_threads`; the bits never depend
+    on the thread count), and they agree bit for bit with the reference
+    implementations (the ``mmh3`` and ``xxhash`` packages, the published FNV test
+    values).
 
 Integer hashes with a choice of arithmetic
     :func:`spatial_hash` (the instant-NGP grid hash) and :func:`poly_hash` (the
@@ -25,7 +27,8 @@ Emulated float arithmetic (``arithmetic="float32" | "bfloat16" | "float16"``)
 2. Each multiply and each add is ONE correctly rounded operation of the format
    (round-to-nearest-even), exactly as IEEE 754 defines it:
 
-   * float32: numpy's float32 ufuncs, which are IEEE single operations.
+   * float32: IEEE single operations (binary32 operands in the compiled
+     kernels of :mod:`numerics.kernels.hash`).
    * bfloat16 (p = 8): the operation is done in float32 and the result rounded
      to bfloat16 with ties-to-even.  A product of two 8-bit significands has at
      most 16 bits, so it is exact in float32 and rounded once.  A sum may be

@@ -55,38 +55,14 @@ def _round_int_rne(n: int, fmt: Format) -> float:
     return float(n)  # exact: n has at most p <= 24 significant bits
 
 
-def _to_format(x: npt.NDArray[np.float32], arithmetic: str) -> npt.NDArray[np.float32]:
-    """Round float32 values to the arithmetic's format (RNE); result stored in float32."""
-    if arithmetic == "float32":
-        return x
-    if arithmetic == "float16":
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16).astype(np.float32)  # numpy's cast is RNE
-    # bfloat16: keep the top 16 bits of the float32 pattern, ties to even.  Adding
-    # 0x7FFF + (bit 16) and truncating is RNE; a carry out of the significand bumps
-    # the exponent, and past the largest finite value it reaches the inf pattern.
-    bits = x.view(np.uint32)
-    bits = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(
-        0xFFFF0000
+_ARITH_CODE = {"uint32": 0, "float32": 1, "bfloat16": 2, "float16": 3}
+
+
+def _overflow_error(arithmetic: str, what: str, key: int) -> ValueError:
+    return ValueError(
+        f"Got arithmetic={arithmetic!r}, but {what} overflows it (key {key}: inf); "
+        f"its largest finite value is {as_format(_FORMAT_OF[arithmetic]).max}"
     )
-    return bits.view(np.float32)
-
-
-def _op(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32] | np.float32, op: str,
-        arithmetic: str) -> npt.NDArray[np.float32]:
-    """One correctly rounded multiply/add in the arithmetic's format (see module Notes)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        r = np.multiply(a, b) if op == "mul" else np.add(a, b)
-    return _to_format(r, arithmetic)
-
-
-def _check_finite(v: npt.NDArray[np.float32], arithmetic: str, what: str) -> None:
-    if not np.all(np.isfinite(v)):
-        bad = np.flatnonzero(~np.isfinite(v))[0]
-        raise ValueError(
-            f"Got arithmetic={arithmetic!r}, but {what} overflows it (key {bad}: {v[bad]}); "
-            f"its largest finite value is {as_format(_FORMAT_OF[arithmetic]).max}"
-        )
 
 
 def _const(value: int, arithmetic: str, name: str) -> np.float32:
@@ -97,28 +73,6 @@ def _const(value: int, arithmetic: str, name: str) -> np.float32:
             f"(largest finite value {as_format(_FORMAT_OF[arithmetic]).max})"
         )
     return np.float32(r)
-
-
-def _int_mod_2_32(v: npt.NDArray[np.float32]) -> npt.NDArray[np.uint32]:
-    """Exact integer value mod 2**32 of non-negative, finite, integer-valued float32 values.
-
-    A normal float32 with biased exponent E and 24-bit significand M (implicit
-    bit included) is ``M * 2**(E - 150)``.  For ``150 <= E < 182`` the residue is
-    ``(M << (E - 150)) mod 2**32``, which a uint32 left shift computes (the bits
-    shifted out are multiples of 2**32); for ``E >= 182`` the value is a multiple
-    of 2**32 and the residue is 0; for ``E < 150`` the value is an integer, so
-    ``M >> (150 - E)`` drops only zero bits (and gives 0 for the value 0, whose
-    shift is at least 24).  No int64 cast is involved, so values beyond 2**63
-    are reduced exactly too.
-    """
-    bits = v.view(np.uint32)
-    e = (bits >> np.uint32(23)).astype(np.int32)
-    m = (bits & np.uint32(0x7FFFFF)) | np.uint32(0x800000)
-    up = np.clip(e - 150, 0, 31).astype(np.uint32)
-    down = np.clip(150 - e, 0, 31).astype(np.uint32)
-    r = (m << up) >> down
-    r[e >= 182] = 0
-    return r
 
 
 def _check_int_array(x: object, name: str, limit: int) -> npt.NDArray[np.int64]:
@@ -232,17 +186,28 @@ def spatial_hash(
         raise ValueError(
             f"Got coords with d={d} columns, but it must be between 1 and len(primes)={len(ps)}"
         )
-    h = np.zeros(arr.shape[0], dtype=np.uint32)
-    for i in range(d):
-        col = arr[:, i]
-        if arith == "uint32":
-            h ^= col.astype(np.uint32) * np.uint32(ps[i])
-        else:
-            c = _to_format(col.astype(np.float32), arith)  # exact in float32 (< 2**24)
-            prod = _op(c, _const(ps[i], arith, f"primes[{i}]"), "mul", arith)
-            _check_finite(prod, arith, f"coords[:, {i}] * primes[{i}]")
-            h ^= _int_mod_2_32(prod)
-    out = (h.astype(np.uint64) % np.uint64(m)).astype(np.uint32)
+    from numerics.kernels.hash import call, spatial_rows
+
+    code = _ARITH_CODE[arith]
+    pf: list[float] = []
+    const_error: ValueError | None = None
+    for i in range(d if code else 0):  # the columns are hashed in order: a prime that
+        try:                           # rounds to inf is reported after the columns before it
+            pf.append(float(_const(ps[i], arith, f"primes[{i}]")))
+        except ValueError as err:
+            const_error = err
+            break
+    cols = len(pf) if code else d
+    out, bad = call(spatial_rows, arr.size, np.ascontiguousarray(arr[:, :cols]),
+                    np.array(ps[:cols], dtype=np.uint32), np.array(pf, np.float32),
+                    np.uint64(m), np.int64(code))
+    if (bad >= 0).any():
+        # the first column with an overflow, then the first key (the order of the steps)
+        col = int(bad[bad >= 0].min())
+        key = int(np.flatnonzero(bad == col)[0])
+        raise _overflow_error(arith, f"coords[:, {col}] * primes[{col}]", key)
+    if const_error is not None:
+        raise const_error
     return out[0] if scalar else out
 
 
@@ -311,35 +276,18 @@ def poly_hash(
         arr = arr[None, :]
     if arr.ndim != 2:
         raise ValueError(f"Got tokens with shape {arr.shape}, but it must be (n, L) or (L,)")
-    n, length = arr.shape
-    cols = np.ascontiguousarray(arr.T)
+    from numerics.kernels.hash import call, poly_float_rows, poly_uint_rows
+
+    arr = np.ascontiguousarray(arr)
     if arith == "uint32":
-        if mod == 1 << 32:
-            h32 = np.zeros(n, dtype=np.uint32)
-            for j in range(length):
-                h32 *= np.uint32(b)
-                h32 += cols[j].astype(np.uint32)
-            out = h32
-        else:
-            m64, b64 = np.uint64(mod), np.uint64(b % mod)
-            h64 = np.zeros(n, dtype=np.uint64)
-            for j in range(length):  # h < mod <= 2**32, so h * b64 < 2**64: no wrap
-                h64 = (h64 * b64) % m64
-                h64 = (h64 + cols[j].astype(np.uint64)) % m64
-            out = h64.astype(np.uint32)
+        out = call(poly_uint_rows, arr.size, arr, np.uint64(b), np.uint64(mod))
     else:
         bf = _const(b, arith, "base")
-        mf = np.float64(_const(mod, arith, "modulus"))
-        h = np.zeros(n, dtype=np.float32)
-        for j in range(length):
-            h = _op(h, bf, "mul", arith)
-            _check_finite(h, arith, "h*base")
-            h = _op(h, _to_format(cols[j].astype(np.float32), arith), "add", arith)
-            _check_finite(h, arith, "h*base + token")
-            # fmod of two representable numbers is exact and representable (see proof
-            # notes); float64 holds both operands exactly.
-            h = np.fmod(h.astype(np.float64), mf).astype(np.float32)
-        out = (_int_mod_2_32(h).astype(np.uint64) % np.uint64(mod)).astype(np.uint32)
+        mf = _const(mod, arith, "modulus")
+        out, bad = call(poly_float_rows, arr.size, arr, bf, mf, np.uint64(mod),
+                        np.int64(_ARITH_CODE[arith]))
+        if (bad >= 0).any():
+            step = int(bad[bad >= 0].min())  # the first step and stage, then the first key
+            key = int(np.flatnonzero(bad == step)[0])
+            raise _overflow_error(arith, "h*base + token" if step % 2 else "h*base", key)
     return out[0] if scalar else out
-
-

@@ -1,0 +1,339 @@
+"""Hash loops: byte hashes over the rows of a key matrix, and the spatial and
+polynomial hashes in uint32 or emulated float arithmetic.
+
+Each kernel runs one key (row) per iteration of a ``prange`` loop; a key's hash
+depends only on its own bytes, so the bits are the same for every thread count.
+The rules are stated in :mod:`numerics.hashing`; the loops follow them step by
+step:
+
+* byte hashes read little-endian 32-bit words byte by byte (no unaligned loads,
+  no dependence on the machine's byte order) and wrap every product and sum
+  modulo ``2**32`` in uint32;
+* emulated float steps compute in binary32 (``np.float32`` operands give IEEE
+  single operations in numba) and round the binary32 result to the target
+  format with ties to even (:func:`round_to_precision`), which is one correct
+  rounding by the double-rounding argument of the package docstring (rule 2);
+* an emulated value enters a XOR or the final reduction as its exact integer
+  value modulo ``2**32`` (:func:`int_mod_2_32`).
+
+Arithmetic codes: 0 uint32, 1 float32, 2 bfloat16, 3 float16.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Union
+
+import numba
+import numpy as np
+
+#: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).
+Int = Union[int, np.integer]
+Float = Union[float, np.floating]
+
+__all__ = [
+    "PARALLEL_MIN_WORK",
+    "call",
+    "fnv1a32_rows",
+    "int_mod",
+    "int_mod_2_32",
+    "int_mod_2_32_array",
+    "murmur3_rows",
+    "poly_float_rows",
+    "poly_uint_rows",
+    "round_to_precision",
+    "spatial_rows",
+    "xxh32_rows",
+]
+
+_M32 = np.uint64(0xFFFFFFFF)
+
+#: Below this many element steps a call runs on one thread: waking the pool costs
+#: more than the loop (and on a busy machine, far more).
+PARALLEL_MIN_WORK = 1 << 20
+
+
+def call(kernel: Any, work: int, *args: Any) -> Any:
+    """``kernel(*args)``, on one thread when ``work`` (element steps) is small.
+
+    The thread count never changes a result (each key is hashed on its own), only
+    how long the call takes.
+    """
+    threads = numba.get_num_threads()
+    if work >= PARALLEL_MIN_WORK or threads == 1:
+        return kernel(*args)
+    numba.set_num_threads(1)
+    try:
+        return kernel(*args)
+    finally:
+        numba.set_num_threads(threads)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rotl(x: Int, r: Int) -> np.uint32:
+    return np.uint32((x << np.uint32(r)) | (x >> np.uint32(32 - r)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _word(keys: np.ndarray, i: Int, j: Int) -> np.uint32:
+    """The little-endian 32-bit word at bytes j .. j+3 of row i."""
+    return (np.uint32(keys[i, j]) | (np.uint32(keys[i, j + 1]) << np.uint32(8))
+            | (np.uint32(keys[i, j + 2]) << np.uint32(16))
+            | (np.uint32(keys[i, j + 3]) << np.uint32(24)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mul(a: Int, b: Int) -> np.uint32:
+    """``a * b mod 2**32`` (uint32 products wrap)."""
+    return np.uint32((np.uint64(a) * np.uint64(b)) & _M32)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add(a: Int, b: Int) -> np.uint32:
+    return np.uint32((np.uint64(a) + np.uint64(b)) & _M32)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fmix(h: Int, m1: Int, s1: Int, m2: Int, s2: Int,
+          s3: Int) -> np.uint32:
+    h ^= h >> np.uint32(s1)
+    h = _mul(h, m1)
+    h ^= h >> np.uint32(s2)
+    h = _mul(h, m2)
+    h ^= h >> np.uint32(s3)
+    return np.uint32(h)
+
+
+# ============================================================================ byte hashes
+@numba.njit(cache=True, nogil=True, parallel=True)
+def fnv1a32_rows(keys: np.ndarray) -> np.ndarray:
+    """FNV-1a (32-bit) of each row of a uint8 matrix."""
+    n, length = keys.shape
+    out = np.empty(n, np.uint32)
+    for i in numba.prange(n):
+        h = np.uint32(0x811C9DC5)
+        for j in range(length):
+            h = _mul(h ^ np.uint32(keys[i, j]), np.uint32(0x01000193))
+        out[i] = h
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def murmur3_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
+    """MurmurHash3 x86_32 of each row of a uint8 matrix."""
+    n, length = keys.shape
+    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+    out = np.empty(n, np.uint32)
+    nblocks = length // 4
+    for i in numba.prange(n):
+        h = np.uint32(seed)
+        for b in range(nblocks):
+            k = _mul(_rotl(_mul(_word(keys, i, 4 * b), c1), 15), c2)
+            h ^= k
+            h = _add(_mul(_rotl(h, 13), np.uint32(5)), np.uint32(0xE6546B64))
+        rest = length - 4 * nblocks
+        if rest:
+            k = np.uint32(0)
+            for t in range(rest):
+                k |= np.uint32(keys[i, 4 * nblocks + t]) << np.uint32(8 * t)
+            h ^= _mul(_rotl(_mul(k, c1), 15), c2)
+        h ^= np.uint32(length & 0xFFFFFFFF)
+        out[i] = _fmix(h, np.uint32(0x85EBCA6B), 16, np.uint32(0xC2B2AE35), 13, 16)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def xxh32_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
+    """xxHash32 of each row of a uint8 matrix."""
+    n, length = keys.shape
+    p1, p2 = np.uint32(0x9E3779B1), np.uint32(0x85EBCA77)
+    p3, p4, p5 = np.uint32(0xC2B2AE3D), np.uint32(0x27D4EB2F), np.uint32(0x165667B1)
+    out = np.empty(n, np.uint32)
+    for i in numba.prange(n):
+        s = np.uint32(seed)
+        j = 0
+        if length >= 16:
+            v1 = _add(_add(s, p1), p2)
+            v2 = _add(s, p2)
+            v3 = s
+            v4 = np.uint32((np.uint64(s) + np.uint64(0x100000000) - np.uint64(p1)) & _M32)
+            while j + 16 <= length:
+                v1 = _mul(_rotl(_add(v1, _mul(_word(keys, i, j), p2)), 13), p1)
+                v2 = _mul(_rotl(_add(v2, _mul(_word(keys, i, j + 4), p2)), 13), p1)
+                v3 = _mul(_rotl(_add(v3, _mul(_word(keys, i, j + 8), p2)), 13), p1)
+                v4 = _mul(_rotl(_add(v4, _mul(_word(keys, i, j + 12), p2)), 13), p1)
+                j += 16
+            h = _add(_add(_rotl(v1, 1), _rotl(v2, 7)), _add(_rotl(v3, 12), _rotl(v4, 18)))
+        else:
+            h = _add(s, p5)
+        h = _add(h, np.uint32(length & 0xFFFFFFFF))
+        while j + 4 <= length:
+            h = _mul(_rotl(_add(h, _mul(_word(keys, i, j), p3)), 17), p4)
+            j += 4
+        while j < length:
+            h = _mul(_rotl(_add(h, _mul(np.uint32(keys[i, j]), p5)), 11), p1)
+            j += 1
+        out[i] = _fmix(h, p2, 15, p3, 13, 16)
+    return out
+
+
+# ============================================================================ emulated floats
+@numba.njit(cache=True, nogil=True, inline="always")
+def round_to_precision(x: Float, arith: Int) -> np.float32:
+    """``x`` (a non-negative binary32) rounded to the arithmetic's format, ties to even.
+
+    bfloat16 (p = 8) and binary16 (p = 11): keep the top ``p`` significant bits of
+    the binary32 pattern, adding ``half - 1`` plus the lowest kept bit before
+    truncating (a carry out of the significand bumps the exponent; past the
+    largest finite binary32 it reaches the inf pattern).  binary16 then overflows
+    to inf above 65504 (the values here are integers, never binary16 subnormals).
+    """
+    if arith <= 1:
+        return np.float32(x)
+    drop = np.uint32(16) if arith == 2 else np.uint32(13)
+    bits = np.float32(x).view(np.uint32)
+    if (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000):
+        return np.float32(x)  # inf or NaN stays
+    half = np.uint32(1) << (drop - np.uint32(1))
+    bits = bits + (half - np.uint32(1)) + ((bits >> drop) & np.uint32(1))
+    bits &= ~((np.uint32(1) << drop) - np.uint32(1))
+    r = np.uint32(bits).view(np.float32)
+    if arith == 3 and r > np.float32(65504.0):
+        return np.float32(np.inf)
+    return r
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def int_mod_2_32(v: Float) -> np.uint32:
+    """Exact integer value mod ``2**32`` of a non-negative, finite, integer-valued float32.
+
+    ``M * 2**(E - 150)`` with biased exponent ``E`` and 24-bit significand ``M``:
+    for ``150 <= E < 182`` the residue is ``M << (E - 150)`` in uint32 (bits shifted
+    out are multiples of ``2**32``); for ``E >= 182`` it is 0; for ``E < 150`` the
+    value is an integer, so ``M >> (150 - E)`` drops only zeros (and the value 0,
+    whose shift is at least 24, gives 0).
+    """
+    bits = np.float32(v).view(np.uint32)
+    e = np.int64(bits >> np.uint32(23))
+    m = (bits & np.uint32(0x7FFFFF)) | np.uint32(0x800000)
+    if e >= 182:
+        return np.uint32(0)
+    if e >= 150:
+        return np.uint32(m << np.uint32(e - 150))
+    d = 150 - e
+    if d >= 32:
+        return np.uint32(0)
+    return np.uint32(m >> np.uint32(d))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def int_mod(v: Float, m: Int) -> np.uint64:
+    """``v mod m`` for a non-negative, finite, integer-valued float32 ``v`` and an int
+    ``1 <= m <= 2**32``, in integers: ``v = M * 2**s``; for ``s <= 39`` the value fits
+    in uint64; above, ``(M mod m) * (2**s mod m)`` (square and multiply; every
+    product of two residues is below ``2**64``)."""
+    bits = np.float32(v).view(np.uint32)
+    e = np.int64(bits >> np.uint32(23))
+    if e == 0:
+        return np.uint64(0)  # +0 (an integer-valued float32 is never subnormal)
+    mant = np.uint64((bits & np.uint32(0x7FFFFF)) | np.uint32(0x800000))
+    mod = np.uint64(m)
+    s = e - 150
+    if s <= 0:
+        return (mant >> np.uint64(-s)) % mod if s > -64 else np.uint64(0)
+    if s <= 39:
+        return (mant << np.uint64(s)) % mod
+    p = np.uint64(1) % mod
+    base = np.uint64(2) % mod
+    while s > 0:
+        if s & 1:
+            p = (p * base) % mod
+        base = (base * base) % mod
+        s >>= 1
+    return ((mant % mod) * p) % mod
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def int_mod_2_32_array(v: np.ndarray) -> np.ndarray:
+    """:func:`int_mod_2_32` of every element of a 1-D float32 array."""
+    out = np.empty(v.shape[0], np.uint32)
+    for i in numba.prange(v.shape[0]):
+        out[i] = int_mod_2_32(v[i])
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def spatial_rows(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
+                 table: Int, arith: Int) -> tuple[np.ndarray, np.ndarray]:
+    """``XOR_i c[i] * primes[i] mod table`` per row of an int64 (n, d) matrix.
+
+    ``primes_f`` holds the primes already rounded to the format (finite).  Returns
+    the hashes and, per row, the first column whose emulated product overflows
+    (-1 if none); such a row's hash is meaningless.
+    """
+    n, d = coords.shape
+    out = np.empty(n, np.uint32)
+    bad = np.full(n, -1, np.int64)
+    for r in numba.prange(n):
+        h = np.uint32(0)
+        for i in range(d):
+            if arith == 0:
+                h ^= _mul(np.uint32(coords[r, i]), primes_u[i])
+            else:
+                c = round_to_precision(np.float32(coords[r, i]), arith)
+                prod = round_to_precision(c * primes_f[i], arith)
+                if not math.isfinite(prod):
+                    bad[r] = i
+                    break
+                h ^= int_mod_2_32(prod)
+        out[r] = np.uint32(np.uint64(h) % table)
+    return out, bad
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def poly_uint_rows(tokens: np.ndarray, base: Int, modulus: Int) -> np.ndarray:
+    """``h = (h * base + t) mod modulus`` per row, exact (``modulus <= 2**32``)."""
+    n, length = tokens.shape
+    out = np.empty(n, np.uint32)
+    b = base % modulus
+    wrap = modulus == np.uint64(1 << 32)  # uint32 wrap-around: a mask, not a division
+    for r in numba.prange(n):
+        h = np.uint64(0)
+        for j in range(length):
+            # h, b < modulus <= 2**32 and t < 2**24: h*b + t <= (2**32 - 1)**2 + 2**24 < 2**64
+            h = h * b + np.uint64(tokens[r, j])
+            h = (h & _M32) if wrap else h % modulus
+        out[r] = np.uint32(h)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
+                    modulus: Int, arith: Int) -> tuple[np.ndarray, np.ndarray]:
+    """``h = fmod(h * B + t, M)`` per row in emulated float arithmetic, then the exact
+    integer value of ``h`` mod ``modulus``.
+
+    Returns the hashes and per row ``2 * j + stage`` of the first overflow (stage 0:
+    ``h*base``, 1: ``h*base + token``; -1 if none).  ``fmod`` of two representable
+    numbers is exact and representable; for non-negative integers it is the integer
+    remainder (:func:`int_mod`).
+    """
+    n, length = tokens.shape
+    out = np.empty(n, np.uint32)
+    bad = np.full(n, -1, np.int64)
+    m_int = np.uint64(mod_f)  # an integer-valued float32 in [1, 2**32]
+    for r in numba.prange(n):
+        h = np.float32(0.0)
+        for j in range(length):
+            h = round_to_precision(h * base_f, arith)
+            if not math.isfinite(h):
+                bad[r] = 2 * j
+                break
+            t = round_to_precision(np.float32(tokens[r, j]), arith)
+            h = round_to_precision(h + t, arith)
+            if not math.isfinite(h):
+                bad[r] = 2 * j + 1
+                break
+            h = np.float32(int_mod(h, m_int))  # fmod: exact, and representable
+        out[r] = np.uint32(np.uint64(int_mod_2_32(h)) % modulus)
+    return out, bad
