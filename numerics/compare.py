@@ -86,13 +86,14 @@ class DiffReport:
     max_ulp : int
         Largest ULP distance over elements not NaN on either side (0 if none).
     max_abs_error, max_rel_error : float
-        Over elements finite on both sides; ``max_rel_error`` is ``inf``
+        Over elements finite on both sides (an inf mismatch is counted in
+        ``inf_mismatches``, not here); ``max_rel_error`` is ``inf``
         where ``a == 0 != b``.  0 when there is no such element.
     worst : tuple of WorstElement
         The worst elements, worst first.
     beyond : int or None
-        With ``max_ulp=N``: elements more than ``N`` ULP apart plus NaN
-        mismatches (the elements that fail the check).
+        With ``max_ulp=N`` (or ``atol``/``rtol``): the elements that fail the
+        check, elements more than ``N`` ULP apart plus NaN mismatches.
     """
 
     format: Format
@@ -263,6 +264,8 @@ def compare_codes(
     *,
     worst: int = 10,
     max_ulp: int | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
 ) -> DiffReport:
     """Compare two arrays of codes of ``fmt`` element by element.
 
@@ -275,6 +278,9 @@ def compare_codes(
         How many of the worst elements to keep.
     max_ulp : int, optional
         Count the elements further apart than this (``DiffReport.beyond``).
+    atol, rtol : float, optional
+        With or instead of ``max_ulp``: an element within
+        ``|a - b| <= atol + rtol * |a|`` passes too (see :func:`compare_chunk`).
 
     Raises
     ------
@@ -297,7 +303,7 @@ def compare_codes(
         raise ValueError(f"Got shapes {list(a.shape)} and {list(b.shape)}, but they must match")
     if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
         raise ValueError(f"Got {worst=}, but it must be a non-negative int")
-    check_tolerances(max_ulp, None, None)
+    checked = check_tolerances(max_ulp, atol, rtol) != 0
     for name, arr in (("a", a), ("b", b)):
         if arr.dtype.kind != "u" or arr.dtype.itemsize > 8:
             raise TypeError(f"Got {name} of dtype {arr.dtype}, but codes are unsigned integers")
@@ -311,7 +317,7 @@ def compare_codes(
 
     def one(start: int) -> ComparePartial:
         return compare_chunk(fa[start:start + CHUNK], fb[start:start + CHUNK], fmt, base=start,
-                             worst=worst, max_ulp=max_ulp)
+                             worst=worst, max_ulp=max_ulp, atol=atol, rtol=rtol)
 
     total = ComparePartial.empty(worst)
     if len(starts) > 1:
@@ -322,11 +328,11 @@ def compare_codes(
                 total = total.merge(part)
     elif n:
         total = one(0)
-    return report_of(total, fmt, shape, fa, fb, max_ulp=max_ulp)
+    return report_of(total, fmt, shape, fa, fb, checked=checked)
 
 
 def report_of(part: ComparePartial, fmt: Format, shape: tuple[int, ...], fa: np.ndarray,
-              fb: np.ndarray, *, max_ulp: int | None) -> DiffReport:
+              fb: np.ndarray, *, checked: bool) -> DiffReport:
     """A :class:`DiffReport` from a merged partial (``fa``/``fb`` give the worst elements' codes)."""
     part = part.merge(ComparePartial.empty(part.top_key.size))  # sorts the worst elements
     worst_items: list[WorstElement] = []
@@ -345,5 +351,5 @@ def report_of(part: ComparePartial, fmt: Format, shape: tuple[int, ...], fa: np.
         nan_mismatches=counts[1], inf_mismatches=counts[2], ulp_histogram=part.histogram(),
         max_ulp=part.max_ulp, max_abs_error=float(part.errors[0]),
         max_rel_error=float(part.errors[1]), worst=tuple(worst_items),
-        beyond=counts[3] if max_ulp is not None else None,
+        beyond=counts[3] if checked else None,
     )

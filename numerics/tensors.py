@@ -172,7 +172,8 @@ def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
         (n,) = struct.unpack("<Q", head)
         if n > min(size - 8, _MAX_HEADER):
             raise TensorFileError(
-                f"Got file {path!r}, whose safetensors header length {n} does not fit the file"
+                f"Got file {path!r}, whose safetensors header length {n} does not fit the file "
+                f"of {size} bytes (truncated, or not a safetensors file)"
             )
         try:
             header = json.loads(f.read(n))
@@ -190,6 +191,10 @@ def read_npy(path: str) -> np.ndarray:
     """A ``.npy`` file, memory-mapped (TensorFileError for an empty, text or object file)."""
     if os.path.getsize(path) == 0:
         raise TensorFileError(f"Got file {path!r}, which is empty, not a .npy file")
+    with open(path, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise TensorFileError(f"Got file {path!r}, which is not a .npy file (it does not "
+                                  "start with the .npy magic bytes; a text file?)")
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, EOFError, OSError) as err:

@@ -166,6 +166,10 @@ def codes_in(ref: TensorRef, x: np.ndarray, fmt: Format, *, rounding: str = "rne
             block = block.astype(np.uint8)
         elif block.dtype.kind == "f" or ref.format is not None:
             block = block.astype(np.float64)
+        if not fmt.has_nan and block.dtype.kind == "f" and np.isnan(block).any():
+            raise TensorFileError(
+                f"Got NaN in tensor {ref.name!r} of {ref.file!r}, but {fmt.name} has no NaN to "
+                "round it to; compare in a format that has one (-f/--as)")
         out[s:s + _ROUND_BLOCK] = encode(block, fmt, rounding=rounding, overflow=overflow)
     return out
 

@@ -104,12 +104,12 @@ class TensorRef:
         """The element type: the format's name, or the numpy dtype's (``int64``, ``|V2``)."""
         if self.format is not None:
             return self.format.name
-        return self.dtype.str if self.dtype.kind == "V" else self.dtype.name
+        return self.dtype.str if self.dtype.type is np.void else self.dtype.name
 
     @property
     def is_raw(self) -> bool:
         """Raw bytes (numpy's void dtype): no format until one is given."""
-        return self.dtype.kind == "V" and self.format is None
+        return self.dtype.type is np.void and self.format is None
 
     def as_format(self, fmt: Format) -> TensorRef:
         """A raw tensor's bytes read as codes of ``fmt`` (the widths must agree)."""
@@ -144,7 +144,7 @@ class TensorRef:
             out = _torch_slice(self.file, self.member, start, stop)
         if out.dtype.byteorder == ">":
             out = out.astype(out.dtype.newbyteorder("="))
-        if self.format is not None and self.dtype.kind == "V":
+        if self.format is not None and self.dtype.type is np.void:
             out = out.view(self.format.code_dtype)
         return out
 
@@ -197,7 +197,7 @@ class Source:
 
 
 def _float_format(dtype: np.dtype) -> Format | None:
-    return None if dtype.kind in "iubV" else format_of_dtype(dtype)
+    return None if dtype.kind in "iub" or dtype.type is np.void else format_of_dtype(dtype)
 
 
 def _ref(name: str, file: str, dtype: np.dtype, stored: str, shape: tuple[int, ...], *,
@@ -205,7 +205,7 @@ def _ref(name: str, file: str, dtype: np.dtype, stored: str, shape: tuple[int, .
     if dtype.kind not in "fiubV" and format_of_dtype(dtype) is None:
         raise TensorFileError(
             f"Got tensor {name!r} in {file!r} of dtype {dtype}, which holds no real numbers")
-    if dtype.kind == "V" and (dtype.names is not None or dtype.itemsize not in (1, 2, 4, 8)):
+    if dtype.type is np.void and (dtype.names is not None or dtype.itemsize not in (1, 2, 4, 8)):
         raise TensorFileError(
             f"Got tensor {name!r} in {file!r} of dtype {dtype}, which holds no real numbers")
     return TensorRef(name, file, dtype, stored, tuple(int(n) for n in shape), offset, loader,
