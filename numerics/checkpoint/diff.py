@@ -158,14 +158,14 @@ def codes_in(ref: TensorRef, x: np.ndarray, fmt: Format, *, rounding: str = "rne
     out = np.empty(x.size, fmt.code_dtype)
     for s in range(0, x.size, _ROUND_BLOCK):
         block = x[s:s + _ROUND_BLOCK]
-        if ref.format is not None and block.dtype.kind in "uV":
-            from numerics.encoding import decode
+        if ref.format is not None and (block.dtype.kind == "u" or block.dtype.type is np.void):
+            from numerics.encoding import decode  # codes of a format numpy has no dtype for
 
-            block = np.asarray(decode(block, ref.format), np.float64)
+            block = np.asarray(decode(block.view(ref.format.code_dtype), ref.format), np.float64)
         elif block.dtype.kind == "b":
             block = block.astype(np.uint8)
-        elif block.dtype.kind == "f" or ref.format is not None:
-            block = block.astype(np.float64)
+        elif ref.format is not None:
+            block = block.astype(np.float64)  # exact: float64 holds every value of the format
         if not fmt.has_nan and block.dtype.kind == "f" and np.isnan(block).any():
             raise TensorFileError(
                 f"Got NaN in tensor {ref.name!r} of {ref.file!r}, but {fmt.name} has no NaN to "
