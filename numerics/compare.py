@@ -142,7 +142,7 @@ def value_table(fmt: Format) -> np.ndarray:
     return table
 
 
-_NATIVE = {"binary32": np.dtype(np.float32), "binary64": np.dtype(np.float64)}
+_NATIVE: dict[str, np.dtype] = {"binary32": np.dtype(np.float32), "binary64": np.dtype(np.float64)}
 _EMPTY = np.empty(0, np.float64)
 
 
@@ -333,7 +333,7 @@ def compare_codes(
 
 def report_of(part: ComparePartial, fmt: Format, shape: tuple[int, ...], fa: np.ndarray,
               fb: np.ndarray, *, checked: bool) -> DiffReport:
-    """A :class:`DiffReport` from a merged partial (``fa``/``fb`` give the worst elements' codes)."""
+    """A :class:`DiffReport` from a merged partial (``fa``, ``fb``: the codes, for the worst)."""
     part = part.merge(ComparePartial.empty(part.top_key.size))  # sorts the worst elements
     worst_items: list[WorstElement] = []
     for key, flat in zip(part.top_key.tolist(), part.top_index.tolist()):

@@ -16,11 +16,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from safetensors.numpy import save_file
-
 from fpinspect import jsonout, views
 from fpinspect.main import main, run
 from fpinspect.views import Text
+from safetensors.numpy import save_file
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -51,8 +50,8 @@ def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 @pytest.fixture()
 def ckpt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    a = {"w": np.arange(12, dtype=np.float32).reshape(3, 4) / 8, "b": np.ones(5, np.float32),
-         "ids": np.arange(4, dtype=np.int64)}
+    a: dict[str, np.ndarray] = {"w": np.arange(12, dtype=np.float32).reshape(3, 4) / 8,
+                                "b": np.ones(5, np.float32), "ids": np.arange(4, dtype=np.int64)}
     (tmp_path / "a").mkdir()
     save_file({"w": a["w"]}, str(tmp_path / "a" / "model-00001-of-00002.safetensors"))
     save_file({"b": a["b"], "ids": a["ids"]},
@@ -153,10 +152,10 @@ def test_stats_and_hash_on_checkpoints(ckpt: Path) -> None:
     first = text.splitlines()[0]
     assert first.startswith("sha256:") and first.endswith("checkpoint of 3 tensors  a")
     one = render("hash", "a", "--json")[1]
-    save_file({k: v for k, v in [("w", np.arange(12, dtype=np.float32).reshape(3, 4) / 8),
-                                 ("b", np.ones(5, np.float32)),
-                                 ("ids", np.arange(4, dtype=np.int64))]},
-              str(ckpt / "resharded.safetensors"))
+    same: dict[str, np.ndarray] = {"w": np.arange(12, dtype=np.float32).reshape(3, 4) / 8,
+                                   "b": np.ones(5, np.float32),
+                                   "ids": np.arange(4, dtype=np.int64)}
+    save_file(same, str(ckpt / "resharded.safetensors"))
     assert json.loads(one)["digest"] == json.loads(
         render("hash", "resharded.safetensors", "--json")[1])["digest"]
 

@@ -347,10 +347,10 @@ def diff_sources(
             continue
         f = compare_format(ra, rb, as_fmt)
         plans.append(_Plan(ra, rb, f, rounding, overflow, max_ulp, atol, rtol))
-        rounded = [s for s, r in (("A", ra), ("B", rb)) if f is not None and r.format != f]
-        if rounded:
-            notes[f"{ra.dtype_name} vs {rb.dtype_name}: compared in {f.name}"  # type: ignore
-                  f", {' and '.join(rounded)} rounded once ({rounding}) into it"] = None
+        sides = [s for s, r in (("A", ra), ("B", rb)) if f is not None and r.format != f]
+        if f is not None and sides:
+            notes[f"{ra.dtype_name} vs {rb.dtype_name}: compared in {f.name}"
+                  f", {' and '.join(sides)} rounded once ({rounding}) into it"] = None
     parts = {id(p): ComparePartial.empty(0) for p in plans}
     items = [(p, s, min(s + chunk, p.a.size)) for p in plans for s in range(0, p.a.size, chunk)]
     sizes = [(stop - start) * (p.a.dtype.itemsize + p.b.dtype.itemsize)

@@ -328,8 +328,8 @@ def _npz(path: str) -> list[TensorRef]:
 
 def _npy_header(f: Any, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
     if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(f)  # type: ignore[no-any-return]
-    return np.lib.format.read_array_header_2_0(f)  # type: ignore[no-any-return]
+        return np.lib.format.read_array_header_1_0(f)
+    return np.lib.format.read_array_header_2_0(f)
 
 
 def _npy(path: str) -> list[TensorRef]:
@@ -391,8 +391,7 @@ def _torch_state(file: str) -> dict[str, Any]:
 
 
 def _torch_numpy_dtype(tdtype: Any) -> np.dtype | None:
-    torch = _torch()
-    names = {
+    names: dict[str, Any] = {
         "float64": np.float64, "float32": np.float32, "float16": np.float16,
         "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
         "float8_e5m2": ml_dtypes.float8_e5m2, "float8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
@@ -402,10 +401,9 @@ def _torch_numpy_dtype(tdtype: Any) -> np.dtype | None:
         "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
         "bool": np.bool_,
     }
-    del torch
     name = str(tdtype).removeprefix("torch.")
     scalar = names.get(name)
-    return None if scalar is None else np.dtype(scalar)  # type: ignore[call-overload]
+    return None if scalar is None else np.dtype(scalar)
 
 
 def _torch_refs(path: str) -> tuple[list[TensorRef], list[str]]:

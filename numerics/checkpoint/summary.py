@@ -186,7 +186,7 @@ def hash_source(
     client: Any = None,
     progress: Progress | None = None,
 ) -> CheckpointHash:
-    """Fingerprint every tensor of a source, and the source as a whole (see :class:`CheckpointHash`).
+    """Fingerprint every tensor of a source, and the source as a whole (:class:`CheckpointHash`).
 
     Each tensor is one task (SHA-256 is sequential); tensors run in parallel.
 
