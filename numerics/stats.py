@@ -31,6 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
@@ -200,12 +201,87 @@ def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
         x = value_table(fmt)
     elif x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float64)
+    wide = x.dtype == np.float64
+    bits = x.view(np.uint64 if wide else np.uint32)
+    mbits, ebits = (52, 11) if wide else (23, 8)
     part = StatsPartial.empty(len(formats))
     part.count = count
     over, tie, min_over = _over_arrays(formats)
-    kernels.stats(x, weights, over, tie, min_over, part.counts, part.extremes, part.hist,
-                  part.over)
+    extremes = np.array([0, 2**64 - 1], np.uint64)
+    min_over_bits = _bits_at_most(min_over, x.dtype)
+    if weights.size:
+        where = np.arange(x.size)
+    else:
+        # every element into the 16-bit key histogram; the keys it cannot place exactly
+        # (rare ones, and the highest and lowest others: the extremes) take the exact path
+        abs_mask = (1 << (mbits + ebits)) - 1
+        shift = mbits + ebits - 15
+        keys = np.zeros(1 << 15, np.int64)
+        kernels.key_histogram(bits, abs_mask, shift, keys)
+        selected = _rare_keys(mbits, ebits, min_over_bits >> shift).copy()
+        present = np.flatnonzero((keys != 0) & (selected == 0))
+        if present.size:
+            selected[[present[0], present[-1]]] = 1
+        exact = selected.astype(bool)
+        where = np.empty(int(keys[exact].sum()), np.int64)
+        kernels.gather(bits, abs_mask, shift, selected, where)
+        keys[exact] = 0
+        _add_key_hist(part.hist, keys, mbits, ebits)
+    kernels.stats(bits, x, where, weights, mbits, ebits, over, tie, min_over_bits, part.counts,
+                  extremes, part.hist, part.over)
+    if extremes[0]:
+        amax, amin = extremes.astype(bits.dtype).view(x.dtype).astype(np.float64).tolist()
+        part.extremes[:] = (amax, amin)
     return part
+
+
+def _bits_at_most(v: float, dtype: np.dtype) -> int:
+    """Magnitude bits of the largest value of ``dtype`` (float32/64) not above ``v >= 0``."""
+    if v == float("inf"):
+        return (1 << (63 if dtype == np.float64 else 31)) - 1  # above every finite magnitude
+    t = np.array([v], dtype)
+    if float(t[0]) > v:
+        t = np.nextafter(t, dtype.type(0))
+    return int(t.view(np.uint64 if dtype == np.float64 else np.uint32)[0])
+
+
+@lru_cache(maxsize=64)
+def _rare_keys(mbits: int, ebits: int, min_over_key: int) -> np.ndarray:
+    """16-bit keys whose elements take the kernel's exact path (``kernels.compare.stats``)."""
+    k = 15 - ebits
+    key = np.arange(1 << 15)
+    ef, top = key >> k, key & ((1 << k) - 1)
+    rare = (ef == 0) | (ef == (1 << ebits) - 1) | (top == 0) | (top == (1 << k) - 1) \
+        | (key >= min_over_key)
+    out = rare.astype(np.uint8)
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=2)
+def _key_layout(mbits: int, ebits: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every 16-bit key: its row of ``hist`` and its number ``L`` of leading ones."""
+    k = 15 - ebits
+    key = np.arange(1 << 15)
+    ef, top = key >> k, key & ((1 << k) - 1)
+    ones = np.array([_leading_ones(int(t), k) for t in top], np.int64)
+    bias = (1 << (ebits - 1)) - 1
+    rows = np.clip(ef - bias + _BINADE_OFFSET, 0, _BINADES - 1)
+    return rows, ones
+
+
+def _leading_ones(v: int, width: int) -> int:
+    n = 0
+    while n < width and v & (1 << (width - 1 - n)):
+        n += 1
+    return n
+
+
+def _add_key_hist(hist: np.ndarray, keys: np.ndarray, mbits: int, ebits: int) -> None:
+    """Fold the key histogram (the kernel cleared the keys it counted exactly) into ``hist``."""
+    rows, ones = _key_layout(mbits, ebits)
+    use = keys != 0
+    np.add.at(hist, (rows[use], ones[use]), keys[use])
 
 
 def _count_at_most(cum: np.ndarray, pow2: np.ndarray, k: int) -> int:

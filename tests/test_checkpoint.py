@@ -478,3 +478,81 @@ def test_empty_npy_through_load_tensor_and_tensor_stats_of_huge_ints(tmp_path: P
     assert bf.dtype == "bfloat16"
     with pytest.raises(ValueError):
         fingerprint(np.array([1], np.uint16), fmt="nope")
+
+
+def _rne_unbounded(x: Fraction, fmt_name: str) -> Fraction:
+    """|x| rounded to nearest-even with the format's precision and emin, no upper bound."""
+    fmt = get_format(fmt_name)
+    a = abs(x)
+    if a == 0:
+        return a
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    while Fraction(2) ** e > a:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= a:
+        e += 1
+    q = Fraction(2) ** (max(e, fmt.emin) - fmt.trailing_bits)
+    n, r = divmod(a / q, 1)
+    n = int(n)
+    if r > Fraction(1, 2) or (r == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    return n * q
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_stats_key_histogram_path_against_exact_rounding(dtype: type) -> None:
+    """float32 and float64 inputs take the 16-bit key histogram; every fraction stays exact."""
+    names = ("e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "bfloat16", "binary16", "binary32")
+    edges: list[np.ndarray] = []
+    for name in names:
+        f = get_format(name)
+        sub, normal = Fraction(f.smallest_subnormal), Fraction(f.smallest_normal)
+        top = Fraction(f.max_exact)
+        for edge in (sub / 2, sub, normal - sub / 2, normal, top, top * (1 + Fraction(1, 2**(
+                f.trailing_bits + 2)))):
+            with np.errstate(over="ignore"):  # binary32's edges beyond float32 become inf
+                c: np.ndarray = np.array([float(edge)], dtype)
+                edges += [c, np.nextafter(c, dtype(0)), np.nextafter(c, dtype(np.inf))]
+    rng = np.random.default_rng(21)
+    body = (rng.lognormal(-4, 5, 1500) * rng.choice([-1, 1], 1500)).astype(dtype)
+    ones = (np.float32(1.9999) * np.float32(2.0) ** rng.integers(-30, 10, 200)).astype(dtype)
+    x = np.concatenate(edges + [body, ones, np.array([0, -0.0, np.inf, np.nan, 2.0**-140,
+                                                       2.0**-149, 1.0, 0.5], dtype)])
+    s = tensor_stats(x, formats=names)
+    finite = [Fraction(float(v)) for v in x.tolist() if np.isfinite(v)]
+    n = x.size
+    nz = [abs(v) for v in finite if v]
+    assert (s.amax, s.amin) == (float(max(nz)), float(min(nz)))
+    for fit in s.fits:
+        r = [(_rne_unbounded(v, fit.format.name), v) for v in finite]
+        sat = sum(1 for q, _ in r if q > fit.format.max_exact)
+        ftz = sum(1 for q, v in r if q == 0 and v != 0)
+        n_sub = sum(1 for q, _ in r if 0 < q < Fraction(fit.format.smallest_normal))
+        assert (fit.saturate, fit.flush_to_zero, fit.subnormal) == (sat / n, ftz / n, n_sub / n), \
+            fit.format.name
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0fnu", "e2m1fn",
+                                  "e3m2fn", "e2m3fn", "e4m3"])
+def test_compare_kernel_distance_of_every_pair_of_codes(name: str) -> None:
+    """Every pair of codes of the 8-bit and smaller formats: the kernel's ULP distance (read off
+    its worst-element list) against the exact scalar ``ulp_distance`` of the decoded values."""
+    from numerics.compare import compare_chunk
+    from numerics.encoding import decode
+
+    fmt = get_format(name)
+    codes = np.arange(fmt.num_codes, dtype=fmt.code_dtype)
+    values = np.asarray(decode(codes, fmt), np.float64)
+    nan = np.isnan(values)
+    ok_vals = values[~nan]
+    for c in range(0, fmt.num_codes, 3 if fmt.bits == 8 else 1):
+        part = compare_chunk(np.full(codes.size, c, fmt.code_dtype), codes, fmt,
+                             worst=codes.size)
+        got = dict(zip(part.top_index.tolist(), part.top_key.tolist()))
+        if nan[c]:
+            assert all(got[i] == 2**64 - 1 for i in np.flatnonzero(~nan))  # NaN mismatches
+            continue
+        expect = np.asarray(ulp_distance(np.full(ok_vals.size, values[c]), ok_vals, fmt))
+        for i, d in zip(np.flatnonzero(~nan).tolist(), expect.tolist()):
+            assert got.get(i, 0) == d, (hex(c), hex(i))
+        assert part.max_ulp == int(expect.max())

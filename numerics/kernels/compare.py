@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import leading_zeros
 
 __all__ = [
     "BINADE_OFFSET",
@@ -63,14 +64,10 @@ _INF = np.inf
 
 @numba.njit(cache=True, nogil=True)
 def _bucket(d: np.uint64) -> int:
+    """0 for d = 0, else ``bit_length(d - 1) + 1``: k + 1 for ``2**(k-1) < d <= 2**k``."""
     if d == 0:
         return 0
-    x = d - np.uint64(1)
-    n = 0
-    while x:
-        x >>= np.uint64(1)
-        n += 1
-    return n + 1
+    return 65 - np.int64(leading_zeros(d - np.uint64(1)))  # type: ignore[call-arg]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -104,72 +101,82 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
         if top_i[j] == -1 or (top_i[weak] != -1 and (
                 top_d[j] < top_d[weak] or (top_d[j] == top_d[weak] and top_i[j] > top_i[weak]))):
             weak = j
-    for i in range(n):
-        a = np.uint64(ca[i])
-        b = np.uint64(cb[i])
-        if use_table:
-            x = table[a]
-            y = table[b]
-        else:
-            x = np.float64(va[i])
-            y = np.float64(vb[i])
-        if a == b:
-            hist[0] += 1
+    same = 0
+    for block in range(0, n, 512):
+        end = min(block + 512, n)
+        differ = 0
+        for i in range(block, end):  # a vectorised scan: most blocks are equal
+            differ += ca[i] != cb[i]
+        if differ == 0:
+            same += end - block
             continue
-        mism += 1
-        xn = x != x
-        yn = y != y
-        key = np.uint64(0)
-        if xn or yn:
-            if xn and yn:
-                hist[0] += 1  # NaN on both sides agrees: distance 0 (payloads differ)
+        for i in range(block, end):
+            a = np.uint64(ca[i])
+            b = np.uint64(cb[i])
+            if a == b:
+                same += 1
+                continue
+            if use_table:
+                x = table[a]
+                y = table[b]
             else:
-                nanmm += 1
-                fails += 1
-                key = NAN_KEY
-        else:
-            ma = a & mmask
-            mb = b & mmask
-            if (a & smask) == (b & smask):
-                d = ma - mb if ma >= mb else mb - ma
+                x = np.float64(va[i])
+                y = np.float64(vb[i])
+            mism += 1
+            xn = x != x
+            yn = y != y
+            key = np.uint64(0)
+            if xn or yn:
+                if xn and yn:
+                    hist[0] += 1  # NaN on both sides agrees: distance 0 (payloads differ)
+                else:
+                    nanmm += 1
+                    fails += 1
+                    key = NAN_KEY
             else:
-                d = ma + mb
-            key = d
-            hist[_bucket(d)] += 1
-            if d > md:
-                md = d
-            xi = abs(x) == _INF
-            yi = abs(y) == _INF
-            ok = False
-            if xi or yi:
-                if x != y:
-                    infmm += 1
-            else:
-                err = abs(x - y)
-                rel = 0.0
-                if err != 0.0:
-                    rel = err / abs(x)  # inf where x == 0
-                if err > emax_abs:
-                    emax_abs = err
-                if rel > emax_rel:
-                    emax_rel = rel
-                if mode & 2 and err <= atol + rtol * abs(x):
+                ma = a & mmask
+                mb = b & mmask
+                if (a & smask) == (b & smask):
+                    d = ma - mb if ma >= mb else mb - ma
+                else:
+                    d = ma + mb
+                key = d
+                hist[_bucket(d)] += 1
+                if d > md:
+                    md = d
+                xi = abs(x) == _INF
+                yi = abs(y) == _INF
+                ok = False
+                if xi or yi:
+                    if x != y:
+                        infmm += 1
+                else:
+                    err = abs(x - y)
+                    rel = 0.0
+                    if err != 0.0:
+                        rel = err / abs(x)  # inf where x == 0
+                    if err > emax_abs:
+                        emax_abs = err
+                    if rel > emax_rel:
+                        emax_rel = rel
+                    if mode & 2 and err <= atol + rtol * abs(x):
+                        ok = True
+                if mode & 1 and d <= max_ulp:
                     ok = True
-            if mode & 1 and d <= max_ulp:
-                ok = True
-            if not ok:
-                fails += 1
-        if k > 0:
-            idx = base + i
-            if top_i[weak] == -1 or key > top_d[weak]:
-                top_d[weak] = key
-                top_i[weak] = idx
-                weak = 0
-                for j in range(1, k):
-                    if top_i[j] == -1 or (top_i[weak] != -1 and (
-                            top_d[j] < top_d[weak]
-                            or (top_d[j] == top_d[weak] and top_i[j] > top_i[weak]))):
-                        weak = j
+                if not ok:
+                    fails += 1
+            if k > 0:
+                idx = base + i
+                if top_i[weak] == -1 or key > top_d[weak]:
+                    top_d[weak] = key
+                    top_i[weak] = idx
+                    weak = 0
+                    for j in range(1, k):
+                        if top_i[j] == -1 or (top_i[weak] != -1 and (
+                                top_d[j] < top_d[weak]
+                                or (top_d[j] == top_d[weak] and top_i[j] > top_i[weak]))):
+                            weak = j
+    hist[0] += same
     counts[0] += mism
     counts[1] += nanmm
     counts[2] += infmm
@@ -180,78 +187,99 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
 
 
 @numba.njit(cache=True, nogil=True)
-def stats(x, weights, over, over_tie, min_over, counts, extremes, hist, over_counts):
-    # pragma: no cover - compiled
-    """Accumulate the statistics of values ``x``, each counted ``weights[i]`` times (once if empty).
+def key_histogram(u, abs_mask, key_shift, key_hist):  # pragma: no cover - compiled
+    """``key_hist[(u & abs_mask) >> key_shift] += 1``: the top 16 bits of every magnitude.
 
-    ``counts`` += [NaN, inf, zero]; ``extremes`` = [amax, amin] running;
+    The bins (an exponent field and a few leading trailing bits) are spread, so
+    this runs near memory speed; the statistics pass is built around it.
+    """
+    mask = np.uint64(abs_mask)
+    shift = np.uint64(key_shift)
+    for i in range(u.shape[0]):
+        key_hist[(np.uint64(u[i]) & mask) >> shift] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(u, abs_mask, key_shift, selected, where):  # pragma: no cover - compiled
+    """The indices of the elements whose key is selected, into ``where``; their number."""
+    mask = np.uint64(abs_mask)
+    shift = np.uint64(key_shift)
+    j = 0
+    for i in range(u.shape[0]):
+        if selected[(np.uint64(u[i]) & mask) >> shift]:
+            where[j] = i
+            j += 1
+    return j
+
+
+@numba.njit(cache=True, nogil=True)
+def stats(u, x, where, weights, mbits, ebits, over, over_tie, min_over_bits, counts, extremes,
+          hist, over_counts):  # pragma: no cover - compiled
+    """The exact statistics of elements ``where`` of float values given by their bits ``u``.
+
+    ``u`` holds the bits of IEEE binary floats with ``mbits`` trailing and
+    ``ebits`` exponent bits (float32 or float64, the same buffer as ``x``);
+    element ``i`` counts ``weights[i]`` times (once when ``weights`` is empty).
+    ``counts`` += [NaN, inf, zero]; ``extremes`` = [largest, smallest]
+    magnitude *bits* of the non-zero finite elements, running;
     ``hist[e + BINADE_OFFSET, L]`` and ``hist[..., POW2]`` as in the module
     docstring; ``over_counts[f]`` += elements with ``|v| > over[f]`` or
-    ``|v| == over[f]`` and ``over_tie[f]`` (only tested for ``|v| >= min_over``).
-    Codes of a narrow format come here as the format's value table weighted
-    by the codes' histogram.
+    ``|v| == over[f]`` and ``over_tie[f]`` (tested for magnitude bits
+    ``>= min_over_bits``).  :func:`numerics.stats.stats_chunk` sends here only
+    the elements the key histogram cannot place (zeros, subnormals, specials,
+    possible overflows, extremes, and keys whose leading trailing bits are
+    all ones or all zeros).
     """
-    n = x.shape[0]
+    one = np.uint64(1)
+    mant_mask = (one << np.uint64(mbits)) - one
+    exp_mask = ((one << np.uint64(ebits)) - one) << np.uint64(mbits)
+    abs_mask = exp_mask | mant_mask
+    min_over = np.uint64(min_over_bits)
+    bias = (1 << (ebits - 1)) - 1
+    top_shift = np.uint64(64 - mbits)
     weighted = weights.shape[0] != 0
-    tmp = np.empty(1, np.float64)
-    bits = tmp.view(np.uint64)
-    nf = over.shape[0]
     nan = inf = zero = 0
-    amax = extremes[0]
-    amin = extremes[1]
-    mant_mask = np.uint64((1 << 52) - 1)
-    lead = np.uint64(1) << np.uint64(52)
-    top = np.uint64(1) << np.uint64(51)
-    for i in range(n):
-        w = 1
-        if weighted:
-            w = weights[i]
-            if w == 0:
-                continue
-        v = np.float64(x[i])
-        if v != v:
-            nan += w
+    big = np.uint64(extremes[0])
+    small = np.uint64(extremes[1])
+    nf = over.shape[0]
+    for j in range(where.shape[0]):
+        i = where[j]
+        w = weights[i] if weighted else 1
+        if w == 0:
             continue
-        a = abs(v)
-        if a == _INF:
-            inf += w
+        m_all = np.uint64(u[i]) & abs_mask
+        if m_all >= exp_mask:
+            if m_all > exp_mask:
+                nan += w
+            else:
+                inf += w
             continue
-        if a == 0.0:
+        if m_all == 0:
             zero += w
             continue
-        if a > amax:
-            amax = a
-        if a < amin:
-            amin = a
-        tmp[0] = a
-        u = bits[0]
-        ef = np.int64(u >> np.uint64(52))
-        m = u & mant_mask
-        if ef == 0:  # float64 subnormal: normalise the significand
-            e = -1022
-            while not (m & lead):
-                m <<= np.uint64(1)
-                e -= 1
-            m &= mant_mask
+        big = max(big, m_all)
+        small = min(small, m_all)
+        if m_all >= min_over:
+            a = abs(np.float64(x[i]))
+            for f in range(nf):
+                if a > over[f] or (a == over[f] and over_tie[f]):
+                    over_counts[f] += w
+        ef = np.int64(m_all >> np.uint64(mbits))
+        m = m_all & mant_mask
+        if ef == 0:  # subnormal: normalise the significand
+            lz = np.int64(leading_zeros(m << top_shift))
+            e = 1 - bias - (lz + 1)
+            m = (m << np.uint64(lz + 1)) & mant_mask
         else:
-            e = ef - 1023
+            e = ef - bias
         row = e + BINADE_OFFSET
         if m == 0:
             hist[row, POW2] += w
             hist[row, 0] += w
         else:
-            ones = 0
-            probe = top
-            while ones < 52 and (m & probe):
-                ones += 1
-                probe >>= np.uint64(1)
-            hist[row, ones] += w
-        if a >= min_over:
-            for f in range(nf):
-                if a > over[f] or (a == over[f] and over_tie[f]):
-                    over_counts[f] += w
+            hist[row, np.int64(leading_zeros(~(m << top_shift)))] += w
     counts[0] += nan
     counts[1] += inf
     counts[2] += zero
-    extremes[0] = amax
-    extremes[1] = amin
+    extremes[0] = big
+    extremes[1] = small
