@@ -167,6 +167,15 @@ class StatsPartial:
         return cls(0, np.zeros(3, np.int64), np.array([0.0, np.inf]),
                    np.zeros((_BINADES, _POW2 + 1), np.int64), np.zeros(n_formats, np.int64))
 
+    def add(self, other: StatsPartial) -> None:
+        """Merge ``other`` into this partial (in place)."""
+        self.count += other.count
+        self.counts += other.counts
+        self.extremes[:] = (max(self.extremes[0], other.extremes[0]),
+                            min(self.extremes[1], other.extremes[1]))
+        self.hist += other.hist
+        self.over += other.over
+
     def merge(self, other: StatsPartial) -> StatsPartial:
         """The partial of both sets of elements."""
         return StatsPartial(
@@ -176,6 +185,7 @@ class StatsPartial:
             self.hist + other.hist, self.over + other.over)
 
 
+@lru_cache(maxsize=64)
 def _over_arrays(fmts: tuple[Format, ...]) -> tuple[np.ndarray, np.ndarray, float]:
     th = [_thresholds(f) for f in fmts]
     over = np.array([t.over for t in th], np.float64)
@@ -185,10 +195,14 @@ def _over_arrays(fmts: tuple[Format, ...]) -> tuple[np.ndarray, np.ndarray, floa
 
 def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
                 fmt: Format | None = None) -> StatsPartial:
-    """Statistics of a 1-D chunk in one compiled pass.
+    """Statistics of a 1-D chunk, in compiled passes.
 
     ``values`` are float32/float64 values, or with ``fmt`` (a format of at
-    most 16 bits) its codes, read through the format's value table.
+    most 16 bits) its codes, read through the format's value table.  One
+    pass counts the top 16 bits of every magnitude and lists the elements
+    whose key does not settle every figure; a vectorised pass finds the
+    extremes; the listed elements (a few percent at most in real data) then
+    take the exact path (:func:`numerics.kernels.compare.stats`).
     """
     from numerics.kernels import compare as kernels
 
@@ -210,22 +224,18 @@ def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
     extremes = np.array([0, 2**64 - 1], np.uint64)
     min_over_bits = _bits_at_most(min_over, x.dtype)
     if weights.size:
-        where = np.arange(x.size)
+        where = np.arange(x.size, dtype=np.int32)
     else:
-        # every element into the 16-bit key histogram; the keys it cannot place exactly
-        # (rare ones, and the highest and lowest others: the extremes) take the exact path
+        # every element into the 16-bit key histogram; those whose key it cannot place
+        # exactly (see _rare_keys) take the exact path
         abs_mask = (1 << (mbits + ebits)) - 1
         shift = mbits + ebits - 15
         keys = np.zeros(1 << 15, np.int64)
-        kernels.key_histogram(bits, abs_mask, shift, keys)
-        selected = _rare_keys(mbits, ebits, min_over_bits >> shift).copy()
-        present = np.flatnonzero((keys != 0) & (selected == 0))
-        if present.size:
-            selected[[present[0], present[-1]]] = 1
-        exact = selected.astype(bool)
-        where = np.empty(int(keys[exact].sum()), np.int64)
-        kernels.gather(bits, abs_mask, shift, selected, where)
-        keys[exact] = 0
+        rare = _rare_keys(mbits, ebits, min_over_bits >> shift)
+        where = np.empty(x.size, np.int32 if x.size < 2**31 else np.int64)
+        where = where[:kernels.key_scan(bits, abs_mask, shift, rare, keys, where)]
+        kernels.magnitude_extremes(bits, abs_mask, ((1 << ebits) - 1) << mbits, extremes)
+        keys[rare.astype(bool)] = 0
         _add_key_hist(part.hist, keys, mbits, ebits)
     kernels.stats(bits, x, where, weights, mbits, ebits, over, tie, min_over_bits, part.counts,
                   extremes, part.hist, part.over)
@@ -417,7 +427,7 @@ def tensor_stats(
 
         with ThreadPoolExecutor(max_workers=get_num_threads()) as pool:
             for part in pool.map(one, starts):
-                total = total.merge(part)
+                total.add(part)
     elif n:
         total = one(0)
     return finish_stats(total, fmts)

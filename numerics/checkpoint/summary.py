@@ -30,7 +30,7 @@ __all__ = [
     "stats_source",
 ]
 
-#: Elements per chunk: one task each.
+#: Elements per chunk: one task each (small enough that a chunk's passes stay in cache).
 CHUNK = 1 << 20
 _MAGIC = b"numerics.checkpoint/1\n"
 
@@ -145,13 +145,13 @@ def stats_source(
     sizes = [(stop - start) * t.dtype.itemsize for t, start, stop, _ in items]
 
     def fold(item: tuple[TensorRef, int, int, tuple[Format, ...]], part: StatsPartial) -> None:
-        parts[item[0].name] = parts[item[0].name].merge(part)
+        parts[item[0].name].add(part)
 
     execute(_stats_item, items, fold, sizes=sizes, threads=threads, client=client,
             progress=progress)
     total = StatsPartial.empty(len(fmts))
     for p in parts.values():
-        total = total.merge(p)
+        total.add(p)
     return CheckpointStats(s.path, tuple((t, finish_stats(parts[t.name], fmts))
                                          for t in s.tensors), finish_stats(total, fmts))
 

@@ -187,29 +187,55 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
 
 
 @numba.njit(cache=True, nogil=True)
-def key_histogram(u, abs_mask, key_shift, key_hist):  # pragma: no cover - compiled
-    """``key_hist[(u & abs_mask) >> key_shift] += 1``: the top 16 bits of every magnitude.
+def key_scan(u, abs_mask, key_shift, rare, key_hist, where):  # pragma: no cover - compiled
+    """Count every magnitude's top 16 bits in ``key_hist``; list the rare keys' elements.
 
-    The bins (an exponent field and a few leading trailing bits) are spread, so
-    this runs near memory speed; the statistics pass is built around it.
+    ``key_hist[(u & abs_mask) >> key_shift] += 1`` for every element (the bins,
+    an exponent field and a few leading trailing bits, are spread, so this runs
+    near memory speed), and the indices of the elements whose key is marked in
+    ``rare`` go to ``where``; returns how many.
     """
-    mask = np.uint64(abs_mask)
-    shift = np.uint64(key_shift)
-    for i in range(u.shape[0]):
-        key_hist[(np.uint64(u[i]) & mask) >> shift] += 1
-
-
-@numba.njit(cache=True, nogil=True)
-def gather(u, abs_mask, key_shift, selected, where):  # pragma: no cover - compiled
-    """The indices of the elements whose key is selected, into ``where``; their number."""
     mask = np.uint64(abs_mask)
     shift = np.uint64(key_shift)
     j = 0
     for i in range(u.shape[0]):
-        if selected[(np.uint64(u[i]) & mask) >> shift]:
+        key = (np.uint64(u[i]) & mask) >> shift
+        key_hist[key] += 1
+        if rare[key]:
             where[j] = i
             j += 1
     return j
+
+
+@numba.njit(cache=True, nogil=True)
+def magnitude_extremes(u, abs_mask, exp_mask, out):  # pragma: no cover - compiled
+    """``out`` = [largest, smallest] magnitude bits of the finite non-zero elements (running).
+
+    A vectorised pass over all magnitudes (zero drops out of the minimum by
+    the unsigned wrap of ``m - 1``); only where an infinity or NaN is present
+    does a second loop leave them out of the maximum.
+    """
+    mask = np.uint64(abs_mask)
+    special = np.uint64(exp_mask)
+    one = np.uint64(1)
+    big = np.uint64(0)
+    small = ~np.uint64(0)
+    for i in range(u.shape[0]):
+        m = np.uint64(u[i]) & mask
+        big = max(big, m)
+        small = min(small, m - one)
+    if big >= special:
+        big = np.uint64(0)
+        for i in range(u.shape[0]):
+            m = np.uint64(u[i]) & mask
+            if m < special:
+                big = max(big, m)
+    small += one
+    if small < special and small < out[1]:  # small == 0: no non-zero element
+        if small != 0:
+            out[1] = small
+    if big != 0 and big > out[0]:
+        out[0] = big
 
 
 @numba.njit(cache=True, nogil=True)
