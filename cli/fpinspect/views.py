@@ -616,19 +616,20 @@ def checkpoint_stats_view(s: CheckpointStats) -> RenderableType:
 
 
 def checkpoint_hash_view(h: CheckpointHash) -> RenderableType:
-    """``fpinspect hash PATH`` on whole sources: the checkpoint digest first, then each tensor."""
-    t = _table(box=None, show_header=False, padding=(0, 1))
-    t.add_column(no_wrap=True)
-    t.add_column(no_wrap=True)
-    t.add_column(no_wrap=True)
-    for ref, fp in h.tensors:
-        t.add_row(f"{fp.algorithm}:{fp.digest}", f"{fp.dtype}[{','.join(map(str, fp.shape))}]",
-                  ref.name)
-    head = Text.assemble((f"{h.algorithm}:{h.digest}", "bold"),
+    """``fpinspect hash PATH`` on whole sources: the checkpoint digest first, then each tensor.
+
+    Plain lines (never truncated or wrapped: digests are copied), ``cut -d' ' -f1`` gets them.
+    """
+    text = Text.assemble((f"{h.algorithm}:{h.digest}", "bold"),
                          f"  checkpoint of {len(h.tensors)} tensors",
                          ("  canonical" if h.canonical else "", STYLES["dim"]),
                          (f"  {h.path}", STYLES["dim"]))
-    return Group(head, t)
+    width = max((len(f"{fp.dtype}[{','.join(map(str, fp.shape))}]") for _, fp in h.tensors),
+                default=0)
+    for ref, fp in h.tensors:
+        dims = f"{fp.dtype}[{','.join(map(str, fp.shape))}]"
+        text.append(f"\n{fp.algorithm}:{fp.digest}  {dims:<{width}}  {ref.name}")
+    return text
 
 
 @contextmanager
