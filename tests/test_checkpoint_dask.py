@@ -55,3 +55,23 @@ def test_dask_results_equal_local_results(tmp_path: Path, client: Any) -> None:
     assert stats_source(tmp_path / "A", chunk=3000, client=client) == \
         stats_source(tmp_path / "A", chunk=3000)
     assert hash_source(tmp_path / "A", client=client) == hash_source(tmp_path / "A")
+
+
+def test_cli_scheduler_option(tmp_path: Path, client: Any,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from fpinspect.main import main
+
+    x = np.arange(5000, dtype=np.float32)
+    save_file({"x": x, "y": x[:7]}, str(tmp_path / "a.safetensors"))
+    y = x.copy()
+    y[10] = np.nextafter(y[10], np.float32(1e9))
+    save_file({"x": y, "y": x[:7]}, str(tmp_path / "b.safetensors"))
+    address = client.scheduler.address
+    code = main(["diff", str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors"),
+                 "--scheduler", address, "--max-ulp", "1", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["ok"] is True
+    assert [(t["name"], t["mismatches"], t["max_ulp"]) for t in doc["tensors"]] == [
+        ("x", 1, 1), ("y", 0, 0)]
