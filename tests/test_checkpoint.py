@@ -313,6 +313,9 @@ def test_streaming_chunks_and_threads_do_not_change_the_answer(tmp_path: Path) -
     diff_sources(tmp_path / "a.safetensors", tmp_path / "b.safetensors", chunk=10_000,
                  progress=seen.append)
     assert sum(seen) == 2 * (x.nbytes + 40) and len(seen) == 21 + 1
+    seen.clear()
+    hash_source(tmp_path / "a.safetensors", chunk=10_000, progress=seen.append, threads=2)
+    assert sum(seen) == x.nbytes + 40 and len(seen) == 21 + 1  # chunk by chunk
 
 
 def test_keys_only_in_one_side_and_shape_mismatches(tmp_path: Path) -> None:

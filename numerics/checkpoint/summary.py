@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,12 +158,17 @@ def stats_source(
 
 
 def tensor_fingerprint(ref: TensorRef, *, canonicalize: bool = False, chunk: int = CHUNK,
-                       mmap: bool = True) -> Fingerprint:
-    """The :func:`numerics.fingerprint.fingerprint` of one tensor, streamed from its file."""
+                       mmap: bool = True, progress: Progress | None = None) -> Fingerprint:
+    """The :func:`numerics.fingerprint.fingerprint` of one tensor, streamed from its file.
+
+    ``progress`` is called with the bytes of each chunk read.
+    """
     fmt = ref.format
 
     def get(start: int, stop: int) -> np.ndarray:
         x = ref.read(start, stop, mmap=mmap)
+        if progress is not None and x.size:
+            progress(x.nbytes)
         if fmt is None:
             return x
         return x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(fmt.code_dtype, copy=False)
@@ -214,8 +220,21 @@ def hash_source(
     def fold(item: tuple[TensorRef, bool, int], fp: Fingerprint) -> None:
         prints[item[0].name] = fp
 
-    execute(_hash_item, items, fold, sizes=sizes, threads=threads, client=client,
-            progress=progress)
+    if client is None and progress is not None:  # local threads report chunk by chunk
+        lock = threading.Lock()
+
+        def report(n: int) -> None:
+            with lock:
+                progress(n)
+
+        def local(item: tuple[TensorRef, bool, int], mmap: bool) -> Fingerprint:
+            return tensor_fingerprint(item[0], canonicalize=item[1], chunk=item[2], mmap=mmap,
+                                      progress=report)
+
+        execute(local, items, fold, sizes=[0] * len(items), threads=threads)
+    else:
+        execute(_hash_item, items, fold, sizes=sizes, threads=threads, client=client,
+                progress=progress)
     h = hashlib.sha256(_MAGIC)
     for t in s.tensors:
         h.update((json.dumps([t.name, prints[t.name].digest]) + "\n").encode())
