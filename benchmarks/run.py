@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-AREAS = ("codec", "ops", "accum", "hashing", "quant")
+AREAS = ("codec", "ops", "accum", "hashing", "quant", "checkpoint")
 
 
 def collect(areas: list[str], quick: bool) -> list[dict[str, Any]]:

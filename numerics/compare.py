@@ -19,19 +19,32 @@ never loaded whole) and reports:
 
 from __future__ import annotations
 
-import heapq
+import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from numerics.encoding import decode
 from numerics.formats import Format, as_format
-from numerics.ulp import ulp_distance
 
-__all__ = ["CHUNK", "DiffReport", "WorstElement", "compare_codes", "ulp_bucket_label"]
+__all__ = [
+    "CHUNK",
+    "ComparePartial",
+    "DiffReport",
+    "WorstElement",
+    "check_tolerances",
+    "compare_chunk",
+    "compare_codes",
+    "element_values",
+    "report_of",
+    "ulp_bucket_label",
+    "value_table",
+]
 
-#: Elements per chunk.
-CHUNK = 1 << 20
+#: Elements per chunk (one compiled call each; chunks run on threads).
+CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -73,13 +86,14 @@ class DiffReport:
     max_ulp : int
         Largest ULP distance over elements not NaN on either side (0 if none).
     max_abs_error, max_rel_error : float
-        Over elements finite on both sides; ``max_rel_error`` is ``inf``
+        Over elements finite on both sides (an inf mismatch is counted in
+        ``inf_mismatches``, not here); ``max_rel_error`` is ``inf``
         where ``a == 0 != b``.  0 when there is no such element.
     worst : tuple of WorstElement
         The worst elements, worst first.
     beyond : int or None
-        With ``max_ulp=N``: elements more than ``N`` ULP apart plus NaN
-        mismatches (the elements that fail the check).
+        With ``max_ulp=N`` (or ``atol``/``rtol``): the elements that fail the
+        check, elements more than ``N`` ULP apart plus NaN mismatches.
     """
 
     format: Format
@@ -112,15 +126,135 @@ def ulp_bucket_label(low: int, high: int) -> str:
     return f"{low}-{high}"
 
 
-def _bit_length(x: np.ndarray) -> np.ndarray:
-    """Exact bit length of each uint64."""
-    x = x.astype(np.uint64, copy=True)
-    out = np.zeros(x.shape, np.int64)
-    for s in (32, 16, 8, 4, 2, 1):
-        big = x >= np.uint64(1 << s)
-        out[big] += s
-        x[big] >>= np.uint64(s)
-    return out + (x > 0)
+@lru_cache(maxsize=32)
+def value_table(fmt: Format) -> np.ndarray:
+    """float64 value of every code of a format of at most 16 bits (read-only, cached).
+
+    Examples
+    --------
+    >>> value_table(as_format("e2m1fn"))[:8].tolist()
+    [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    """
+    if fmt.bits > 16:
+        raise ValueError(f"Got format {fmt.name} of {fmt.bits} bits, but value tables stop at 16")
+    table = np.asarray(decode(np.arange(fmt.num_codes, dtype=fmt.code_dtype), fmt), np.float64)
+    table.setflags(write=False)
+    return table
+
+
+_NATIVE: dict[str, np.dtype] = {"binary32": np.dtype(np.float32), "binary64": np.dtype(np.float64)}
+_EMPTY = np.empty(0, np.float64)
+
+
+def element_values(codes: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, table)`` as the kernels take them: a float view of the codes, or a table.
+
+    Formats up to 16 bits give ``(empty, value table)``; binary32 and binary64
+    the codes' own bits as floats; any other format its decoded float64 values.
+    """
+    if fmt.bits <= 16:
+        return _EMPTY, value_table(fmt)
+    native = _NATIVE.get(fmt.name)
+    if native is not None and native.itemsize == codes.dtype.itemsize and fmt == as_format(
+            fmt.name):
+        return codes.view(native), _EMPTY
+    return np.asarray(decode(codes, fmt), np.float64), _EMPTY
+
+
+@dataclass
+class ComparePartial:
+    """The mergeable result of comparing some elements (see :func:`compare_chunk`).
+
+    ``counts`` = [bitwise mismatches, NaN mismatches, inf mismatches,
+    failures]; ``max_ulp``; ``errors`` = [max abs, max rel] over pairs finite
+    on both sides; ``hist`` the ULP histogram (kernel buckets); ``top_key`` /
+    ``top_index`` the worst elements (key: ULP distance, or ``NAN_KEY`` for a
+    NaN mismatch; index -1 an empty slot).  Merging is exact and does not
+    depend on the order, so any split of the work gives the same result.
+    """
+
+    count: int
+    counts: np.ndarray
+    max_ulp: int
+    errors: np.ndarray
+    hist: np.ndarray
+    top_key: np.ndarray
+    top_index: np.ndarray
+
+    @classmethod
+    def empty(cls, worst: int = 0) -> ComparePartial:
+        """The partial of no elements."""
+        return cls(0, np.zeros(4, np.int64), 0, np.zeros(2, np.float64),
+                   np.zeros(66, np.int64), np.zeros(worst, np.uint64),
+                   np.full(worst, -1, np.int64))
+
+    def merge(self, other: ComparePartial) -> ComparePartial:
+        """The partial of both sets of elements."""
+        keys = np.concatenate([self.top_key, other.top_key])
+        idx = np.concatenate([self.top_index, other.top_index])
+        keep = idx >= 0
+        keys, idx = keys[keep], idx[keep]
+        order = np.lexsort((idx, ~keys))[: self.top_key.size]
+        worst = self.top_key.size
+        top_key = np.zeros(worst, np.uint64)
+        top_index = np.full(worst, -1, np.int64)
+        top_key[: order.size] = keys[order]
+        top_index[: order.size] = idx[order]
+        return ComparePartial(
+            self.count + other.count, self.counts + other.counts,
+            max(self.max_ulp, other.max_ulp), np.maximum(self.errors, other.errors),
+            self.hist + other.hist, top_key, top_index)
+
+    def histogram(self) -> tuple[tuple[int, int, int], ...]:
+        """``(low, high, count)`` buckets as :attr:`DiffReport.ulp_histogram` gives them."""
+        out = []
+        for k, count in enumerate(self.hist.tolist()):
+            if count:
+                low, high = (k, k) if k <= 1 else ((1 << (k - 2)) + 1, 1 << (k - 1))
+                out.append((low, high, int(count)))
+        return tuple(out)
+
+
+def check_tolerances(max_ulp: object, atol: object, rtol: object) -> int:
+    """Validate the tolerances; the kernel's mode (bit 0 ULP, bit 1 abs/rel)."""
+    if max_ulp is not None and (isinstance(max_ulp, bool) or not isinstance(max_ulp, int)
+                                or max_ulp < 0):
+        raise ValueError(f"Got {max_ulp=!r}, but it must be a non-negative int")
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float))
+                                or not math.isfinite(tol) or tol < 0):
+            raise ValueError(f"Got {name}={tol!r}, but it must be a finite number >= 0")
+    return (1 if max_ulp is not None else 0) | (2 if (atol is not None or rtol is not None)
+                                                 else 0)
+
+
+def compare_chunk(ca: np.ndarray, cb: np.ndarray, fmt: Format, *, base: int = 0, worst: int = 0,
+                  max_ulp: int | None = None, atol: float | None = None,
+                  rtol: float | None = None) -> ComparePartial:
+    """Compare two 1-D arrays of codes of ``fmt`` in one compiled pass.
+
+    An element *fails* when its codes differ and it is neither within
+    ``max_ulp`` ULP nor within ``|a - b| <= atol + rtol * |a|`` (each only
+    when given; with no tolerance every difference fails); a NaN mismatch
+    always fails, NaN against NaN never does.  ``base`` is the flat index of
+    element 0 (for the worst elements).
+    """
+    from numerics.kernels import compare as kernels
+
+    mode = check_tolerances(max_ulp, atol, rtol)
+    ca = np.ascontiguousarray(ca, fmt.code_dtype).reshape(-1)
+    cb = np.ascontiguousarray(cb, fmt.code_dtype).reshape(-1)
+    va, table = element_values(ca, fmt)
+    vb, _ = element_values(cb, fmt)
+    part = ComparePartial.empty(worst)
+    part.count = int(ca.size)
+    max_d = np.zeros(1, np.uint64)
+    kernels.compare(ca, cb, va, vb, table, fmt.sign_mask, fmt.magnitude_mask, base,
+                    np.uint64(min(max_ulp or 0, 2**64 - 1)), float(atol or 0.0),
+                    float(rtol or 0.0), mode, part.counts, max_d, part.errors, part.hist,
+                    part.top_key, part.top_index)
+    part.max_ulp = int(max_d[0])
+    return part
 
 
 def compare_codes(
@@ -130,6 +264,8 @@ def compare_codes(
     *,
     worst: int = 10,
     max_ulp: int | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
 ) -> DiffReport:
     """Compare two arrays of codes of ``fmt`` element by element.
 
@@ -142,6 +278,9 @@ def compare_codes(
         How many of the worst elements to keep.
     max_ulp : int, optional
         Count the elements further apart than this (``DiffReport.beyond``).
+    atol, rtol : float, optional
+        With or instead of ``max_ulp``: an element within
+        ``|a - b| <= atol + rtol * |a|`` passes too (see :func:`compare_chunk`).
 
     Raises
     ------
@@ -164,79 +303,53 @@ def compare_codes(
         raise ValueError(f"Got shapes {list(a.shape)} and {list(b.shape)}, but they must match")
     if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
         raise ValueError(f"Got {worst=}, but it must be a non-negative int")
-    if max_ulp is not None and (isinstance(max_ulp, bool) or not isinstance(max_ulp, int)
-                                or max_ulp < 0):
-        raise ValueError(f"Got {max_ulp=}, but it must be a non-negative int")
+    checked = check_tolerances(max_ulp, atol, rtol) != 0
+    for name, arr in (("a", a), ("b", b)):
+        if arr.dtype.kind != "u" or arr.dtype.itemsize > 8:
+            raise TypeError(f"Got {name} of dtype {arr.dtype}, but codes are unsigned integers")
+        if arr.size and fmt.bits < 8 * arr.dtype.itemsize and int(arr.max()) >= fmt.num_codes:
+            raise ValueError(f"Got {name} holding code {int(arr.max()):#x}, beyond the "
+                             f"{fmt.bits}-bit codes of {fmt.name}")
     shape = tuple(int(n) for n in a.shape)
     fa, fb = a.reshape(-1), b.reshape(-1)
     n = fa.size
-    mismatches = nan_mm = inf_mm = beyond = 0
-    buckets = np.zeros(66, np.int64)  # bit length of (d - 1), shifted: 0 -> d=0, 1 -> d=1, ...
-    max_d = 0
-    max_abs = max_rel = 0.0
-    # A min-heap of the worst: (key, -flat index, flat index, ULP distance or None for NaN).
-    heap: list[tuple[float, int, int, int | None]] = []
-    for start in range(0, n, CHUNK):
-        ca = np.asarray(fa[start:start + CHUNK])
-        cb = np.asarray(fb[start:start + CHUNK])
-        va = np.asarray(decode(ca, fmt), np.float64)
-        vb = np.asarray(decode(cb, fmt), np.float64)
-        differ = ca != cb
-        mismatches += int(np.count_nonzero(differ))
-        na, nb = np.isnan(va), np.isnan(vb)
-        nan_one = na != nb
-        nan_mm += int(np.count_nonzero(nan_one))
-        ia, ib = np.isinf(va), np.isinf(vb)
-        inf_mm += int(np.count_nonzero((ia | ib) & ~na & ~nb & (va != vb)))
-        comparable = ~(na | nb)
-        d = np.zeros(ca.shape, np.uint64)
-        if comparable.any():
-            d[comparable] = ulp_distance(va[comparable], vb[comparable], fmt)
-        dc = d[~nan_one]  # NaN on both sides agrees: distance 0
-        if dc.size:
-            max_d = max(max_d, int(dc.max()))
-            bucket = np.where(dc == 0, 0, _bit_length(dc - np.uint64(1)) + 1)
-            buckets += np.bincount(bucket, minlength=buckets.size)[: buckets.size]
-        if max_ulp is not None:
-            beyond += int(np.count_nonzero(comparable & (d > np.uint64(max_ulp))))
-            beyond += int(np.count_nonzero(nan_one))
-        finite = np.isfinite(va) & np.isfinite(vb)
-        if finite.any():
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                err = np.abs(va[finite] - vb[finite])
-                rel = np.where(err == 0, 0.0, err / np.abs(va[finite]))
-            max_abs = max(max_abs, float(err.max()))
-            max_rel = max(max_rel, float(rel.max()))
-        if worst:
-            key = np.where(nan_one, np.inf, d.astype(np.float64))
-            cand = np.flatnonzero(differ)
-            if cand.size > worst:
-                cand = cand[np.argpartition(-key[cand], worst - 1)[:worst]]
-            for i in cand:
-                item = (float(key[i]), -(start + int(i)), start + int(i),
-                        None if nan_one[i] else int(d[i]))
-                if len(heap) < worst:
-                    heapq.heappush(heap, item)
-                elif item > heap[0]:
-                    heapq.heapreplace(heap, item)
+    starts = range(0, n, CHUNK)
+
+    def one(start: int) -> ComparePartial:
+        return compare_chunk(fa[start:start + CHUNK], fb[start:start + CHUNK], fmt, base=start,
+                             worst=worst, max_ulp=max_ulp, atol=atol, rtol=rtol)
+
+    total = ComparePartial.empty(worst)
+    if len(starts) > 1:
+        from numerics.threads import get_num_threads
+
+        with ThreadPoolExecutor(max_workers=get_num_threads()) as pool:
+            for part in pool.map(one, starts):
+                total = total.merge(part)
+    elif n:
+        total = one(0)
+    return report_of(total, fmt, shape, fa, fb, checked=checked)
+
+
+def report_of(part: ComparePartial, fmt: Format, shape: tuple[int, ...], fa: np.ndarray,
+              fb: np.ndarray, *, checked: bool) -> DiffReport:
+    """A :class:`DiffReport` from a merged partial (``fa``, ``fb``: the codes, for the worst)."""
+    part = part.merge(ComparePartial.empty(part.top_key.size))  # sorts the worst elements
     worst_items: list[WorstElement] = []
-    for _, _, flat, dist in sorted(heap, key=lambda item: item[:3], reverse=True):
+    for key, flat in zip(part.top_key.tolist(), part.top_index.tolist()):
+        if flat < 0:
+            continue
         ia_, ib_ = int(fa[flat]), int(fb[flat])
         va_, vb_ = (float(v) for v in np.asarray(
             decode(np.array([ia_, ib_], dtype=fmt.code_dtype), fmt)).tolist())
         index = tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
-        worst_items.append(WorstElement(index, ia_, ib_, va_, vb_, dist))
-    hist = []
-    for k, count in enumerate(buckets.tolist()):
-        if count:
-            if k <= 1:
-                low = high = k
-            else:
-                low, high = (1 << (k - 2)) + 1, 1 << (k - 1)
-            hist.append((low, high, int(count)))
+        nan_one = math.isnan(va_) != math.isnan(vb_)
+        worst_items.append(WorstElement(index, ia_, ib_, va_, vb_, None if nan_one else key))
+    counts = part.counts.tolist()
     return DiffReport(
-        format=fmt, shape=shape, count=n, bitwise_mismatches=mismatches, nan_mismatches=nan_mm,
-        inf_mismatches=inf_mm, ulp_histogram=tuple(hist), max_ulp=max_d, max_abs_error=max_abs,
-        max_rel_error=max_rel, worst=tuple(worst_items),
-        beyond=beyond if max_ulp is not None else None,
+        format=fmt, shape=shape, count=part.count, bitwise_mismatches=counts[0],
+        nan_mismatches=counts[1], inf_mismatches=counts[2], ulp_histogram=part.histogram(),
+        max_ulp=part.max_ulp, max_abs_error=float(part.errors[0]),
+        max_rel_error=float(part.errors[1]), worst=tuple(worst_items),
+        beyond=counts[3] if checked else None,
     )

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numerics.formats import Format, NaNEncoding
+from numerics.formats import Format, NaNEncoding, as_format
 
 __all__ = ["CHUNK", "Fingerprint", "canonical_codes", "fingerprint"]
 
@@ -76,8 +76,9 @@ def fingerprint(
     chunks: np.ndarray | Callable[[int, int], np.ndarray],
     shape: tuple[int, ...] | None = None,
     *,
-    fmt: Format | None = None,
+    fmt: Format | str | None = None,
     canonicalize: bool = False,
+    chunk: int = CHUNK,
 ) -> Fingerprint:
     """Fingerprint a tensor of codes of ``fmt`` (or of integers, without ``fmt``).
 
@@ -89,10 +90,19 @@ def fingerprint(
         (then ``shape`` is required), so memory-mapped tensors stream through.
     shape : tuple of int, optional
         The tensor's shape (required with a callable).
-    fmt : Format, optional
+    fmt : Format or str, optional
         The format of the codes; its name is the dtype that is hashed.
     canonicalize : bool
         Canonicalise ``-0`` and NaN codes first (float formats only).
+    chunk : int
+        Elements read and hashed at a time (the digest does not depend on it).
+
+    Raises
+    ------
+    TypeError
+        If the elements are not codes (unsigned) with a format, nor integers without.
+    ValueError
+        For an unknown format or a code beyond the format's width.
 
     Examples
     --------
@@ -107,6 +117,10 @@ def fingerprint(
     ...     .digest == b.digest
     True
     """
+    if fmt is not None:
+        fmt = as_format(fmt)
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
     if callable(chunks):
         if shape is None:
             raise ValueError("Got shape=None, but a callable chunks needs the tensor's shape")
@@ -132,16 +146,21 @@ def fingerprint(
         name = dtype.name
         out_dtype = dtype.newbyteorder("<")
     else:
-        if dtype.kind != "u":
-            raise TypeError(f"Got codes of dtype {dtype}, expected unsigned integer codes")
+        if dtype.kind != "u" or dtype.itemsize > fmt.code_dtype.itemsize:
+            raise TypeError(f"Got codes of dtype {dtype}, but {fmt.name} codes are unsigned "
+                            f"integers of at most {fmt.code_dtype.itemsize} byte(s)")
         name = fmt.name
         out_dtype = fmt.code_dtype.newbyteorder("<")
     h = hashlib.sha256(_MAGIC)
     h.update(json.dumps({"dtype": name, "shape": list(dims)}, separators=(",", ":")).encode())
     h.update(b"\n")
     n = int(np.prod(dims, dtype=np.int64))
-    for start in range(0, n, CHUNK):
-        block = np.asarray(get(start, min(start + CHUNK, n)))
+    for start in range(0, n, chunk):
+        block = np.asarray(get(start, min(start + chunk, n)))
+        if fmt is not None and fmt.bits < 8 * block.dtype.itemsize and block.size \
+                and int(block.max()) >= fmt.num_codes:
+            raise ValueError(f"Got code {int(block.max()):#x}, beyond the {fmt.bits}-bit codes "
+                             f"of {fmt.name}")
         if fmt is not None and canonicalize:
             block = canonical_codes(block, fmt)
         h.update(np.ascontiguousarray(block, dtype=out_dtype).tobytes())

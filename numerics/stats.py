@@ -28,23 +28,35 @@ of two not above it, and ``*_scaled`` fractions are those after multiplying by
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
 from numerics.codec import floor_log2
+from numerics.compare import value_table
 from numerics.formats import Format, as_format
 
-__all__ = ["CANDIDATE_FORMATS", "CHUNK", "FormatFit", "TensorStats", "tensor_stats"]
+__all__ = [
+    "CANDIDATE_FORMATS",
+    "CHUNK",
+    "FormatFit",
+    "StatsPartial",
+    "TensorStats",
+    "finish_stats",
+    "stats_chunk",
+    "tensor_stats",
+]
 
 #: Formats :func:`tensor_stats` reports on by default.
 CANDIDATE_FORMATS: tuple[str, ...] = (
     "e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2fn", "e2m3fn", "e2m1fn",
     "bfloat16", "binary16",
 )
-#: Elements per chunk.
-CHUNK = 1 << 20
+#: Elements per chunk (one compiled call each; chunks run on threads).
+CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -125,6 +137,232 @@ def _thresholds(fmt: Format) -> _Thresholds:
     return _Thresholds(over_f, bool(fmt.max_finite_code & 1), flush, normal_tie)
 
 
+_BINADE_OFFSET = 1074  # the kernel's layout (numerics.kernels.compare), without importing numba
+_BINADES = 2098
+_POW2 = 53
+
+
+@dataclass
+class StatsPartial:
+    """The mergeable statistics of some elements (see :func:`stats_chunk`).
+
+    ``counts`` = [NaN, inf, zero]; ``extremes`` = [amax, amin] of the
+    non-zero finite magnitudes (``0`` and ``inf`` when there is none);
+    ``hist[e + 1074, L]`` counts the non-zero finite magnitudes in binade
+    ``e`` whose trailing significand starts with ``L`` one bits, and column
+    53 those that are powers of two; ``over[f]`` the elements beyond the
+    overflow threshold of candidate ``f``.  Merging is exact and
+    order-independent.
+    """
+
+    count: int
+    counts: np.ndarray
+    extremes: np.ndarray
+    hist: np.ndarray
+    over: np.ndarray
+
+    @classmethod
+    def empty(cls, n_formats: int) -> StatsPartial:
+        """The partial of no elements."""
+        return cls(0, np.zeros(3, np.int64), np.array([0.0, np.inf]),
+                   np.zeros((_BINADES, _POW2 + 1), np.int64), np.zeros(n_formats, np.int64))
+
+    def add(self, other: StatsPartial) -> None:
+        """Merge ``other`` into this partial (in place)."""
+        self.count += other.count
+        self.counts += other.counts
+        self.extremes[:] = (max(self.extremes[0], other.extremes[0]),
+                            min(self.extremes[1], other.extremes[1]))
+        self.hist += other.hist
+        self.over += other.over
+
+    def merge(self, other: StatsPartial) -> StatsPartial:
+        """The partial of both sets of elements."""
+        return StatsPartial(
+            self.count + other.count, self.counts + other.counts,
+            np.array([max(self.extremes[0], other.extremes[0]),
+                      min(self.extremes[1], other.extremes[1])]),
+            self.hist + other.hist, self.over + other.over)
+
+
+@lru_cache(maxsize=64)
+def _over_arrays(fmts: tuple[Format, ...]) -> tuple[np.ndarray, np.ndarray, float]:
+    th = [_thresholds(f) for f in fmts]
+    over = np.array([t.over for t in th], np.float64)
+    tie = np.array([t.over_tie for t in th], np.bool_)
+    return over, tie, float(over.min()) if over.size else float("inf")
+
+
+def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
+                fmt: Format | None = None) -> StatsPartial:
+    """Statistics of a 1-D chunk, in compiled passes.
+
+    ``values`` are float32/float64 values, or with ``fmt`` (a format of at
+    most 16 bits) its codes, read through the format's value table.  One
+    pass counts the top 16 bits of every magnitude and lists the elements
+    whose key does not settle every figure; a vectorised pass finds the
+    extremes; the listed elements (a few percent at most in real data) then
+    take the exact path (:func:`numerics.kernels.compare.stats`).
+    """
+    from numerics.kernels import compare as kernels
+
+    x = np.ascontiguousarray(values).reshape(-1)
+    count = int(x.size)
+    weights = np.empty(0, np.int64)
+    if fmt is not None and fmt.bits <= 16:
+        weights = np.bincount(x.astype(fmt.code_dtype, copy=False),
+                              minlength=fmt.num_codes).astype(np.int64, copy=False)
+        x = value_table(fmt)
+    elif x.dtype not in (np.float32, np.float64):
+        x = x.astype(np.float64)
+    wide = x.dtype == np.float64
+    bits = x.view(np.uint64 if wide else np.uint32)
+    mbits, ebits = (52, 11) if wide else (23, 8)
+    part = StatsPartial.empty(len(formats))
+    part.count = count
+    over, tie, min_over = _over_arrays(formats)
+    extremes = np.array([0, 2**64 - 1], np.uint64)
+    min_over_bits = _bits_at_most(min_over, x.dtype)
+    if weights.size:
+        where = np.arange(x.size, dtype=np.int32)
+    else:
+        # every element into the 16-bit key histogram; those whose key it cannot place
+        # exactly (see _rare_keys) take the exact path
+        abs_mask = (1 << (mbits + ebits)) - 1
+        shift = mbits + ebits - 15
+        keys = np.zeros(1 << 15, np.int64)
+        rare = _rare_keys(mbits, ebits, min_over_bits >> shift)
+        where = np.empty(x.size, np.int32 if x.size < 2**31 else np.int64)
+        where = where[:kernels.key_scan(bits, abs_mask, shift, rare, keys, where)]
+        kernels.magnitude_extremes(bits, abs_mask, ((1 << ebits) - 1) << mbits, extremes)
+        keys[rare.astype(bool)] = 0
+        _add_key_hist(part.hist, keys, mbits, ebits)
+    kernels.stats(bits, x, where, weights, mbits, ebits, over, tie, min_over_bits, part.counts,
+                  extremes, part.hist, part.over)
+    if extremes[0]:
+        amax, amin = extremes.astype(bits.dtype).view(x.dtype).astype(np.float64).tolist()
+        part.extremes[:] = (amax, amin)
+    return part
+
+
+def _bits_at_most(v: float, dtype: np.dtype) -> int:
+    """Magnitude bits of the largest value of ``dtype`` (float32/64) not above ``v >= 0``."""
+    if v == float("inf"):
+        return (1 << (63 if dtype == np.float64 else 31)) - 1  # above every finite magnitude
+    t = np.array([v], dtype)
+    if float(t[0]) > v:
+        t = np.nextafter(t, dtype.type(0))
+    return int(t.view(np.uint64 if dtype == np.float64 else np.uint32)[0])
+
+
+@lru_cache(maxsize=64)
+def _rare_keys(mbits: int, ebits: int, min_over_key: int) -> np.ndarray:
+    """16-bit keys whose elements take the kernel's exact path (``kernels.compare.stats``)."""
+    k = 15 - ebits
+    key = np.arange(1 << 15)
+    ef, top = key >> k, key & ((1 << k) - 1)
+    rare = (ef == 0) | (ef == (1 << ebits) - 1) | (top == 0) | (top == (1 << k) - 1) \
+        | (key >= min_over_key)
+    out = rare.astype(np.uint8)
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=2)
+def _key_layout(mbits: int, ebits: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every 16-bit key: its row of ``hist`` and its number ``L`` of leading ones."""
+    k = 15 - ebits
+    key = np.arange(1 << 15)
+    ef, top = key >> k, key & ((1 << k) - 1)
+    ones = np.array([_leading_ones(int(t), k) for t in top], np.int64)
+    bias = (1 << (ebits - 1)) - 1
+    rows = np.clip(ef - bias + _BINADE_OFFSET, 0, _BINADES - 1)
+    return rows, ones
+
+
+def _leading_ones(v: int, width: int) -> int:
+    n = 0
+    while n < width and v & (1 << (width - 1 - n)):
+        n += 1
+    return n
+
+
+def _add_key_hist(hist: np.ndarray, keys: np.ndarray, mbits: int, ebits: int) -> None:
+    """Fold the key histogram (the kernel cleared the keys it counted exactly) into ``hist``."""
+    rows, ones = _key_layout(mbits, ebits)
+    use = keys != 0
+    np.add.at(hist, (rows[use], ones[use]), keys[use])
+
+
+def _count_at_most(cum: np.ndarray, pow2: np.ndarray, k: int) -> int:
+    """Non-zero finite magnitudes ``<= 2**k``."""
+    i = k + _BINADE_OFFSET
+    if i < 0:
+        return 0
+    if i >= _BINADES:
+        return int(cum[-1])
+    return int(cum[i] + pow2[i])
+
+
+def _count_below(cum: np.ndarray, k: int) -> int:
+    """Non-zero finite magnitudes ``< 2**k``."""
+    return int(cum[min(max(k + _BINADE_OFFSET, 0), _BINADES)])
+
+
+def _top(hist: np.ndarray, e: int, t: int) -> int:
+    """Magnitudes in binade ``e`` at least ``2**e * (2 - 2**-(t-1))``: ``L >= t`` leading ones."""
+    i = e + _BINADE_OFFSET
+    if not 0 <= i < _BINADES:
+        return 0
+    return int(hist[i, t:_POW2].sum())
+
+
+def _flush_and_subnormal(fmt: Format, cum: np.ndarray, hist: np.ndarray, j: int) -> tuple[int, int]:
+    """Elements that flush to zero, and that become subnormal, after scaling by ``2**j``."""
+    if not fmt.subnormals:
+        return 0, 0
+    t = fmt.trailing_bits
+    k = fmt.emin - t - 1  # |x| <= 2**k flushes (the tie goes to zero)
+    flush = _count_at_most(cum, hist[:, _POW2], k - j)
+    if t == 0:
+        return flush, 0
+    # subnormal: 2**k < |x| < 2**(emin - 1) * (2 - 2**-t)
+    sub = _count_below(cum, fmt.emin - j) - flush - _top(hist, fmt.emin - 1 - j, t)
+    return flush, sub
+
+
+def finish_stats(part: StatsPartial, formats: tuple[Format, ...]) -> TensorStats:
+    """The :class:`TensorStats` of a merged partial."""
+    n = part.count
+    nan, inf, zero = (int(c) for c in part.counts)
+    amax, amin = float(part.extremes[0]), float(part.extremes[1])
+    nonzero = amax > 0
+    per_binade = part.hist[:, :_POW2].sum(axis=1)
+    cum = np.concatenate([[0], np.cumsum(per_binade)])
+    fits = []
+    denom = max(n, 1)
+    for i, fmt in enumerate(formats):
+        sat = int(part.over[i]) / denom
+        over = sat if (fmt.has_infinity or fmt.has_nan) else 0.0
+        flush, sub = _flush_and_subnormal(fmt, cum, part.hist, 0)
+        scale = scale2 = ftz_s = sub_s = None
+        if nonzero:
+            scale = _float(fmt.max_exact / Fraction(amax))
+            j = floor_log2(fmt.max_exact / Fraction(amax))
+            scale2 = _float(Fraction(2) ** j)
+            f_s, s_s = _flush_and_subnormal(fmt, cum, part.hist, j)
+            ftz_s, sub_s = f_s / denom, s_s / denom
+        fits.append(FormatFit(fmt, float(over), float(sat), flush / denom, sub / denom,
+                              scale, scale2, ftz_s, sub_s))
+    exps = tuple((k - _BINADE_OFFSET, int(c)) for k, c in enumerate(per_binade.tolist()) if c)
+    return TensorStats(
+        count=n, nan=nan, inf=inf, zero=zero,
+        amax=amax if nonzero else None, amin=amin if nonzero else None,
+        dynamic_range=float(np.log2(amax / amin)) if nonzero else None,
+        exponent_histogram=exps, fits=tuple(fits),
+    )
+
+
 def tensor_stats(
     values: np.ndarray | Callable[[int, int], np.ndarray],
     size: int | None = None,
@@ -135,14 +373,22 @@ def tensor_stats(
 
     Parameters
     ----------
-    values : ndarray, or callable ``(start, stop) -> float64 ndarray``
-        The exact values (float64 holds every value of every supported
-        format), or a function giving the flattened values chunk by chunk
-        (then ``size`` is required), so memory-mapped tensors are read lazily.
+    values : array_like, or callable ``(start, stop) -> ndarray``
+        The values (real numbers that float64 holds: every value of every
+        supported format), or a function giving the flattened values chunk by
+        chunk (then ``size`` is required), so memory-mapped tensors are read
+        lazily.  float32 chunks are read as they are, anything else as float64.
     size : int, optional
         Number of elements, with a callable ``values``.
     formats : tuple of Format or str
         The candidate formats.
+
+    Raises
+    ------
+    TypeError
+        If the values are not real numbers.
+    ValueError
+        If a value is beyond float64's range (``10**400``), or an argument is invalid.
 
     Examples
     --------
@@ -153,68 +399,62 @@ def tensor_stats(
     >>> f.overflow, f.saturate, f.flush_to_zero, f.subnormal, f.scale_pow2
     (0.2, 0.2, 0.2, 0.0, 0.25)
     """
+    if isinstance(formats, (str, Format)):
+        formats = (formats,)
     fmts = tuple(as_format(f) for f in formats)
     if callable(values):
-        if size is None:
-            raise ValueError("Got size=None, but a callable values needs the element count")
+        if size is None or isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ValueError(f"Got {size=!r}, but a callable values needs the element count")
         get = values
-        n = int(size)
+        n = size
     else:
-        flat = np.asarray(values, dtype=np.float64).reshape(-1)
+        flat = _as_real_array(values).reshape(-1)
         n = flat.size
 
         def get(start: int, stop: int) -> np.ndarray:
             return flat[start:stop]
 
-    th = [_thresholds(f) for f in fmts]
-    nan = inf = zero = 0
-    amax = 0.0
-    amin = float("inf")
-    hist = np.zeros(2200, np.int64)  # exponents -1100 .. 1099
-    counts = np.zeros((len(fmts), 4), np.int64)  # saturate, flush, subnormal (overflow derived)
-    chunks = []
-    for start in range(0, n, CHUNK):
-        x = np.asarray(get(start, min(start + CHUNK, n)), dtype=np.float64)
-        a = np.abs(x)
-        nan += int(np.count_nonzero(np.isnan(x)))
-        inf += int(np.count_nonzero(np.isinf(x)))
-        zero += int(np.count_nonzero(x == 0))
-        a = a[np.isfinite(a) & (a > 0)]
-        if a.size:
-            amax = max(amax, float(a.max()))
-            amin = min(amin, float(a.min()))
-            _, e = np.frexp(a)
-            hist += np.bincount(e.astype(np.int64) - 1 + 1100, minlength=hist.size)
-        for i, tt in enumerate(th):
-            counts[i, 0] += np.count_nonzero((a > tt.over) | ((a == tt.over) & tt.over_tie))
-            counts[i, 1] += np.count_nonzero(a <= tt.flush)
-            counts[i, 2] += np.count_nonzero((a > tt.flush) & (a < tt.normal_tie))
-        chunks.append((start, min(start + CHUNK, n)))
-    nonzero = amax > 0
-    fits = []
-    denom = max(n, 1)
-    for i, (fmt, tt) in enumerate(zip(fmts, th)):
-        sat = counts[i, 0] / denom
-        over = sat if (fmt.has_infinity or fmt.has_nan) else 0.0
-        scale = scale2 = ftz_s = sub_s = None
-        if nonzero:
-            scale = _float(fmt.max_exact / Fraction(amax))
-            scale2 = _float(Fraction(2) ** floor_log2(fmt.max_exact / Fraction(amax)))
-            f_cnt = s_cnt = 0
-            for start, stop in chunks:
-                a = np.abs(np.asarray(get(start, stop), dtype=np.float64))
-                with np.errstate(over="ignore", under="ignore"):
-                    # exact (a power of two) except where it overflows float64 itself
-                    a = a[np.isfinite(a) & (a > 0)] * scale2
-                f_cnt += int(np.count_nonzero(a <= tt.flush))
-                s_cnt += int(np.count_nonzero((a > tt.flush) & (a < tt.normal_tie)))
-            ftz_s, sub_s = f_cnt / denom, s_cnt / denom
-        fits.append(FormatFit(fmt, float(over), float(sat), float(counts[i, 1] / denom),
-                              float(counts[i, 2] / denom), scale, scale2, ftz_s, sub_s))
-    exps = tuple((int(k) - 1100, int(c)) for k, c in enumerate(hist.tolist()) if c)
-    return TensorStats(
-        count=n, nan=nan, inf=inf, zero=zero,
-        amax=amax if nonzero else None, amin=amin if nonzero else None,
-        dynamic_range=float(np.log2(amax / amin)) if nonzero else None,
-        exponent_histogram=exps, fits=tuple(fits),
-    )
+    def one(start: int) -> StatsPartial:
+        chunk = np.asarray(get(start, min(start + CHUNK, n)))
+        if chunk.dtype != np.float32:
+            chunk = _as_real_array(chunk).astype(np.float64, copy=False)
+        return stats_chunk(chunk, fmts)
+
+    starts = range(0, n, CHUNK)
+    total = StatsPartial.empty(len(fmts))
+    if len(starts) > 1:
+        from numerics.threads import get_num_threads
+
+        with ThreadPoolExecutor(max_workers=get_num_threads()) as pool:
+            for part in pool.map(one, starts):
+                total.add(part)
+    elif n:
+        total = one(0)
+    return finish_stats(total, fmts)
+
+
+def _as_real_array(values: object) -> np.ndarray:
+    """``values`` as a float64-compatible real array (TypeError/ValueError otherwise)."""
+    try:
+        arr = np.asarray(values)
+    except (ValueError, OverflowError) as err:
+        raise ValueError(f"Got values that are not an array of real numbers: {err}") from None
+    if arr.dtype == np.float32 or arr.dtype == np.float64:
+        return arr
+    if arr.dtype.kind in "biuf" or (arr.dtype.kind == "V" and arr.dtype.names is None
+                                    and hasattr(arr.dtype, "type") and arr.dtype.itemsize <= 2):
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
+    if arr.dtype.kind == "O":
+        try:
+            out = np.array([float(v) for v in arr.reshape(-1)], np.float64).reshape(arr.shape)
+        except OverflowError:
+            raise ValueError("Got values beyond float64's range (such as 10**400); "
+                             "tensor_stats takes values that float64 holds") from None
+        except (TypeError, ValueError):
+            raise TypeError(f"Got values of dtype {arr.dtype}, but they must be real numbers") \
+                from None
+        return out
+    raise TypeError(f"Got values of dtype {arr.dtype}, but they must be real numbers")

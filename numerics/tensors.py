@@ -42,6 +42,8 @@ __all__ = [
     "TensorFileError",
     "list_tensors",
     "load_tensor",
+    "read_npy",
+    "safetensors_entries",
 ]
 
 #: safetensors dtype strings and the numpy/ml_dtypes dtypes their bytes are.
@@ -151,6 +153,8 @@ class Tensor:
 
 
 def _kind_of(path: str) -> str:
+    if os.path.isdir(path):
+        raise TensorFileError(f"Got {path!r}, which is a directory; a file is needed here")
     for suffix in _SUFFIXES:
         if path.lower().endswith(suffix):
             return suffix
@@ -168,7 +172,8 @@ def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
         (n,) = struct.unpack("<Q", head)
         if n > min(size - 8, _MAX_HEADER):
             raise TensorFileError(
-                f"Got file {path!r}, whose safetensors header length {n} does not fit the file"
+                f"Got file {path!r}, whose safetensors header length {n} does not fit the file "
+                f"of {size} bytes (truncated, or not a safetensors file)"
             )
         try:
             header = json.loads(f.read(n))
@@ -180,6 +185,25 @@ def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
         raise TensorFileError(f"Got file {path!r}, whose safetensors header is not a JSON object")
     header.pop("__metadata__", None)
     return header, 8 + n
+
+
+def read_npy(path: str) -> np.ndarray:
+    """A ``.npy`` file, memory-mapped (TensorFileError for an empty, text or object file)."""
+    if os.path.getsize(path) == 0:
+        raise TensorFileError(f"Got file {path!r}, which is empty, not a .npy file")
+    with open(path, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise TensorFileError(f"Got file {path!r}, which is not a .npy file (it does not "
+                                  "start with the .npy magic bytes; a text file?)")
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, EOFError, OSError) as err:
+        reason = str(err).split("\n")[0]
+        if "allow_pickle" in reason or "pickle" in reason:
+            reason = "it holds Python objects, not numbers"
+        raise TensorFileError(f"Got file {path!r}, which is not a readable .npy file: "
+                              f"{reason}") from None
+    return arr
 
 
 def list_tensors(path: str | os.PathLike[str]) -> list[str]:
@@ -229,11 +253,7 @@ def _load_raw(path: str, key: str | None) -> tuple[str, np.ndarray, str]:
     if kind == ".npy":
         if key:
             raise TensorFileError(f"Got key={key!r}, but a .npy file holds one unnamed tensor")
-        try:
-            arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except ValueError as err:
-            raise TensorFileError(f"Got file {path!r}, which is not a readable .npy file: {err}") \
-                from None
+        arr = read_npy(path)
         return "", arr, arr.dtype.str
     if kind == ".npz":
         keys = list_tensors(path)
@@ -246,33 +266,54 @@ def _load_raw(path: str, key: str | None) -> tuple[str, np.ndarray, str]:
                 f"Got tensor {name!r} in {path!r}, which is not readable: {err}") \
                 from None
         return name, arr, arr.dtype.str
-    header, data_start = _safetensors_header(path)
-    name = _pick_key(path, sorted(header), key)
-    entry = header[name]
-    try:
-        dtype_code, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
-        shape = tuple(int(n) for n in shape)
-    except (KeyError, TypeError, ValueError):
-        raise TensorFileError(f"Got tensor {name!r} in {path!r} with a malformed header entry") \
-            from None
-    if dtype_code not in SAFETENSORS_DTYPES:
-        raise TensorFileError(
-            f"Got tensor {name!r} in {path!r} of safetensors dtype {dtype_code!r}, which is not "
-            f"supported (supported: {', '.join(SAFETENSORS_DTYPES)})"
-        )
-    dtype = SAFETENSORS_DTYPES[dtype_code]
-    count = int(np.prod(shape, dtype=np.int64))
-    if end - begin != count * dtype.itemsize or begin < 0 or \
-            data_start + end > os.path.getsize(path):
-        raise TensorFileError(
-            f"Got tensor {name!r} in {path!r} whose byte range [{begin}, {end}) does not match "
-            f"its shape {list(shape)} and dtype {dtype_code}"
-        )
-    if count == 0:
+    entries = safetensors_entries(path)
+    name = _pick_key(path, sorted(entries), key)
+    dtype_code, dtype, shape, offset = entries[name]
+    if int(np.prod(shape, dtype=np.int64)) == 0:
         arr = np.empty(shape, dtype)
     else:
-        arr = np.memmap(path, dtype=dtype, mode="r", offset=data_start + begin, shape=shape)
+        arr = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
     return name, arr, dtype_code
+
+
+def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, ...], int]]:
+    """Every tensor of a safetensors file: ``name -> (dtype code, dtype, shape, byte offset)``.
+
+    The header is checked: each entry names a known dtype, and its byte range
+    matches its shape and lies inside the file.
+
+    Raises
+    ------
+    TensorFileError
+        A truncated or corrupt header, or an entry that does not fit.
+    """
+    header, data_start = _safetensors_header(path)
+    size = os.path.getsize(path)
+    out: dict[str, tuple[str, np.dtype, tuple[int, ...], int]] = {}
+    for name, entry in header.items():
+        try:
+            dtype_code, shape, (begin, end) = entry["dtype"], entry["shape"], \
+                entry["data_offsets"]
+            shape = tuple(int(n) for n in shape)
+            begin, end = int(begin), int(end)
+        except (KeyError, TypeError, ValueError):
+            raise TensorFileError(
+                f"Got tensor {name!r} in {path!r} with a malformed header entry") from None
+        if dtype_code not in SAFETENSORS_DTYPES:
+            raise TensorFileError(
+                f"Got tensor {name!r} in {path!r} of safetensors dtype {dtype_code!r}, which is "
+                f"not supported (supported: {', '.join(SAFETENSORS_DTYPES)})"
+            )
+        dtype = SAFETENSORS_DTYPES[dtype_code]
+        count = int(np.prod(shape, dtype=np.int64)) if all(n >= 0 for n in shape) else -1
+        if end - begin != count * dtype.itemsize or begin < 0 or data_start + end > size:
+            raise TensorFileError(
+                f"Got tensor {name!r} in {path!r} whose byte range [{begin}, {end}) does not "
+                f"match its shape {list(shape)} and dtype {dtype_code} or lies beyond the end "
+                "of the file (truncated?)"
+            )
+        out[name] = (dtype_code, dtype, shape, data_start + begin)
+    return out
 
 
 def load_tensor(path: str | os.PathLike[str], *, key: str | None = None,

@@ -94,7 +94,7 @@ def test_npz_keys_and_bad_files(tmp_path: Path) -> None:
     with pytest.raises(TensorFileError, match="header"):
         load_tensor(tmp_path / "bad.safetensors")
     (tmp_path / "bad.npy").write_bytes(b"not numpy")
-    with pytest.raises(TensorFileError, match="not a readable .npy"):
+    with pytest.raises(TensorFileError, match="not a .npy file"):
         load_tensor(tmp_path / "bad.npy")
 
 

@@ -14,6 +14,13 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from numerics.checkpoint import (
+    CheckpointDiff,
+    CheckpointHash,
+    CheckpointStats,
+    Source,
+    TensorRef,
+)
 from numerics.compare import DiffReport
 from numerics.digits import int_to_text
 from numerics.fingerprint import Fingerprint
@@ -27,15 +34,18 @@ from numerics.inspection import (
 )
 from numerics.parse import ParsedValue
 from numerics.stats import TensorStats
-from numerics.tensors import Tensor
 
 __all__ = [
     "bits_json",
+    "checkpoint_diff_json",
+    "checkpoint_hash_json",
+    "checkpoint_stats_json",
     "diff_json",
     "dumps",
     "formats_json",
     "hash_json",
     "int_json",
+    "ls_json",
     "num",
     "stats_json",
     "table_json",
@@ -145,15 +155,30 @@ def int_json(report: IntegerReport) -> dict[str, Any]:
     } for r in report.rows]}
 
 
-def _tensor(t: Tensor) -> dict[str, Any]:
-    return {"path": t.path, "key": t.key, "dtype": t.dtype_name, "stored_dtype": t.stored_dtype,
-            "shape": list(t.shape)}
+def _tensor(label: str, t: TensorRef) -> dict[str, Any]:
+    return {"path": label, "key": t.name, "file": t.file, "dtype": t.dtype_name,
+            "stored_dtype": t.stored_dtype, "shape": list(t.shape)}
 
 
-def diff_json(a: Tensor, b: Tensor, r: DiffReport, *, max_ulp: int | None) -> dict[str, Any]:
-    """``fpinspect diff --json``."""
+def _ref(t: TensorRef) -> dict[str, Any]:
+    return {"name": t.name, "dtype": t.dtype_name, "stored_dtype": t.stored_dtype,
+            "shape": list(t.shape), "elements": t.size, "bytes": t.nbytes, "file": t.file}
+
+
+def ls_json(src: Source) -> dict[str, Any]:
+    """``fpinspect ls --json``."""
+    return {"path": src.path, "kind": src.kind, "tensors": [_ref(t) for t in src.tensors],
+            "total": {"tensors": len(src.tensors), "elements": sum(t.size for t in src.tensors),
+                      "bytes": src.nbytes, "files": list(src.files)},
+            "skipped": list(src.skipped)}
+
+
+def diff_json(a_label: str, b_label: str, a: TensorRef, b: TensorRef, r: DiffReport, *,
+              max_ulp: int | None, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """``fpinspect diff --json`` on two tensors."""
     return {
-        "a": _tensor(a), "b": _tensor(b), "format": r.format.name, "shape": list(r.shape),
+        "a": _tensor(a_label, a), "b": _tensor(b_label, b), "format": r.format.name,
+        "shape": list(r.shape), "notes": list(notes),
         "count": r.count, "bitwise_mismatches": r.bitwise_mismatches,
         "nan_mismatches": r.nan_mismatches, "inf_mismatches": r.inf_mismatches,
         "max_ulp_distance": r.max_ulp, "max_abs_error": num(r.max_abs_error),
@@ -163,14 +188,31 @@ def diff_json(a: Tensor, b: Tensor, r: DiffReport, *, max_ulp: int | None) -> di
                    "a_code": w.a_code, "b_code": w.b_code,
                    "a_value": num(w.a_value), "b_value": num(w.b_value)} for w in r.worst],
         "max_ulp": max_ulp, "beyond_max_ulp": r.beyond,
-        "ok": None if max_ulp is None else r.beyond == 0,
+        "ok": None if r.beyond is None else r.beyond == 0,
     }
 
 
-def stats_json(t: Tensor, s: TensorStats) -> dict[str, Any]:
-    """``fpinspect stats --json``."""
+def checkpoint_diff_json(r: CheckpointDiff) -> dict[str, Any]:
+    """``fpinspect diff --json`` on whole sources: the same facts per tensor."""
     return {
-        "tensor": _tensor(t), "count": s.count, "nan": s.nan, "inf": s.inf, "zero": s.zero,
+        "a": r.a, "b": r.b, "max_ulp": r.max_ulp, "atol": r.atol, "rtol": r.rtol,
+        "notes": list(r.notes), "ok": r.ok,
+        "tensors": [{
+            "name": t.name, "status": t.status, "dtype_a": t.dtype_a, "dtype_b": t.dtype_b,
+            "shape": list(t.shape), "format": t.format, "rounded": t.rounded, "count": t.count,
+            "mismatches": t.mismatches, "failures": t.failures, "max_ulp": t.max_ulp,
+            "max_abs_error": num(t.max_abs_error), "max_rel_error": num(t.max_rel_error),
+            "nan_mismatches": t.nan_mismatches, "inf_mismatches": t.inf_mismatches,
+        } for t in r.tensors],
+        "only_a": list(r.only_a), "only_b": list(r.only_b),
+        "shape_mismatches": [{"name": n, "shape_a": list(a), "shape_b": list(b)}
+                             for n, a, b in r.shape_mismatches],
+    }
+
+
+def _stats(s: TensorStats) -> dict[str, Any]:
+    return {
+        "count": s.count, "nan": s.nan, "inf": s.inf, "zero": s.zero,
         "amax": num(s.amax), "amin": num(s.amin), "dynamic_range_binades": num(s.dynamic_range),
         "exponent_histogram": [{"exponent": e, "count": c} for e, c in s.exponent_histogram],
         "formats": [{
@@ -183,7 +225,27 @@ def stats_json(t: Tensor, s: TensorStats) -> dict[str, Any]:
     }
 
 
-def hash_json(t: Tensor, fp: Fingerprint) -> dict[str, Any]:
-    """``fpinspect hash --json``."""
+def stats_json(label: str, t: TensorRef, s: TensorStats) -> dict[str, Any]:
+    """``fpinspect stats --json`` on one tensor."""
+    return {"tensor": _tensor(label, t), **_stats(s)}
+
+
+def checkpoint_stats_json(s: CheckpointStats) -> dict[str, Any]:
+    """``fpinspect stats --json`` on whole sources."""
+    return {"path": s.path, "tensors": [{"tensor": _ref(t), **_stats(st)}
+                                        for t, st in s.tensors],
+            "total": _stats(s.total)}
+
+
+def hash_json(label: str, t: TensorRef, fp: Fingerprint) -> dict[str, Any]:
+    """``fpinspect hash --json`` on one tensor."""
     return {"algorithm": fp.algorithm, "digest": fp.digest, "dtype": fp.dtype,
-            "shape": list(fp.shape), "canonical": fp.canonical, "path": t.path, "key": t.key}
+            "shape": list(fp.shape), "canonical": fp.canonical, "path": label, "key": t.name}
+
+
+def checkpoint_hash_json(h: CheckpointHash) -> dict[str, Any]:
+    """``fpinspect hash --json`` on whole sources."""
+    return {"algorithm": h.algorithm, "digest": h.digest, "canonical": h.canonical,
+            "path": h.path, "tensors": [{
+                "name": t.name, "digest": fp.digest, "dtype": fp.dtype,
+                "shape": list(fp.shape), "file": t.file} for t, fp in h.tensors]}

@@ -18,8 +18,16 @@ from typing import Any, NoReturn
 
 from fpinspect import jsonout, views
 from fpinspect.views import Text
+from numerics.checkpoint import (
+    Source,
+    diff_sources,
+    hash_source,
+    open_source,
+    stats_source,
+    tensor_fingerprint,
+)
+from numerics.checkpoint.diff import codes_in, compare_format, select
 from numerics.compare import compare_codes
-from numerics.fingerprint import fingerprint
 from numerics.formats import FORMATS, Format, get_format
 from numerics.inspection import (
     DEFAULT_VALUE_FORMATS,
@@ -30,8 +38,7 @@ from numerics.inspection import (
 )
 from numerics.parse import parse_code, parse_formats, parse_value
 from numerics.rounding import OVERFLOWS, ROUNDINGS
-from numerics.stats import CANDIDATE_FORMATS, tensor_stats
-from numerics.tensors import Tensor, load_tensor
+from numerics.stats import CANDIDATE_FORMATS
 
 __all__ = ["EXIT_CHECK_FAILED", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "UsageError", "main"]
 
@@ -41,7 +48,7 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 ISSUES_URL = "the numerics project issue tracker"
 PROG = "fpinspect"
-COMMANDS = ("value", "bits", "formats", "table", "int", "diff", "stats", "hash")
+COMMANDS = ("value", "bits", "formats", "table", "int", "ls", "diff", "stats", "hash")
 # A token that is a negative number (-0, -1e-40, -.5, -inf, -nan, -0x1p3, -1/3), not an option.
 _NEGATIVE_NUMBER = re.compile(r"-(?:[0-9.]|inf|nan)", re.IGNORECASE)
 
@@ -64,9 +71,13 @@ commands:
   formats          every format: widths, bias, range, eps, specials
   table FORMAT     every code of a format of at most 8 bits
   int N            integer N in uint32, int32, fp32, bf16, fp16, fp64
-  diff A B         compare two tensors (.npy, .npz, .safetensors) in ULPs
-  stats FILE       a tensor's range and its fit to fp8/fp6/fp4/bf16/fp16
-  hash FILE        fingerprint of a tensor's dtype, shape and bits
+  ls PATH          every tensor of a checkpoint: dtype, shape, bytes, shard
+  diff A B         compare two tensors or whole checkpoints in ULPs
+  stats PATH       range and fit to fp8/fp6/fp4/bf16/fp16, per tensor
+  hash PATH        fingerprint of dtypes, shapes and bits (not of the sharding)
+
+PATH: .safetensors, a directory of shards (with or without model.safetensors.index.json)
+or the index, .npz, .npy, torch .pt/.pth/.bin (needs numerics[torch]); PATH:KEY is one tensor.
 
 examples:
   fpinspect                          0.1 in every common format
@@ -75,6 +86,8 @@ examples:
   fpinspect -- -1e-40                negative values work with or without `--`
   fpinspect bits 0x7e -f e4m3fn
   fpinspect diff ref.npy out.npy --max-ulp 2   exit status 1 if any element is further apart
+  fpinspect ls ./llama-7b/
+  fpinspect diff ./fp32-model/ ./bf16-model/ --key '*.mlp.*' --max-ulp 1
 
 every command takes --json (one strict JSON document on stdout).
 exit status: 0 ok, 1 check failed (diff --max-ulp), 2 bad input, 70 internal error.
@@ -93,9 +106,18 @@ def _add_rounding(p: argparse.ArgumentParser) -> None:
 
 
 def _add_file(p: argparse.ArgumentParser, name: str = "file") -> None:
-    p.add_argument("--key", help="tensor name in a file holding several (optional for one)")
+    p.add_argument("--key", action="append", metavar="GLOB",
+                   help="only tensors whose name matches (repeatable; PATH:KEY picks one too)")
     p.add_argument("-f", "--format", dest="format",
                    help="read raw bytes (numpy '<V2' etc.) as this format")
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (it shows on a terminal for work over a second)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the chunks on this dask.distributed scheduler (numerics[dask]); "
+                        "every worker must see the same paths")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,55 +189,89 @@ examples:
     p.add_argument("n", metavar="N", help="an integer (decimal, 0x.., 0b..)")
     _add_common(p)
 
-    p = sub.add_parser("diff", formatter_class=raw, help="compare two tensors",
-                       description="Compare two tensors element by element: bitwise mismatches, "
-                                   "ULP-distance histogram, max abs/rel error (relative to A), "
-                                   "worst elements, NaN/inf mismatches.",
+    p = sub.add_parser("ls", formatter_class=raw, help="list the tensors of a checkpoint",
+                       description="Every tensor of PATH: dtype, shape, size in bytes, and its "
+                                   "shard; totals at the end.",
+                       epilog="examples:\n  fpinspect ls model.safetensors\n"
+                              "  fpinspect ls ./sharded-model/ --json\n"
+                              "  fpinspect ls pytorch_model.bin     (needs numerics[torch])\n")
+    p.add_argument("path", metavar="PATH")
+    _add_common(p)
+
+    p = sub.add_parser("diff", formatter_class=raw, help="compare two tensors or checkpoints",
+                       description="Compare two tensors element by element (bitwise mismatches, "
+                                   "ULP-distance histogram, max abs/rel error relative to A, "
+                                   "worst elements, NaN/inf mismatches), or two whole "
+                                   "checkpoints tensor by tensor, matched by name.",
                        epilog="""\
+A and B: a tensor file, a checkpoint (file, directory of shards, index), or PATH:KEY.
+When each side is one tensor, the detailed single-tensor report; otherwise one row
+per tensor, then the names only in A, only in B, and shape mismatches.
+
 The format comes from the dtype (float32, bf16, fp8 in safetensors, ml_dtypes...).
--f on a raw tensor ('<V2': numpy's way of saving ml_dtypes arrays) reads its bytes
-as that format; on a numeric tensor, both sides are rounded into it first.
+Mixed formats (fp32 against bf16) are compared in the coarser one, the finer side
+rounded once into it (the header says so); -f/--as FORMAT compares in FORMAT (raw
+'<V2' bytes are read as it, numbers rounded into it).
+
+check: an element passes within --max-ulp N, or within |a - b| <= atol + rtol * |a|
+(either, when both are given); NaN against non-NaN fails. On whole checkpoints with no
+check, only bit-equal tensors pass. Exit status 0 all pass, 1 any fails (or tensors
+missing on one side, or shapes differ), 2 bad input.
 
 examples:
   fpinspect diff ref.npy out.npy
-  fpinspect diff ref.safetensors out.safetensors --key layer0.weight
   fpinspect diff a.npy b.npy -f bf16 --max-ulp 1 --json    exit 1 beyond 1 ULP
+  fpinspect diff act.npy model.safetensors:layer0.out
+  fpinspect diff ./fp32/ ./bf16/ --key 'model.layers.0.*' --rtol 1e-2
+  fpinspect diff a/ b/ --scheduler tcp://10.0.0.5:8786     on a Dask cluster
 """)
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
-    p.add_argument("--key", help="tensor name, in both files (optional when each holds one)")
-    p.add_argument("-f", "--format", dest="format", help="compare in this format")
+    p.add_argument("--key", action="append", metavar="GLOB",
+                   help="only tensors whose name matches (repeatable)")
+    p.add_argument("-f", "--format", "--as", dest="format", metavar="FORMAT",
+                   help="compare in this format")
     _add_rounding(p)
     p.add_argument("--max-ulp", type=int, metavar="N",
-                   help="check: exit status 1 if any element is more than N ULP apart")
+                   help="check: an element passes within N ULP")
+    p.add_argument("--atol", type=float, metavar="X",
+                   help="check: an element passes within |a - b| <= atol + rtol * |a|")
+    p.add_argument("--rtol", type=float, metavar="X", help="see --atol")
     p.add_argument("--top", type=int, default=10, metavar="K",
-                   help="how many worst elements to show (default 10)")
+                   help="how many worst elements to show for one tensor (default 10)")
+    _add_run(p)
     _add_common(p)
 
-    p = sub.add_parser("stats", formatter_class=raw, help="a tensor's range and format fit",
+    p = sub.add_parser("stats", formatter_class=raw, help="range and format fit, per tensor",
                        description="Dynamic range, exponent histogram, and for each candidate "
                                    "format the fraction of elements that would overflow, "
                                    "saturate, flush to zero or become subnormal, plus the "
-                                   "per-tensor scale that fits it.",
+                                   "per-tensor scale that fits it. On a checkpoint: a row per "
+                                   "tensor, then the same figures for all elements together.",
                        epilog="examples:\n  fpinspect stats weights.npy\n"
-                              "  fpinspect stats model.safetensors --key w --candidates "
-                              "e4m3fn,e2m1fn\n")
-    p.add_argument("file", metavar="FILE")
+                              "  fpinspect stats model.safetensors --key 'w*' --candidates "
+                              "e4m3fn,e2m1fn\n  fpinspect stats ./sharded-model/ --json\n")
+    p.add_argument("file", metavar="PATH")
     _add_file(p)
     p.add_argument("--candidates", help="comma-separated candidate formats (default: "
                    + ",".join(CANDIDATE_FORMATS) + ")")
     p.add_argument("--all", action="store_true", help="every registered format as a candidate")
+    _add_run(p)
     _add_common(p)
 
-    p = sub.add_parser("hash", formatter_class=raw, help="fingerprint a tensor",
+    p = sub.add_parser("hash", formatter_class=raw, help="fingerprint tensors or a checkpoint",
                        description="SHA-256 of a tensor's element type, shape and bits (not the "
-                                   "file's path, name or container).",
+                                   "file's path, name or container). On a checkpoint: one digest "
+                                   "per tensor and one of all (names, dtypes, shapes and bits; "
+                                   "not the sharding or the order in files).",
                        epilog="examples:\n  fpinspect hash out.npy\n"
-                              "  fpinspect hash out.safetensors --key logits --canonical\n")
-    p.add_argument("file", metavar="FILE")
+                              "  fpinspect hash out.safetensors:logits --canonical\n"
+                              "  fpinspect hash ./sharded-model/ | head -1\n")
+    p.add_argument("file", metavar="PATH")
     _add_file(p)
     p.add_argument("--canonical", action="store_true",
                    help="make -0 into +0 and every NaN the canonical NaN first")
+    _add_run(p)
     _add_common(p)
     return parser
 
@@ -333,76 +389,205 @@ def _cmd_int(args: argparse.Namespace, out: Printer) -> int:
     return EXIT_OK
 
 
-def _load(path: str, key: str | None, fmt_name: str | None) -> Tensor:
-    fmt = _format(fmt_name) if fmt_name else None
-    t = load_tensor(path, key=key, fmt=fmt)
-    return t
+def _open(path: str, keys: Sequence[str] | None = None) -> tuple[Source, str]:
+    """A source, its tensors filtered by the --key globs, and how to name a lone tensor."""
+    src = open_source(path)
+    lone = path if src.kind in ("npy", "tensor") or len(src.tensors) == 1 else ""
+    if keys:
+        names = set(select(src.names, keys))
+        if not names:
+            shown = ", ".join(repr(k) for k in src.names[:8]) + (
+                ", ..." if len(src.names) > 8 else "")
+            which = f"key={keys[0]!r}" if len(keys) == 1 else f"--key {' '.join(keys)}"
+            raise UsageError(f"Got {which}, but {path!r} holds only {shown}")
+        src = Source(src.path, src.kind, tuple(t for t in src.tensors if t.name in names),
+                     src.files, src.skipped)
+    return src, lone or f"{path}:{src.tensors[0].name}"
+
+
+def _raw_format(args: argparse.Namespace, src: Source) -> Format | None:
+    """-f for stats/hash: it reads raw bytes as a format, and means nothing on numbers."""
+    if not args.format:
+        return None
+    fmt = _format(args.format)
+    if not any(t.is_raw for t in src.tensors):
+        t = src.tensors[0]
+        raise UsageError(
+            f"Got -f {args.format.strip()}, but {t.name!r} in {src.path!r} is {t.dtype_name} "
+            "already; -f only reads raw bytes (numpy '<V2') as a format"
+            + ("; --candidates chooses the formats to fit" if args.command == "stats" else ""))
+    return fmt
+
+
+def _client(args: argparse.Namespace) -> Any:
+    if not getattr(args, "scheduler", None):
+        return None
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError("Got --scheduler, but dask.distributed is not installed; install the "
+                         "extra numerics[dask]") from None
+    try:
+        return Client(args.scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as err:
+        raise UsageError(f"cannot connect to the Dask scheduler {args.scheduler!r}: {err}") \
+            from None
+
+
+def _progress(args: argparse.Namespace, total: int) -> Any:
+    enabled = not args.json and not args.no_progress and sys.stderr.isatty()
+    return views.progress_bar(total, enabled=enabled)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.max_ulp is not None and args.max_ulp < 0:
+        raise UsageError(f"Got --max-ulp {args.max_ulp}, but it must be non-negative")
+    for name in ("atol", "rtol"):
+        v = getattr(args, name)
+        if v is not None and not (v >= 0 and v != float("inf")):
+            raise UsageError(f"Got --{name} {v}, but it must be a finite number >= 0")
+    if args.top < 0:
+        raise UsageError(f"Got --top {args.top}, but it must be non-negative")
+
+
+def _cmd_ls(args: argparse.Namespace, out: Printer) -> int:
+    src = open_source(args.path)
+    out(jsonout.ls_json(src) if args.json else views.ls_view(src))
+    return EXIT_OK
 
 
 def _cmd_diff(args: argparse.Namespace, out: Printer) -> int:
-    if args.max_ulp is not None and args.max_ulp < 0:
-        raise UsageError(f"Got --max-ulp {args.max_ulp}, but it must be non-negative")
-    if args.top < 0:
-        raise UsageError(f"Got --top {args.top}, but it must be non-negative")
-    a = _load(args.a, args.key, args.format)
-    b = _load(args.b, args.key, args.format)
-    if a.shape != b.shape:
-        raise UsageError(f"Got shapes {list(a.shape)} ({a.label}) and {list(b.shape)} "
-                         f"({b.label}), but diff needs equal shapes")
-    if args.format:
-        fmt = _format(args.format)
-    else:
-        if a.format is None or b.format is None:
-            raw = a if a.format is None else b
-            raise UsageError(
-                f"Got tensor {raw.label} of dtype {raw.stored_dtype}, which has no float format; "
-                "give one with -f (raw bytes are read as it, numbers are rounded into it)")
-        if a.format != b.format:
-            raise UsageError(f"Got tensors in {a.format.name} and {b.format.name}; "
-                             "choose the format to compare in with -f")
-        fmt = a.format
-    ca = a.codes_in(fmt, rounding=args.rounding, overflow=args.overflow).reshape(a.shape)
-    cb = b.codes_in(fmt, rounding=args.rounding, overflow=args.overflow).reshape(b.shape)
-    report = compare_codes(ca, cb, fmt, worst=args.top, max_ulp=args.max_ulp)
+    _check_options(args)
+    sa, sb = open_source(args.a), open_source(args.b)
+    fmt = _format(args.format) if args.format else None
+    if fmt is not None:
+        sa, sb = sa.with_raw_format(fmt), sb.with_raw_format(fmt)
+    na = select(sa.names, args.key)
+    nb = select(sb.names, args.key)
+    if args.key and not na and not nb:
+        which = f"key={args.key[0]!r}" if len(args.key) == 1 else f"--key {' '.join(args.key)}"
+        raise UsageError(f"Got {which}, but neither {args.a!r} nor {args.b!r} holds a tensor "
+                         f"of that name (they hold {', '.join(repr(n) for n in sa.names[:4])}"
+                         f"{', ...' if len(sa.names) > 4 else ''})")
+    if len(na) == 1 and len(nb) == 1 and (len(sa.tensors) == len(sb.tensors) == 1
+                                         or na == nb):
+        return _diff_one(args, sa, sb, sa[na[0]], sb[nb[0]], fmt, out)
+    client = _client(args)
+    try:
+        total = sum(sa[n].nbytes + sb[n].nbytes for n in set(na) & set(nb)
+                    if sa[n].shape == sb[n].shape)
+        with _progress(args, total) as advance:
+            report = diff_sources(sa, sb, keys=args.key, fmt=fmt, rounding=args.rounding,
+                                  overflow=args.overflow, max_ulp=args.max_ulp, atol=args.atol,
+                                  rtol=args.rtol, client=client, progress=advance)
+    finally:
+        if client is not None:
+            client.close()
+    out(jsonout.checkpoint_diff_json(report) if args.json else views.checkpoint_diff_view(report))
+    return EXIT_OK if report.ok else EXIT_CHECK_FAILED
+
+
+def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any,
+              fmt: Format | None, out: Printer) -> int:
+    """Two tensors: the detailed report (worst elements, histogram)."""
+    la = args.a if sa.kind in ("npy", "tensor") or len(sa.tensors) == 1 else \
+        f"{args.a}:{ra.name}"
+    lb = args.b if sb.kind in ("npy", "tensor") or len(sb.tensors) == 1 else \
+        f"{args.b}:{rb.name}"
+    if ra.shape != rb.shape:
+        raise UsageError(f"Got shapes {list(ra.shape)} ({la}) and {list(rb.shape)} "
+                         f"({lb}), but diff needs equal shapes")
+    cmp_fmt = compare_format(ra, rb, fmt)
+    if cmp_fmt is None:
+        raise UsageError(f"Got integer tensors {la} ({ra.dtype_name}) and {lb} "
+                         f"({rb.dtype_name}); give a float format to compare them in with -f")
+    notes = []
+    rounded = [s for s, r in (("A", ra), ("B", rb)) if r.format != cmp_fmt]
+    if rounded and fmt is None:
+        notes.append(f"{ra.dtype_name} vs {rb.dtype_name}: compared in {cmp_fmt.name}, "
+                     f"{' and '.join(rounded)} rounded once ({args.rounding}) into it")
+    ca = codes_in(ra, ra.read(), cmp_fmt, rounding=args.rounding,
+                  overflow=args.overflow).reshape(ra.shape)
+    cb = codes_in(rb, rb.read(), cmp_fmt, rounding=args.rounding,
+                  overflow=args.overflow).reshape(rb.shape)
+    report = compare_codes(ca, cb, cmp_fmt, worst=args.top, max_ulp=args.max_ulp,
+                           atol=args.atol, rtol=args.rtol)
+    check = None
+    if args.atol is not None or args.rtol is not None:
+        check = views.check_text(args.max_ulp, args.atol, args.rtol)
     if args.json:
-        out(jsonout.diff_json(a, b, report, max_ulp=args.max_ulp))
+        out(jsonout.diff_json(la, lb, ra, rb, report, max_ulp=args.max_ulp, notes=notes))
     else:
-        out(views.diff_view(a, b, report, max_ulp=args.max_ulp))
+        out(views.diff_view(la, lb, report, max_ulp=args.max_ulp, notes=notes, check=check))
     return EXIT_CHECK_FAILED if report.beyond else EXIT_OK
 
 
-def _cmd_stats(args: argparse.Namespace, out: Printer) -> int:
-    t = _load(args.file, args.key, args.format)
-    if t.array.dtype.type.__name__ == "void" and t.format is None:
-        raise UsageError(f"Got tensor {t.label} of raw dtype {t.stored_dtype}; give its format "
-                         "with -f to read the bytes as it")
+def _candidates(args: argparse.Namespace) -> tuple[Format, ...]:
     if args.all:
-        cands: tuple[Format, ...] = tuple(get_format(n) for n in FORMATS)
-    elif args.candidates:
-        cands = parse_formats(args.candidates)
+        if args.candidates:
+            raise UsageError("Got --all and --candidates; give one of them")
+        return tuple(get_format(n) for n in FORMATS)
+    if args.candidates is not None:
+        if not args.candidates.strip(" ,"):
+            raise UsageError("Got --candidates '', but it needs at least one format")
+        return parse_formats(args.candidates)
+    return tuple(get_format(n) for n in CANDIDATE_FORMATS)
+
+
+def _cmd_stats(args: argparse.Namespace, out: Printer) -> int:
+    src, label = _open(args.file, args.key)
+    raw = _raw_format(args, src)
+    cands = _candidates(args)
+    client = _client(args)
+    try:
+        with _progress(args, src.nbytes) as advance:
+            result = stats_source(src, formats=cands, raw_format=raw, client=client,
+                                  progress=advance)
+    finally:
+        if client is not None:
+            client.close()
+    if len(result.tensors) == 1:
+        ref, st = result.tensors[0]
+        out(jsonout.stats_json(label, ref, st) if args.json
+            else views.stats_view(label, ref.dtype_name, ref.shape, st))
     else:
-        cands = tuple(get_format(n) for n in CANDIDATE_FORMATS)
-    stats = tensor_stats(t.values, t.size, formats=cands)
-    out(jsonout.stats_json(t, stats) if args.json else views.stats_view(t, stats))
+        out(jsonout.checkpoint_stats_json(result) if args.json
+            else views.checkpoint_stats_view(result))
     return EXIT_OK
 
 
 def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
-    t = _load(args.file, args.key, args.format)
-    if t.format is not None:
-        fp = fingerprint(t.codes, t.shape, fmt=t.format, canonicalize=args.canonical)
-    elif t.array.dtype.kind in "iub":
-        fp = fingerprint(t.array, canonicalize=False)
-    else:
-        raise UsageError(f"Got tensor {t.label} of raw dtype {t.stored_dtype}; give its format "
-                         "with -f to read the bytes as it")
-    out(jsonout.hash_json(t, fp) if args.json else views.hash_view(t, fp))
+    src, label = _open(args.file, args.key)
+    raw = _raw_format(args, src)
+    if raw is not None:
+        src = src.with_raw_format(raw)
+    raw_left = [t for t in src.tensors if t.is_raw]
+    if raw_left:
+        raise UsageError(f"Got tensor {raw_left[0].name!r} in {src.path!r} of raw dtype "
+                         f"{raw_left[0].stored_dtype}; give its format with -f to read the "
+                         "bytes as it")
+    if len(src.tensors) == 1:
+        ref = src.tensors[0]
+        fp = tensor_fingerprint(ref, canonicalize=args.canonical)
+        out(jsonout.hash_json(label, ref, fp) if args.json else views.hash_view(label, fp))
+        return EXIT_OK
+    client = _client(args)
+    try:
+        with _progress(args, src.nbytes) as advance:
+            result = hash_source(src, canonicalize=args.canonical, client=client,
+                                 progress=advance)
+    finally:
+        if client is not None:
+            client.close()
+    out(jsonout.checkpoint_hash_json(result) if args.json
+        else views.checkpoint_hash_view(result))
     return EXIT_OK
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Printer], int]] = {
     "value": _cmd_value, "bits": _cmd_bits, "formats": _cmd_formats, "table": _cmd_table,
-    "int": _cmd_int, "diff": _cmd_diff, "stats": _cmd_stats, "hash": _cmd_hash,
+    "int": _cmd_int, "ls": _cmd_ls, "diff": _cmd_diff, "stats": _cmd_stats,
+    "hash": _cmd_hash,
 }
 
 

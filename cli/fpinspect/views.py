@@ -7,7 +7,11 @@ number: it only formats them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 
 from rich import box
@@ -15,6 +19,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
+from numerics.checkpoint import CheckpointDiff, CheckpointHash, CheckpointStats, Source
 from numerics.compare import DiffReport, ulp_bucket_label
 from numerics.digits import int_to_text
 from numerics.fingerprint import Fingerprint
@@ -29,18 +34,22 @@ from numerics.inspection import (
 from numerics.parse import ParsedValue
 from numerics.parts import hexfloat
 from numerics.stats import TensorStats
-from numerics.tensors import Tensor
 
 __all__ = [
     "STYLES",
     "bits_text",
     "bits_view",
+    "checkpoint_diff_view",
+    "checkpoint_hash_view",
+    "checkpoint_stats_view",
     "demo_view",
     "diff_view",
     "formats_view",
     "hash_view",
     "int_view",
+    "ls_view",
     "make_console",
+    "progress_bar",
     "stats_view",
     "table_view",
     "value_view",
@@ -56,6 +65,7 @@ STYLES = {
     "warn": "yellow",
     "dim": "dim",
 }
+_PIPED_WIDTH = 1000
 _BAR = "█"
 _BAR_WIDTH = 40
 
@@ -73,6 +83,9 @@ def make_console(*, width: int | None = None, color: bool | None = None,
         kwargs["color_system"] = "standard"
     if width is not None:
         kwargs["width"] = width
+    elif file is None and not os.environ.get("COLUMNS") and not sys.stdout.isatty() \
+            and color is not True:
+        kwargs["width"] = _PIPED_WIDTH  # piped: never wrap tables or bit strings
     if color is False:
         kwargs["color_system"] = None
         kwargs["no_color"] = True
@@ -128,9 +141,16 @@ _NAN_LABELS = {"none": "-", "ieee": "ieee", "top": "top", "negzero": "-0 code"}
 
 
 def _frac(x: float | None) -> str:
+    """3 significant digits, but never ``1`` for a fraction below 1 (0.99993 is ``0.99993``)."""
     if x is None:
         return "-"
-    return "0" if x == 0 else f"{x:.3g}"
+    if x == 0:
+        return "0"
+    for digits in range(3, 18):
+        text = f"{x:.{digits}g}"
+        if float(text) != 1.0 or x == 1.0:
+            return text
+    return repr(x)
 
 
 def bits_text(sign: str, exponent: str, trailing: str) -> Text:
@@ -187,8 +207,10 @@ def value_view(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
     """``fpinspect VALUE``: how one exact value is stored in each format."""
     exact = decimal_text(value.exact)
     head = Text()
-    head.append(value.text.strip(), "bold")
-    if exact != value.text.strip():
+    typed = value.text.strip()
+    head.append(typed if len(typed) <= 200 else f"{typed[:40]}... ({len(typed)} characters)",
+                "bold")
+    if exact != typed:
         head.append(f"  (exactly {_exact(value.exact)})")
     head.append(f"  rounding {rounding}, overflow {overflow}; error = stored - input",
                 STYLES["dim"])
@@ -387,12 +409,15 @@ def _bars(rows: Sequence[tuple[str, int]], total: int) -> Table:
     return t
 
 
-def diff_view(a: Tensor, b: Tensor, report: DiffReport, *, max_ulp: int | None) -> RenderableType:
-    """``fpinspect diff A B``."""
+def diff_view(a: str, b: str, report: DiffReport, *, max_ulp: int | None,
+              notes: Sequence[str] = (), check: str | None = None) -> RenderableType:
+    """``fpinspect diff A B`` on two tensors (``a``, ``b``: their labels)."""
     fmt = report.format
     shape = "x".join(str(n) for n in report.shape) or "scalar"
-    head = Text.assemble(("diff ", "bold"), f"{a.label}  vs  {b.label}  ",
+    head = Text.assemble(("diff ", "bold"), f"{a}  vs  {b}  ",
                          (f"{fmt.name}, {shape}, {report.count} elements", STYLES["dim"]))
+    for note in notes:
+        head.append(f"\n{note}", STYLES["dim"])
     s = _table(box=None, show_header=False)
     s.add_column(style="bold")
     s.add_column(justify="right")
@@ -400,8 +425,9 @@ def diff_view(a: Tensor, b: Tensor, report: DiffReport, *, max_ulp: int | None) 
     s.add_row("NaN mismatches", f"{report.nan_mismatches}")
     s.add_row("inf mismatches", f"{report.inf_mismatches}")
     s.add_row("max ULP distance", f"{report.max_ulp}")
-    s.add_row("max abs error", _g(report.max_abs_error, 6))
-    s.add_row("max rel error", _g(report.max_rel_error, 6))
+    finite = " (finite pairs)" if report.inf_mismatches or report.nan_mismatches else ""
+    s.add_row(f"max abs error{finite}", _g(report.max_abs_error, 6))
+    s.add_row(f"max rel error{finite}", _g(report.max_rel_error, 6))
     parts: list[RenderableType] = [head, s]
     if report.ulp_histogram:
         parts.append(Text("ULP distance histogram", "bold"))
@@ -422,21 +448,24 @@ def diff_view(a: Tensor, b: Tensor, report: DiffReport, *, max_ulp: int | None) 
             w.add_row("", "", "B", _code_bits(e.b_code, fmt), _hex(e.b_code, fmt),
                       _g(e.b_value, 9), end_section=True)
         parts.append(w)
-    if max_ulp is not None:
+    if report.beyond is not None:
+        within = check or f"{max_ulp} ULP"
         if report.beyond:
-            parts.append(Text(f"FAIL: {report.beyond} element(s) more than {max_ulp} ULP apart "
+            apart = f"more than {max_ulp} ULP apart" if check is None else f"beyond {check}"
+            parts.append(Text(f"FAIL: {report.beyond} element(s) {apart} "
                               "(NaN mismatches included)", STYLES["bad"]))
         else:
-            parts.append(Text(f"OK: every element within {max_ulp} ULP", STYLES["good"]))
+            parts.append(Text(f"OK: every element within {within}", STYLES["good"]))
     return Group(*parts)
 
 
 # ---------------------------------------------------------------- stats
-def stats_view(tensor: Tensor, stats: TensorStats) -> RenderableType:
-    """``fpinspect stats FILE``."""
-    shape = "x".join(str(n) for n in tensor.shape) or "scalar"
-    head = Text.assemble(("stats ", "bold"), f"{tensor.label}  ",
-                         (f"{tensor.dtype_name}, {shape}, {stats.count} elements", STYLES["dim"]))
+def stats_view(label: str, dtype: str, shape: tuple[int, ...] | None,
+               stats: TensorStats) -> RenderableType:
+    """``fpinspect stats FILE`` on one tensor (``label`` names it; no shape: many tensors)."""
+    dims = "" if shape is None else ("x".join(str(n) for n in shape) or "scalar") + ", "
+    head = Text.assemble(("stats ", "bold"), f"{label}  ",
+                         (f"{dtype}, {dims}{stats.count} elements", STYLES["dim"]))
     s = _table(box=None, show_header=False)
     s.add_column(style="bold")
     s.add_column(justify="right")
@@ -449,9 +478,10 @@ def stats_view(tensor: Tensor, stats: TensorStats) -> RenderableType:
     if stats.exponent_histogram:
         parts.append(Text("exponent histogram (|x| in [2^e, 2^(e+1)))", "bold"))
         parts.append(_bars([(f"2^{e}", c) for e, c in stats.exponent_histogram], stats.count))
-    f = _table("fit per format: fractions of all elements (RNE); scale = max / max|x|, "
-               "pow2 = the power of two below it; @pow2 = after multiplying by it",
-               box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    parts.append(Text("fit per format: fractions of all elements (RNE); scale = max / max|x|, "
+                      "pow2 = the power of two below it; @pow2 = after multiplying by it",
+                      "bold"))
+    f = _table(box=box.SIMPLE_HEAD, padding=0, show_edge=False)
     for name in ("format", "overflow", "saturate", "flush\nto 0", "subnormal", "scale",
                  "pow2", "flush\n@pow2", "subnormal\n@pow2"):
         f.add_column(name, justify="left" if name == "format" else "right", no_wrap=True)
@@ -466,9 +496,195 @@ def stats_view(tensor: Tensor, stats: TensorStats) -> RenderableType:
 
 
 # ---------------------------------------------------------------- hash
-def hash_view(tensor: Tensor, fp: Fingerprint) -> RenderableType:
+def hash_view(label: str, fp: Fingerprint) -> RenderableType:
     """``fpinspect hash FILE``: the digest first, so ``cut -d' ' -f1`` gets it."""
     shape = ",".join(str(n) for n in fp.shape)
     return Text.assemble((f"{fp.algorithm}:{fp.digest}", "bold"), f"  {fp.dtype}[{shape}]",
                          ("  canonical" if fp.canonical else "", STYLES["dim"]),
-                         (f"  {tensor.label}", STYLES["dim"]))
+                         (f"  {label}", STYLES["dim"]))
+
+
+# ---------------------------------------------------------------- checkpoints
+def _bytes(n: int) -> str:
+    """``512 B``, ``1.5 KiB``, ``3.2 GiB``."""
+    if n < 1024:
+        return f"{n} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        n_f = n / 1024
+        if n_f < 1024 or unit == "PiB":
+            return f"{n_f:.1f} {unit}"
+        n = int(n_f)
+    return f"{n} B"  # pragma: no cover
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join(str(n) for n in shape) or "scalar"
+
+
+def _shard(src: Source, file: str) -> str:
+    base = src.path if os.path.isdir(src.path) else os.path.dirname(src.path)
+    try:
+        return os.path.relpath(file, base) if base else file
+    except ValueError:  # pragma: no cover - another drive
+        return file
+
+
+def ls_view(src: Source) -> RenderableType:
+    """``fpinspect ls PATH``: every tensor, then the totals."""
+    t = _table(box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
+    t.add_column("tensor", no_wrap=True)
+    t.add_column("dtype", no_wrap=True)
+    t.add_column("shape", justify="right", no_wrap=True)
+    t.add_column("bytes", justify="right", no_wrap=True)
+    show_shard = len(src.files) > 1
+    if show_shard:
+        t.add_column("shard", no_wrap=True)
+    for r in src.tensors:
+        row = [r.name, r.dtype_name, _shape(r.shape), _bytes(r.nbytes)]
+        if show_shard:
+            row.append(_shard(src, r.file))
+        t.add_row(*row)
+    elements = sum(r.size for r in src.tensors)
+    foot = Text(f"{len(src.tensors)} tensors, {elements} elements, {_bytes(src.nbytes)} "
+                f"({src.nbytes} bytes) in {len(src.files)} file(s)", "bold")
+    parts: list[RenderableType] = [Text.assemble(("ls ", "bold"), src.path), t, foot]
+    if src.skipped:
+        parts.append(Text(f"not tensors (left out): {', '.join(src.skipped)}", STYLES["dim"]))
+    return Group(*parts)
+
+
+_STATUS_STYLE = {"equal": "good", "pass": "good", "fail": "bad"}
+
+
+def check_text(max_ulp: int | None, atol: float | None, rtol: float | None) -> str:
+    """How a diff decides pass/fail, in words."""
+    parts = []
+    if max_ulp is not None:
+        parts.append(f"{max_ulp} ULP")
+    if atol is not None or rtol is not None:
+        parts.append(f"|a - b| <= {_g(atol or 0.0)} + {_g(rtol or 0.0)} * |a|")
+    return " or ".join(parts) if parts else "bit-equality"
+
+
+def checkpoint_diff_view(r: CheckpointDiff) -> RenderableType:
+    """``fpinspect diff A B`` on whole sources: one row per tensor, then what did not pair up."""
+    counts = {s: sum(1 for t in r.tensors if t.status == s) for s in ("equal", "pass", "fail")}
+    head = Text.assemble(("diff ", "bold"), f"{r.a}  vs  {r.b}  ",
+                         (f"{len(r.tensors)} tensors compared: {counts['equal']} equal, "
+                          f"{counts['pass']} pass, {counts['fail']} fail; check: "
+                          f"{check_text(r.max_ulp, r.atol, r.rtol)}", STYLES["dim"]))
+    for note in r.notes:
+        head.append(f"\n{note}", STYLES["dim"])
+    t = _table(box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
+    for name, justify in (("tensor", "left"), ("dtype A/B", "left"), ("shape", "right"),
+                          ("differ", "right"), ("max ULP", "right"), ("max abs", "right"),
+                          ("max rel", "right"), ("NaN mm", "right"), ("inf mm", "right"),
+                          ("status", "left")):
+        t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for d in r.tensors:
+        dtypes = d.dtype_a if d.dtype_a == d.dtype_b else f"{d.dtype_a}/{d.dtype_b}"
+        t.add_row(d.name, dtypes, _shape(d.shape), str(d.mismatches), str(d.max_ulp),
+                  _g(d.max_abs_error), _g(d.max_rel_error), str(d.nan_mismatches),
+                  str(d.inf_mismatches), Text(d.status, STYLES[_STATUS_STYLE[d.status]]))
+    parts: list[RenderableType] = [head, t]
+    foot = Text("max abs/rel: over pairs finite on both sides (relative to A); NaN mm: NaN on "
+                "one side only; inf mm: an infinity on one side, not the same on the other",
+                STYLES["dim"])
+    parts.append(foot)
+    for label, names in (("only in A", r.only_a), ("only in B", r.only_b)):
+        if names:
+            parts.append(Text.assemble((f"{label} ({len(names)}): ", "bold"), ", ".join(names)))
+    if r.shape_mismatches:
+        parts.append(Text.assemble((f"shape mismatches ({len(r.shape_mismatches)}): ", "bold"),
+                                   ", ".join(f"{n} {_shape(a)} vs {_shape(b)}"
+                                             for n, a, b in r.shape_mismatches)))
+    if r.ok:
+        parts.append(Text("OK: every tensor passes", STYLES["good"]))
+    else:
+        why = []
+        if counts["fail"]:
+            why.append(f"{counts['fail']} tensor(s) fail")
+        if r.only_a or r.only_b:
+            why.append("the sources hold different tensors")
+        if r.shape_mismatches:
+            why.append("shapes differ")
+        parts.append(Text(f"FAIL: {'; '.join(why)}", STYLES["bad"]))
+    return Group(*parts)
+
+
+def checkpoint_stats_view(s: CheckpointStats) -> RenderableType:
+    """``fpinspect stats PATH`` on whole sources: a row per tensor, then all elements together."""
+    t = _table(box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
+    for name, justify in (("tensor", "left"), ("dtype", "left"), ("shape", "right"),
+                          ("NaN", "right"), ("inf", "right"), ("zero", "right"),
+                          ("max |x|", "right"), ("min |x|>0", "right"), ("binades", "right")):
+        t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for ref, st in s.tensors:
+        t.add_row(ref.name, ref.dtype_name, _shape(ref.shape), str(st.nan), str(st.inf),
+                  str(st.zero), _g(st.amax), _g(st.amin),
+                  "-" if st.dynamic_range is None else f"{st.dynamic_range:.1f}")
+    head = Text.assemble(("stats ", "bold"), f"{s.path}  ",
+                         (f"{len(s.tensors)} tensors", STYLES["dim"]))
+    dtypes = sorted({ref.dtype_name for ref, _ in s.tensors})
+    summary = stats_view(f"all {len(s.tensors)} tensors together", "/".join(dtypes), None,
+                         s.total)
+    return Group(head, t, Text(""), summary)
+
+
+def checkpoint_hash_view(h: CheckpointHash) -> RenderableType:
+    """``fpinspect hash PATH`` on whole sources: the checkpoint digest first, then each tensor.
+
+    Plain lines (never truncated or wrapped: digests are copied), ``cut -d' ' -f1`` gets them.
+    """
+    text = Text.assemble((f"{h.algorithm}:{h.digest}", "bold"),
+                         f"  checkpoint of {len(h.tensors)} tensors",
+                         ("  canonical" if h.canonical else "", STYLES["dim"]),
+                         (f"  {h.path}", STYLES["dim"]))
+    width = max((len(f"{fp.dtype}[{','.join(map(str, fp.shape))}]") for _, fp in h.tensors),
+                default=0)
+    for ref, fp in h.tensors:
+        dims = f"{fp.dtype}[{','.join(map(str, fp.shape))}]"
+        text.append(f"\n{fp.algorithm}:{fp.digest}  {dims:<{width}}  {ref.name}")
+    return text
+
+
+@contextmanager
+def progress_bar(total: int, *, enabled: bool, delay: float = 1.0) \
+        -> Iterator[Callable[[int], None] | None]:
+    """A callback drawing a progress bar on stderr (bytes, rate, time left), or None.
+
+    The bar appears only once the work has run ``delay`` seconds, and only
+    when ``enabled`` (the caller checks that stderr is a terminal and that
+    neither --json nor --no-progress was given); it is removed when done.
+    """
+    if not enabled or total <= 0:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    bar = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                   DownloadColumn(binary_units=True), TransferSpeedColumn(),
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    task = bar.add_task("reading", total=total)
+    start = time.monotonic()
+    shown = False
+
+    def advance(n: int) -> None:
+        nonlocal shown
+        bar.advance(task, n)
+        if not shown and time.monotonic() - start > delay:
+            bar.start()
+            shown = True
+
+    try:
+        yield advance
+    finally:
+        if shown:
+            bar.stop()

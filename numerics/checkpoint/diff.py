@@ -1,0 +1,383 @@
+"""Comparing two checkpoints tensor by tensor, streamed in chunks."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from numerics.checkpoint.run import Progress, execute
+from numerics.checkpoint.sources import Source, TensorFileError, TensorRef, open_source
+from numerics.compare import ComparePartial, check_tolerances, compare_chunk
+from numerics.encoding import encode
+from numerics.formats import Format, as_format
+from numerics.rounding import OVERFLOWS, ROUNDINGS
+
+__all__ = [
+    "CHUNK",
+    "CheckpointDiff",
+    "TensorDiff",
+    "codes_in",
+    "coarser",
+    "compare_format",
+    "diff_sources",
+    "select",
+]
+
+#: Elements per chunk (per side): one task each.
+CHUNK = 1 << 20
+#: Elements rounded into another format at a time (bounds the temporaries).
+_ROUND_BLOCK = 1 << 16
+
+
+@dataclass(frozen=True)
+class TensorDiff:
+    """One tensor of a checkpoint diff.
+
+    ``format`` is the format compared in (None: integers, compared as
+    integers, one ULP being 1); ``rounded`` names the sides rounded into it
+    (``""``, ``"A"``, ``"B"`` or ``"A,B"``).  ``max_abs_error`` and
+    ``max_rel_error`` cover the pairs finite on both sides (relative to A);
+    ``inf_mismatches`` counts the pairs with an infinity on one side and not
+    the same one on the other (NaN aside).  ``failures`` are the elements
+    that fail the check (see :func:`numerics.compare.compare_chunk`);
+    ``status`` is ``"equal"`` (bit for bit), ``"pass"`` or ``"fail"``.
+    """
+
+    name: str
+    dtype_a: str
+    dtype_b: str
+    shape: tuple[int, ...]
+    format: str | None
+    rounded: str
+    count: int
+    mismatches: int
+    nan_mismatches: int
+    inf_mismatches: int
+    failures: int
+    max_ulp: int
+    max_abs_error: float
+    max_rel_error: float
+
+    @property
+    def status(self) -> str:
+        """``"equal"``, ``"pass"`` or ``"fail"``."""
+        if self.mismatches == 0:
+            return "equal"
+        return "fail" if self.failures else "pass"
+
+
+@dataclass(frozen=True)
+class CheckpointDiff:
+    """What :func:`diff_sources` found.
+
+    Attributes
+    ----------
+    a, b : str
+        The sources' paths.
+    tensors : tuple of TensorDiff
+        The tensors both hold with the same shape, by name.
+    only_a, only_b : tuple of str
+        Names in one source only (after the key filter).
+    shape_mismatches : tuple of (str, tuple, tuple)
+        Names held by both with different shapes (not compared).
+    max_ulp, atol, rtol : the check (None: not given; none given: bit-equality)
+    notes : tuple of str
+        How mixed dtypes were compared ("binary32 vs bfloat16: compared in
+        bfloat16, A rounded (rne) into it").
+    """
+
+    a: str
+    b: str
+    tensors: tuple[TensorDiff, ...]
+    only_a: tuple[str, ...]
+    only_b: tuple[str, ...]
+    shape_mismatches: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]
+    max_ulp: int | None
+    atol: float | None
+    rtol: float | None
+    notes: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Every compared tensor passes and both sources hold the same names and shapes."""
+        return (all(t.status != "fail" for t in self.tensors) and not self.only_a
+                and not self.only_b and not self.shape_mismatches)
+
+
+def coarser(fa: Format, fb: Format) -> Format:
+    """The coarser of two formats: fewer significant bits, then the narrower range.
+
+    Examples
+    --------
+    >>> coarser(as_format("binary32"), as_format("bf16")).name
+    'bfloat16'
+    >>> coarser(as_format("binary16"), as_format("bf16")).name
+    'bfloat16'
+    """
+    ka = (fa.precision, fa.emax, fa.bits)
+    kb = (fb.precision, fb.emax, fb.bits)
+    return fa if ka <= kb else fb
+
+
+def compare_format(a: TensorRef, b: TensorRef, as_fmt: Format | None) -> Format | None:
+    """The format two tensors are compared in (None: both integers)."""
+    for t in (a, b):
+        if t.is_raw and as_fmt is None:
+            raise TensorFileError(
+                f"Got tensor {t.name!r} in {t.file!r} of raw dtype {t.stored_dtype}, which has "
+                "no float format; give one with -f/--as (raw bytes are read as it)")
+    if as_fmt is not None:
+        return as_fmt
+    if a.format is None and b.format is None:
+        return None
+    if a.format is None or b.format is None:
+        return a.format or b.format
+    return a.format if a.format == b.format else coarser(a.format, b.format)
+
+
+def select(names: Sequence[str], keys: Sequence[str] | None) -> list[str]:
+    """The names matching any of the glob patterns (all without patterns)."""
+    if not keys:
+        return list(names)
+    return [n for n in names if any(fnmatch.fnmatchcase(n, k) for k in keys)]
+
+
+def codes_in(ref: TensorRef, x: np.ndarray, fmt: Format, *, rounding: str = "rne",
+             overflow: str = "ieee") -> np.ndarray:
+    """Elements ``x`` read from ``ref`` as codes of ``fmt``, rounded once into it if needed."""
+    if ref.format == fmt:
+        if x.dtype.kind == "u":
+            return x.astype(fmt.code_dtype, copy=False)
+        return np.ascontiguousarray(x).view(np.dtype(f"u{x.dtype.itemsize}")).astype(
+            fmt.code_dtype, copy=False)
+    out = np.empty(x.size, fmt.code_dtype)
+    for s in range(0, x.size, _ROUND_BLOCK):
+        block = x[s:s + _ROUND_BLOCK]
+        if ref.format is not None and (block.dtype.kind == "u" or block.dtype.type is np.void):
+            from numerics.encoding import decode  # codes of a format numpy has no dtype for
+
+            block = np.asarray(decode(block.view(ref.format.code_dtype), ref.format), np.float64)
+        elif block.dtype.kind == "b":
+            block = block.astype(np.uint8)
+        elif ref.format is not None:
+            block = block.astype(np.float64)  # exact: float64 holds every value of the format
+        if not fmt.has_nan and block.dtype.kind == "f" and np.isnan(block).any():
+            raise TensorFileError(
+                f"Got NaN in tensor {ref.name!r} of {ref.file!r}, but {fmt.name} has no NaN to "
+                "round it to; compare in a format that has one (-f/--as)")
+        out[s:s + _ROUND_BLOCK] = encode(block, fmt, rounding=rounding, overflow=overflow)
+    return out
+
+
+@dataclass(frozen=True)
+class _Plan:
+    a: TensorRef
+    b: TensorRef
+    format: Format | None
+    rounding: str
+    overflow: str
+    max_ulp: int | None
+    atol: float | None
+    rtol: float | None
+
+
+def _int_partial(xa: np.ndarray, xb: np.ndarray, plan: _Plan) -> ComparePartial:
+    part = ComparePartial.empty(0)
+    part.count = int(xa.size)
+    if xa.size == 0:
+        return part
+    wide = np.uint64 if (xa.dtype == np.uint64 and xb.dtype.kind in "ub") or (
+        xb.dtype == np.uint64 and xa.dtype.kind in "ub") else np.int64
+    if wide is np.int64 and (xa.dtype == np.uint64 or xb.dtype == np.uint64):
+        big = [int(x.max()) for x in (xa, xb) if x.dtype == np.uint64]
+        if max(big) >= 2**63:
+            raise TensorFileError(f"Got tensor {plan.a.name!r} as uint64 against a signed "
+                                  "integer type with values beyond 2**63; compare them apart")
+    a = xa.astype(wide)
+    b = xb.astype(wide)
+    with np.errstate(over="ignore"):
+        d = np.where(a >= b, a - b, b - a).view(np.uint64)  # exact: wraps back into range
+    differ = d != 0
+    part.counts[0] = int(np.count_nonzero(differ))
+    part.max_ulp = int(d.max())
+    af = np.abs(a.astype(np.float64))
+    df = d.astype(np.float64)
+    part.errors[0] = float(df.max())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(differ, df / af, 0.0)
+    part.errors[1] = float(rel.max())
+    dm1 = np.where(differ, d - np.uint64(1), np.uint64(0))
+    length = np.zeros(d.shape, np.int64)
+    for s in (32, 16, 8, 4, 2, 1):
+        big = dm1 >= np.uint64(1 << s)
+        length[big] += s
+        dm1 = np.where(big, dm1 >> np.uint64(s), dm1)
+    length += dm1 > 0
+    bucket = np.where(differ, length + 1, 0)
+    part.hist += np.bincount(bucket, minlength=66)[:66]
+    ok = ~differ
+    if plan.max_ulp is not None:
+        ok |= d <= np.uint64(min(plan.max_ulp, 2**64 - 1))
+    if plan.atol is not None or plan.rtol is not None:
+        ok |= df <= (plan.atol or 0.0) + (plan.rtol or 0.0) * af
+    part.counts[3] = int(np.count_nonzero(~ok))
+    return part
+
+
+def _diff_item(item: tuple[_Plan, int, int], mmap: bool) -> ComparePartial:
+    plan, start, stop = item
+    xa = plan.a.read(start, stop, mmap=mmap)
+    xb = plan.b.read(start, stop, mmap=mmap)
+    if plan.format is None:
+        return _int_partial(xa, xb, plan)
+    fmt = plan.format
+    ca = codes_in(plan.a, xa, fmt, rounding=plan.rounding, overflow=plan.overflow)
+    cb = codes_in(plan.b, xb, fmt, rounding=plan.rounding, overflow=plan.overflow)
+    return compare_chunk(ca, cb, fmt, base=start, max_ulp=plan.max_ulp, atol=plan.atol,
+                         rtol=plan.rtol)
+
+
+def diff_sources(
+    a: Source | str | os.PathLike[str],
+    b: Source | str | os.PathLike[str],
+    *,
+    keys: Sequence[str] | None = None,
+    fmt: Format | str | None = None,
+    rounding: str = "rne",
+    overflow: str = "ieee",
+    max_ulp: int | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    chunk: int = CHUNK,
+    threads: int | None = None,
+    client: Any = None,
+    progress: Progress | None = None,
+) -> CheckpointDiff:
+    """Compare every tensor two sources share, by name, element by element.
+
+    Parameters
+    ----------
+    a, b : Source or path
+        The sources (see :func:`open_source`); A is the reference for
+        relative errors.
+    keys : sequence of str, optional
+        Glob patterns (``fnmatch``, case-sensitive): only matching names.
+    fmt : Format or str, optional
+        Compare in this format (both sides rounded once into it; raw bytes
+        read as it).  By default a pair of equal formats is compared as is,
+        and mixed formats in the coarser one (:func:`coarser`), the finer
+        side rounded once into it; integer tensors as integers.
+    rounding, overflow : str
+        How a side is rounded into the compared format.
+    max_ulp, atol, rtol : optional
+        The check: an element passes within ``max_ulp`` ULP or within
+        ``|a - b| <= atol + rtol * |a|`` (either, when both are given); with
+        neither, only bit-equal elements pass.  NaN against non-NaN fails.
+    chunk : int
+        Elements per task.
+    threads : int, optional
+        Local threads (default :func:`numerics.get_num_threads`).
+    client : dask.distributed.Client, optional
+        Run the chunks as tasks on this cluster (each reads its byte range
+        from the shared path); the result is identical to the local one.
+    progress : callable, optional
+        Called with the bytes each finished chunk read.
+
+    Raises
+    ------
+    TensorFileError
+        If a source cannot be read, or the sources share no tensor name.
+    ValueError
+        For an invalid option.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    >>> y = x.copy(); y[10] = np.nextafter(y[10], np.float32(2))
+    >>> np.savez(os.path.join(d, "a.npz"), w=x, b=x[:3])
+    >>> np.savez(os.path.join(d, "b.npz"), w=y, c=x[:3])
+    >>> r = diff_sources(os.path.join(d, "a.npz"), os.path.join(d, "b.npz"), max_ulp=1)
+    >>> [(t.name, t.mismatches, t.max_ulp, t.status) for t in r.tensors], r.only_a, r.only_b
+    ([('w', 1, 1, 'pass')], ('b',), ('c',))
+    """
+    if rounding not in ROUNDINGS or rounding == "sr":
+        raise ValueError(f"Got {rounding=!r}, but the only valid values are "
+                         f"{', '.join(r for r in ROUNDINGS if r != 'sr')}")
+    if overflow not in OVERFLOWS:
+        raise ValueError(f"Got {overflow=!r}, but the only valid values are {', '.join(OVERFLOWS)}")
+    check_tolerances(max_ulp, atol, rtol)
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
+    as_fmt = None if fmt is None else as_format(fmt)
+    sa = a if isinstance(a, Source) else open_source(a)
+    sb = b if isinstance(b, Source) else open_source(b)
+    if as_fmt is not None:
+        sa, sb = sa.with_raw_format(as_fmt), sb.with_raw_format(as_fmt)
+    single = len(sa.tensors) == 1 and len(sb.tensors) == 1 and not keys
+    if single:
+        pairs = [(sa.tensors[0], sb.tensors[0])]
+        only_a: list[str] = []
+        only_b: list[str] = []
+    else:
+        na, nb = select(sa.names, keys), select(sb.names, keys)
+        if keys and not na and not nb:
+            raise TensorFileError(f"Got --key {' '.join(keys)}, which matches no tensor in "
+                                  f"{sa.path!r} or {sb.path!r}")
+        common = sorted(set(na) & set(nb))
+        if not common:
+            raise TensorFileError(
+                f"Got {sa.path!r} and {sb.path!r}, which have no tensor name in common "
+                f"({len(na)} and {len(nb)} tensors)")
+        pairs = [(sa[n], sb[n]) for n in common]
+        only_a = sorted(set(na) - set(nb))
+        only_b = sorted(set(nb) - set(na))
+    shape_mm = []
+    plans: list[_Plan] = []
+    notes: dict[str, None] = {}
+    for ra, rb in pairs:
+        if ra.shape != rb.shape:
+            shape_mm.append((ra.name, ra.shape, rb.shape))
+            continue
+        f = compare_format(ra, rb, as_fmt)
+        plans.append(_Plan(ra, rb, f, rounding, overflow, max_ulp, atol, rtol))
+        sides = [s for s, r in (("A", ra), ("B", rb)) if f is not None and r.format != f]
+        if f is not None and sides:
+            notes[f"{ra.dtype_name} vs {rb.dtype_name}: compared in {f.name}"
+                  f", {' and '.join(sides)} rounded once ({rounding}) into it"] = None
+    parts = {id(p): ComparePartial.empty(0) for p in plans}
+    items = [(p, s, min(s + chunk, p.a.size)) for p in plans for s in range(0, p.a.size, chunk)]
+    sizes = [(stop - start) * (p.a.dtype.itemsize + p.b.dtype.itemsize)
+             for p, start, stop in items]
+
+    def fold(item: tuple[_Plan, int, int], part: ComparePartial) -> None:
+        parts[id(item[0])] = parts[id(item[0])].merge(part)
+
+    execute(_diff_item, items, fold, sizes=sizes, threads=threads, client=client,
+            progress=progress)
+    rows = []
+    for p in plans:
+        part = parts[id(p)]
+        c = part.counts.tolist()
+        rounded = ",".join(s for s, r in (("A", p.a), ("B", p.b))
+                           if p.format is not None and r.format != p.format)
+        rows.append(TensorDiff(
+            name=p.a.name if not single else (p.a.name if p.a.name == p.b.name
+                                              else f"{p.a.name} / {p.b.name}"),
+            dtype_a=p.a.dtype_name, dtype_b=p.b.dtype_name, shape=p.a.shape,
+            format=None if p.format is None else p.format.name, rounded=rounded,
+            count=p.a.size, mismatches=c[0], nan_mismatches=c[1], inf_mismatches=c[2],
+            failures=c[3], max_ulp=part.max_ulp, max_abs_error=float(part.errors[0]),
+            max_rel_error=float(part.errors[1])))
+    return CheckpointDiff(
+        a=sa.path, b=sb.path, tensors=tuple(rows), only_a=tuple(only_a), only_b=tuple(only_b),
+        shape_mismatches=tuple(shape_mm), max_ulp=max_ulp,
+        atol=None if atol is None else float(atol), rtol=None if rtol is None else float(rtol),
+        notes=tuple(notes))
+

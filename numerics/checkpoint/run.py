@@ -1,0 +1,87 @@
+"""Running per-chunk work: on local threads, or as tasks on a Dask cluster.
+
+Work is a list of *items* (small picklable tuples naming a tensor and an
+element range); a module-level function turns an item into a small partial
+result, and the caller folds the partials together as they arrive.  Every
+fold used here (sums, maxima, sorted top lists) is exact and independent of
+the order, so the threads' or the cluster's scheduling never changes a result.
+
+Locally at most ``2 * threads`` items are in flight, so memory stays bounded
+by the chunk size whatever the checkpoint's size; the compiled kernels release
+the GIL, so threads run on all cores.  With a ``dask.distributed`` client
+(the optional extra ``numerics[dask]``) each item is one task that reads its
+own byte range from the shared path (``mmap=False``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+__all__ = ["Progress", "execute"]
+
+T = TypeVar("T")
+#: Called with the bytes each finished item covered.
+Progress = Callable[[int], None]
+
+
+def _check_client(client: Any) -> None:
+    try:
+        import distributed
+    except ImportError:
+        raise ValueError("Got a client, but dask.distributed is not installed; install the "
+                         "extra numerics[dask]") from None
+    if not isinstance(client, distributed.Client):
+        raise TypeError(f"Got client={client!r}, but it must be a dask.distributed.Client")
+
+
+def execute(func: Callable[[Any, bool], T], items: Sequence[Any], fold: Callable[[Any, T], None],
+            *, sizes: Sequence[int], threads: int | None = None, client: Any = None,
+            progress: Progress | None = None) -> None:
+    """Run ``func(item, mmap)`` for every item and ``fold(item, result)`` each result.
+
+    ``fold`` runs in the calling thread, one result at a time; ``sizes[i]``
+    is what item ``i`` reports to ``progress`` when it is done.
+    """
+    if client is not None:
+        _check_client(client)
+        _execute_dask(func, items, fold, sizes=sizes, client=client, progress=progress)
+        return
+    if threads is None:
+        from numerics.threads import get_num_threads
+
+        threads = get_num_threads()
+    if threads <= 1 or len(items) <= 1:
+        for item, size in zip(items, sizes):
+            fold(item, func(item, True))
+            if progress is not None:
+                progress(size)
+        return
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        pending: dict[Future[T], int] = {}
+        next_item = 0
+        while next_item < len(items) or pending:
+            while next_item < len(items) and len(pending) < 2 * threads:
+                pending[pool.submit(func, items[next_item], True)] = next_item
+                next_item += 1
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                i = pending.pop(fut)
+                fold(items[i], fut.result())
+                if progress is not None:
+                    progress(sizes[i])
+
+
+def _execute_dask(func: Callable[[Any, bool], T], items: Sequence[Any],
+                  fold: Callable[[Any, T], None], *, sizes: Sequence[int], client: Any,
+                  progress: Progress | None) -> None:
+    from distributed import as_completed
+
+    futures = client.map(func, list(items), [False] * len(items), pure=False)
+    index = {f.key: i for i, f in enumerate(futures)}
+    for fut, result in as_completed(futures, with_results=True):
+        i = index[fut.key]
+        fold(items[i], result)
+        if progress is not None:
+            progress(sizes[i])

@@ -1,0 +1,553 @@
+"""Where a checkpoint's tensors are: sources, and references to each tensor's bytes.
+
+A *source* is a path naming tensors:
+
+* a ``.safetensors`` file;
+* a directory of ``*.safetensors`` shards, with or without the Hugging Face
+  index ``model.safetensors.index.json`` (or any ``*.index.json``), or that
+  index file itself;
+* a directory without safetensors files: its torch files, else its
+  ``.npz``/``.npy`` files (activation dumps);
+* a ``.npz`` file; a ``.npy`` file (one tensor, named by the file's stem);
+* a torch ``.pt``/``.pth``/``.bin`` state dict (nested dicts flattened with
+  dots), read with ``torch.load(..., weights_only=True, mmap=True)``: the
+  optional extra ``numerics[torch]``;
+* ``PATH:KEY``: the one tensor ``KEY`` of the source ``PATH``.
+
+A :class:`TensorRef` is a small, picklable description of one tensor (file,
+byte offset, dtype, shape), so a thread, a process or a Dask worker can read
+any range of its elements straight from the file: nothing is loaded until it
+is read, and then only the range asked for (a compressed ``.npz`` member and a
+Fortran-ordered array are the exceptions: they are read whole, once per
+process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import threading
+import zipfile
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from numerics.dtypes import format_of_dtype
+from numerics.formats import Format
+from numerics.tensors import TensorFileError, read_npy, safetensors_entries
+
+__all__ = [
+    "Source",
+    "TensorFileError",
+    "TensorRef",
+    "open_source",
+]
+
+_TORCH_SUFFIXES = (".pt", ".pth", ".bin")
+_SUFFIXES = (".safetensors", ".npz", ".npy", *_TORCH_SUFFIXES, ".json")
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """One tensor of a source: enough to read any range of its elements anywhere.
+
+    Attributes
+    ----------
+    name : str
+        The tensor's name in the source.
+    file : str
+        The file holding its bytes (a shard of a sharded checkpoint).
+    dtype : numpy.dtype
+        The element type as stored (byte order included).
+    stored_dtype : str
+        The dtype as the file names it (``"BF16"``, ``"<f4"``, ``"torch.bfloat16"``).
+    shape : tuple of int
+    offset : int
+        Byte offset of element 0 in ``file`` (-1 where the bytes are not
+        addressable: compressed ``.npz`` members, torch files, Fortran order).
+    loader : str
+        ``"file"`` (bytes at ``offset``), ``"npz"``, ``"npy"`` (whole array,
+        Fortran order) or ``"torch"``.
+    member : str
+        The ``.npz`` member or torch key.
+    format : Format or None
+        The float format of the elements (None for integers, bool, raw bytes);
+        set for raw bytes by :meth:`as_format`.
+    """
+
+    name: str
+    file: str
+    dtype: np.dtype
+    stored_dtype: str
+    shape: tuple[int, ...]
+    offset: int = -1
+    loader: str = "file"
+    member: str = ""
+    format: Format | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements."""
+        return self.size * self.dtype.itemsize
+
+    @property
+    def dtype_name(self) -> str:
+        """The element type: the format's name, or the numpy dtype's (``int64``, ``|V2``)."""
+        if self.format is not None:
+            return self.format.name
+        return self.dtype.str if self.dtype.type is np.void else self.dtype.name
+
+    @property
+    def is_raw(self) -> bool:
+        """Raw bytes (numpy's void dtype): no format until one is given."""
+        return self.dtype.type is np.void and self.format is None
+
+    def as_format(self, fmt: Format) -> TensorRef:
+        """A raw tensor's bytes read as codes of ``fmt`` (the widths must agree)."""
+        if self.dtype.itemsize != fmt.code_dtype.itemsize:
+            raise TensorFileError(
+                f"Got raw tensor {self.name!r} in {self.file!r} with {self.dtype.itemsize}-byte "
+                f"elements, but {fmt.name} codes take {fmt.code_dtype.itemsize} byte(s)")
+        return replace(self, format=fmt)
+
+    def read(self, start: int = 0, stop: int | None = None, *, mmap: bool = True) -> np.ndarray:
+        """Flattened elements ``[start:stop]`` in C order, native byte order.
+
+        With ``mmap=False`` the range is read with one ``read`` call instead
+        of through a memory map (what a Dask task does).  Raw tensors given a
+        format come back as its codes.
+        """
+        stop = self.size if stop is None else min(stop, self.size)
+        start = min(start, stop)
+        if self.loader == "file":
+            if stop == start:
+                out = np.empty(0, self.dtype)
+            elif mmap:
+                out = _mapped(self.file, self.offset, self.dtype, self.size)[start:stop]
+            else:
+                out = np.fromfile(self.file, dtype=self.dtype, count=stop - start,
+                                  offset=self.offset + start * self.dtype.itemsize)
+        elif self.loader == "npz":
+            out = _npz_member(self.file, self.member)[start:stop]
+        elif self.loader == "npy":
+            out = _npy_c_order(self.file)[start:stop]
+        else:
+            out = _torch_slice(self.file, self.member, start, stop)
+        if out.dtype.byteorder == ">":
+            out = out.astype(out.dtype.newbyteorder("="))
+        if self.format is not None and self.dtype.type is np.void:
+            out = out.view(self.format.code_dtype)
+        return out
+
+
+@dataclass(frozen=True)
+class Source:
+    """The tensors a path names (see the module docstring).
+
+    Attributes
+    ----------
+    path : str
+        The path as given.
+    kind : str
+        ``"safetensors"``, ``"sharded"``, ``"npz"``, ``"npy"``, ``"torch"``,
+        ``"directory"`` or ``"tensor"`` (``PATH:KEY``).
+    tensors : tuple of TensorRef
+        Sorted by name.
+    files : tuple of str
+        The files read.
+    skipped : tuple of str
+        Entries of a torch file that are not tensors (left out).
+    """
+
+    path: str
+    kind: str
+    tensors: tuple[TensorRef, ...]
+    files: tuple[str, ...]
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tensor names, sorted."""
+        return tuple(t.name for t in self.tensors)
+
+    def __getitem__(self, name: str) -> TensorRef:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every tensor."""
+        return sum(t.nbytes for t in self.tensors)
+
+    def with_raw_format(self, fmt: Format) -> Source:
+        """Raw tensors read as codes of ``fmt``; the others unchanged."""
+        return replace(self, tensors=tuple(t.as_format(fmt) if t.is_raw else t
+                                           for t in self.tensors))
+
+
+def _float_format(dtype: np.dtype) -> Format | None:
+    return None if dtype.kind in "iub" or dtype.type is np.void else format_of_dtype(dtype)
+
+
+def _ref(name: str, file: str, dtype: np.dtype, stored: str, shape: tuple[int, ...], *,
+         offset: int = -1, loader: str = "file", member: str = "") -> TensorRef:
+    if dtype.kind not in "fiubV" and format_of_dtype(dtype) is None:
+        raise TensorFileError(
+            f"Got tensor {name!r} in {file!r} of dtype {dtype}, which holds no real numbers")
+    if dtype.type is np.void and (dtype.names is not None or dtype.itemsize not in (1, 2, 4, 8)):
+        raise TensorFileError(
+            f"Got tensor {name!r} in {file!r} of dtype {dtype}, which holds no real numbers")
+    return TensorRef(name, file, dtype, stored, tuple(int(n) for n in shape), offset, loader,
+                     member, _float_format(dtype))
+
+
+# ---------------------------------------------------------------- readers (cached per process)
+_MAPS: dict[tuple[str, int, str, int], np.ndarray] = {}
+_MAPS_LOCK = threading.Lock()
+
+
+def _mapped(file: str, offset: int, dtype: np.dtype, size: int) -> np.ndarray:
+    key = (file, offset, dtype.str, size)
+    arr = _MAPS.get(key)
+    if arr is None:
+        with _MAPS_LOCK:
+            arr = _MAPS.get(key)
+            if arr is None:
+                arr = np.memmap(file, dtype=dtype, mode="r", offset=offset, shape=(size,))
+                if len(_MAPS) > 4096:
+                    _MAPS.clear()
+                _MAPS[key] = arr
+    return arr
+
+
+def release_maps() -> None:
+    """Drop the cached memory maps (they are reopened on the next read)."""
+    with _MAPS_LOCK:
+        _MAPS.clear()
+    _npz_member.cache_clear()
+    _npy_c_order.cache_clear()
+    _torch_state.cache_clear()
+
+
+@lru_cache(maxsize=2)
+def _npz_member(file: str, member: str) -> np.ndarray:
+    with np.load(file, allow_pickle=False) as z:
+        return np.ascontiguousarray(z[member]).reshape(-1)
+
+
+@lru_cache(maxsize=2)
+def _npy_c_order(file: str) -> np.ndarray:
+    return np.ascontiguousarray(read_npy(file)).reshape(-1)
+
+
+# ---------------------------------------------------------------- safetensors and indexes
+def _safetensors(path: str) -> list[TensorRef]:
+    return [_ref(name, path, dtype, code, shape, offset=offset)
+            for name, (code, dtype, shape, offset) in safetensors_entries(path).items()]
+
+
+def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
+    """Tensors named by a ``*.index.json`` file: (refs, shard files, skipped)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise TensorFileError(f"Got index {path!r}, which is not JSON: {err}") from None
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
+        raise TensorFileError(
+            f"Got index {path!r}, which has no \"weight_map\" of tensor names to shard files")
+    base = os.path.dirname(path)
+    shards = sorted(set(weight_map.values()))
+    by_shard: dict[str, dict[str, TensorRef]] = {}
+    skipped: list[str] = []
+    for shard in shards:
+        file = os.path.join(base, shard)
+        if not os.path.isfile(file):
+            raise TensorFileError(
+                f"Got index {path!r}, which names shard {shard!r}, but that file does not exist")
+        refs, skip = _file_refs(file)
+        by_shard[shard] = {r.name: r for r in refs}
+        skipped += skip
+    out = []
+    for name, shard in sorted(weight_map.items()):
+        ref = by_shard[shard].get(name)
+        if ref is None:
+            raise TensorFileError(
+                f"Got index {path!r}, which places tensor {name!r} in shard {shard!r}, "
+                "but that shard does not hold it")
+        out.append(ref)
+    return out, [os.path.join(base, s) for s in shards], skipped
+
+
+# ---------------------------------------------------------------- npz / npy
+def _npz(path: str) -> list[TensorRef]:
+    try:
+        z = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise TensorFileError(f"Got file {path!r}, which is not a valid .npz (zip) file") \
+            from None
+    out = []
+    with z, open(path, "rb") as raw:
+        for info in z.infolist():
+            name = info.filename.removesuffix(".npy")
+            with z.open(info) as member:
+                try:
+                    version = np.lib.format.read_magic(member)
+                    shape, fortran, dtype = _npy_header(member, version)
+                except (ValueError, EOFError) as err:
+                    raise TensorFileError(
+                        f"Got member {name!r} of {path!r}, which is not a .npy array: {err}") \
+                        from None
+                header_len = member.tell()
+            if dtype.hasobject:
+                raise TensorFileError(
+                    f"Got member {name!r} of {path!r}, which holds Python objects, not numbers")
+            if info.compress_type == zipfile.ZIP_STORED and not fortran:
+                raw.seek(info.header_offset + 26)
+                n, m = np.frombuffer(raw.read(4), "<u2").tolist()
+                offset = info.header_offset + 30 + n + m + header_len
+                out.append(_ref(name, path, dtype, dtype.str, shape, offset=offset))
+            else:
+                out.append(_ref(name, path, dtype, dtype.str, shape, loader="npz",
+                                member=name))
+    return out
+
+
+def _npy_header(f: Any, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(f)
+    return np.lib.format.read_array_header_2_0(f)
+
+
+def _npy(path: str) -> list[TensorRef]:
+    arr = read_npy(path)  # checks the file; a memory map costs nothing
+    name = os.path.splitext(os.path.basename(path))[0]
+    if arr.dtype.hasobject:
+        raise TensorFileError(f"Got file {path!r}, which holds Python objects, not numbers")
+    if arr.size and not arr.flags.c_contiguous:
+        return [_ref(name, path, arr.dtype, arr.dtype.str, arr.shape, loader="npy")]
+    offset = int(arr.offset) if isinstance(arr, np.memmap) else -1
+    if offset < 0:  # an empty array is not mapped: nothing to read
+        return [_ref(name, path, arr.dtype, arr.dtype.str, arr.shape, loader="npy")]
+    return [_ref(name, path, arr.dtype, arr.dtype.str, arr.shape, offset=offset)]
+
+
+# ---------------------------------------------------------------- torch
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+@lru_cache(maxsize=4)
+def _torch_state(file: str) -> dict[str, Any]:
+    torch = _torch()
+    if torch is None:
+        raise TensorFileError(
+            f"Got torch file {file!r}, but torch is not installed; install the extra "
+            "numerics[torch] (pip install 'numerics[torch]') to read .pt/.pth/.bin files")
+    try:
+        obj = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise TensorFileError(
+            f"Got torch file {file!r}, which holds more than tensors (torch.load with "
+            f"weights_only=True refused it: {first})") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise TensorFileError(f"Got file {file!r}, which is not a readable torch file: {first}") \
+            from None
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, torch.Tensor):
+            flat[prefix] = node
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif isinstance(node, (list, tuple)):
+            for i, v in enumerate(node):
+                walk(f"{prefix}.{i}" if prefix else str(i), v)
+        else:
+            flat[prefix] = None  # not a tensor: listed as skipped
+
+    walk("", obj)
+    return flat
+
+
+def _torch_numpy_dtype(tdtype: Any) -> np.dtype | None:
+    names: dict[str, Any] = {
+        "float64": np.float64, "float32": np.float32, "float16": np.float16,
+        "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+        "float8_e5m2": ml_dtypes.float8_e5m2, "float8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+        "float8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+        "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu,
+        "int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8,
+        "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+        "bool": np.bool_,
+    }
+    name = str(tdtype).removeprefix("torch.")
+    scalar = names.get(name)
+    return None if scalar is None else np.dtype(scalar)
+
+
+def _torch_refs(path: str) -> tuple[list[TensorRef], list[str]]:
+    state = _torch_state(path)
+    out, skipped = [], []
+    for name, t in state.items():
+        if t is None:
+            skipped.append(name)
+            continue
+        dtype = _torch_numpy_dtype(t.dtype)
+        if dtype is None:
+            raise TensorFileError(
+                f"Got tensor {name!r} in {path!r} of dtype {t.dtype}, which has no numpy "
+                "equivalent here")
+        out.append(_ref(name, path, dtype, str(t.dtype), tuple(t.shape), loader="torch",
+                        member=name))
+    if not out:
+        raise TensorFileError(f"Got torch file {path!r}, which holds no tensors")
+    return out, skipped
+
+
+def _torch_slice(file: str, key: str, start: int, stop: int) -> np.ndarray:
+    torch = _torch()
+    t = _torch_state(file)[key]
+    flat = t.reshape(-1)[start:stop]
+    dtype = _torch_numpy_dtype(t.dtype)
+    assert dtype is not None
+    if dtype.kind == "b":
+        return flat.numpy().copy()
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
+    return flat.contiguous().view(ints).numpy().view(dtype).copy()
+
+
+# ---------------------------------------------------------------- opening
+def _file_refs(path: str) -> tuple[list[TensorRef], list[str]]:
+    low = path.lower()
+    if low.endswith(".safetensors"):
+        return _safetensors(path), []
+    if low.endswith(".npz"):
+        return _npz(path), []
+    if low.endswith(".npy"):
+        return _npy(path), []
+    if low.endswith(_TORCH_SUFFIXES):
+        return _torch_refs(path)
+    raise TensorFileError(
+        f"Got file {path!r}, but only .safetensors, .npz, .npy, .pt, .pth, .bin files and "
+        "*.index.json indexes hold tensors")
+
+
+def _collect(path: str, files: list[str], kind: str, refs: list[TensorRef],
+             skipped: list[str]) -> Source:
+    seen: dict[str, str] = {}
+    for r in refs:
+        if r.name in seen and seen[r.name] != r.file:
+            raise TensorFileError(
+                f"Got {path!r}, in which tensor {r.name!r} is in both {seen[r.name]!r} and "
+                f"{r.file!r}")
+        seen[r.name] = r.file
+    if not refs:
+        what = "directory" if kind == "directory" or os.path.isdir(path) else "file"
+        raise TensorFileError(f"Got {what} {path!r}, which holds no tensors")
+    return Source(path, kind, tuple(sorted(refs, key=lambda r: r.name)), tuple(files),
+                  tuple(skipped))
+
+
+def _directory(path: str) -> Source:
+    names = sorted(os.listdir(path))
+    indexes = [n for n in names if n.endswith(".index.json")]
+    if indexes:
+        pick = "model.safetensors.index.json" if "model.safetensors.index.json" in indexes \
+            else indexes[0]
+        refs, files, skipped = _index(os.path.join(path, pick))
+        return _collect(path, files, "sharded", refs, skipped)
+    for group in ((".safetensors",), _TORCH_SUFFIXES, (".npz", ".npy")):
+        files = [os.path.join(path, n) for n in names if n.lower().endswith(group)
+                 and os.path.isfile(os.path.join(path, n))]
+        if files:
+            refs, skipped = [], []
+            for f in files:
+                r, s = _file_refs(f)
+                refs += r
+                skipped += s
+            return _collect(path, files, "sharded" if group == (".safetensors",) else
+                            "directory", refs, skipped)
+    raise TensorFileError(
+        f"Got directory {path!r}, which holds no tensor files (.safetensors, .pt, .pth, .bin, "
+        ".npz, .npy)")
+
+
+def _open_path(path: str) -> Source:
+    if os.path.isdir(path):
+        return _directory(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    if os.path.getsize(path) == 0 and not path.lower().endswith(".npy"):
+        raise TensorFileError(f"Got file {path!r}, which is empty")
+    if path.lower().endswith(".json"):
+        refs, files, skipped = _index(path)
+        return _collect(path, files, "sharded", refs, skipped)
+    refs, skipped = _file_refs(path)
+    kind = {".safetensors": "safetensors", ".npz": "npz", ".npy": "npy"}.get(
+        os.path.splitext(path.lower())[1], "torch")
+    return _collect(path, [path], kind, refs, skipped)
+
+
+def open_source(path: str | os.PathLike[str]) -> Source:
+    """The tensors a path names: a file, a directory of shards, an index, or ``PATH:KEY``.
+
+    Raises
+    ------
+    FileNotFoundError, PermissionError
+        If the path does not exist or cannot be read.
+    TensorFileError
+        A file that is not a tensor file or is corrupt (a truncated
+        safetensors header, an index naming a missing shard, a ``.npy`` that
+        is empty or text, a torch file holding more than tensors, ...), a
+        directory with no tensors, or a ``KEY`` the source does not hold.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> np.save(os.path.join(d, "x.npy"), np.arange(6, dtype=np.float32).reshape(2, 3))
+    >>> src = open_source(os.path.join(d, "x.npy"))
+    >>> [(t.name, t.dtype_name, t.shape, t.nbytes) for t in src.tensors]
+    [('x', 'binary32', (2, 3), 24)]
+    >>> src.tensors[0].read(1, 4).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) or ":" not in path:
+        return _open_path(path)
+    # PATH:KEY, the key after the last colon whose prefix exists
+    cut = len(path)
+    while True:
+        cut = path.rfind(":", 0, cut)
+        if cut <= 0:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        base, key = path[:cut], path[cut + 1:]
+        if os.path.exists(base):
+            break
+    src = _open_path(base)
+    if key not in src.names:
+        shown = ", ".join(repr(k) for k in src.names[:8]) + (", ..." if len(src.names) > 8
+                                                            else "")
+        raise TensorFileError(f"Got key {key!r}, but {base!r} holds only {shown}")
+    return Source(path, "tensor", (src[key],), (src[key].file,), ())

@@ -1,0 +1,311 @@
+"""Comparison and statistics passes: one loop over the elements, every figure at once.
+
+``compare``
+    Two arrays of codes of one format, element by element: bitwise
+    mismatches, NaN and inf mismatches, the ULP distance (its maximum, its
+    histogram in power-of-two buckets, the worst few elements), the largest
+    absolute and relative error over pairs finite on both sides, and the
+    elements that fail a tolerance.  The ULP distance follows
+    :func:`numerics.ulp.ulp_distance`: a code's *ordinal* is its magnitude
+    code with the sign of the value (``+0`` and ``-0`` both 0, an infinity one
+    past ``max``), and the distance is ``|ordinal(a) - ordinal(b)|``, which is
+    ``|ma - mb|`` for equal signs and ``ma + mb`` otherwise (exact in uint64
+    for every format up to 64 bits).
+
+``stats``
+    One array of values: NaN, inf and zero counts, the largest and smallest
+    magnitude, and a histogram ``H[e, L]`` of the non-zero finite magnitudes
+    by binade ``e`` (``2**e <= |x| < 2**(e+1)``, float64 subnormals included)
+    and by ``L``, the number of leading one bits of the 52-bit trailing
+    significand; column ``POW2`` counts exact powers of two.  Every
+    round-to-nearest threshold of :mod:`numerics.stats` below the overflow
+    threshold is ``2**k`` or ``2**k * (2 - 2**-t)``, so the flush and
+    subnormal counts for any power-of-two scale follow from ``H`` exactly;
+    the overflow thresholds are compared directly.
+
+Both kernels take the element values either as a float array (``float32`` or
+``float64``, the codes' own bits) or as codes plus a float64 table of the
+value of every code (formats up to 16 bits); NaN is ``v != v`` either way.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba.cpython.unsafe.numbers import leading_zeros
+
+__all__ = [
+    "BINADE_OFFSET",
+    "BINADES",
+    "COMPARE_COUNTS",
+    "HIST_BUCKETS",
+    "L_COLUMNS",
+    "NAN_KEY",
+    "POW2",
+    "compare",
+    "stats",
+]
+
+#: Buckets of the ULP histogram: 0 for distance 0, k + 1 for ``2**(k-1) < d <= 2**k``.
+HIST_BUCKETS = 66
+#: Sort key of a NaN mismatch among the worst elements (above every distance).
+NAN_KEY = np.uint64(2**64 - 1)
+#: Slots of ``compare``'s count array: mismatches, NaN and inf mismatches, failures.
+COMPARE_COUNTS = 4
+#: Binades ``e`` of float64 magnitudes: ``-1074 <= e <= 1023`` at ``e + BINADE_OFFSET``.
+BINADE_OFFSET = 1074
+BINADES = 2098
+#: Columns of the stats histogram: ``L = 0 .. 52``, then the powers of two.
+L_COLUMNS = 53
+POW2 = 53
+
+_INF = np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def _bucket(d: np.uint64) -> int:
+    """0 for d = 0, else ``bit_length(d - 1) + 1``: k + 1 for ``2**(k-1) < d <= 2**k``."""
+    if d == 0:
+        return 0
+    return 65 - np.int64(leading_zeros(d - np.uint64(1)))  # type: ignore[call-arg]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rtol, mode,
+            counts, max_d, errors, hist, top_d, top_i):  # pragma: no cover - compiled
+    """Compare codes ``ca`` and ``cb`` (1-D, same length), accumulating into the outputs.
+
+    Values come from ``va``/``vb`` (float arrays as long as the codes) or, when
+    those are empty, from ``table[code]``.  ``base`` is the flat index of
+    element 0 (for ``top_i``).  ``mode`` bit 0: an element passes within
+    ``max_ulp`` ULP; bit 1: within ``atol + rtol * |a|``; neither: it passes
+    only bit-equal.  NaN mismatches always fail, NaN against NaN never;
+    bit-equal elements always pass.  ``counts`` += [mismatches, NaN mismatches, inf mismatches,
+    failures]; ``max_d[0]`` and ``errors`` = [max abs, max rel] are running
+    maxima; ``hist`` += the ULP histogram; ``top_d``/``top_i`` hold the worst
+    elements found so far (key descending, index ascending; ``top_i`` -1 is
+    an empty slot).
+    """
+    n = ca.shape[0]
+    use_table = va.shape[0] == 0
+    smask = np.uint64(sign_mask)
+    mmask = np.uint64(mag_mask)
+    mism = nanmm = infmm = fails = 0
+    md = max_d[0]
+    emax_abs = errors[0]
+    emax_rel = errors[1]
+    k = top_d.shape[0]
+    # the current weakest entry of the top list
+    weak = 0
+    for j in range(1, k):
+        if top_i[j] == -1 or (top_i[weak] != -1 and (
+                top_d[j] < top_d[weak] or (top_d[j] == top_d[weak] and top_i[j] > top_i[weak]))):
+            weak = j
+    same = 0
+    for block in range(0, n, 512):
+        end = min(block + 512, n)
+        differ = 0
+        for i in range(block, end):  # a vectorised scan: most blocks are equal
+            differ += ca[i] != cb[i]
+        if differ == 0:
+            same += end - block
+            continue
+        for i in range(block, end):
+            a = np.uint64(ca[i])
+            b = np.uint64(cb[i])
+            if a == b:
+                same += 1
+                continue
+            if use_table:
+                x = table[a]
+                y = table[b]
+            else:
+                x = np.float64(va[i])
+                y = np.float64(vb[i])
+            mism += 1
+            xn = x != x
+            yn = y != y
+            key = np.uint64(0)
+            if xn or yn:
+                if xn and yn:
+                    hist[0] += 1  # NaN on both sides agrees: distance 0 (payloads differ)
+                else:
+                    nanmm += 1
+                    fails += 1
+                    key = NAN_KEY
+            else:
+                ma = a & mmask
+                mb = b & mmask
+                if (a & smask) == (b & smask):
+                    d = ma - mb if ma >= mb else mb - ma
+                else:
+                    d = ma + mb
+                key = d
+                hist[_bucket(d)] += 1
+                if d > md:
+                    md = d
+                xi = abs(x) == _INF
+                yi = abs(y) == _INF
+                ok = False
+                if xi or yi:
+                    if x != y:
+                        infmm += 1
+                else:
+                    err = abs(x - y)
+                    rel = 0.0
+                    if err != 0.0:
+                        rel = err / abs(x)  # inf where x == 0
+                    if err > emax_abs:
+                        emax_abs = err
+                    if rel > emax_rel:
+                        emax_rel = rel
+                    if mode & 2 and err <= atol + rtol * abs(x):
+                        ok = True
+                if mode & 1 and d <= max_ulp:
+                    ok = True
+                if not ok:
+                    fails += 1
+            if k > 0:
+                idx = base + i
+                if top_i[weak] == -1 or key > top_d[weak]:
+                    top_d[weak] = key
+                    top_i[weak] = idx
+                    weak = 0
+                    for j in range(1, k):
+                        if top_i[j] == -1 or (top_i[weak] != -1 and (
+                                top_d[j] < top_d[weak]
+                                or (top_d[j] == top_d[weak] and top_i[j] > top_i[weak]))):
+                            weak = j
+    hist[0] += same
+    counts[0] += mism
+    counts[1] += nanmm
+    counts[2] += infmm
+    counts[3] += fails
+    max_d[0] = md
+    errors[0] = emax_abs
+    errors[1] = emax_rel
+
+
+@numba.njit(cache=True, nogil=True)
+def key_scan(u, abs_mask, key_shift, rare, key_hist, where):  # pragma: no cover - compiled
+    """Count every magnitude's top 16 bits in ``key_hist``; list the rare keys' elements.
+
+    ``key_hist[(u & abs_mask) >> key_shift] += 1`` for every element (the bins,
+    an exponent field and a few leading trailing bits, are spread, so this runs
+    near memory speed), and the indices of the elements whose key is marked in
+    ``rare`` go to ``where``; returns how many.
+    """
+    mask = np.uint64(abs_mask)
+    shift = np.uint64(key_shift)
+    j = 0
+    for i in range(u.shape[0]):
+        key = (np.uint64(u[i]) & mask) >> shift
+        key_hist[key] += 1
+        if rare[key]:
+            where[j] = i
+            j += 1
+    return j
+
+
+@numba.njit(cache=True, nogil=True)
+def magnitude_extremes(u, abs_mask, exp_mask, out):  # pragma: no cover - compiled
+    """``out`` = [largest, smallest] magnitude bits of the finite non-zero elements (running).
+
+    A vectorised pass over all magnitudes (zero drops out of the minimum by
+    the unsigned wrap of ``m - 1``); only where an infinity or NaN is present
+    does a second loop leave them out of the maximum.
+    """
+    mask = np.uint64(abs_mask)
+    special = np.uint64(exp_mask)
+    one = np.uint64(1)
+    big = np.uint64(0)
+    small = ~np.uint64(0)
+    for i in range(u.shape[0]):
+        m = np.uint64(u[i]) & mask
+        big = max(big, m)
+        small = min(small, m - one)
+    if big >= special:
+        big = np.uint64(0)
+        for i in range(u.shape[0]):
+            m = np.uint64(u[i]) & mask
+            if m < special:
+                big = max(big, m)
+    small += one
+    if small < special and small < out[1]:  # small == 0: no non-zero element
+        if small != 0:
+            out[1] = small
+    if big != 0 and big > out[0]:
+        out[0] = big
+
+
+@numba.njit(cache=True, nogil=True)
+def stats(u, x, where, weights, mbits, ebits, over, over_tie, min_over_bits, counts, extremes,
+          hist, over_counts):  # pragma: no cover - compiled
+    """The exact statistics of elements ``where`` of float values given by their bits ``u``.
+
+    ``u`` holds the bits of IEEE binary floats with ``mbits`` trailing and
+    ``ebits`` exponent bits (float32 or float64, the same buffer as ``x``);
+    element ``i`` counts ``weights[i]`` times (once when ``weights`` is empty).
+    ``counts`` += [NaN, inf, zero]; ``extremes`` = [largest, smallest]
+    magnitude *bits* of the non-zero finite elements, running;
+    ``hist[e + BINADE_OFFSET, L]`` and ``hist[..., POW2]`` as in the module
+    docstring; ``over_counts[f]`` += elements with ``|v| > over[f]`` or
+    ``|v| == over[f]`` and ``over_tie[f]`` (tested for magnitude bits
+    ``>= min_over_bits``).  :func:`numerics.stats.stats_chunk` sends here only
+    the elements the key histogram cannot place (zeros, subnormals, specials,
+    possible overflows, extremes, and keys whose leading trailing bits are
+    all ones or all zeros).
+    """
+    one = np.uint64(1)
+    mant_mask = (one << np.uint64(mbits)) - one
+    exp_mask = ((one << np.uint64(ebits)) - one) << np.uint64(mbits)
+    abs_mask = exp_mask | mant_mask
+    min_over = np.uint64(min_over_bits)
+    bias = (1 << (ebits - 1)) - 1
+    top_shift = np.uint64(64 - mbits)
+    weighted = weights.shape[0] != 0
+    nan = inf = zero = 0
+    big = np.uint64(extremes[0])
+    small = np.uint64(extremes[1])
+    nf = over.shape[0]
+    for j in range(where.shape[0]):
+        i = where[j]
+        w = weights[i] if weighted else 1
+        if w == 0:
+            continue
+        m_all = np.uint64(u[i]) & abs_mask
+        if m_all >= exp_mask:
+            if m_all > exp_mask:
+                nan += w
+            else:
+                inf += w
+            continue
+        if m_all == 0:
+            zero += w
+            continue
+        big = max(big, m_all)
+        small = min(small, m_all)
+        if m_all >= min_over:
+            a = abs(np.float64(x[i]))
+            for f in range(nf):
+                if a > over[f] or (a == over[f] and over_tie[f]):
+                    over_counts[f] += w
+        ef = np.int64(m_all >> np.uint64(mbits))
+        m = m_all & mant_mask
+        if ef == 0:  # subnormal: normalise the significand
+            lz = np.int64(leading_zeros(m << top_shift))
+            e = 1 - bias - (lz + 1)
+            m = (m << np.uint64(lz + 1)) & mant_mask
+        else:
+            e = ef - bias
+        row = e + BINADE_OFFSET
+        if m == 0:
+            hist[row, POW2] += w
+            hist[row, 0] += w
+        else:
+            hist[row, np.int64(leading_zeros(~(m << top_shift)))] += w
+    counts[0] += nan
+    counts[1] += inf
+    counts[2] += zero
+    extremes[0] = big
+    extremes[1] = small

@@ -1,0 +1,77 @@
+"""diff/stats/hash on a dask.distributed LocalCluster give the local results bit for bit.
+
+Two worker processes, one thread each; every chunk is one task reading its own
+byte range from the shared files.  One cluster serves all three checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from numerics.checkpoint import diff_sources, hash_source, stats_source
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    # No dashboard (no port to collide on) and quiet logs: nothing to warn about, and
+    # pytest's filterwarnings=error would say so if distributed did.
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       dashboard_address=None, silence_logs=50)
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def test_dask_results_equal_local_results(tmp_path: Path, client: Any) -> None:
+    rng = np.random.default_rng(5)
+    a = {"w": rng.standard_normal((300, 70)).astype(np.float32),
+         "b": rng.standard_normal(999).astype(ml_dtypes.bfloat16),
+         "i": np.arange(50, dtype=np.int32)}
+    b = {k: v.copy() for k, v in a.items()}
+    b["w"].view(np.uint32)[3, :20] += 7
+    b["w"][4, 4] = np.nan
+    b["i"][5] = 9
+    save_file({k: a[k] for k in ("w",)}, str(tmp_path / "a1.safetensors"))
+    (tmp_path / "A").mkdir()
+    save_file({"w": a["w"]}, str(tmp_path / "A" / "x.safetensors"))
+    save_file({"b": a["b"], "i": a["i"]}, str(tmp_path / "A" / "y.safetensors"))
+    save_file(b, str(tmp_path / "B.safetensors"))
+    local = diff_sources(tmp_path / "A", tmp_path / "B.safetensors", chunk=4000, max_ulp=3)
+    remote = diff_sources(tmp_path / "A", tmp_path / "B.safetensors", chunk=4000, max_ulp=3,
+                          client=client)
+    assert remote == local and not local.ok
+    assert stats_source(tmp_path / "A", chunk=3000, client=client) == \
+        stats_source(tmp_path / "A", chunk=3000)
+    assert hash_source(tmp_path / "A", client=client) == hash_source(tmp_path / "A")
+
+
+def test_cli_scheduler_option(tmp_path: Path, client: Any,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from fpinspect.main import main
+
+    x = np.arange(5000, dtype=np.float32)
+    save_file({"x": x, "y": x[:7]}, str(tmp_path / "a.safetensors"))
+    y = x.copy()
+    y[10] = np.nextafter(y[10], np.float32(1e9))
+    save_file({"x": y, "y": x[:7]}, str(tmp_path / "b.safetensors"))
+    address = client.scheduler.address
+    code = main(["diff", str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors"),
+                 "--scheduler", address, "--max-ulp", "1", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["ok"] is True
+    assert [(t["name"], t["mismatches"], t["max_ulp"]) for t in doc["tensors"]] == [
+        ("x", 1, 1), ("y", 0, 0)]
