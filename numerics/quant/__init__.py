@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from numerics.quant._core import INT_FORMATS, IntFormat
 from numerics.quant.bounds import element_bound
-from numerics.quant.mx import MX_FORMATS, mx
+from numerics.quant.mx import MX_FORMATS, SCALE_MODES, mx
 from numerics.quant.nvfp4 import nvfp4
 from numerics.quant.packing import pack, unpack
+from numerics.quant.quantized import Quantized
 from numerics.quant.report import ErrorReport, error_report
-from numerics.quant.scaled import Quantized, deepseek_fp8, quantize
+from numerics.quant.scaled import deepseek_fp8, quantize
 from numerics.quant.turboquant import TurboQuant, TurboQuantized, lloyd_max_codebook
 
 __all__ = [
     "INT_FORMATS",
     "MX_FORMATS",
+    "SCALE_MODES",
     "ErrorReport",
     "IntFormat",
     "Quantized",
