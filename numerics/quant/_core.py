@@ -190,8 +190,12 @@ def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | No
         else:
             codes = encode_pair(y, None, fmt, rounding="sr", overflow=overflow, uniform=u,
                                 sr_bits=sr_bits, nan="zero")
-        return _decode_float(codes, fmt)
-    return _decode_float(_encode_nudged(y, st, fmt, rounding, overflow, u, sr_bits), fmt)
+    else:
+        codes = _encode_nudged(y, st, fmt, rounding, overflow, u, sr_bits)
+    out = _decode_float(codes, fmt)
+    if has_nan:  # a NaN keeps its sign (the decoder returns the positive NaN)
+        out = np.where(np.isnan(out), np.copysign(np.nan, y), out)
+    return out
 
 
 def _encode_nudged(y: np.ndarray, st: np.ndarray, fmt: Format, rounding: str, overflow: str,
@@ -285,14 +289,15 @@ def _magnitudes(fmt: Format) -> np.ndarray:
 
 
 def encode_values(v: np.ndarray, fmt: ElementFormat) -> np.ndarray:
-    """Codes of exactly representable float64 values ``v`` (NaN, +-inf, -0 allowed)."""
+    """Codes of exactly representable float64 values ``v`` (NaN, +-inf, -0 allowed; a NaN
+    keeps its sign: ``-nan`` into e4m3fn is 0xFF)."""
     v = np.asarray(v, dtype=np.float64)
     if isinstance(fmt, IntFormat):
         k = np.rint(v / fmt.quantum).astype(np.int64)
         return (k & ((1 << fmt.bits) - 1)).astype(np.uint8)
     isnan = np.isnan(v)
-    if isnan.any():
-        v = np.where(isnan, np.nan, v)  # every NaN gets the canonical (positive) NaN code
+    if isnan.any():  # every NaN gets the canonical NaN code of its sign, as encode gives
+        v = np.where(isnan, np.copysign(np.nan, v), v)
     return encode_f64(v, fmt, rounding="rne", overflow="ieee", nan="zero")
 
 
