@@ -72,7 +72,8 @@ def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
     try:
         s = np.broadcast_to(_float64(scale, "scale"), x.shape)
     except ValueError:
-        raise ValueError(f"Got scale of shape {np.shape(scale)}, but it must broadcast to "
+        raise ValueError(f"Got scale of shape {_float64(scale, 'scale').shape}, but it must "
+                         "broadcast to "
                          f"the shape of x, {x.shape}") from None
     if np.any(s < 0):
         raise ValueError("Got a negative scale, but scales must be >= 0")

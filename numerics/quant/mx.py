@@ -56,18 +56,16 @@ Special blocks (each choice and its source)
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from numerics.formats import Format, as_format
 from numerics.quant._core import INT_FORMATS, ElementFormat
 from numerics.quant.quantized import (
     Quantized,
-    as_float_array,
     as_real_array,
-    block_reduce_amax,
-    broadcast_blocks,
+    blocks3,
     check_block,
+    kernel_input,
     normalize_axis,
 )
 
@@ -187,6 +185,9 @@ def mx(x: object, name: str, axis: int = -1, *, scale_mode: str = "floor") -> Qu
     >>> [float(mx(b, "mxfp4_e2m1", scale_mode=m).dequantize()[0]) for m in SCALE_MODES]
     [6.0, 8.0, 8.0, 8.0]
     """
+    from numerics.kernels import quant as kq
+    from numerics.kernels.rounding import format_params
+
     elem, emax_elem = _lookup(name)
     check_scale_mode(scale_mode)
     fmt: ElementFormat = INT_FORMATS[elem] if elem in INT_FORMATS else as_format(elem)
@@ -196,39 +197,24 @@ def mx(x: object, name: str, axis: int = -1, *, scale_mode: str = "floor") -> Qu
     ax = normalize_axis(axis, arr.ndim)
     block = tuple(MX_BLOCK if i == ax else 1 for i in range(arr.ndim))
     check_block(arr.shape, block)
-    xf = as_float_array(arr)
-    amax = block_reduce_amax(xf, block)
-    e, bad = shared_exponent(amax, fmt, emax_elem, scale_mode)
-    codes = _element_codes(arr, xf, fmt, block, e, bad)
-    scales = np.where(bad, np.nan, np.ldexp(1.0, e))
-    scale_codes = np.where(bad, 0xFF, e + 127).astype(np.uint8)
+    xk = kernel_input(arr)
+    codes = np.empty(arr.shape, dtype=np.uint8)
+    scale_codes = np.empty(tuple(n // b for n, b in zip(arr.shape, block)), dtype=np.uint8)
+    if codes.size:
+        if isinstance(fmt, Format):
+            params, int_element, qmin, qmax, inv_quantum = format_params(fmt), False, 0, 0, 1.0
+        else:
+            params, int_element = format_params("e4m3fn"), True  # params unused
+            qmin, qmax, inv_quantum = fmt.qmin, fmt.qmax, 1.0 / fmt.quantum
+        kq.mx_quantize(blocks3(xk, ax), params, int_element, qmin, qmax, inv_quantum,
+                       emax_elem, trailing_bits(fmt), float(fmt.max),
+                       SCALE_MODES.index(scale_mode), blocks3(codes, ax),
+                       blocks3(scale_codes, ax))
+    bad = scale_codes == 0xFF
+    scales = np.where(bad, np.nan, np.ldexp(1.0, scale_codes.astype(np.int64) - 127))
     return Quantized(codes=codes, scales=scales, scale_codes=scale_codes, element_format=fmt,
                      scale_format=as_format("e8m0fnu"), scheme=name.lower(), block=block,
-                     source=xf, extra={"emax_elem": emax_elem}, axis=ax,
+                     source=arr, extra={"emax_elem": emax_elem}, axis=ax,
                      scale_mode=scale_mode)
 
 
-def _element_codes(arr: np.ndarray, xf: np.ndarray, fmt: ElementFormat,
-                   block: tuple[int, ...], e: np.ndarray, bad: np.ndarray) -> np.ndarray:
-    """Codes of ``x * 2**-E`` rounded to nearest even and saturated (0 in NaN blocks)."""
-    from numerics.quant._core import encode_values, round_elements
-
-    e_full = broadcast_blocks(e, block, xf.shape)
-    bad_full = broadcast_blocks(bad, block, xf.shape)
-    if arr.dtype in _FLOAT32_EXACT and isinstance(fmt, Format) and fmt.name in _ML_DTYPES:
-        # float32-exact input: x * 2**-E is exact in float32 (-E in [-127, 127] and a product
-        # that underflows to a float32 subnormal is below every element's smallest
-        # subnormal / 2), so ml_dtypes' correctly rounded float32 cast gives the codes.
-        y32 = np.ldexp(np.where(bad_full, 0.0, xf), -e_full).astype(np.float32)
-        fmax = np.float32(fmt.max)
-        np.clip(y32, -fmax, fmax, out=y32)
-        return y32.astype(_ML_DTYPES[fmt.name]).view(np.uint8)
-    y = np.ldexp(np.where(bad_full, 0.0, xf), -e_full)
-    vals = round_elements(y, fmt, rounding="rne", overflow="saturate")
-    return encode_values(vals, fmt)
-
-
-_FLOAT32_EXACT = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
-_ML_DTYPES = {"e4m3fn": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2,
-              "e3m2fn": ml_dtypes.float6_e3m2fn, "e2m3fn": ml_dtypes.float6_e2m3fn,
-              "e2m1fn": ml_dtypes.float4_e2m1fn}

@@ -42,13 +42,13 @@ from __future__ import annotations
 import numpy as np
 
 from numerics.formats import as_format
-from numerics.quant._core import divide_with_sticky, encode_values, round_elements
+from numerics.quant._core import divide_with_sticky, round_elements
 from numerics.quant.quantized import (
     Quantized,
-    as_float_array,
-    block_reduce_amax,
-    broadcast_blocks,
+    as_real_array,
+    blocks3,
     check_block,
+    kernel_input,
     normalize_axis,
 )
 
@@ -100,43 +100,47 @@ def nvfp4(x: object, axis: int = -1, *, tensor_scale: str | None = "tensor") -> 
     if tensor_scale not in TENSOR_SCALES:
         raise ValueError(f"Got {tensor_scale=}, but the only valid values are 'tensor', "
                          "'expert' and None")
-    xf = as_float_array(x)
-    if xf.ndim == 0:
+    from numerics.kernels import quant as kq
+    from numerics.kernels.rounding import format_params
+
+    arr = as_real_array(x)
+    if arr.ndim == 0:
         raise ValueError("Got a 0-d x, but NVFP4 blocks need an axis of length a multiple of 16")
-    if np.any(np.isnan(xf)):
-        raise ValueError("Got NaN in x, but NVFP4 (E2M1 elements) has no NaN")
-    ax = normalize_axis(axis, xf.ndim)
-    if tensor_scale == "expert" and (xf.ndim < 2 or ax == 0):
-        raise ValueError(f"Got x of shape {xf.shape} with {axis=} and tensor_scale='expert', "
+    ax = normalize_axis(axis, arr.ndim)
+    if tensor_scale == "expert" and (arr.ndim < 2 or ax == 0):
+        raise ValueError(f"Got x of shape {arr.shape} with {axis=} and tensor_scale='expert', "
                          "but per-expert scales need a leading expert axis that is not the "
                          "blocked axis")
-    block = tuple(NVFP4_BLOCK if i == ax else 1 for i in range(xf.ndim))
-    check_block(xf.shape, block)
+    block = tuple(NVFP4_BLOCK if i == ax else 1 for i in range(arr.ndim))
+    check_block(arr.shape, block)
     e2m1, e4m3 = as_format("e2m1fn"), as_format("e4m3fn")
-    finite = np.where(np.isfinite(xf), xf, 0.0)
-    amax_b = block_reduce_amax(finite, block)
+    xk = kernel_input(arr)
+    x3 = blocks3(xk, ax)
+    scale_shape = tuple(n // b for n, b in zip(arr.shape, block))
+    amax_b = np.zeros(scale_shape)
+    if xk.size and kq.block_amax(x3, NVFP4_BLOCK, blocks3(amax_b, ax)):
+        raise ValueError("Got NaN in x, but NVFP4 (E2M1 elements) has no NaN")
     g: float | np.ndarray | None
     if tensor_scale is None:
         g = None
-        g_blocks = np.ones(amax_b.shape)
+        g_blocks = np.ones(scale_shape)
     elif tensor_scale == "tensor":
         g = float(_tensor_scales(np.array([amax_b.max(initial=0.0)]))[0])
-        g_blocks = np.full(amax_b.shape, g)
+        g_blocks = np.full(scale_shape, g)
     else:
         g = _tensor_scales(amax_b.reshape(amax_b.shape[0], -1).max(axis=1, initial=0.0))
-        g_blocks = np.broadcast_to(g.reshape((-1,) + (1,) * (xf.ndim - 1)), amax_b.shape)
-    q, st = divide_with_sticky(amax_b, _E2M1_MAX * g_blocks)
-    s_b = round_elements(q, e4m3, sticky=st, rounding="rne", overflow="saturate")
-    scales = s_b * g_blocks  # exact: 4 + 24 significant bits
-    s_full = broadcast_blocks(scales, block, xf.shape)
-    zero = s_full == 0
-    with np.errstate(invalid="ignore"):
-        y, sticky = divide_with_sticky(np.where(zero, 0.0, xf), np.where(zero, 1.0, s_full))
-    vals = round_elements(y, e2m1, sticky=sticky, rounding="rne", overflow="saturate")
-    return Quantized(codes=encode_values(vals, e2m1), scales=scales,
-                     scale_codes=encode_values(s_b, e4m3), element_format=e2m1,
+        g_blocks = np.ascontiguousarray(np.broadcast_to(
+            g.reshape((-1,) + (1,) * (arr.ndim - 1)), scale_shape))
+    codes = np.empty(arr.shape, dtype=np.uint8)
+    scale_codes = np.empty(scale_shape, dtype=np.uint8)
+    scales = np.empty(scale_shape)
+    if xk.size:
+        kq.nvfp4_quantize(x3, blocks3(amax_b, ax), blocks3(g_blocks, ax), format_params(e4m3),
+                          format_params(e2m1), _E2M1_MAX, blocks3(codes, ax),
+                          blocks3(scale_codes, ax), blocks3(scales, ax))
+    return Quantized(codes=codes, scales=scales, scale_codes=scale_codes, element_format=e2m1,
                      scale_format=e4m3, scheme="nvfp4", block=block,
-                     source=xf, global_scale=g, axis=ax)
+                     source=arr, global_scale=g, axis=ax)
 
 
 def _tensor_scales(amax: np.ndarray) -> np.ndarray:

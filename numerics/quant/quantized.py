@@ -16,7 +16,7 @@ axis is an error (pad with zeros, which change no scale).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,10 @@ from numerics.quant.bounds import element_bound
 __all__ = [
     "Quantized",
     "as_float_array",
+    "as_real_array",
+    "blocks3",
+    "code_table",
+    "kernel_input",
     "block_reduce_amax",
     "broadcast_blocks",
     "check_block",
@@ -126,18 +130,40 @@ class Quantized:
         """The effective scale of every element (float64, shape of the tensor)."""
         return broadcast_blocks(self.scales, self.block, self.shape)
 
-    def dequantize(self) -> np.ndarray:
-        """``scale * element`` for every element, in float64.
+    def dequantize(self, dtype: object = np.float64) -> np.ndarray:
+        """``scale * element`` for every element, computed in float64.
 
         The product is exact when the element and scale significands have at most 53 bits
-        together (every scheme here, except binary64 elements)."""
+        together (every scheme here, except binary64 elements; claim Q10).
+
+        Parameters
+        ----------
+        dtype : {numpy.float64, numpy.float32}
+            Output dtype; float32 rounds the exact float64 product once to nearest even
+            (exact for every MX and NVFP4 value inside float32's normal range).
+        """
+        out_dtype = np.dtype(dtype) if dtype in (np.float64, np.float32, "float64",
+                                                 "float32") else None
+        if out_dtype is None:
+            raise ValueError(f"Got {dtype=}, but the only valid values are numpy.float64 and "
+                             "numpy.float32")
+        if self.axis is not None and self.codes.dtype == np.uint8 and self.codes.size:
+            from numerics.kernels.quant import block_dequantize
+
+            out = np.empty(self.codes.shape, dtype=out_dtype)
+            codes3 = blocks3(np.ascontiguousarray(self.codes), self.axis)
+            bs = self.block[self.axis]
+            scales3 = blocks3(np.ascontiguousarray(self.scales, dtype=np.float64), self.axis)
+            block_dequantize(codes3, scales3, code_table(self.element_format), bs,
+                             blocks3(out, self.axis))
+            return out
         vals = self.values
         if vals.ndim == 0:
-            return vals * self.scales.reshape(())
+            return (vals * self.scales.reshape(())).astype(out_dtype)
         inter = interleaved(vals.shape, self.block)
         s = self.scales.reshape(tuple(v for n in self.scales.shape for v in (n, 1)))
-        with np.errstate(invalid="ignore"):
-            return (vals.reshape(inter) * s).reshape(vals.shape)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return (vals.reshape(inter) * s).reshape(vals.shape).astype(out_dtype, copy=False)
 
     def __repr__(self) -> str:
         return (f"Quantized(scheme={self.scheme!r}, element_format={str(self.element_format)!r}, "
@@ -153,6 +179,35 @@ def interleaved(shape: tuple[int, ...], block: tuple[int, ...]) -> tuple[int, ..
     for n, b in zip(shape, block):
         out += [n // b, b]
     return tuple(out)
+
+
+def blocks3(arr: np.ndarray, axis: int) -> np.ndarray:
+    """The ``(A, L, B)`` view of a C-contiguous array blocked along ``axis`` (``L`` its
+    length, ``A``/``B`` the products of the axes before/after it): the kernels' layout."""
+    shape = arr.shape
+    before = int(np.prod(shape[:axis], dtype=np.int64))
+    after = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    return arr.reshape(before, shape[axis], after)
+
+
+def kernel_input(arr: np.ndarray) -> np.ndarray:
+    """``arr`` as a C-contiguous native-order float32 array when its values are exact in
+    float32 (float32, float16, the ml_dtypes floats up to 16 bits), else float64."""
+    if arr.dtype == np.float32 or arr.dtype == np.float16 or \
+            (arr.dtype.kind == "V" and arr.dtype.itemsize <= 2):
+        return np.ascontiguousarray(arr, dtype=np.float32)
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+@cache
+def code_table(fmt: ElementFormat) -> np.ndarray:
+    """float64 values of the 256 byte codes of an element format of at most 8 bits (NaN
+    beyond its codes)."""
+    n = 1 << fmt.bits
+    table = np.full(256, np.nan)
+    table[:n] = decode_codes(np.arange(n, dtype=np.uint64).astype(np.uint8), fmt)
+    table.setflags(write=False)
+    return table
 
 
 def block_reduce_amax(x: np.ndarray, block: tuple[int, ...]) -> np.ndarray:

@@ -45,7 +45,7 @@ from numerics.quant._core import (
     round_elements,
 )
 from numerics.quant.mx import MX_FORMATS, check_scale_mode, mx
-from numerics.quant.nvfp4 import TENSOR_SCALES, nvfp4
+from numerics.quant.nvfp4 import nvfp4
 from numerics.quant.quantized import (
     Quantized,
     as_float_array,

@@ -100,8 +100,9 @@ def unit_rows(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(|x_i|, x_i / |x_i|)`` for the rows of a finite float64 matrix, without overflow or
     underflow: each row is first divided by its largest ``|entry|``, so the quotients lie in
     ``[-1, 1]`` and their sum of squares in ``[1, d]``, and ``1e155`` or ``1e-200`` entries
-    give their true norms (a plain sum of squares overflows to inf or underflows to 0).  Zero rows give norm 0 and a
-    zero unit vector.  ValueError when a norm exceeds the float64 range.
+    give their true norms (a plain sum of squares overflows to inf or underflows to 0).
+    Zero rows give norm 0 and a zero unit vector.  ValueError when a norm exceeds the
+    float64 range.
 
     Examples
     --------
