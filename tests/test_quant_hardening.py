@@ -139,12 +139,13 @@ def test_quantize_keeps_the_nan_sign() -> None:
     """quantize(float32([-nan, 1]), "e4m3fn").codes gave [127, 126]: the NaN code must be
     0xFF, as encode, torch and ml_dtypes give.  (The second code is 1/S rounded, 448 = 0x7E
     under the default tensor scale S = RU(1/448); encode's 56 is the unscaled 1.0.)"""
-    x = np.float32([-np.nan, 1.0])
+    x = np.array([-np.nan, 1.0], dtype=np.float32)
     q = quantize(x, "e4m3fn")
     assert q.codes.tolist() == [0xFF, 0x7E]
     assert int(q.codes[0]) == int(encode(x, "e4m3fn")[0])
-    assert quantize(np.float32([np.nan, 1.0]), "e4m3fn").codes.tolist() == [0x7F, 0x7E]
+    positive = np.array([np.nan, 1.0], dtype=np.float32)
+    assert quantize(positive, "e4m3fn").codes.tolist() == [0x7F, 0x7E]
     assert int(quantize(x, "binary16").codes[0]) >> 15 == 1
     assert int(quantize(x, "e5m2", scale_format="e8m0fnu").codes[0]) >> 7 == 1
-    inf = np.float32([-np.inf, 1.0])
+    inf = np.array([-np.inf, 1.0], dtype=np.float32)
     assert int(quantize(inf, "e4m3fn", overflow="ieee").codes[0]) == 0xFF

@@ -185,11 +185,13 @@ def test_scale_rounding_is_honoured_or_rejected_for_block_formats() -> None:
     for kwargs in bad:
         with pytest.raises(ValueError, match=next(iter(kwargs))):
             quantize(b, "mxfp4_e2m1", **kwargs)
-    for kwargs in [{"scale_mode": "rceil"}, {"scale_rounding": "ru"},
-                   {"scale_format": "binary32"}, {"rounding": "rtz"}]:
+    nv_bad: list[dict[str, Any]] = [{"scale_mode": "rceil"}, {"scale_rounding": "ru"},
+                                    {"scale_format": "binary32"}, {"rounding": "rtz"}]
+    for kwargs in nv_bad:
         with pytest.raises(ValueError, match=next(iter(kwargs))):
             quantize(np.zeros(16), "nvfp4", **kwargs)
-    for kwargs in [{"scale_mode": "rceil"}, {"tensor_scale": None}]:
+    int_bad: list[dict[str, Any]] = [{"scale_mode": "rceil"}, {"tensor_scale": None}]
+    for kwargs in int_bad:
         with pytest.raises(ValueError, match=next(iter(kwargs))):
             quantize(np.ones(4), "int8", **kwargs)
     with pytest.raises(ValueError, match="sr_bits"):

@@ -15,6 +15,9 @@ Each loop follows the reference of :mod:`numerics.quant` step by step, one block
   residual.
 * Dequantize (:func:`block_dequantize`): ``table[code] * scale`` in float64 (exact, claim
   Q10), stored in the output's dtype.
+* Scaled schemes (:func:`round_nudged`, :func:`decode_codes`): each ``x / S`` given as its
+  float64 quotient and the sign of the remainder, rounded once by ``round_pair`` in any
+  mode, stochastic rounding drawing from ``(seed, index)``.
 
 Arrays are viewed as ``(A, L, B)``: ``L`` is the blocked axis, ``A`` and ``B`` the products of
 the axes before and after it, so every axis is blocked without a transpose.  Loops run in
@@ -29,6 +32,7 @@ import math
 import numba
 import numpy as np
 
+from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     MODE_RNE,
     OVERFLOW_SATURATE,
@@ -44,10 +48,13 @@ __all__ = [
     "SCALE_EVEN",
     "block_amax",
     "block_dequantize",
+    "decode_codes",
     "divide_with_sticky",
     "mx_quantize",
     "nvfp4_quantize",
+    "round_nudged",
     "shared_exponent",
+    "uniforms",
 ]
 
 #: Scale-mode codes of :func:`shared_exponent` (the order of ``numerics.quant.SCALE_MODES``).
@@ -306,3 +313,43 @@ def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
         s = scales3[a, lb, b]
         for i in range(bs):
             out3[a, lb * bs + i, b] = table[codes3[a, lb * bs + i, b]] * s
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def round_nudged(y: np.ndarray, st: np.ndarray, P: np.ndarray, mode: np.int64,
+                 overflow: np.int64, seed: np.uint64, ubits: np.int64, stochastic: bool,
+                 codes: np.ndarray) -> None:
+    """``codes[i]``: the exact value ``y[i] + st[i] * eps`` (``eps`` a vanishing positive
+    amount, ``st`` in ``{-1, 0, 1}``) rounded once into ``P`` by ``round_pair``.
+
+    The nudge goes to ``round_pair`` as the residual ``lo = st * max(2**-80 |y|, 2**-1074)``
+    (at ``y = 0``: the sign of ``st`` on a zero and ``lo = st * 2**-1074``); stochastic
+    rounding draws element ``i``'s ``ubits`` bits from ``(seed, i)``
+    (:func:`numerics.kernels.random.draw`)."""
+    for i in numba.prange(y.size):
+        hi = y[i]
+        s = st[i]
+        lo = 0.0
+        if s != 0.0 and abs(hi) <= 1.7976931348623157e308:
+            if hi == 0.0:
+                hi = 0.0 if s > 0.0 else -0.0
+                lo = _TINY if s > 0.0 else -_TINY
+            else:
+                lo = math.copysign(max(abs(hi) * 8.271806125530277e-25, _TINY), s)
+        u = draw(seed, np.uint64(i), ubits) if stochastic else np.uint64(0)
+        codes[i] = round_pair(hi, lo, P, mode, overflow, u, ubits)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def decode_codes(codes: np.ndarray, P: np.ndarray, out: np.ndarray) -> None:
+    """``out[i] = decode_one(codes[i], P)`` (float64)."""
+    for i in numba.prange(codes.size):
+        out[i] = decode_one(np.uint64(codes[i]), P)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def uniforms(seed: np.uint64, bits: np.int64, out: np.ndarray) -> None:
+    """``out[i] = draw(seed, i, bits) / 2**bits``: element ``i``'s uniform in ``[0, 1)``."""
+    scale = math.ldexp(1.0, -bits)
+    for i in numba.prange(out.size):
+        out[i] = float(draw(seed, np.uint64(i), bits)) * scale
