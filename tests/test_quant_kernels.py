@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numerics.codec import decode_exact, encode_exact
-from numerics.quant import SCALE_MODES, mx, nvfp4
+from numerics.quant import SCALE_MODES, mx, nvfp4, quantize
 from numerics.quant.mx import MX_FORMATS
 from numerics.threads import get_num_threads, set_num_threads
 
@@ -237,3 +237,23 @@ def test_dequantize_is_value_times_scale(name: str) -> None:
         np.testing.assert_array_equal(q.dequantize(np.float32), ref.astype(np.float32))
     with pytest.raises(ValueError, match="dtype"):
         q.dequantize(np.int32)
+
+
+def test_scaled_stochastic_rounding_same_for_every_thread_count() -> None:
+    """Stochastic rounding of the scaled schemes draws from (seed, index): the same codes for
+    1 and 2 threads and for the same int seed; another seed gives other codes."""
+    x = np.random.default_rng(8).standard_normal((64, 64))
+    before = get_num_threads()
+    try:
+        set_num_threads(1)
+        one = quantize(x, "e4m3fn", rounding="sr", rng=7, sr_bits=8).codes
+        ints = quantize(x, "int4", scaling="block", block_size=16, rounding="sr", rng=7).codes
+        set_num_threads(min(2, before))
+        np.testing.assert_array_equal(
+            one, quantize(x, "e4m3fn", rounding="sr", rng=7, sr_bits=8).codes)
+        np.testing.assert_array_equal(
+            ints, quantize(x, "int4", scaling="block", block_size=16, rounding="sr",
+                           rng=7).codes)
+    finally:
+        set_num_threads(before)
+    assert not np.array_equal(one, quantize(x, "e4m3fn", rounding="sr", rng=8, sr_bits=8).codes)

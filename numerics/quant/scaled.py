@@ -105,7 +105,9 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     overflow : {"saturate", "ieee"}
         What elements beyond the element maximum become (MX and NVFP4: ``"saturate"``).
     rng : None, int or numpy Generator
-        Randomness of ``rounding="sr"`` (given with another rounding: ValueError).
+        Randomness of ``rounding="sr"``: element ``i`` draws its bits from ``(seed, i)``
+        (:mod:`numerics.kernels.random`; an int is the seed, a Generator gives one 64-bit
+        seed), so the result is the same for every thread count.
     sr_bits : int, optional
         Random bits of stochastic rounding (``None``: full precision; only with ``"sr"``).
     scale_mode : {"floor", "rceil", "ceil", "even"}, optional
