@@ -181,7 +181,6 @@ def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
     from numerics.kernels.rounding import (
         MODE_SR,
         MODE_SR_EXACT,
-        format_params,
         mode_code,
         overflow_code,
     )
@@ -195,7 +194,7 @@ def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
         else mode_code(rounding)
     ubits = (64 if sr_bits is None else sr_bits) if stochastic else 1
     if y.size:
-        kq.round_nudged(_flat(y), _flat(st), format_params(fmt), np.int64(mode),
+        kq.round_nudged(_flat(y), _flat(st), kq.params_tuple(fmt), np.int64(mode),
                         np.int64(overflow_code(overflow)), np.uint64(seed or 0),
                         np.int64(ubits), stochastic, out)
     return out.astype(fmt.code_dtype).reshape(y.shape)
@@ -314,10 +313,9 @@ def decode_codes(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
         k = np.where(k >= (1 << (fmt.bits - 1)), k - (1 << fmt.bits), k)
         return k * fmt.quantum
     from numerics.kernels import quant as kq
-    from numerics.kernels.rounding import format_params
 
     flat = np.ascontiguousarray(codes, dtype=np.uint64).reshape(-1)
     out = np.empty(flat.size)
     if flat.size:
-        kq.decode_codes(flat, format_params(fmt), out)
+        kq.decode_codes(flat, kq.params_tuple(fmt), out)
     return out.reshape(codes.shape)

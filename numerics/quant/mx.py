@@ -186,7 +186,6 @@ def mx(x: object, name: str, axis: int = -1, *, scale_mode: str = "floor") -> Qu
     [6.0, 8.0, 8.0, 8.0]
     """
     from numerics.kernels import quant as kq
-    from numerics.kernels.rounding import format_params
 
     elem, emax_elem = _lookup(name)
     check_scale_mode(scale_mode)
@@ -202,9 +201,10 @@ def mx(x: object, name: str, axis: int = -1, *, scale_mode: str = "floor") -> Qu
     scale_codes = np.empty(tuple(n // b for n, b in zip(arr.shape, block)), dtype=np.uint8)
     if codes.size:
         if isinstance(fmt, Format):
-            params, int_element, qmin, qmax, inv_quantum = format_params(fmt), False, 0, 0, 1.0
-        else:
-            params, int_element = format_params("e4m3fn"), True  # params unused
+            params, int_element = kq.params_tuple(fmt), False
+            qmin, qmax, inv_quantum = 0, 0, 1.0
+        else:  # the MXINT8 element: the float params are unused
+            params, int_element = kq.params_tuple(as_format("e4m3fn")), True
             qmin, qmax, inv_quantum = fmt.qmin, fmt.qmax, 1.0 / fmt.quantum
         kq.mx_quantize(blocks3(xk, ax), params, int_element, qmin, qmax, inv_quantum,
                        emax_elem, trailing_bits(fmt), float(fmt.max),

@@ -101,7 +101,6 @@ def nvfp4(x: object, axis: int = -1, *, tensor_scale: str | None = "tensor") -> 
         raise ValueError(f"Got {tensor_scale=}, but the only valid values are 'tensor', "
                          "'expert' and None")
     from numerics.kernels import quant as kq
-    from numerics.kernels.rounding import format_params
 
     arr = as_real_array(x)
     if arr.ndim == 0:
@@ -135,8 +134,9 @@ def nvfp4(x: object, axis: int = -1, *, tensor_scale: str | None = "tensor") -> 
     scale_codes = np.empty(scale_shape, dtype=np.uint8)
     scales = np.empty(scale_shape)
     if xk.size:
-        kq.nvfp4_quantize(x3, blocks3(amax_b, ax), blocks3(g_blocks, ax), format_params(e4m3),
-                          format_params(e2m1), _E2M1_MAX, blocks3(codes, ax),
+        kq.nvfp4_quantize(x3, blocks3(amax_b, ax), blocks3(g_blocks, ax),
+                          kq.params_tuple(e4m3), kq.params_tuple(e2m1), _E2M1_MAX,
+                          blocks3(codes, ax),
                           blocks3(scale_codes, ax), blocks3(scales, ax))
     return Quantized(codes=codes, scales=scales, scale_codes=scale_codes, element_format=e2m1,
                      scale_format=e4m3, scheme="nvfp4", block=block,
