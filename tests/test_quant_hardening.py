@@ -71,7 +71,7 @@ def test_element_bound_of_a_huge_int_is_inf_not_overflow_error() -> None:
 # issue 13, item 5: TurboQuant norms with scaling
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("value", [1e155, 1e-200, 1e-310, -3e300])
-def test_turboquant_norms_are_scaled_not_inf_or_zero(value: float) -> None:
+def test_T6_turboquant_norms_are_scaled_not_inf_or_zero(value: float) -> None:
     """1e155 gave norm inf and an infinite dequantization; 1e-200 gave norm 0 and zeros."""
     tq = TurboQuant(8, 2)
     q = tq.quantize(np.full(8, value))
