@@ -317,10 +317,21 @@ def nvfp4_quantize(x3: np.ndarray, amax3: np.ndarray, g3: np.ndarray, Pscale: Pa
 def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
                      bs: int, out3: np.ndarray) -> None:
     """``out3 = table[codes3] * scale`` per block of ``bs`` along ``L`` (float64 product,
-    exact for every block format here; stored in ``out3``'s dtype)."""
+    exact for every block format here; stored in ``out3``'s dtype).  All three arrays are
+    C-contiguous; with ``B == 1`` (the blocked axis last) blocks are runs of ``bs``."""
     A, L, B = codes3.shape
     nlb = L // bs
     per_a = nlb * B
+    if B == 1:
+        codes = codes3.reshape(-1)
+        scales = scales3.reshape(-1)
+        out = out3.reshape(-1)
+        for blk in numba.prange(A * nlb):
+            s = scales[blk]
+            base = blk * bs
+            for i in range(bs):
+                out[base + i] = table[codes[base + i]] * s
+        return
     for blk in numba.prange(A * per_a):
         a = blk // per_a
         r = blk - a * per_a
