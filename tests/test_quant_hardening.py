@@ -149,3 +149,11 @@ def test_quantize_keeps_the_nan_sign() -> None:
     assert int(quantize(x, "e5m2", scale_format="e8m0fnu").codes[0]) >> 7 == 1
     inf = np.array([-np.inf, 1.0], dtype=np.float32)
     assert int(quantize(inf, "e4m3fn", overflow="ieee").codes[0]) == 0xFF
+
+
+def test_quantize_rejects_non_string_options() -> None:
+    """rounding=np.array(["rne"]) leaked numpy's "truth value is ambiguous" / "unhashable"."""
+    for opt in ("rounding", "scale_rounding", "overflow", "scaling", "scale_mode"):
+        kwargs: dict[str, Any] = {opt: np.array(["rne"])}
+        with pytest.raises(TypeError, match=opt):
+            quantize(np.ones(4), "int8", **kwargs)

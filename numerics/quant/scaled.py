@@ -141,6 +141,10 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     >>> float(quantize(b, "mxfp4_e2m1", scale_rounding="ru").dequantize()[0])  # RCEIL
     8.0
     """
+    for opt, value in (("scaling", scaling), ("rounding", rounding), ("overflow", overflow),
+                       ("scale_rounding", scale_rounding), ("scale_mode", scale_mode)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"Got {opt}={value!r}, but it must be a str")
     if isinstance(element_format, str) and element_format.lower() in MX_FORMATS:
         mode = _mx_scale_mode(scale_mode, scale_rounding)
         _check_block_options(scaling=scaling, block_size=block_size, scale_format=scale_format,
