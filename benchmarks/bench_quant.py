@@ -1,82 +1,113 @@
-"""Quantization benchmarks: MX quantize+dequantize vs gfloat's block functions and a numpy
-copy; TurboQuant throughput.
+"""Quantization benchmarks: MX and NVFP4 quantize + dequantize on (4096, 4096) float32 against
+torchao's CPU path in the same run; a numpy copy as the memory yardstick; TurboQuant.
 
-gfloat's block functions run in Python per element (about 15-25 us per element), so they are
-timed on a slice of the matrix and scaled per element to the full (4096, 4096) size; the
-``case`` string says so.
+Every row says its thread count.  torchao (a benchmark-only extra) is imported with its
+warnings silenced; without it the peer column is empty.  Both sides dequantize to float32.
+
+Run: ``python benchmarks/bench_quant.py`` (``--quick`` for (1024, 1024)).
 """
 
 from __future__ import annotations
 
-import time
+import sys
+import warnings
+from typing import Any, Callable
 
 import numpy as np
+from _timing import best_of, row
 
-from numerics.quant import TurboQuant, mx
+from numerics.quant import TurboQuant, mx, nvfp4
+from numerics.threads import get_num_threads, set_num_threads
 
-
-def _best(fn: object, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()  # type: ignore[operator]
-        best = min(best, time.perf_counter() - t0)
-    return best
+MX_NAMES = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")
 
 
-def _gfloat_per_element(name: str, x: np.ndarray) -> float | None:
+def _torchao() -> tuple[Any, Any, Any, Any] | None:
     try:
-        import gfloat
-        from gfloat import formats as gf
-    except ImportError:  # gfloat is a test-only dependency
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import logging
+
+            logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
+            import torch
+            from torchao.prototype.mx_formats import constants
+            from torchao.prototype.mx_formats.mx_tensor import MXTensor
+            from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor
+    except ImportError:
         return None
-    fi = {"mxfp8_e4m3": gf.format_info_mxfp8_e4m3, "mxfp4_e2m1": gf.format_info_mxfp4_e2m1}[name]
-    blocks = x.astype(np.float64).reshape(-1, 32)
-
-    def run() -> None:
-        for b in blocks:
-            gfloat.quantize_block(fi, b, gfloat.compute_scale_amax)
-
-    return _best(run, 1) / blocks.size
+    return torch, constants, MXTensor, NVFP4Tensor
 
 
-def run(quick: bool = False) -> list[dict]:
+def _peer_jobs(x: np.ndarray) -> dict[str, Callable[[], Any]]:
+    """torchao's quantize + dequantize (float32) per format, or {} without torchao."""
+    found = _torchao()
+    if found is None:
+        return {}
+    torch, constants, mx_tensor, nvfp4_tensor = found
+    t = torch.from_numpy(x)
+    elem = {"mxfp8_e4m3": torch.float8_e4m3fn, "mxfp8_e5m2": torch.float8_e5m2,
+            "mxfp6_e3m2": constants.DTYPE_FP6_E3M2, "mxfp6_e2m3": constants.DTYPE_FP6_E2M3,
+            "mxfp4_e2m1": torch.float4_e2m1fn_x2}
+
+    def job(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return fn()
+        return run
+
+    jobs: dict[str, Callable[[], Any]] = {
+        name: job(lambda e=e: mx_tensor.to_mx(t, e, 32).dequantize(torch.float32))
+        for name, e in elem.items()}
+    jobs["nvfp4"] = job(lambda: nvfp4_tensor.to_nvfp4(t).dequantize(torch.float32))
+    return jobs
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
     """Benchmark rows (see benchmarks/run.py for the schema)."""
     n = 1024 if quick else 4096
+    repeat = 2 if quick else 1
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, n)).astype(np.float32)
-    rows: list[dict] = []
-    gslice = x[:2, :512] if quick else x[:8, :1024]
-    t_copy = _best(lambda: x.copy(), 3)
-    for name in ("mxfp8_e4m3", "mxfp4_e2m1"):
-        ours = _best(lambda: mx(x, name).dequantize(), 1 if not quick else 2)
-        g = _gfloat_per_element(name, gslice)
-        g_full = None if g is None else g * x.size
-        rows.append({
-            "group": "quant",
-            "case": f"MX {name} quantize+dequantize ({n}, {n}) float32 "
-                    f"[gfloat timed on {gslice.size} elements, scaled per element]",
-            "ours_s": ours, "peer": "gfloat 0.5 quantize_block", "peer_s": g_full,
-            "target": ">= 10x faster",
-            "ok": None if g_full is None else g_full / ours >= 10})
-        rows.append({
-            "group": "quant", "case": f"MX {name} quantize+dequantize ({n}, {n}) vs copy",
-            "ours_s": ours, "peer": "numpy float32 copy", "peer_s": t_copy,
-            "target": "report", "ok": None})
+    rows: list[dict[str, Any]] = []
+    peers = _peer_jobs(x)
+    torch = _torchao()
+    before = get_num_threads()
+    try:
+        set_num_threads(1)
+        if torch is not None:
+            torch[0].set_num_threads(1)
+        t_copy = best_of(lambda: x.copy(), 3)
+        ours_jobs: dict[str, Callable[[], Any]] = {
+            name: (lambda name=name: mx(x, name).dequantize(np.float32)) for name in MX_NAMES}
+        ours_jobs["nvfp4"] = lambda: nvfp4(x).dequantize(np.float32)
+        for name, fn in ours_jobs.items():
+            ours = best_of(fn, repeat)
+            peer = peers.get(name)
+            peer_s = None if peer is None else best_of(peer, repeat)
+            rows.append(row("quant", f"{name} quantize+dequantize ({n}, {n}) float32, "
+                                     f"1 thread [copy limit {t_copy * 1e3:.1f} ms]",
+                            ours, "torchao 0.18 CPU" if peer else None, peer_s,
+                            "faster than torchao", 1.0 if peer else None))
+        set_num_threads(before)
+        two = best_of(lambda: nvfp4(x).dequantize(np.float32), repeat)
+        rows.append(row("quant", f"nvfp4 quantize+dequantize ({n}, {n}), {before} threads",
+                        two, "same call, 1 thread", next(r["ours_s"] for r in rows
+                                                         if r["case"].startswith("nvfp4")),
+                        "report"))
+    finally:
+        set_num_threads(before)
     nv = 4096 if quick else 65536
     v = rng.standard_normal((nv, 128))
     tq = TurboQuant(128, 4, seed=0)
-    tq.quantize(v[:16])  # warm the codebook cache
-    t_tq = _best(lambda: tq.quantize(v), 3)
-    rows.append({"group": "quant",
-                 "case": f"TurboQuant d=128 4-bit quantize {nv} vectors: "
-                         f"{nv / t_tq:,.0f} vectors/s",
-                 "ours_s": t_tq, "peer": "-", "peer_s": None, "target": "report", "ok": None})
+    t_tq = best_of(lambda: tq.quantize(v), 3)
+    rows.append(row("quant", f"TurboQuant d=128 4-bit quantize {nv} vectors: "
+                             f"{nv / t_tq:,.0f} vectors/s", t_tq, None, None, "report"))
     return rows
 
 
 if __name__ == "__main__":
-    for r in run():
-        ratio = "" if r["peer_s"] is None else f"  ratio {r['peer_s'] / r['ours_s']:.1f}x"
-        print(f"{r['case']}: ours {r['ours_s']:.4f} s, {r['peer']} "
-              f"{r['peer_s'] if r['peer_s'] is None else round(r['peer_s'], 4)} s{ratio}")
+    for r in run(quick="--quick" in sys.argv):
+        ratio = "" if r["peer_s"] is None else f"  peer/ours {r['peer_s'] / r['ours_s']:.2f}x"
+        peer = "" if r["peer_s"] is None else f", {r['peer']} {r['peer_s']:.4f} s"
+        print(f"{r['case']}: ours {r['ours_s']:.4f} s{peer}{ratio}")

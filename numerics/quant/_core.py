@@ -1,10 +1,13 @@
 """Element formats of quantization, and exact rounding of scaled elements onto them.
 
 This is the engine under :mod:`numerics.quant`.  Float element and scale formats are rounded
-by the core encoder, :func:`numerics.fast.encode_pair` (one rounding of an exact value
-``hi + lo``, every rounding mode of :mod:`numerics.rounding`), and decoded by
-:func:`numerics.fast.decode_codes`; the symmetric integer element formats (int8, int4, the
-MXINT8 element), which the core does not have, are rounded here.
+by the shared kernel primitive :func:`numerics.kernels.rounding.round_pair` (one rounding of
+an exact value ``hi + lo``, every rounding mode of :mod:`numerics.rounding`), through the loop
+:func:`numerics.kernels.quant.round_nudged`, and decoded by
+:func:`numerics.kernels.rounding.decode_one`; the symmetric integer element formats (int8,
+int4, the MXINT8 element), which the codec does not have, are rounded here.  Stochastic
+rounding draws element ``i``'s bits from ``(seed, i)`` (:mod:`numerics.kernels.random`), so
+results do not depend on the thread count.
 
 Exactness with a non-power-of-two scale
 ---------------------------------------
@@ -18,9 +21,7 @@ of ``y`` (see proofs/quantization_bounds.md, claim Q11).  The nudge goes to the 
 ``lo = sign * max(2**-80 |yh|, 2**-1074)``: it decides the deterministic modes through its
 sign, and stochastic rounding through the fraction of ``yh`` plus or minus a vanishing part of
 a quantum, so a draw truncated to ``sr_bits`` bits steps down where that fraction sits exactly
-on a multiple of ``2**-sr_bits`` and the nudge points inwards.  Binary64 targets, whose
-quantum is too fine for such a nudge, step by hand with nudged fractions ``2**-60`` (outwards)
-and ``1 - 2**-53`` (inwards).
+on a multiple of ``2**-sr_bits`` and the nudge points inwards.
 """
 
 from __future__ import annotations
@@ -31,10 +32,8 @@ from functools import cache
 import numpy as np
 
 from numerics import eft
-from numerics.fast import decode_codes as _decode_float
-from numerics.fast import encode_f64, encode_pair
 from numerics.formats import Format, as_format
-from numerics.rounding import check_overflow, check_rounding, make_rng
+from numerics.rounding import check_overflow, check_rounding
 
 __all__ = [
     "INT_FORMATS",
@@ -44,7 +43,9 @@ __all__ = [
     "decode_codes",
     "divide_with_sticky",
     "encode_values",
+    "round_codes",
     "round_elements",
+    "seed_of",
 ]
 
 
@@ -145,23 +146,58 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
 # ---------------------------------------------------------------------------------------------
 # rounding onto a grid
 # ---------------------------------------------------------------------------------------------
-_TINY = 2.0**-1074  # smallest |lo| of a nudge
-
-
-def _check_sr(rounding: str, rng: object, sr_bits: object) -> np.random.Generator | None:
+def _check_sr(rounding: str, rng: object, sr_bits: object) -> int | None:
+    """The 64-bit seed of stochastic rounding (None for the other modes)."""
     check_rounding(rounding)
     if sr_bits is not None and (isinstance(sr_bits, bool) or not isinstance(sr_bits, int)
                                 or not 1 <= sr_bits <= 52):
         raise ValueError(f"Got {sr_bits=}, but it must be None or an int in [1, 52]")
-    return make_rng(rng) if rounding == "sr" else None
+    return seed_of(rng) if rounding == "sr" else None
 
 
-def _uniforms(gen: np.random.Generator, shape: tuple[int, ...],
-              sr_bits: int | None) -> np.ndarray:
-    """The draws of stochastic rounding: 53-bit uniforms, or multiples of ``2**-sr_bits``."""
-    if sr_bits is None:
-        return gen.random(shape)
-    return gen.integers(0, 2**sr_bits, size=shape) / float(2**sr_bits)
+def seed_of(rng: object) -> int:
+    """The stream seed of ``rng`` (:mod:`numerics.kernels.random`): an int as it is (modulo
+    ``2**64``), one 64-bit draw of a numpy Generator, a fresh one for None."""
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return int(rng) % 2**64
+    if rng is None:
+        rng = np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(0, 2**64, dtype=np.uint64))
+    raise TypeError(f"Got rng={rng!r}, expected None, an int seed or a numpy.random.Generator")
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
+
+
+def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
+                rounding: str = "rne", overflow: str = "saturate", seed: int | None = None,
+                sr_bits: int | None = None) -> np.ndarray:
+    """Codes (``fmt.code_dtype``) of float64 ``y`` nudged by ``sticky``, rounded once.
+
+    NaN gives the format's NaN with its sign (code 0 in formats without NaN)."""
+    from numerics.kernels import quant as kq
+    from numerics.kernels.rounding import (
+        MODE_SR,
+        MODE_SR_EXACT,
+        mode_code,
+        overflow_code,
+    )
+
+    y = np.asarray(y, dtype=np.float64)
+    st = np.zeros(y.shape) if sticky is None else np.broadcast_to(
+        np.asarray(sticky, dtype=np.float64), y.shape)
+    out = np.empty(y.size, dtype=np.uint64)
+    stochastic = rounding == "sr"
+    mode = (MODE_SR if sr_bits is not None else MODE_SR_EXACT) if stochastic \
+        else mode_code(rounding)
+    ubits = (64 if sr_bits is None else sr_bits) if stochastic else 1
+    if y.size:
+        kq.round_nudged(_flat(y), _flat(st), kq.params_tuple(fmt), np.int64(mode),
+                        np.int64(overflow_code(overflow)), np.uint64(seed or 0),
+                        np.int64(ubits), stochastic, out)
+    return out.astype(fmt.code_dtype).reshape(y.shape)
 
 
 def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | None = None,
@@ -174,57 +210,32 @@ def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | No
     ``nan="raise"`` raises ValueError for NaN into a format without NaN; ``"zero"`` gives 0.
     """
     check_overflow(overflow)
-    gen = _check_sr(rounding, rng, sr_bits)
+    seed = _check_sr(rounding, rng, sr_bits)
     y = np.asarray(y, dtype=np.float64)
-    st = None if sticky is None else np.broadcast_to(np.asarray(sticky, dtype=np.float64),
-                                                     y.shape)
-    u = None if gen is None else _uniforms(gen, y.shape, sr_bits)
     has_nan = fmt.has_nan if isinstance(fmt, Format) else False
     if nan == "raise" and not has_nan and np.isnan(y).any():
         raise ValueError(f"Got NaN in the input, but element format {fmt.name} has no NaN")
     if isinstance(fmt, IntFormat):
-        return _round_int(y, np.zeros(y.shape) if st is None else st, fmt, rounding, u, sr_bits)
-    if st is None or not st.any():
-        if u is None:
-            codes = encode_f64(y, fmt, rounding=rounding, overflow=overflow, nan="zero")
-        else:
-            codes = encode_pair(y, None, fmt, rounding="sr", overflow=overflow, uniform=u,
-                                sr_bits=sr_bits, nan="zero")
-        return _decode_float(codes, fmt)
-    return _decode_float(_encode_nudged(y, st, fmt, rounding, overflow, u, sr_bits), fmt)
+        st = np.zeros(y.shape) if sticky is None else np.broadcast_to(
+            np.asarray(sticky, dtype=np.float64), y.shape)
+        u = None if seed is None else _uniforms(seed, y.shape, sr_bits)
+        return _round_int(y, st, fmt, rounding, u, sr_bits)
+    codes = round_codes(y, fmt, sticky=sticky, rounding=rounding, overflow=overflow,
+                        seed=seed, sr_bits=sr_bits)
+    out = decode_codes(codes, fmt)
+    if has_nan:  # a NaN keeps its sign (the decoder returns the positive NaN)
+        out = np.where(np.isnan(out), np.copysign(np.nan, y), out)
+    return out
 
 
-def _encode_nudged(y: np.ndarray, st: np.ndarray, fmt: Format, rounding: str, overflow: str,
-                   u: np.ndarray | None, sr_bits: int | None) -> np.ndarray:
-    """Codes of ``y`` nudged by ``st`` (not all zero): ``encode_pair(y, st * tiny)``."""
-    negative = np.signbit(y) | ((y == 0) & (st < 0))
-    zero = (y == 0) & (st != 0)
-    # At zero the nudge points away from zero, with the sign of ``negative``.
-    hi = np.where(zero, np.where(negative, -0.0, 0.0), y)
-    # |lo| = max(2**-80 |hi|, 2**-1074): far below half an ulp of hi in binary64 and a
-    # vanishing but nonzero part of a quantum of every narrower format (the stochastic mode
-    # reads lo in quanta, and 2**-1074 would underflow there).
-    nudge = np.maximum(np.ldexp(np.abs(hi), -80), _TINY)
-    lo = np.where(zero, np.where(negative, -nudge, nudge),
-                  np.where(st > 0, nudge, np.where(st < 0, -nudge, 0.0)))
-    if fmt.name == "binary64" and rounding == "rna":
-        rounding = "rne"  # y is on the grid and never a midpoint: the nudge decides nothing
-    if u is None:
-        return encode_pair(hi, lo, fmt, rounding=rounding, overflow=overflow, nan="zero")
-    if fmt.name == "binary64":
-        # A binary64 quantum is too fine for |lo| = 2**-1074 to be a vanishing part of it:
-        # step by hand.  The nudged fraction is 1 - 2**-53 (inwards: one ulp down iff u is
-        # the largest draw) or 2**-60 (outwards: one ulp up iff a 53-bit draw is 0).
-        umax = 1.0 - 2.0**-(53 if sr_bits is None else sr_bits)
-        sm = np.where(negative, -st, st)  # sign of |exact| - |y|
-        inward = (sm < 0) & (y != 0) & (u == umax) & np.isfinite(y)
-        outward = (sm > 0) & (u == 0) & (sr_bits is None)
-        hi = np.where(inward, np.nextafter(hi, 0.0),
-                      np.where(outward, np.nextafter(hi, np.copysign(np.inf, hi)), hi))
-        return encode_pair(hi, None, fmt, rounding="sr", overflow=overflow, uniform=u,
-                           sr_bits=sr_bits, nan="zero")
-    return encode_pair(hi, lo, fmt, rounding="sr", overflow=overflow, uniform=u,
-                       sr_bits=sr_bits, nan="zero")
+def _uniforms(seed: int, shape: tuple[int, ...], sr_bits: int | None) -> np.ndarray:
+    """Element ``i``'s uniform draw in ``[0, 1)`` from ``(seed, i)``: 53 bits, or ``sr_bits``."""
+    from numerics.kernels import quant as kq
+
+    out = np.empty(int(np.prod(shape, dtype=np.int64)))
+    if out.size:
+        kq.uniforms(np.uint64(seed), np.int64(53 if sr_bits is None else sr_bits), out)
+    return out.reshape(shape)
 
 
 def _round_int(y: np.ndarray, st: np.ndarray, fmt: IntFormat, rounding: str,
@@ -281,19 +292,17 @@ def _round_int(y: np.ndarray, st: np.ndarray, fmt: IntFormat, rounding: str,
 def _magnitudes(fmt: Format) -> np.ndarray:
     """float64 values of magnitude codes ``0 .. max_finite_code`` (increasing)."""
     codes = np.arange(fmt.max_finite_code + 1, dtype=np.uint64).astype(fmt.code_dtype)
-    return _decode_float(codes, fmt)
+    return decode_codes(codes, fmt)
 
 
 def encode_values(v: np.ndarray, fmt: ElementFormat) -> np.ndarray:
-    """Codes of exactly representable float64 values ``v`` (NaN, +-inf, -0 allowed)."""
+    """Codes of exactly representable float64 values ``v`` (NaN, +-inf, -0 allowed; a NaN
+    keeps its sign: ``-nan`` into e4m3fn is 0xFF)."""
     v = np.asarray(v, dtype=np.float64)
     if isinstance(fmt, IntFormat):
         k = np.rint(v / fmt.quantum).astype(np.int64)
         return (k & ((1 << fmt.bits) - 1)).astype(np.uint8)
-    isnan = np.isnan(v)
-    if isnan.any():
-        v = np.where(isnan, np.nan, v)  # every NaN gets the canonical (positive) NaN code
-    return encode_f64(v, fmt, rounding="rne", overflow="ieee", nan="zero")
+    return round_codes(v, fmt, rounding="rne", overflow="ieee")
 
 
 def decode_codes(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
@@ -303,4 +312,10 @@ def decode_codes(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
         k = codes.astype(np.int64) & ((1 << fmt.bits) - 1)
         k = np.where(k >= (1 << (fmt.bits - 1)), k - (1 << fmt.bits), k)
         return k * fmt.quantum
-    return _decode_float(codes, fmt)
+    from numerics.kernels import quant as kq
+
+    flat = np.ascontiguousarray(codes, dtype=np.uint64).reshape(-1)
+    out = np.empty(flat.size)
+    if flat.size:
+        kq.decode_codes(flat, kq.params_tuple(fmt), out)
+    return out.reshape(codes.shape)

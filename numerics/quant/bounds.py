@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.quant._core import ElementFormat, IntFormat
+from numerics.quant._core import ElementFormat, IntFormat, as_element_format
+from numerics.rounding import check_overflow, check_rounding
 
 __all__ = ["element_bound"]
 
@@ -33,20 +34,21 @@ _NEAREST = ("rne", "rna")
 _MARGIN = 1.0 + 2.0**-40
 
 
-def element_bound(x: np.ndarray, scale: np.ndarray, fmt: ElementFormat, *,
+def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
                   rounding: str = "rne", overflow: str = "saturate") -> np.ndarray:
     """Proven bound on ``|S*q(x/S) - x|`` for each element (same shape as ``x``).
 
     Parameters
     ----------
-    x : ndarray
-        The input, float64.
-    scale : ndarray
+    x : array_like
+        The input (real; Python ints beyond the float64 range count as infinite).
+    scale : array_like
         The effective scale ``S >= 0`` of each element, broadcastable to ``x``.
-    fmt : Format or IntFormat
-        Element format.
+    fmt : str, Format or IntFormat
+        Element format (a name such as ``"e4m3fn"`` or ``"int8"``, or an instance).
     rounding, overflow : str
-        The rounding and overflow rules used for the elements.
+        The rounding and overflow rules used for the elements (validated: an unknown name
+        raises ValueError).
 
     Returns
     -------
@@ -59,8 +61,22 @@ def element_bound(x: np.ndarray, scale: np.ndarray, fmt: ElementFormat, *,
     >>> round(float(element_bound(np.array([1.1]), np.array([1.0]), get_format("e4m3fn"))[0]), 12)
     0.06875
     """
-    x = np.asarray(x, dtype=np.float64)
-    s = np.broadcast_to(np.asarray(scale, dtype=np.float64), x.shape)
+    fmt = as_element_format(fmt, name="fmt")
+    if not isinstance(rounding, str):
+        raise TypeError(f"Got {rounding=}, but it must be a rounding mode name")
+    check_rounding(rounding)
+    if not isinstance(overflow, str):
+        raise TypeError(f"Got {overflow=}, but it must be an overflow rule name")
+    check_overflow(overflow)
+    x = _float64(x, "x")
+    try:
+        s = np.broadcast_to(_float64(scale, "scale"), x.shape)
+    except ValueError:
+        raise ValueError(f"Got scale of shape {_float64(scale, 'scale').shape}, but it must "
+                         "broadcast to "
+                         f"the shape of x, {x.shape}") from None
+    if np.any(s < 0):
+        raise ValueError("Got a negative scale, but scales must be >= 0")
     a = np.abs(x)
     nearest = rounding in _NEAREST
     with np.errstate(invalid="ignore", over="ignore"):
@@ -83,3 +99,35 @@ def element_bound(x: np.ndarray, scale: np.ndarray, fmt: ElementFormat, *,
         bound = np.where(s == 0, a, bound)
         bound = np.where(np.isfinite(x) & np.isfinite(s), bound * _MARGIN, np.inf)
     return bound
+
+
+def _float64(v: object, name: str) -> np.ndarray:
+    """``v`` as float64; Python ints beyond the float64 range become +-inf (their bound is
+    inf: no finite bound is promised there)."""
+    if type(v).__module__.split(".")[0] == "torch":
+        from numerics.quant.quantized import as_real_array
+
+        v = as_real_array(v, name=name)
+    try:
+        arr = np.asarray(v)
+    except ValueError:
+        raise ValueError(f"Got a ragged nested sequence for {name}, but it must be a "
+                         "rectangular array") from None
+    if arr.dtype == object:
+        flat = [_big_float(item, name) for item in arr.ravel()]
+        return np.array(flat, dtype=np.float64).reshape(arr.shape)
+    if arr.dtype.kind in "cUSMmb":
+        raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be real")
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be real") from None
+
+
+def _big_float(item: object, name: str) -> float:
+    if isinstance(item, bool) or not isinstance(item, (int, float, np.integer, np.floating)):
+        raise TypeError(f"Got {name} containing {item!r}, but it must be real numbers")
+    try:
+        return float(item)
+    except OverflowError:
+        return float("inf") if item > 0 else float("-inf")

@@ -1,7 +1,7 @@
 """NVFP4: E2M1 elements, an E4M3 scale per block of 16, an FP32 scale per tensor.
 
-Recipe implemented (two-level scaling)
---------------------------------------
+Recipe implemented (two-level scaling, ``tensor_scale="tensor"``)
+-----------------------------------------------------------------
 With ``amax`` the largest finite ``|x|`` of the tensor and ``amax_b`` that of a block of 16
 consecutive elements along ``axis``:
 
@@ -19,6 +19,19 @@ is ``globalScale = (448 * 6) / amax`` (the reciprocal of our ``g``), with the bl
 ModelOpt).  The kernels evaluate these quotients in float32 with a reciprocal; we divide
 exactly (one rounding each), which can differ from a kernel in the last bit of a rare tie.
 
+Variants (``tensor_scale``)
+--------------------------
+* ``"expert"``: per-expert scales for a stacked 3-D (or higher) weight ``(experts, ...)``:
+  step 1 runs once per index of the leading axis, with that expert's ``amax``, and
+  ``global_scale`` is the array of the ``g_e`` (torchao's ``NVFP4Tensor`` with a
+  ``per_tensor_scale`` of shape ``(E, 1, 1)``; TensorRT-LLM's per-expert global scales of
+  its MoE weights).
+* ``None``: one level, no tensor scale: ``s_b = RNE_e4m3(amax_b / 6)`` saturating, elements
+  ``RNE_e2m1(x / s_b)`` (torchao ``nvfp4_quantize`` with ``per_tensor_scale=None``).
+  torchao clamps ``s_b`` below at ``2**-6`` (the smallest E4M3 normal); we keep the E4M3
+  subnormal scales and, as in the two-level recipe, a block whose scale rounds to zero
+  dequantizes to zeros.
+
 Special cases: a block whose scale rounds to zero (``amax_b / (6 g) < 2**-10``) dequantizes
 to zeros (elements code 0) and its bound is ``|x|``.  Infinite elements saturate to
 ``+-6 s_b g``; NaN raises ValueError (E2M1 has no NaN).
@@ -29,25 +42,45 @@ from __future__ import annotations
 import numpy as np
 
 from numerics.formats import as_format
-from numerics.quant._core import divide_with_sticky, encode_values, round_elements
-from numerics.quant.scaled import (
+from numerics.quant._core import divide_with_sticky, round_elements
+from numerics.quant.quantized import (
     Quantized,
-    as_float_array,
-    block_reduce_amax,
-    broadcast_blocks,
+    as_real_array,
+    blocks3,
     check_block,
+    kernel_input,
     normalize_axis,
 )
 
-__all__ = ["nvfp4"]
+__all__ = ["TENSOR_SCALES", "nvfp4"]
 
 NVFP4_BLOCK = 16
 _E4M3_MAX = 448.0
 _E2M1_MAX = 6.0
 
+#: The values of ``nvfp4(..., tensor_scale=)``.
+TENSOR_SCALES: tuple[str | None, ...] = ("tensor", "expert", None)
 
-def nvfp4(x: object, axis: int = -1) -> Quantized:
+
+def nvfp4(x: object, axis: int = -1, *, tensor_scale: str | None = "tensor") -> Quantized:
     """Quantize ``x`` to NVFP4 (blocks of 16 along ``axis``; see the module docstring).
+
+    Parameters
+    ----------
+    x : array_like
+        Real input (numpy, ml_dtypes or torch); ``x.shape[axis]`` a multiple of 16.
+    axis : int
+        The blocked axis.
+    tensor_scale : {"tensor", "expert", None}
+        One FP32 scale for the tensor (two-level NVFP4), one per index of the leading
+        (expert) axis, or none (one level: E4M3 block scales only).
+
+    Returns
+    -------
+    Quantized
+        ``scales`` are the effective block scales ``s_b * g``, ``scale_codes`` the E4M3 codes
+        of ``s_b``, ``global_scale`` the tensor scale ``g`` (an array of ``g_e`` for
+        ``"expert"``, ``None`` for one level).
 
     Examples
     --------
@@ -57,35 +90,64 @@ def nvfp4(x: object, axis: int = -1) -> Quantized:
     True
     >>> bool(np.all(np.abs(q.dequantize() - x) <= q.bound))
     True
+    >>> nvfp4(x, tensor_scale=None).scales.tolist()  # RNE_e4m3(amax_b / 6)
+    [0.5, 0.5]
+    >>> w = np.ones((2, 1, 16)); w[1] *= 100.0
+    >>> nvfp4(w, tensor_scale="expert").global_scale.tolist() == [
+    ...     float(np.float32(1 / 2688)), float(np.float32(100 / 2688))]
+    True
     """
-    xf = as_float_array(x)
-    if xf.ndim == 0:
+    if tensor_scale not in TENSOR_SCALES:
+        raise ValueError(f"Got {tensor_scale=}, but the only valid values are 'tensor', "
+                         "'expert' and None")
+    from numerics.kernels import quant as kq
+
+    arr = as_real_array(x)
+    if arr.ndim == 0:
         raise ValueError("Got a 0-d x, but NVFP4 blocks need an axis of length a multiple of 16")
-    if np.any(np.isnan(xf)):
+    ax = normalize_axis(axis, arr.ndim)
+    if tensor_scale == "expert" and (arr.ndim < 2 or ax == 0):
+        raise ValueError(f"Got x of shape {arr.shape} with {axis=} and tensor_scale='expert', "
+                         "but per-expert scales need a leading expert axis that is not the "
+                         "blocked axis")
+    block = tuple(NVFP4_BLOCK if i == ax else 1 for i in range(arr.ndim))
+    check_block(arr.shape, block)
+    e2m1, e4m3 = as_format("e2m1fn"), as_format("e4m3fn")
+    xk = kernel_input(arr)
+    x3 = blocks3(xk, ax)
+    scale_shape = tuple(n // b for n, b in zip(arr.shape, block))
+    amax_b = np.zeros(scale_shape)
+    if xk.size and kq.block_amax(x3, NVFP4_BLOCK, blocks3(amax_b, ax)):
         raise ValueError("Got NaN in x, but NVFP4 (E2M1 elements) has no NaN")
-    ax = normalize_axis(axis, xf.ndim)
-    block = tuple(NVFP4_BLOCK if i == ax else 1 for i in range(xf.ndim))
-    check_block(xf.shape, block)
-    e2m1, e4m3, fp32 = as_format("e2m1fn"), as_format("e4m3fn"), as_format("binary32")
-    finite = np.where(np.isfinite(xf), xf, 0.0)
-    amax = float(np.max(np.abs(finite))) if finite.size else 0.0
-    if amax == 0.0:
-        g = 1.0
+    g: float | np.ndarray | None
+    if tensor_scale is None:
+        g = None
+        g_blocks = np.ones(scale_shape)
+    elif tensor_scale == "tensor":
+        g = float(_tensor_scales(np.array([amax_b.max(initial=0.0)]))[0])
+        g_blocks = np.full(scale_shape, g)
     else:
-        q, st = divide_with_sticky(np.array(amax), np.array(_E2M1_MAX * _E4M3_MAX))
-        g = float(round_elements(q, fp32, sticky=st, rounding="rne", overflow="saturate"))
-        if g == 0.0:
-            g = fp32.smallest_subnormal
-    amax_b = block_reduce_amax(finite, block)
-    q, st = divide_with_sticky(amax_b, np.full(amax_b.shape, _E2M1_MAX * g))
-    s_b = round_elements(q, e4m3, sticky=st, rounding="rne", overflow="saturate")
-    scales = s_b * g  # exact: 4 + 24 significant bits
-    s_full = broadcast_blocks(scales, block, xf.shape)
-    zero = s_full == 0
-    with np.errstate(invalid="ignore"):
-        y, sticky = divide_with_sticky(np.where(zero, 0.0, xf), np.where(zero, 1.0, s_full))
-    vals = round_elements(y, e2m1, sticky=sticky, rounding="rne", overflow="saturate")
-    return Quantized(codes=encode_values(vals, e2m1), scales=scales,
-                     scale_codes=encode_values(s_b, e4m3), element_format=e2m1,
+        g = _tensor_scales(amax_b.reshape(amax_b.shape[0], -1).max(axis=1, initial=0.0))
+        g_blocks = np.ascontiguousarray(np.broadcast_to(
+            g.reshape((-1,) + (1,) * (arr.ndim - 1)), scale_shape))
+    codes = np.empty(arr.shape, dtype=np.uint8)
+    scale_codes = np.empty(scale_shape, dtype=np.uint8)
+    scales = np.empty(scale_shape)
+    if xk.size:
+        kq.nvfp4_quantize(x3, blocks3(amax_b, ax), blocks3(g_blocks, ax),
+                          kq.params_tuple(e4m3), kq.params_tuple(e2m1), _E2M1_MAX,
+                          blocks3(codes, ax),
+                          blocks3(scale_codes, ax), blocks3(scales, ax))
+    return Quantized(codes=codes, scales=scales, scale_codes=scale_codes, element_format=e2m1,
                      scale_format=e4m3, scheme="nvfp4", block=block,
-                     source=xf, global_scale=g)
+                     source=arr, global_scale=g, axis=ax)
+
+
+def _tensor_scales(amax: np.ndarray) -> np.ndarray:
+    """``g = RNE_fp32(amax / (6 * 448))`` (1 where ``amax = 0``; the smallest FP32 subnormal
+    where it underflows)."""
+    fp32 = as_format("binary32")
+    q, st = divide_with_sticky(amax, np.full(amax.shape, _E2M1_MAX * _E4M3_MAX))
+    g = round_elements(q, fp32, sticky=st, rounding="rne", overflow="saturate")
+    g = np.where(g == 0.0, fp32.smallest_subnormal, g)
+    return np.where(amax == 0.0, 1.0, g)

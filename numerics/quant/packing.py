@@ -32,6 +32,14 @@ def _check_bits(bits: object) -> int:
     return int(bits)
 
 
+def _array(value: object, name: str) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except ValueError:
+        raise ValueError(f"Got a ragged nested sequence for {name}, but it must be a "
+                         "rectangular array") from None
+
+
 def pack(codes: object, bits: int) -> np.ndarray:
     """Pack ``bits``-wide codes into uint8 bytes (see the module docstring for the order).
 
@@ -43,7 +51,7 @@ def pack(codes: object, bits: int) -> np.ndarray:
     [129, 48, 16]
     """
     b = _check_bits(bits)
-    c = np.asarray(codes)
+    c = _array(codes, "codes")
     if c.dtype.kind not in "ui":
         raise TypeError(f"Got codes of dtype {c.dtype}, but they must be integers")
     c = c.ravel().astype(np.int64)
@@ -73,7 +81,7 @@ def unpack(data: object, bits: int, count: int) -> np.ndarray:
     [1, 2, 3]
     """
     b = _check_bits(bits)
-    d = np.asarray(data)
+    d = _array(data, "data")
     if d.dtype != np.uint8:
         raise TypeError(f"Got data of dtype {d.dtype}, but it must be uint8")
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:

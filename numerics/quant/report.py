@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from numerics.quant.scaled import Quantized, as_float_array
+from numerics.quant.quantized import Quantized, as_float_array
 
 __all__ = ["ErrorReport", "error_report"]
 

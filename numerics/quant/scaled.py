@@ -3,7 +3,8 @@
 A quantizer picks a scale ``S`` for each group of elements (the whole tensor, a channel, a
 block), rounds every ``y = x / S`` onto the element format once, and dequantizes to
 ``S * q(y)``.  This module holds the :class:`Quantized` container shared by every scheme
-(MX, NVFP4, DeepSeek fp8 included) and :func:`quantize`, the one entry point.
+(MX, NVFP4, DeepSeek fp8 included; defined in :mod:`numerics.quant.quantized`) and
+:func:`quantize`, the one entry point.
 
 Blocks
 ------
@@ -33,167 +34,31 @@ format's NaN, and raises ValueError for formats without NaN (fp6, fp4, int).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
-
 import numpy as np
 
 from numerics.formats import Format, as_format
 from numerics.quant._core import (
     ElementFormat,
     as_element_format,
-    decode_codes,
     divide_with_sticky,
     encode_values,
     round_elements,
 )
-from numerics.quant.bounds import element_bound
+from numerics.quant.mx import MX_FORMATS, check_scale_mode, mx
+from numerics.quant.nvfp4 import nvfp4
+from numerics.quant.quantized import (
+    Quantized,
+    as_float_array,
+    block_reduce_amax,
+    broadcast_blocks,
+    check_block,
+    normalize_axis,
+)
 from numerics.rounding import check_overflow, check_rounding
 
-__all__ = ["Quantized", "block_reduce_amax", "broadcast_blocks", "deepseek_fp8", "quantize"]
+__all__ = ["deepseek_fp8", "quantize"]
 
 _SCALINGS = ("tensor", "channel", "block")
-
-
-@dataclass(frozen=True, eq=False)
-class Quantized:
-    """A quantized tensor: element codes, scales, metadata and the proven error bound.
-
-    Attributes
-    ----------
-    codes : ndarray
-        Element codes, same shape as the input (unpacked: one code per array entry; use
-        :func:`numerics.quant.pack` for sub-byte storage).
-    scales : ndarray of float64
-        Effective scale of each block (shape ``x.shape // block``); for NVFP4 the product of
-        the block and tensor scales.  NaN marks an MX block whose scale is NaN.
-    scale_codes : ndarray
-        Codes of the stored block scales in ``scale_format``.
-    element_format : Format or IntFormat
-        Format of the elements.
-    scale_format : Format
-        Format of the stored block scales.
-    scheme : str
-        ``"tensor"``, ``"channel"``, ``"block"``, an MX name, ``"nvfp4"`` or
-        ``"deepseek_fp8"``.
-    block : tuple of int
-        Block extent per axis.
-    source : ndarray
-        The input (kept by reference, not copied) from which ``bound`` is computed on demand.
-    global_scale : float or None
-        NVFP4's per-tensor FP32 scale (``None`` elsewhere).
-    rounding, overflow : str
-        Element rounding and overflow rules.
-    """
-
-    codes: np.ndarray
-    scales: np.ndarray
-    scale_codes: np.ndarray
-    element_format: ElementFormat
-    scale_format: Format
-    scheme: str
-    block: tuple[int, ...]
-    source: np.ndarray = field(repr=False)
-    global_scale: float | None = None
-    rounding: str = "rne"
-    overflow: str = "saturate"
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape of the quantized tensor."""
-        return tuple(self.codes.shape)
-
-    @property
-    def values(self) -> np.ndarray:
-        """Element values before scaling (float64)."""
-        return decode_codes(self.codes, self.element_format)
-
-    @cached_property
-    def bound(self) -> np.ndarray:
-        """Per-element bound on ``|dequantize() - x|`` (float64, shape of the tensor), as
-        proved in proofs/quantization_bounds.md; computed on first access."""
-        return element_bound(self.source, self.scale_per_element(), self.element_format,
-                             rounding=self.rounding, overflow=self.overflow)
-
-    def scale_per_element(self) -> np.ndarray:
-        """The effective scale of every element (float64, shape of the tensor)."""
-        return broadcast_blocks(self.scales, self.block, self.shape)
-
-    def dequantize(self) -> np.ndarray:
-        """``scale * element`` for every element, in float64.
-
-        The product is exact when the element and scale significands have at most 53 bits
-        together (every scheme here, except binary64 elements)."""
-        vals = self.values
-        if vals.ndim == 0:
-            return vals * self.scales.reshape(())
-        inter = _interleaved(vals.shape, self.block)
-        s = self.scales.reshape(tuple(v for n in self.scales.shape for v in (n, 1)))
-        with np.errstate(invalid="ignore"):
-            return (vals.reshape(inter) * s).reshape(vals.shape)
-
-    def __repr__(self) -> str:
-        return (f"Quantized(scheme={self.scheme!r}, element_format={str(self.element_format)!r}, "
-                f"shape={self.shape}, block={self.block}, scale_format={self.scale_format.name!r})")
-
-
-# ---------------------------------------------------------------------------------------------
-# block helpers
-# ---------------------------------------------------------------------------------------------
-def _interleaved(shape: tuple[int, ...], block: tuple[int, ...]) -> tuple[int, ...]:
-    out: list[int] = []
-    for n, b in zip(shape, block):
-        out += [n // b, b]
-    return tuple(out)
-
-
-def block_reduce_amax(x: np.ndarray, block: tuple[int, ...]) -> np.ndarray:
-    """Largest ``|x|`` of each block (NaN propagates)."""
-    if x.ndim == 0:
-        return np.abs(x)
-    v = np.abs(x).reshape(_interleaved(x.shape, block))
-    return v.max(axis=tuple(range(1, 2 * x.ndim, 2)))
-
-
-def broadcast_blocks(scales: np.ndarray, block: tuple[int, ...],
-                     shape: tuple[int, ...]) -> np.ndarray:
-    """Expand per-block values to one per element."""
-    if len(shape) == 0:
-        return np.asarray(scales, dtype=np.float64).reshape(())
-    s = np.asarray(scales).reshape(tuple(v for n in scales.shape for v in (n, 1)))
-    return np.broadcast_to(s, _interleaved(shape, block)).reshape(shape)
-
-
-def as_float_array(x: object, *, name: str = "x") -> np.ndarray:
-    """float64 copy of a real numeric array; TypeError for anything else."""
-    arr = np.asarray(x)
-    bad = TypeError(f"Got {name} of dtype {arr.dtype}, but it must be a real float or int array")
-    if arr.dtype == object or arr.dtype.kind in "cUSMmb":
-        raise bad
-    try:  # kind "V" covers the ml_dtypes floats (bfloat16, float8_*), which convert exactly
-        return arr.astype(np.float64)
-    except (TypeError, ValueError):
-        raise bad from None
-
-
-def normalize_axis(axis: object, ndim: int) -> int:
-    """Validate ``axis`` for an array with ``ndim`` dimensions."""
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"Got {axis=}, but it must be an int")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"Got {axis=}, but the input has {ndim} dimension(s)")
-    return int(axis) % ndim
-
-
-def check_block(shape: tuple[int, ...], block: tuple[int, ...]) -> None:
-    """Every block extent must be positive and divide its axis."""
-    for i, (n, b) in enumerate(zip(shape, block)):
-        if b < 1 or n % b:
-            raise ValueError(
-                f"Got block_size={b} on axis {i}, but it must divide the axis length {n} "
-                "(pad the input with zeros to a multiple of the block size)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,42 +66,54 @@ def check_block(shape: tuple[int, ...], block: tuple[int, ...]) -> None:
 # ---------------------------------------------------------------------------------------------
 def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "tensor",
              axis: int = -1, block_size: int | tuple[int, ...] | None = None,
-             scale_format: str | Format = "binary32", scale_rounding: str = "ru",
+             scale_format: str | Format | None = None, scale_rounding: str | None = None,
              rounding: str = "rne", overflow: str = "saturate", rng: object = None,
-             sr_bits: int | None = None) -> Quantized:
+             sr_bits: int | None = None, scale_mode: str | None = None,
+             tensor_scale: str | None = "tensor") -> Quantized:
     """Quantize ``x`` to ``element_format`` with per-tensor, per-channel or per-block scales.
 
     Parameters
     ----------
     x : array_like
-        Real input (any float or int dtype, ml_dtypes included); computed in float64.
+        Real input (any float or int dtype, ml_dtypes and torch included); computed in
+        float64.
     element_format : str, Format or IntFormat
         Any registered float format, ``"int8"`` or ``"int4"`` (symmetric, ``+-127``/``+-7``),
         an MX name (``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``, ``"mxfp6_e2m3"``,
-        ``"mxfp4_e2m1"``, ``"mxint8"``: same as :func:`numerics.quant.mx`, blocks of 32 along
-        ``axis`` with an E8M0 scale; the scale options below must keep their defaults) or
-        ``"nvfp4"`` (:func:`numerics.quant.nvfp4`).
+        ``"mxfp4_e2m1"``, ``"mxint8"``: :func:`numerics.quant.mx`, blocks of 32 along
+        ``axis`` with an E8M0 scale) or ``"nvfp4"`` (:func:`numerics.quant.nvfp4`).  A block
+        format fixes its own scales: an option below that it cannot honour raises ValueError.
     scaling : {"tensor", "channel", "block"}
         One scale for the tensor, one per index of ``axis``, or one per block.
     axis : int
         The channel axis (``"channel"``) or the blocked axis (``"block"`` with an int
-        ``block_size``).
+        ``block_size``, MX, NVFP4).
     block_size : int or tuple of int, optional
         Required for ``"block"``: an int blocks ``axis``; a tuple gives one extent per axis.
-        It must divide the axis length (no implicit padding).
-    scale_format : str or Format
-        Format of the scales (``"binary32"``; ``"e8m0fnu"`` for powers of two, ...).
-    scale_rounding : str
-        Rounding of ``amax / max_elem`` to ``scale_format``; ``"ru"`` (default) guarantees no
-        finite element saturates.
+        It must divide the axis length (no implicit padding).  MX takes only 32, NVFP4 16.
+    scale_format : str or Format, optional
+        Format of the scales: ``"binary32"`` by default (``"e8m0fnu"`` for powers of two,
+        ...).  MX takes only ``"e8m0fnu"``, NVFP4 only ``"e4m3fn"``.
+    scale_rounding : str, optional
+        Rounding of ``amax / max_elem`` to ``scale_format``: ``"ru"`` by default, which
+        guarantees no finite element saturates.  For MX, ``"ru"`` is the round-up of
+        ``amax / max_elem`` to a power of two, i.e. ``scale_mode="rceil"``, and other values
+        raise (use ``scale_mode``); NVFP4 takes only ``"rne"``.
     rounding : str
         Element rounding mode (see :mod:`numerics.rounding`); ``"sr"`` uses ``rng``/``sr_bits``.
+        MX and NVFP4 take only ``"rne"``.
     overflow : {"saturate", "ieee"}
-        What elements beyond the element maximum become.
+        What elements beyond the element maximum become (MX and NVFP4: ``"saturate"``).
     rng : None, int or numpy Generator
-        Randomness of ``rounding="sr"``.
+        Randomness of ``rounding="sr"``: element ``i`` draws its bits from ``(seed, i)``
+        (:mod:`numerics.kernels.random`; an int is the seed, a Generator gives one 64-bit
+        seed), so the result is the same for every thread count.
     sr_bits : int, optional
-        Random bits of stochastic rounding (``None``: full precision).
+        Random bits of stochastic rounding (``None``: full precision; only with ``"sr"``).
+    scale_mode : {"floor", "rceil", "ceil", "even"}, optional
+        MX only: the shared-exponent rule of :func:`numerics.quant.mx` (``"floor"``).
+    tensor_scale : {"tensor", "expert", None}
+        NVFP4 only: two-level, per-expert or one-level scaling (:func:`numerics.quant.nvfp4`).
 
     Returns
     -------
@@ -245,8 +122,8 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     Raises
     ------
     ValueError
-        Unknown format or option, a block size that does not divide its axis, NaN into an
-        element format without NaN.
+        Unknown format or option, an option the scheme cannot honour, a block size that does
+        not divide its axis, NaN into an element format without NaN.
     TypeError
         Non-numeric input or options of the wrong type.
 
@@ -260,29 +137,51 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     (2, 1)
     >>> bool(np.all(np.abs(q.dequantize() - np.arange(8.0).reshape(2, 4)) <= q.bound))
     True
+    >>> b = np.zeros(32); b[0] = 7.0
+    >>> float(quantize(b, "mxfp4_e2m1", scale_rounding="ru").dequantize()[0])  # RCEIL
+    8.0
     """
-    from numerics.quant.mx import MX_FORMATS, mx
-    from numerics.quant.nvfp4 import nvfp4
-
+    for opt, value in (("scaling", scaling), ("rounding", rounding), ("overflow", overflow),
+                       ("scale_rounding", scale_rounding), ("scale_mode", scale_mode)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"Got {opt}={value!r}, but it must be a str")
     if isinstance(element_format, str) and element_format.lower() in MX_FORMATS:
-        _check_block_defaults(scaling, block_size, scale_format, scale_rounding, rounding,
-                              overflow, allowed_block=32)
-        return mx(x, element_format, axis=axis)
+        mode = _mx_scale_mode(scale_mode, scale_rounding)
+        _check_block_options(scaling=scaling, block_size=block_size, scale_format=scale_format,
+                             rounding=rounding, overflow=overflow, rng=rng, sr_bits=sr_bits,
+                             block=32, scale_name="e8m0fnu")
+        if tensor_scale != "tensor":
+            raise ValueError(f"Got {tensor_scale=}, but tensor_scale applies to NVFP4 only")
+        return mx(x, element_format, axis=axis, scale_mode=mode)
     if isinstance(element_format, str) and element_format.lower() == "nvfp4":
-        _check_block_defaults(scaling, block_size, scale_format, scale_rounding, rounding,
-                              overflow, allowed_block=16)
-        return nvfp4(x, axis=axis)
+        if scale_mode is not None:
+            raise ValueError(f"Got {scale_mode=}, but scale_mode applies to MX formats only")
+        if scale_rounding not in (None, "rne"):
+            raise ValueError(f"Got {scale_rounding=}, but NVFP4 rounds its E4M3 block scales "
+                             "to nearest even only (scale_rounding=None or 'rne')")
+        _check_block_options(scaling=scaling, block_size=block_size, scale_format=scale_format,
+                             rounding=rounding, overflow=overflow, rng=rng, sr_bits=sr_bits,
+                             block=16, scale_name="e4m3fn")
+        return nvfp4(x, axis=axis, tensor_scale=tensor_scale)
 
     fmt = as_element_format(element_format)
     if scaling not in _SCALINGS:
         raise ValueError(f"Got {scaling=}, but the only valid values are 'tensor', 'channel', "
                          "'block'")
+    if scale_mode is not None:
+        raise ValueError(f"Got {scale_mode=}, but scale_mode applies to MX formats only "
+                         "(use scale_format and scale_rounding)")
+    if tensor_scale != "tensor":
+        raise ValueError(f"Got {tensor_scale=}, but tensor_scale applies to NVFP4 only")
     check_rounding(rounding)
+    scale_rounding = "ru" if scale_rounding is None else scale_rounding
     check_rounding(scale_rounding, name="scale_rounding")
     check_overflow(overflow)
-    sfmt = as_format(scale_format)
+    _check_sr_options(rounding, rng, sr_bits)
+    sfmt = as_format("binary32" if scale_format is None else scale_format)
     xf = as_float_array(x)
     shape = xf.shape
+    ax: int | None = None
     if scaling == "tensor":
         if block_size is not None:
             raise ValueError(f"Got {block_size=}, but scaling='tensor' takes no block_size")
@@ -292,30 +191,62 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
             raise ValueError(f"Got {block_size=}, but scaling='channel' takes no block_size")
         if xf.ndim == 0:
             raise ValueError("Got a 0-d x, but scaling='channel' needs an axis")
-        ax = normalize_axis(axis, xf.ndim)
-        block = tuple(1 if i == ax else n for i, n in enumerate(shape))
+        chan = normalize_axis(axis, xf.ndim)
+        block = tuple(1 if i == chan else n for i, n in enumerate(shape))
     else:
         block = _block_tuple(block_size, axis, xf.ndim)
         check_block(shape, block)
+        if not isinstance(block_size, tuple):
+            ax = normalize_axis(axis, xf.ndim)
     return _quantize_blocks(xf, fmt, block, scheme=scaling, scale_format=sfmt,
                             scale_rounding=scale_rounding, rounding=rounding,
-                            overflow=overflow, rng=rng, sr_bits=sr_bits)
+                            overflow=overflow, rng=rng, sr_bits=sr_bits, axis=ax)
 
 
-def _check_block_defaults(scaling: str, block_size: object, scale_format: object,
-                          scale_rounding: str, rounding: str, overflow: str,
-                          allowed_block: int) -> None:
-    if block_size not in (None, allowed_block):
-        raise ValueError(f"Got {block_size=}, but this block format uses blocks of "
-                         f"{allowed_block}")
-    for name, value, default in (("scaling", scaling, "tensor"),
-                                 ("scale_format", scale_format, "binary32"),
-                                 ("scale_rounding", scale_rounding, "ru"),
-                                 ("rounding", rounding, "rne"),
-                                 ("overflow", overflow, "saturate")):
-        if value != default and not (name == "scaling" and value == "block"):
-            raise ValueError(f"Got {name}={value!r}, but a block format (MX, NVFP4) fixes its "
-                             "own scaling and rounding; leave it at the default")
+def _mx_scale_mode(scale_mode: object, scale_rounding: object) -> str:
+    """The MX rule from ``scale_mode`` and ``scale_rounding`` (``"ru"`` is ``"rceil"``)."""
+    if scale_rounding is None:
+        return "floor" if scale_mode is None else check_scale_mode(scale_mode)
+    if scale_rounding != "ru":
+        raise ValueError(
+            f"Got {scale_rounding=}, but an MX scale is a power of two chosen by scale_mode "
+            "('floor', 'rceil', 'ceil', 'even'); scale_rounding='ru' means 'rceil', and no "
+            "other scale_rounding applies")
+    if scale_mode not in (None, "rceil"):
+        raise ValueError(f"Got {scale_rounding=} (the 'rceil' rule) with {scale_mode=}; "
+                         "give one of them")
+    return "rceil"
+
+
+def _check_block_options(*, scaling: object, block_size: object, scale_format: object,
+                         rounding: object, overflow: object, rng: object, sr_bits: object,
+                         block: int, scale_name: str) -> None:
+    """Reject every option a block format (MX, NVFP4) cannot honour."""
+    if scaling not in ("tensor", "block"):
+        raise ValueError(f"Got {scaling=}, but a block format scales per block "
+                         "(scaling='block' or the default)")
+    if block_size is not None and (isinstance(block_size, bool) or block_size != block):
+        raise ValueError(f"Got {block_size=}, but this block format uses blocks of {block}")
+    if scale_format is not None:
+        name = scale_format.name if isinstance(scale_format, Format) else scale_format
+        if not isinstance(name, str) or as_format(name).name != scale_name:
+            raise ValueError(f"Got {scale_format=}, but this block format stores its scales "
+                             f"in {scale_name}")
+    if rounding != "rne":
+        raise ValueError(f"Got {rounding=}, but a block format (MX, NVFP4) rounds its "
+                         "elements to nearest even only")
+    if overflow != "saturate":
+        raise ValueError(f"Got {overflow=}, but a block format (MX, NVFP4) saturates its "
+                         "elements")
+    if rng is not None or sr_bits is not None:
+        raise ValueError(f"Got {rng=}, {sr_bits=}, but a block format (MX, NVFP4) has no "
+                         "stochastic rounding")
+
+
+def _check_sr_options(rounding: str, rng: object, sr_bits: object) -> None:
+    if rounding != "sr" and sr_bits is not None:
+        raise ValueError(f"Got {sr_bits=} with {rounding=}; sr_bits only applies to "
+                         "rounding='sr'")
 
 
 def _block_tuple(block_size: object, axis: object, ndim: int) -> tuple[int, ...]:
@@ -343,7 +274,8 @@ def _element_max(fmt: ElementFormat) -> float:
 
 def _quantize_blocks(xf: np.ndarray, fmt: ElementFormat, block: tuple[int, ...], *,
                      scheme: str, scale_format: Format, scale_rounding: str, rounding: str,
-                     overflow: str, rng: object, sr_bits: int | None) -> Quantized:
+                     overflow: str, rng: object, sr_bits: int | None,
+                     axis: int | None = None) -> Quantized:
     finite = np.isfinite(xf)
     amax = block_reduce_amax(np.where(finite, xf, 0.0), block)
     emax = _element_max(fmt)
@@ -363,7 +295,7 @@ def _quantize_blocks(xf: np.ndarray, fmt: ElementFormat, block: tuple[int, ...],
         codes=encode_values(vals, fmt), scales=scales,
         scale_codes=encode_values(scales, scale_format), element_format=fmt,
         scale_format=scale_format, scheme=scheme, block=block,
-        source=xf, rounding=rounding, overflow=overflow)
+        source=xf, rounding=rounding, overflow=overflow, axis=axis)
 
 
 def deepseek_fp8(x: object, *, kind: str = "activation") -> Quantized:
@@ -397,5 +329,6 @@ def deepseek_fp8(x: object, *, kind: str = "activation") -> Quantized:
     check_block(xf.shape, block)
     return _quantize_blocks(xf, as_format("e4m3fn"), block, scheme="deepseek_fp8",
                             scale_format=as_format("binary32"), scale_rounding="rne",
-                            rounding="rne", overflow="saturate", rng=None, sr_bits=None)
+                            rounding="rne", overflow="saturate", rng=None, sr_bits=None,
+                            axis=xf.ndim - 1 if kind == "activation" else None)
 

@@ -96,6 +96,34 @@ def _check_int(name: str, value: object, lo: int, hi: int) -> None:
         raise ValueError(f"Got {name}={value!r}, but it must lie in [{lo}, {hi}]")
 
 
+def unit_rows(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(|x_i|, x_i / |x_i|)`` for the rows of a finite float64 matrix, without overflow or
+    underflow: each row is first divided by its largest ``|entry|``, so the quotients lie in
+    ``[-1, 1]`` and their sum of squares in ``[1, d]``, and ``1e155`` or ``1e-200`` entries
+    give their true norms (a plain sum of squares overflows to inf or underflows to 0).
+    Zero rows give norm 0 and a zero unit vector.  ValueError when a norm exceeds the
+    float64 range.
+
+    Examples
+    --------
+    >>> n, u = unit_rows(np.full((2, 4), [[1e155], [1e-200]]))
+    >>> n.tolist(), u[0].tolist()
+    ([2e+155, 2e-200], [0.5, 0.5, 0.5, 0.5])
+    """
+    big = np.max(np.abs(arr), axis=1, initial=0.0)
+    safe = np.where(big > 0, big, 1.0)
+    scaled = arr / safe[:, None]
+    length = np.sqrt(np.sum(scaled * scaled, axis=1))
+    with np.errstate(over="ignore"):
+        norms = big * length
+    if not np.all(np.isfinite(norms)):
+        row = int(np.argmin(np.isfinite(norms)))
+        raise ValueError(f"Got x whose row {row} has a Euclidean norm beyond the float64 "
+                         "range; scale the input down")
+    u = scaled / np.where(length > 0, length, 1.0)[:, None]
+    return norms, u
+
+
 @dataclass(frozen=True, eq=False)
 class TurboQuantized:
     """Quantized vectors: codebook indices, norms and (``prod``) the QJL sketch."""
@@ -195,9 +223,7 @@ class TurboQuant:
     def quantize(self, x: object) -> TurboQuantized:
         """Quantize the rows of ``x`` (shape ``(n, dim)`` or ``(dim,)``)."""
         arr, _ = self._rows(x, "x")
-        norms = np.linalg.norm(arr, axis=1)
-        safe = np.where(norms > 0, norms, 1.0)
-        u = arr / safe[:, None]
+        norms, u = unit_rows(arr)
         z = u @ self.rotation.T
         idx = np.searchsorted(self.boundaries, z).astype(np.uint8 if self.mse_bits <= 8
                                                          else np.uint16)
@@ -221,7 +247,8 @@ class TurboQuant:
         return q
 
     def dequantize(self, q: TurboQuantized) -> np.ndarray:
-        """Reconstructed vectors, shape ``(n, dim)``."""
+        """Reconstructed vectors, shape ``(n, dim)`` (``norm * u_hat``; an entry overflows to
+        inf only where the true product exceeds the float64 range)."""
         q = self._check_q(q)
         u = self._mse_decode(q.indices)
         if self.variant == "prod":

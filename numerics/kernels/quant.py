@@ -1,0 +1,382 @@
+"""Compiled loops of block quantization: MX and NVFP4 quantize, block dequantize.
+
+Each loop follows the reference of :mod:`numerics.quant` step by step, one block at a time:
+
+* MX (:func:`mx_quantize`): the block's ``amax``; the exact shared exponent ``E`` of the
+  chosen scale mode from the float64 exponent and significand of ``amax``
+  (:func:`shared_exponent`, the rules of :mod:`numerics.quant.mx`); then every element
+  ``x * 2**-E`` (exact) rounded once, to nearest even and saturating, by
+  :func:`numerics.kernels.rounding.round_pair` (integer MXINT8 elements: ``k/64``, ties to
+  even, clamped to ``[-128, 127]``).
+* NVFP4 (:func:`block_amax`, then :func:`nvfp4_quantize`): the block scale
+  ``RNE_e4m3(amax_b / (6 g))`` and every element ``RNE_e2m1(x / (s_b g))``, each rounded once
+  from the float64 quotient and the exact sign of its remainder (:func:`divide_with_sticky`,
+  claim Q11 of ``proofs/quantization_bounds.md``), passed to ``round_pair`` as a vanishing
+  residual.
+* Dequantize (:func:`block_dequantize`): ``table[code] * scale`` in float64 (exact, claim
+  Q10), stored in the output's dtype.
+* Scaled schemes (:func:`round_nudged`, :func:`decode_codes`): each ``x / S`` given as its
+  float64 quotient and the sign of the remainder, rounded once by ``round_pair`` in any
+  mode, stochastic rounding drawing from ``(seed, index)``.
+
+Arrays are viewed as ``(A, L, B)``: ``L`` is the blocked axis, ``A`` and ``B`` the products of
+the axes before and after it, so every axis is blocked without a transpose.  Loops run in
+parallel over blocks (``prange``); a block's result depends on that block alone, so the bits
+are the same for every thread count.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numba
+import numpy as np
+
+from numerics.formats import Format
+from numerics.kernels.random import draw
+from numerics.kernels.rounding import (
+    MODE_RNE,
+    OVERFLOW_SATURATE,
+    decode_one,
+    format_params,
+    round_pair,
+)
+
+__all__ = [
+    "NAN_EXPONENT",
+    "SCALE_FLOOR",
+    "SCALE_RCEIL",
+    "SCALE_CEIL",
+    "SCALE_EVEN",
+    "block_amax",
+    "block_dequantize",
+    "decode_codes",
+    "divide_with_sticky",
+    "mx_quantize",
+    "nvfp4_quantize",
+    "params_tuple",
+    "round_nudged",
+    "shared_exponent",
+    "uniforms",
+]
+
+#: A format's parameters: ``format_params(fmt)`` or its :func:`params_tuple`.
+Params = Any
+
+#: Scale-mode codes of :func:`shared_exponent` (the order of ``numerics.quant.SCALE_MODES``).
+SCALE_FLOOR, SCALE_RCEIL, SCALE_CEIL, SCALE_EVEN = range(4)
+#: What :func:`shared_exponent` returns for a NaN scale (E8M0 0xFF).
+NAN_EXPONENT = 128
+
+_SPLITTER = 134217729.0  # 2**27 + 1
+# round_pair's arguments: nearest even, saturating, no random draw
+_RNE = np.int64(MODE_RNE)
+_SAT = np.int64(OVERFLOW_SATURATE)
+_NO_DRAW = np.uint64(0)
+_ONE_BIT = np.int64(1)
+_TINY = 2.0**-1074
+
+
+@lru_cache(maxsize=64)
+def params_tuple(fmt: Format) -> tuple[np.int64, ...]:
+    """``format_params(fmt)`` as a tuple of int64: ``round_pair`` and ``decode_one`` read
+    ``P[i]`` at constant indices, so a tuple serves as well as the array and spares the
+    array's reference counting inside every inlined call (about 1.3x per element)."""
+    return tuple(np.int64(v) for v in format_params(fmt))
+
+
+@numba.njit(cache=True, nogil=True)
+def shared_exponent(amax: float, mode: int, emax_elem: int, t: int,
+                    max_elem: float) -> int:
+    """The clamped shared exponent ``E`` of a block with largest magnitude ``amax``, or
+    :data:`NAN_EXPONENT` for a non-finite ``amax`` or ``E > 127``.
+
+    ``amax = m * 2**ex`` with ``m`` in ``[0.5, 1)`` (frexp, exact): ``floor`` is
+    ``ex - 1 - emax_elem``; ``ceil`` subtracts one less unless ``m == 0.5``; ``even`` adds
+    the carry of rounding ``2m`` to ``t`` trailing bits with ties away
+    (``m >= 1 - 2**-(t+2)``); ``rceil`` is ``ex - ex_max + (m > m_max)`` with
+    ``max_elem = m_max * 2**ex_max``.
+    """
+    if not (amax <= 1.7976931348623157e308):  # NaN or inf
+        return NAN_EXPONENT
+    if amax == 0.0:
+        return -127
+    m, ex = math.frexp(amax)
+    if mode == SCALE_FLOOR:
+        e = ex - 1 - emax_elem
+    elif mode == SCALE_CEIL:
+        e = ex - emax_elem - (1 if m == 0.5 else 0)
+    elif mode == SCALE_EVEN:
+        e = ex - 1 - emax_elem + (1 if m >= 1.0 - math.ldexp(1.0, -(t + 2)) else 0)
+    else:
+        mm, em = math.frexp(max_elem)
+        e = ex - em + (1 if m > mm else 0)
+    if e < -127:
+        e = -127
+    if e > 127:
+        return NAN_EXPONENT
+    return e
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_int_element(y: float, qmin: int, qmax: int, inv_quantum: float) -> int:
+    """Two's-complement code of ``y`` rounded to the nearest multiple of the quantum, ties to
+    even, clamped to ``[qmin, qmax]`` (the MXINT8 element; ``y * inv_quantum`` is exact)."""
+    z = y * inv_quantum
+    f = math.floor(z)
+    d = z - f
+    k = np.int64(f)
+    if d > 0.5 or (d == 0.5 and (k & 1) == 1):
+        k += 1
+    k = max(qmin, min(qmax, k))
+    return np.uint64(k & 0xFF)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def mx_quantize(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
+                qmax: int, inv_quantum: float, emax_elem: int, t: int,
+                max_elem: float, mode: int, codes3: np.ndarray,
+                ecodes3: np.ndarray) -> None:
+    """MX-quantize ``x3`` (shape ``(A, L, B)``, blocks of 32 along ``L``) into element codes
+    ``codes3`` (same shape) and E8M0 scale codes ``ecodes3`` (``(A, L // 32, B)``).
+
+    ``P`` is the element format's ``format_params`` (unused for integer elements, which use
+    ``qmin``, ``qmax`` and ``inv_quantum``)."""
+    A, L, B = x3.shape
+    nlb = L // 32
+    per_a = nlb * B
+    for blk in numba.prange(A * per_a):
+        a = blk // per_a
+        r = blk - a * per_a
+        lb = r // B
+        b = r - lb * B
+        base = lb * 32
+        amax = 0.0
+        nan_seen = False
+        for i in range(32):
+            v = abs(np.float64(x3[a, base + i, b]))
+            if v != v:
+                nan_seen = True
+            elif v > amax:
+                amax = v
+        e = NAN_EXPONENT if nan_seen else shared_exponent(amax, mode, emax_elem, t, max_elem)
+        if e == NAN_EXPONENT:
+            ecodes3[a, lb, b] = 0xFF
+            for i in range(32):
+                codes3[a, base + i, b] = 0
+            continue
+        ecodes3[a, lb, b] = e + 127
+        inv = math.ldexp(1.0, -e)
+        for i in range(32):
+            y = np.float64(x3[a, base + i, b]) * inv  # exact: a power of two
+            if int_element:
+                codes3[a, base + i, b] = _round_int_element(y, qmin, qmax, inv_quantum)
+            else:
+                codes3[a, base + i, b] = round_pair(y, 0.0, P, _RNE, _SAT, _NO_DRAW,
+                                                    _ONE_BIT)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def block_amax(x3: np.ndarray, bs: int, amax3: np.ndarray) -> bool:
+    """Largest finite ``|x|`` of every block of ``bs`` along ``L`` into ``amax3``
+    (``(A, L // bs, B)``); returns whether ``x3`` holds a NaN."""
+    A, L, B = x3.shape
+    nlb = L // bs
+    per_a = nlb * B
+    nan_seen = np.zeros(A * per_a, np.bool_)
+    for blk in numba.prange(A * per_a):
+        a = blk // per_a
+        r = blk - a * per_a
+        lb = r // B
+        b = r - lb * B
+        amax = 0.0
+        for i in range(bs):
+            v = abs(np.float64(x3[a, lb * bs + i, b]))
+            if v != v:
+                nan_seen[blk] = True
+            elif v > amax and v <= 1.7976931348623157e308:
+                amax = v
+        amax3[a, lb, b] = amax
+    return bool(nan_seen.any())
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _split(a: float) -> tuple[float, float]:
+    """Veltkamp's split ``a = hi + lo`` into 26 and 27 significant bits (``|a| < 2**996``)."""
+    c = _SPLITTER * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _two_prod(a: float, b: float, bh: float, bl: float) -> tuple[float, float]:
+    """Dekker's TwoProduct with ``b = bh + bl`` split: ``p + e == a * b`` exactly (no
+    overflow, no underflow)."""
+    p = a * b
+    ah, al = _split(a)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _nudge(q: float, rem: float) -> float:
+    """A residual with the sign of ``rem`` (0 for 0): ``2**-80 |q|``, far below half an ulp
+    of ``q`` and a vanishing but nonzero part of a quantum of every format of at most 51
+    significant bits.  Needs ``|q| >= 2**-994`` (no subnormal arithmetic, which is slow)."""
+    if rem == 0.0:
+        return 0.0
+    return math.copysign(abs(q) * 8.271806125530277e-25, rem)
+
+
+@numba.njit(cache=True, nogil=True)
+def divide_with_sticky(x: float, s: float) -> tuple[float, float]:
+    """``(q, lo)``: ``q = fl64(x / s)`` and a vanishing residual ``lo`` with the sign of
+    ``x/s - q`` (0 where the quotient is exact or over/underflows), for finite ``x`` and
+    finite ``s > 0``: ``round_pair(q, lo, ...)`` is the correct rounding of ``x / s`` into
+    any format of at most 51 significant bits (claim Q11).
+
+    The sign is exact: ``x`` and ``s`` are scaled by powers of two to significands in
+    ``[0.5, 1)``, where TwoProduct gives ``q' s'`` exactly and the remainder ``x' - q' s'``
+    of the correctly rounded quotient is itself a float64."""
+    q = x / s
+    if q == 0.0 or not (abs(q) <= 1.7976931348623157e308):
+        return q, 0.0
+    mx, ex = math.frexp(x)
+    ms, es = math.frexp(s)
+    qm = mx / ms
+    if math.ldexp(qm, ex - es) != q:
+        return q, 0.0  # the quotient is a float64 subnormal: far below every element grid
+    sh, sl = _split(ms)
+    p, err = _two_prod(qm, ms, sh, sl)
+    rem = (mx - p) - err
+    if rem == 0.0:
+        return q, 0.0
+    return q, math.copysign(max(abs(q) * 8.271806125530277e-25, _TINY), rem)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _divide_by_split(x: float, s: float, sh: float, sl: float) -> tuple[float, float]:
+    """:func:`divide_with_sticky` with ``s = sh + sl`` split once per block: in the range
+    where neither TwoProduct nor the remainder can over- or underflow (``2**-900 <= |x|,
+    |q|, s <= 2**900``) the remainder ``(x - q s)`` is computed directly (``x - p`` is exact
+    by Sterbenz, and the remainder of a correctly rounded quotient is a float64)."""
+    q = x / s
+    ax = abs(x)
+    aq = abs(q)
+    if 1.2e-271 <= ax <= 8.4e270 and 1.2e-271 <= aq <= 8.4e270:
+        p, err = _two_prod(q, s, sh, sl)
+        return q, _nudge(q, (x - p) - err)
+    return divide_with_sticky(x, s)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def nvfp4_quantize(x3: np.ndarray, amax3: np.ndarray, g3: np.ndarray, Pscale: Params,
+                   Pelem: Params, elem_max: float, codes3: np.ndarray,
+                   scode3: np.ndarray, scales3: np.ndarray) -> None:
+    """NVFP4-quantize ``x3`` (``(A, L, B)``, blocks of 16 along ``L``, no NaN) given each
+    block's finite ``amax`` and tensor scale ``g`` (``(A, L // 16, B)``).
+
+    Block scale code ``scode = RNE_sat(amax / (elem_max * g))`` in ``Pscale`` (E4M3), its
+    effective scale ``S = decode(scode) * g`` (exact) into ``scales3``, and element codes
+    ``RNE_sat(x / S)`` in ``Pelem`` (E2M1; code 0 where ``S`` is 0)."""
+    A, L, B = x3.shape
+    nlb = L // 16
+    per_a = nlb * B
+    for blk in numba.prange(A * per_a):
+        a = blk // per_a
+        r = blk - a * per_a
+        lb = r // B
+        b = r - lb * B
+        g = g3[a, lb, b]
+        q, lo = divide_with_sticky(amax3[a, lb, b], elem_max * g)
+        sc = round_pair(q, lo, Pscale, _RNE, _SAT, _NO_DRAW, _ONE_BIT)
+        scode3[a, lb, b] = sc
+        s = decode_one(sc, Pscale) * g
+        scales3[a, lb, b] = s
+        base = lb * 16
+        if s == 0.0:
+            for i in range(16):
+                codes3[a, base + i, b] = 0
+            continue
+        sh, sl = _split(s)
+        for i in range(16):
+            v = np.float64(x3[a, base + i, b])
+            if v == 0.0:
+                y, ylo = v / s, 0.0
+            elif abs(v) <= 1.7976931348623157e308:
+                y, ylo = _divide_by_split(v, s, sh, sl)
+            else:
+                y, ylo = v, 0.0  # an infinity saturates
+            codes3[a, base + i, b] = round_pair(y, ylo, Pelem, _RNE, _SAT, _NO_DRAW,
+                                                _ONE_BIT)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
+                     bs: int, out3: np.ndarray) -> None:
+    """``out3 = table[codes3] * scale`` per block of ``bs`` along ``L`` (float64 product,
+    exact for every block format here; stored in ``out3``'s dtype).  All three arrays are
+    C-contiguous; with ``B == 1`` (the blocked axis last) blocks are runs of ``bs``."""
+    A, L, B = codes3.shape
+    nlb = L // bs
+    per_a = nlb * B
+    if B == 1:
+        codes = codes3.reshape(-1)
+        scales = scales3.reshape(-1)
+        out = out3.reshape(-1)
+        for blk in numba.prange(A * nlb):
+            s = scales[blk]
+            base = blk * bs
+            for i in range(bs):
+                out[base + i] = table[codes[base + i]] * s
+        return
+    for blk in numba.prange(A * per_a):
+        a = blk // per_a
+        r = blk - a * per_a
+        lb = r // B
+        b = r - lb * B
+        s = scales3[a, lb, b]
+        for i in range(bs):
+            out3[a, lb * bs + i, b] = table[codes3[a, lb * bs + i, b]] * s
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def round_nudged(y: np.ndarray, st: np.ndarray, P: Params, mode: np.int64,
+                 overflow: np.int64, seed: np.uint64, ubits: np.int64, stochastic: bool,
+                 codes: np.ndarray) -> None:
+    """``codes[i]``: the exact value ``y[i] + st[i] * eps`` (``eps`` a vanishing positive
+    amount, ``st`` in ``{-1, 0, 1}``) rounded once into ``P`` by ``round_pair``.
+
+    The nudge goes to ``round_pair`` as the residual ``lo = st * max(2**-80 |y|, 2**-1074)``
+    (at ``y = 0``: the sign of ``st`` on a zero and ``lo = st * 2**-1074``); stochastic
+    rounding draws element ``i``'s ``ubits`` bits from ``(seed, i)``
+    (:func:`numerics.kernels.random.draw`)."""
+    for i in numba.prange(y.size):
+        hi = y[i]
+        s = st[i]
+        lo = 0.0
+        if s != 0.0 and abs(hi) <= 1.7976931348623157e308:
+            if hi == 0.0:
+                hi = 0.0 if s > 0.0 else -0.0
+                lo = _TINY if s > 0.0 else -_TINY
+            else:
+                lo = math.copysign(max(abs(hi) * 8.271806125530277e-25, _TINY), s)
+        u = draw(seed, np.uint64(i), ubits) if stochastic else np.uint64(0)
+        codes[i] = round_pair(hi, lo, P, mode, overflow, u, ubits)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def decode_codes(codes: np.ndarray, P: Params, out: np.ndarray) -> None:
+    """``out[i] = decode_one(codes[i], P)`` (float64)."""
+    for i in numba.prange(codes.size):
+        out[i] = decode_one(np.uint64(codes[i]), P)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def uniforms(seed: np.uint64, bits: np.int64, out: np.ndarray) -> None:
+    """``out[i] = draw(seed, i, bits) / 2**bits``: element ``i``'s uniform in ``[0, 1)``."""
+    scale = math.ldexp(1.0, -bits)
+    for i in numba.prange(out.size):
+        out[i] = float(draw(seed, np.uint64(i), bits)) * scale

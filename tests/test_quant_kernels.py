@@ -1,0 +1,259 @@
+"""The compiled block kernels (numerics.kernels.quant): NVFP4 variants against an exact
+Fraction reference, identical bits for every thread count and input layout, dequantize."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numerics.codec import decode_exact, encode_exact
+from numerics.quant import SCALE_MODES, mx, nvfp4, quantize
+from numerics.quant.mx import MX_FORMATS
+from numerics.threads import get_num_threads, set_num_threads
+
+
+# ---------------------------------------------------------------------------------------------
+# NVFP4 exact reference (two-level, per-expert, one-level)
+# ---------------------------------------------------------------------------------------------
+def _rne(value: Fraction, fmt: str) -> Fraction:
+    return Fraction(decode_exact(encode_exact(value, fmt, rounding="rne",
+                                              overflow="saturate"), fmt))
+
+
+def _tensor_scale(amax: Fraction) -> Fraction:
+    if amax == 0:
+        return Fraction(1)
+    g = _rne(amax / 2688, "binary32")
+    return g if g != 0 else Fraction(2) ** -149
+
+
+def ref_nvfp4(x: np.ndarray, tensor_scale: str | None) -> tuple[list[int], list[int], list]:
+    """(element codes, E4M3 scale codes, g per row-block) of x of shape (E, n*16), blocks
+    along the last axis, in exact rationals."""
+    xs = [[Fraction(float(v)) if np.isfinite(v) else None for v in row] for row in x]
+    finite = [abs(v) for row in xs for v in row if v is not None]
+    codes: list[int] = []
+    scodes: list[int] = []
+    gs: list[Fraction] = []
+    for e, row in enumerate(xs):
+        if tensor_scale == "tensor":
+            g = _tensor_scale(max(finite, default=Fraction(0)))
+        elif tensor_scale == "expert":
+            g = _tensor_scale(max((abs(v) for v in row if v is not None), default=Fraction(0)))
+        else:
+            g = Fraction(1)
+        for b in range(len(row) // 16):
+            blk = row[16 * b:16 * b + 16]
+            amax = max((abs(v) for v in blk if v is not None), default=Fraction(0))
+            sc = encode_exact(amax / (6 * g), "e4m3fn", rounding="rne", overflow="saturate")
+            scodes.append(sc)
+            s = Fraction(decode_exact(sc, "e4m3fn")) * g
+            gs.append(g)
+            for j, v in enumerate(blk):
+                raw = float(x[e, 16 * b + j])
+                if s == 0:
+                    codes.append(0)
+                elif v is None:
+                    codes.append(encode_exact(raw, "e2m1fn", overflow="saturate"))
+                elif v == 0:
+                    codes.append(encode_exact(float(np.copysign(0.0, raw)), "e2m1fn"))
+                else:
+                    codes.append(encode_exact(v / s, "e2m1fn", rounding="rne",
+                                              overflow="saturate"))
+    return codes, scodes, gs
+
+
+def _nvfp4_input(seed: int, experts: int, spread: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    expo = rng.integers(-spread, spread + 1, (experts, 1)) + rng.integers(-8, 1, (experts, 48))
+    x = np.ldexp(rng.uniform(-2, 2, (experts, 48)), expo)
+    x[rng.random(x.shape) < 0.05] = 0.0
+    x[rng.random(x.shape) < 0.03] = -0.0
+    x[0, 16:32] *= 2.0**-40  # a block whose scale underflows under the tensor scale
+    return x
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), experts=st.integers(2, 3),
+       spread=st.sampled_from([0, 10, 100, 900]),
+       tensor_scale=st.sampled_from(["tensor", "expert", None]))
+def test_nvfp4_variants_match_exact_reference(seed: int, experts: int, spread: int,
+                                              tensor_scale: str | None) -> None:
+    """Two-level, per-expert and one-level NVFP4: every scale and element code is one exact
+    rounding (claim Q8), also for float64 inputs far outside float32's range."""
+    x = _nvfp4_input(seed, experts, spread)
+    if seed % 3 == 0:
+        x[-1, 5] = np.inf * (1 if seed % 2 else -1)
+    q = nvfp4(x, tensor_scale=tensor_scale)
+    codes, scodes, gs = ref_nvfp4(x, tensor_scale)
+    assert q.codes.reshape(-1).tolist() == codes
+    assert q.scale_codes.reshape(-1).tolist() == scodes
+    scales = [Fraction(decode_exact(c, "e4m3fn")) * g for c, g in zip(scodes, gs)]
+    assert [Fraction(float(s)) for s in q.scales.reshape(-1)] == scales
+    if tensor_scale is None:
+        assert q.global_scale is None
+    elif tensor_scale == "tensor":
+        assert isinstance(q.global_scale, float) and Fraction(q.global_scale) == gs[0]
+    else:
+        g = q.global_scale
+        assert isinstance(g, np.ndarray) and g.shape == (experts,)
+        assert [Fraction(float(v)) for v in g] == gs[::3]
+
+
+def test_nvfp4_per_expert_3d() -> None:
+    """A stacked (experts, rows, K) weight: one tensor scale per expert, blocks along K."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((3, 4, 32)) * np.array([1e-3, 1.0, 1e3])[:, None, None]
+    q = nvfp4(w, tensor_scale="expert")
+    g = q.global_scale
+    assert isinstance(g, np.ndarray) and q.scales.shape == (3, 4, 2) and g.shape == (3,)
+    for e in range(3):
+        alone = nvfp4(w[e])
+        assert g[e] == alone.global_scale
+        np.testing.assert_array_equal(q.codes[e], alone.codes)
+    assert bool(np.all(np.abs(q.dequantize() - w) <= q.bound))
+    with pytest.raises(ValueError, match="leading expert axis"):
+        nvfp4(w, axis=0, tensor_scale="expert")
+    with pytest.raises(ValueError, match="tensor_scale='global'"):
+        nvfp4(w, tensor_scale="global")
+
+
+# ---------------------------------------------------------------------------------------------
+# the same bits for every thread count and layout
+# ---------------------------------------------------------------------------------------------
+def _special_matrix(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = np.ldexp(rng.standard_normal((96, 64)), rng.integers(-30, 30, (96, 64)) // 8)
+    x[3, 0:32] = 0.0
+    x[4, 1] = np.nan
+    x[5, 7] = -np.inf
+    x[6, 32:] = 2.0**140
+    return x
+
+
+def _results(x: np.ndarray, axis: int = -1) -> list[np.ndarray]:
+    out = []
+    for name in MX_FORMATS:
+        for mode in SCALE_MODES:
+            q = mx(x, name, axis=axis, scale_mode=mode)
+            out += [q.codes, q.scale_codes, q.dequantize()]
+    finite = np.where(np.isnan(x), 0.0, x)
+    for ts in ("tensor", None):
+        q = nvfp4(finite, axis=axis, tensor_scale=ts)
+        out += [q.codes, q.scale_codes, q.scales, q.dequantize(np.float32)]
+    return out
+
+
+def test_same_bits_for_every_thread_count() -> None:
+    import numba
+
+    pool = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
+    x = _special_matrix(1)
+    before = get_num_threads()
+    try:
+        results = []
+        for n in sorted({1, 2, min(4, pool)}):
+            if n <= pool:
+                set_num_threads(n)
+                results.append(_results(x))
+    finally:
+        set_num_threads(before)
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_same_bits_for_every_layout_and_dtype() -> None:
+    """Big-endian, strided, negative strides, Fortran order and float32 input give the codes
+    of the plain float64 array; a blocked axis in the middle equals moving it last."""
+    x = _special_matrix(2)
+    ref = _results(x)
+    x32 = np.where(np.abs(x) > 1e38, 1e38, x).astype(np.float32)
+    for variant in (x.astype(">f8"), np.asfortranarray(x), x[::-1][::-1],
+                    np.repeat(x, 2, axis=1)[:, ::2]):
+        for a, b in zip(ref, _results(variant)):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(_results(x32.astype(np.float64)), _results(x32)):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(_results(x32), _results(x32.astype(">f4"))):
+        np.testing.assert_array_equal(a, b)
+    cube = np.stack([x, 2 * x, -x])  # (3, 96, 64): blocks of 32 along the middle axis
+    last = np.ascontiguousarray(np.moveaxis(cube, 1, -1))  # (3, 64, 96)
+    for name in MX_FORMATS:
+        qa, qb = mx(cube, name, axis=1), mx(last, name, axis=-1)
+        np.testing.assert_array_equal(np.moveaxis(qa.codes, 1, -1), qb.codes)
+        np.testing.assert_array_equal(np.moveaxis(qa.scale_codes, 1, -1), qb.scale_codes)
+        np.testing.assert_array_equal(np.moveaxis(qa.dequantize(), 1, -1), qb.dequantize())
+    finite = np.where(np.isnan(cube), 0.0, cube)
+    na, nb = nvfp4(finite, axis=1), nvfp4(np.moveaxis(finite, 1, -1))
+    np.testing.assert_array_equal(np.moveaxis(na.codes, 1, -1), nb.codes)
+    np.testing.assert_array_equal(np.moveaxis(na.dequantize(), 1, -1), nb.dequantize())
+
+
+def test_ml_dtypes_and_float16_inputs() -> None:
+    x = _special_matrix(3)[:, :32]
+    finite = np.where(np.isfinite(x), x, 0.0)
+    for dt in (np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn):
+        with np.errstate(over="ignore"):
+            v = finite.astype(dt)
+        for name in ("mxfp8_e4m3", "mxint8"):
+            np.testing.assert_array_equal(mx(v, name).codes,
+                                          mx(v.astype(np.float64), name).codes)
+        np.testing.assert_array_equal(nvfp4(v).codes, nvfp4(v.astype(np.float64)).codes)
+
+
+def test_empty_and_zero_dimensional_inputs() -> None:
+    for shape in ((0, 32), (4, 0), (0,)):
+        q = mx(np.zeros(shape), "mxfp8_e4m3")
+        assert q.codes.shape == shape and q.dequantize().shape == shape
+        n = nvfp4(np.zeros(shape))
+        assert n.codes.shape == shape and n.dequantize().shape == shape
+    with pytest.raises(ValueError, match="0-d"):
+        mx(np.float32(1.0), "mxfp8_e4m3")
+    with pytest.raises(ValueError, match="0-d"):
+        nvfp4(1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# dequantize
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(MX_FORMATS))
+def test_dequantize_is_value_times_scale(name: str) -> None:
+    """Q10: the kernel's dequantization equals element value * scale, exactly; float32 output
+    is that product rounded once."""
+    x = _special_matrix(4)
+    q = mx(x, name, axis=0)
+    vals = q.values
+    scale = np.repeat(q.scales, 32, axis=0)
+    with np.errstate(invalid="ignore"):
+        ref = vals * scale
+    np.testing.assert_array_equal(q.dequantize(), ref)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(q.dequantize(np.float32), ref.astype(np.float32))
+    with pytest.raises(ValueError, match="dtype"):
+        q.dequantize(np.int32)
+
+
+def test_scaled_stochastic_rounding_same_for_every_thread_count() -> None:
+    """Stochastic rounding of the scaled schemes draws from (seed, index): the same codes for
+    1 and 2 threads and for the same int seed; another seed gives other codes."""
+    x = np.random.default_rng(8).standard_normal((64, 64))
+    before = get_num_threads()
+    try:
+        set_num_threads(1)
+        one = quantize(x, "e4m3fn", rounding="sr", rng=7, sr_bits=8).codes
+        ints = quantize(x, "int4", scaling="block", block_size=16, rounding="sr", rng=7).codes
+        set_num_threads(min(2, before))
+        np.testing.assert_array_equal(
+            one, quantize(x, "e4m3fn", rounding="sr", rng=7, sr_bits=8).codes)
+        np.testing.assert_array_equal(
+            ints, quantize(x, "int4", scaling="block", block_size=16, rounding="sr",
+                           rng=7).codes)
+    finally:
+        set_num_threads(before)
+    assert not np.array_equal(one, quantize(x, "e4m3fn", rounding="sr", rng=8, sr_bits=8).codes)
