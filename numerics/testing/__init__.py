@@ -1,8 +1,12 @@
 """Testing toolkit for kernel test suites: hypothesis strategies and ULP assertions.
 
 Strategies live in :mod:`numerics.testing.strategies` (``values``, ``codes``,
-``arrays``, ``ties``, ``near_ties``, ``formats``, ``roundings``); the
-assertions are re-exported here.  The pytest plugin
+``arrays``, ``code_arrays``, ``blocks``, ``ties``, ``near_ties``, ``seeds``,
+``rngs``, ``formats``, ``roundings``); the assertions are re-exported here:
+``assert_ulp_close``, ``assert_bitwise_equal``, ``assert_within_bound``,
+``assert_rounded_from`` and ``assert_stochastic_rounding``, with the error
+bounds ``tolerance_for`` and ``elementwise_bound``, and ``exhaustive`` (every
+input of a format through a conversion kernel).  The pytest plugin
 (:mod:`numerics.testing.plugin`) adds ``--numerics-seed`` and the
 ``numerics_seed`` / ``numerics_rng`` fixtures; :mod:`numerics.testing.profiles`
 holds the hypothesis profiles ``dev``, ``ci`` and ``thorough``.
@@ -21,10 +25,13 @@ from numerics.testing.assertions import (
     ulp_distances,
 )
 from numerics.testing.profiles import register_profiles
+from numerics.testing.stochastic import assert_rounded_from, assert_stochastic_rounding
 
 __all__ = [
     "ALGORITHMS",
     "assert_bitwise_equal",
+    "assert_rounded_from",
+    "assert_stochastic_rounding",
     "assert_ulp_close",
     "assert_within_bound",
     "register_profiles",
