@@ -17,7 +17,9 @@ NaNs, the subnormal, smallest-normal and ``max`` binades, the binades cut by
 a bound; and toward widths equal to the precision of every narrower
 registered format, whose values with the last bit set are that format's
 midpoints: about 5% of ``values("binary32")`` are bfloat16 ties, about 4%
-binary16 ties, and so on for the fp8 and fp4 formats.
+binary16 ties, and so on for the fp8 and fp4 formats; and, past the widths,
+toward values one ulp above or below such a midpoint (what double rounding
+breaks on).
 
 Arrays
 ------
@@ -322,6 +324,7 @@ class _ValueStrategy(st.SearchStrategy[float]):
         self.n, self.t = n, t
         self.piece_weights = piece_weights if n > 1 and piece_weights else None
         self.width_weights = width_weights if t > 0 and width_weights else None
+        self.k_max = t + len(layout.near)   # widths beyond t: near-midpoints
         self.j_max = max((1 << max(t - 1, 0)) - 1, 0)
         # As integers() does: extra weight at the ends (all bits set: the top of a binade).
         self.j_weights = {0: 0.02, self.j_max: 0.06} if self.j_max > 1 else None
@@ -351,7 +354,7 @@ class _ValueStrategy(st.SearchStrategy[float]):
     def do_draw(self, data: Any) -> float:
         i = data.draw_integer(0, self.n - 1, weights=self.piece_weights)
         negative = data.draw_boolean()
-        k = data.draw_integer(0, self.t, weights=self.width_weights)
+        k = data.draw_integer(0, self.k_max, weights=self.width_weights)
         j = data.draw_integer(0, self.j_max, weights=self.j_weights)
         return self.layout.value((i, negative, k, j))
 
@@ -421,6 +424,8 @@ class _Layout:
                 pieces.append(("edge", ranges))
         self.pieces = pieces
         self.nans = nans
+        #: Precisions p of narrower formats whose near-midpoints f holds (p < t).
+        self.near = sorted({g.precision for g in _narrower(f) if 2 <= g.precision < t})
 
     def value(self, choice: tuple[int, bool, int, int]) -> float:
         i, negative, k, j = choice
@@ -439,8 +444,15 @@ class _Layout:
         if kind == "edge":
             return sign * mag_to_float(self.f, lo)
         t = self.f.trailing_bits
-        k = min(k, t)
-        m = 0 if k == 0 else _bitrev((j % (1 << (k - 1))) | (1 << (k - 1)), t)
+        if k > t:
+            # one ulp of f above or below a midpoint of a narrower format of precision p:
+            # the p - 1 leading bits from j, then the tie bit, then +-1 in the last place
+            p = self.near[min(k - t - 1, len(self.near) - 1)]
+            lead = j % (1 << (p - 1))
+            tie = (lead << (t - p + 1)) | (1 << (t - p))
+            m = tie + 1 if (j >> (p - 1)) & 1 else tie - 1
+        else:
+            m = 0 if k == 0 else _bitrev((j % (1 << (k - 1))) | (1 << (k - 1)), t)
         mag = min(max((lo >> t << t) | m, lo), hi)
         return sign * mag_to_float(self.f, mag)
 
@@ -591,7 +603,9 @@ def _values(f: Format, min_b: tuple[Fraction, bool] | None,
     # Extra weight on significands of k trailing bits for every narrower format's
     # precision k: with the last bit set they are that format's midpoints.
     widths = sorted({g.precision for g in _narrower(f) if g.precision <= t} | {0, t})
-    width_weights = {k: min(0.05, 0.5 / len(widths)) for k in widths}
+    width_weights = {k: min(0.05, 0.4 / len(widths)) for k in widths}
+    for n in range(len(layout.near)):     # near-midpoints of each narrower precision
+        width_weights[t + 1 + n] = min(0.03, 0.2 / len(layout.near))
     return _ValueStrategy(layout, piece_weights, width_weights)
 
 
@@ -1039,14 +1053,15 @@ def near_ties(fmt: Format | str, wider: Format | str, *,
 
 # --------------------------------------------------------------------------- blocks
 #: The kinds of block :func:`blocks` draws.
-BLOCK_KINDS: tuple[str, ...] = ("ties", "values", "equal", "outlier", "spread")
+BLOCK_KINDS: tuple[str, ...] = ("ties", "near_ties", "values", "equal", "outlier",
+                                 "spread")
 
 
 def _finite(f: Format) -> st.SearchStrategy[float]:
     return values(f, allow_nan=False, allow_infinity=False)
 
 
-def _block(f: Format, block_size: int, kinds: tuple[str, ...],
+def _block(f: Format, w: Format, block_size: int, kinds: tuple[str, ...],
            exponents: tuple[int, int]) -> st.SearchStrategy[list[float]]:
     """One block of Python floats, each ``x * 2**s`` for a value or tie ``x`` of ``f``."""
     anchor_max = float(f.max)
@@ -1062,7 +1077,7 @@ def _block(f: Format, block_size: int, kinds: tuple[str, ...],
         if kind == "equal":
             return [xs[0] * scale] * block_size
         out = [x * scale for x in xs]
-        if kind in ("ties", "values"):
+        if kind in ("ties", "near_ties", "values"):
             out[i] = sg * anchor_max * scale        # pins amax: the scale is 2**s
         elif kind == "outlier":
             out[i] = sg * math.ldexp(anchor_max, s + extra)
@@ -1072,6 +1087,7 @@ def _block(f: Format, block_size: int, kinds: tuple[str, ...],
 
     strategies = {
         "ties": elements(ties(f)),
+        "near_ties": elements(near_ties(f, w)) if "near_ties" in kinds else st.nothing(),
         "values": elements(_finite(f)),
         "equal": _finite(f).map(lambda x: [x]),
         "outlier": elements(_finite(f)),
@@ -1167,7 +1183,7 @@ def blocks(
     _check_shape(block_size if isinstance(n_blocks, st.SearchStrategy)
                  else (int(n_blocks), int(block_size)))
     count = n_blocks if isinstance(n_blocks, st.SearchStrategy) else st.just(int(n_blocks))
-    block = _block(f, int(block_size), tuple(kinds), (lo, hi))
+    block = _block(f, w, int(block_size), tuple(kinds), (lo, hi))
     pack = _Pack(w)
     return _Printed(count.flatmap(lambda n: st.lists(block, min_size=n, max_size=n)),
                     lambda bs: pack(np.array([x for b in bs for x in b], dtype=object)))
