@@ -346,7 +346,9 @@ def _report(title: str, c: _Comparison, failing: np.ndarray, note: str = "") -> 
     flat_fail = np.flatnonzero(failing)
     n_fail, n = len(flat_fail), failing.size
     labels = c.label.ravel()[flat_fail]
-    sev = np.array([_SEVERITY.get(str(x), 3) for x in labels])
+    sev = np.full(labels.shape, 3)
+    for name, level in _SEVERITY.items():
+        sev[labels == name] = level
     dist = np.where(labels == "", c.dist.ravel()[flat_fail], -1.0)
     order = np.lexsort((dist, sev))
     worst_at = int(flat_fail[int(order[-1])])

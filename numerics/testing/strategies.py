@@ -805,7 +805,8 @@ class _Pack:
         return self.name
 
     def __call__(self, a: np.ndarray) -> np.ndarray:
-        as64 = np.array(a.tolist(), dtype=np.float64).reshape(a.shape)
+        as64 = (a if a.dtype == np.float64
+                else np.array(a.tolist(), dtype=np.float64).reshape(a.shape))
         codes, ok = values_to_codes(as64, self.f)
         if not ok.all():
             bad = float(as64.ravel()[int(np.argmin(ok.ravel()))])
@@ -999,11 +1000,45 @@ def ties(fmt: Format | str, *, exact: bool = False,
     if hi < lo:
         raise InvalidArgument(f"{f.name} has a single finite value: it has no midpoints")
     edges = [m for m in edges if lo <= m <= hi]
-    out: Callable[[Fraction], Any] = (lambda q: q) if exact else float
-    mags = _positions_or_edges([("", (lo, hi), _identity)], [("", m) for m in edges],
-                               chunk=1 << f.trailing_bits)
-    signs = st.sampled_from((1, -1)) if f.signed else st.just(1)
-    return st.tuples(mags, signs).map(lambda ms: out(ms[1] * _tie(f, ms[0])))
+    return _TieStrategy(f, lo, hi, edges, exact=exact, near=None)
+
+
+class _TieStrategy(st.SearchStrategy[Any]):
+    """Midpoints of ``f`` (or values of ``near`` one ulp from them): a magnitude code
+    (extra weight on the edges), a sign and, for near ties, a side: one choice each."""
+
+    def __init__(self, f: Format, lo: int, hi: int, edges: list[int], *, exact: bool,
+                 near: Format | None) -> None:
+        super().__init__()
+        self.f, self.lo, self.hi, self.exact, self.near = f, lo, hi, exact, near
+        w = min(0.02, 0.4 / len(edges)) if edges else 0.0
+        self.weights = {m: w for m in edges} if hi > lo and edges else None
+        self.fast = f.precision <= 51
+
+    def __repr__(self) -> str:
+        return f"{'near_' if self.near else ''}ties({self.f.name!r}, ...)"
+
+    def tie(self, mag: int) -> Any:
+        f = self.f
+        if self.exact or not self.fast:
+            return _tie(f, mag)
+        lo = mag_to_float(f, mag)
+        if mag < f.max_finite_code:
+            return (lo + mag_to_float(f, mag + 1)) / 2
+        return lo + math.ldexp(1.0, f.emax - f.trailing_bits - 1)
+
+    def do_draw(self, data: Any) -> Any:
+        mag = data.draw_integer(self.lo, self.hi, weights=self.weights)
+        negative = self.f.signed and data.draw_boolean()
+        t = self.tie(mag)
+        if self.near is not None:
+            above = data.draw_boolean()
+            w = self.near
+            wmag = _float_mag(w, t) if isinstance(t, float) else mag_floor(w, t)
+            if wmag is None:  # pragma: no cover - near_ties checked the range
+                wmag = mag_floor(w, Fraction(t))
+            t = mag_to_float(w, wmag + (1 if above else -1))
+        return -t if negative else t
 
 
 def near_ties(fmt: Format | str, wider: Format | str, *,
@@ -1039,16 +1074,7 @@ def near_ties(fmt: Format | str, wider: Format | str, *,
         hi -= 1
     edges = [m for m in edges if lo <= m <= hi]
 
-    def near(args: tuple[int, int, int]) -> float:
-        mag, sign, step = args
-        tie = _tie(f, mag)
-        wmag = mag_floor(w, tie) + step
-        return sign * mag_to_float(w, wmag)
-
-    mags = _positions_or_edges([("", (lo, hi), _identity)], [("", m) for m in edges],
-                               chunk=1 << f.trailing_bits)
-    signs = st.sampled_from((1, -1)) if f.signed else st.just(1)
-    return st.tuples(mags, signs, st.sampled_from((-1, 1))).map(near)
+    return _TieStrategy(f, lo, hi, edges, exact=False, near=w)
 
 
 # --------------------------------------------------------------------------- blocks
@@ -1061,46 +1087,59 @@ def _finite(f: Format) -> st.SearchStrategy[float]:
     return values(f, allow_nan=False, allow_infinity=False)
 
 
-def _block(f: Format, w: Format, block_size: int, kinds: tuple[str, ...],
-           exponents: tuple[int, int]) -> st.SearchStrategy[list[float]]:
-    """One block of Python floats, each ``x * 2**s`` for a value or tie ``x`` of ``f``."""
-    anchor_max = float(f.max)
-    index = st.integers(0, block_size - 1)
-    sign = st.sampled_from((1.0, -1.0)) if f.signed else st.just(1.0)
+class _BlocksStrategy(st.SearchStrategy[list[float]]):
+    """The blocks of :func:`blocks` as one flat list of Python floats.
 
-    def elements(inner: st.SearchStrategy[float]) -> st.SearchStrategy[list[float]]:
-        return hnp.arrays(object, block_size, elements=inner, fill=inner).map(_tolist)
+    Per block: the kind, the scale exponent ``s`` (shrinking toward 0), the
+    elements (``hypothesis.extra.numpy.arrays`` with fill), the anchor index,
+    its sign and the outlier/spread amount: a few choices, no nested maps.
+    """
 
-    def scaled(parts: tuple[Any, ...]) -> list[float]:
-        kind, s, xs, i, sg, extra = parts
-        scale = math.ldexp(1.0, s)
-        if kind == "equal":
-            return [xs[0] * scale] * block_size
-        out = [x * scale for x in xs]
-        if kind in ("ties", "near_ties", "values"):
-            out[i] = sg * anchor_max * scale        # pins amax: the scale is 2**s
-        elif kind == "outlier":
-            out[i] = sg * math.ldexp(anchor_max, s + extra)
-        elif kind == "spread":
-            out = [x * math.ldexp(1.0, -((k * extra) % 41)) for k, x in enumerate(out)]
+    def __init__(self, f: Format, w: Format, block_size: int, kinds: tuple[str, ...],
+                 exponents: tuple[int, int], count: st.SearchStrategy[int]) -> None:
+        super().__init__()
+        self.f, self.block_size, self.kinds, self.exponents = f, block_size, kinds, exponents
+        self.count = count
+        self.anchor_max = float(f.max)
+
+        def elements(inner: st.SearchStrategy[float]) -> st.SearchStrategy[np.ndarray]:
+            fill = inner.for_fill() if isinstance(inner, _ValueStrategy) else inner
+            return hnp.arrays(object, block_size, elements=inner, fill=fill)
+
+        finite = _finite(f)
+        self.inner = {
+            "ties": elements(ties(f)),
+            "near_ties": elements(near_ties(f, w)) if "near_ties" in kinds else None,
+            "values": elements(finite), "outlier": elements(finite),
+            "spread": elements(finite), "equal": finite,
+        }
+
+    def __repr__(self) -> str:
+        return f"blocks({self.f.name!r}, {self.block_size}, ...)"
+
+    def do_draw(self, data: Any) -> list[float]:
+        out: list[float] = []
+        lo, hi = self.exponents
+        for _ in range(data.draw(self.count)):
+            kind = self.kinds[data.draw_integer(0, len(self.kinds) - 1)]
+            s = data.draw_integer(lo, hi, shrink_towards=min(max(0, lo), hi))
+            scale = math.ldexp(1.0, s)
+            drawn = data.draw(self.inner[kind])
+            if kind == "equal":
+                out += [drawn * scale] * self.block_size
+                continue
+            xs = [x * scale for x in drawn.tolist()]
+            i = data.draw_integer(0, self.block_size - 1)
+            sign = -1.0 if self.f.signed and data.draw_boolean() else 1.0
+            extra = data.draw_integer(1, 40)
+            if kind in ("ties", "near_ties", "values"):
+                xs[i] = sign * self.anchor_max * scale       # pins amax: the scale is 2**s
+            elif kind == "outlier":
+                xs[i] = sign * math.ldexp(self.anchor_max, s + extra)
+            else:   # spread
+                xs = [x * math.ldexp(1.0, -((k * extra) % 41)) for k, x in enumerate(xs)]
+            out += xs
         return out
-
-    strategies = {
-        "ties": elements(ties(f)),
-        "near_ties": elements(near_ties(f, w)) if "near_ties" in kinds else st.nothing(),
-        "values": elements(_finite(f)),
-        "equal": _finite(f).map(lambda x: [x]),
-        "outlier": elements(_finite(f)),
-        "spread": elements(_finite(f)),
-    }
-    kind_strategy = st.sampled_from(kinds)
-    return kind_strategy.flatmap(lambda kind: st.tuples(
-        st.just(kind), st.integers(*exponents), strategies[kind], index, sign,
-        st.integers(1, 40))).map(scaled)
-
-
-def _tolist(a: np.ndarray) -> list[float]:
-    return list(a.tolist())
 
 
 def blocks(
@@ -1183,10 +1222,9 @@ def blocks(
     _check_shape(block_size if isinstance(n_blocks, st.SearchStrategy)
                  else (int(n_blocks), int(block_size)))
     count = n_blocks if isinstance(n_blocks, st.SearchStrategy) else st.just(int(n_blocks))
-    block = _block(f, w, int(block_size), tuple(kinds), (lo, hi))
     pack = _Pack(w)
-    return _Printed(count.flatmap(lambda n: st.lists(block, min_size=n, max_size=n)),
-                    lambda bs: pack(np.array([x for b in bs for x in b], dtype=object)))
+    return _Printed(_BlocksStrategy(f, w, int(block_size), tuple(kinds), (lo, hi), count),
+                    lambda xs: pack(np.array(xs, dtype=np.float64)))
 
 
 # --------------------------------------------------------------------------- seeds
