@@ -61,6 +61,7 @@ __all__ = [
 #: The summation algorithms :func:`tolerance_for` knows.
 ALGORITHMS: tuple[str, ...] = ("recursive", "pairwise", "kahan", "neumaier", "blocked", "exact")
 _OPERATIONS = ("sum", "dot")
+_CHAINS = ("chain", "rmsnorm")
 _ROUNDINGS = ("rne", "rna", "rtz", "ru", "rd", "rto", "sr")
 _SHOW = 5  # failing elements listed in a message
 _NAN_MISMATCH = np.uint64(2**64 - 1)
@@ -706,11 +707,19 @@ def tolerance_for(
     binary32), as in :func:`numerics.accum.sum`.  The evaluated factor is
     inflated by ``1 + (n + 16) * 2**-52`` to cover its own rounding.
 
+    For elementwise chains (``proofs/tolerances.md``), ``operation="chain"``
+    gives ``gamma_n(u)``, the relative bound of ``n`` multiplicative roundings
+    (products, quotients, square roots, same-signed sums: claim TOL3), and
+    ``"rmsnorm"`` the one of an RMSNorm over rows of ``n`` (``gamma_{n+6}``,
+    TOL4); :func:`numerics.testing.tolerances.elementwise_bound` adds the final
+    cast and the underflow term.
+
     Parameters
     ----------
-    operation : {"sum", "dot"}
+    operation : {"sum", "dot", "chain", "rmsnorm"}
     n : int
-        Number of terms, ``>= 1``.
+        Number of terms (roundings for ``"chain"``, row length for
+        ``"rmsnorm"``), ``>= 1``.
     fmt : Format or str
         Format every addition (and product) rounds to.
     algorithm : str
@@ -742,11 +751,14 @@ def tolerance_for(
     True
     >>> tolerance_for("dot", 10**9, "bfloat16")
     inf
+    >>> tolerance_for("chain", 3, "binary32") / 2.0**-24      # gamma_3 = 3u / (1 - 3u)
+    3.0000005364446274
     """
     from numerics.accum import bounds
 
-    if operation not in _OPERATIONS:
-        raise ValueError(f"Got {operation=}, but the only valid values are 'sum' and 'dot'")
+    if operation not in _OPERATIONS + _CHAINS:
+        raise ValueError(f"Got {operation=}, but the only valid values are "
+                         + ", ".join(repr(o) for o in _OPERATIONS + _CHAINS))
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"Got {n=}, but it must be an int >= 1")
     if algorithm not in ALGORITHMS:
@@ -760,6 +772,11 @@ def tolerance_for(
                                    or block_size < 1):
         raise ValueError(f"Got {block_size=}, but it must be an int >= 1 or None")
     f = as_format(fmt)
+    if operation in _CHAINS:
+        from numerics.testing.tolerances import gamma, rmsnorm_roundings, unit_roundoff
+
+        k = int(n) if operation == "chain" else rmsnorm_roundings(int(n))
+        return gamma(k, unit_roundoff(f, rounding)) * (1 + 2**-40)
     promote = as_format(promote_fmt if promote_fmt is not None else "binary32")
     if algorithm == "blocked" and block_size is None:
         block_size = 128
