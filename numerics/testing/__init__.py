@@ -25,18 +25,21 @@ from numerics.testing.assertions import (
     tolerance_for,
     ulp_distances,
 )
+from numerics.testing.exhaustive import ExhaustiveReport, exhaustive
 from numerics.testing.profiles import register_profiles
 from numerics.testing.stochastic import assert_rounded_from, assert_stochastic_rounding
 from numerics.testing.tolerances import elementwise_bound, softmax_bound
 
 __all__ = [
     "ALGORITHMS",
+    "ExhaustiveReport",
     "assert_bitwise_equal",
     "assert_rounded_from",
     "assert_stochastic_rounding",
     "assert_ulp_close",
     "assert_within_bound",
     "elementwise_bound",
+    "exhaustive",
     "register_profiles",
     "softmax_bound",
     "tolerance_for",
