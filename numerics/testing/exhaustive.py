@@ -142,18 +142,20 @@ def _run_chunk(kernel: Callable[[Any], Any], from_name: str, to_name: str, start
     with np.errstate(invalid="ignore", over="ignore"):
         want[keep] = np.asarray(encode(values[keep], t, **options), dtype=np.uint64)
     report.checked = int(keep.sum())
-    kind = _kind(got, want, t)
-    same_nan = is_nan_codes(got, t) & is_nan_codes(want, t) & (kind == "")
-    bad = keep & (got != want) & ~same_nan
-    kind = np.where(bad & (kind == ""), "other code", kind)
-    if bad.any():
-        classes = _input_class(codes, f)
-        idx = np.flatnonzero(bad)
-        for key in sorted(set(zip(classes[idx].tolist(), kind[idx].tolist()))):
-            sel = idx[(classes[idx] == key[0]) & (kind[idx] == key[1])]
-            report.classes[key] = MismatchClass(
-                int(sel.size), [(int(codes[i]), int(got[i]), int(want[i]))
-                                for i in sel[:_EXAMPLES]])
+    differ = keep & (got != want)
+    if not differ.any():
+        return report
+    idx = np.flatnonzero(differ)
+    g, w, c = got[idx], want[idx], codes[idx]
+    kind = _kind(g, w, t)
+    same_nan = is_nan_codes(g, t) & is_nan_codes(w, t) & (kind == "")
+    idx, g, w, c, kind = (a[~same_nan] for a in (idx, g, w, c, kind))
+    kind = np.where(kind == "", "other code", kind)
+    classes = _input_class(c, f)
+    for key in sorted(set(zip(classes.tolist(), kind.tolist()))):
+        sel = np.flatnonzero((classes == key[0]) & (kind == key[1]))
+        report.classes[key] = MismatchClass(
+            int(sel.size), [(int(c[i]), int(g[i]), int(w[i])) for i in sel[:_EXAMPLES]])
     return report
 
 
