@@ -46,7 +46,7 @@ def test_bracket_matches_the_sorted_value_list(x: Fraction) -> None:
     for k in (i - 1, j + 1):
         if 0 <= k < len(VALUES) and VALUES[k] not in (lo, hi) and not (
                 VALUES[k] == 0 and x == 0):
-            with pytest.raises(AssertionError, match="not a neighbour"):
+            with pytest.raises(AssertionError, match="not its neighbours"):
                 assert_rounded_from(np.array([float(VALUES[k])]), exact, "e4m3fn")
     if float(x) == x:                     # float64 input gives the same bracket
         for v in {lo, hi}:
@@ -109,7 +109,7 @@ def test_false_alarm_rate_is_small_over_many_runs() -> None:
 
 
 def test_bad_arguments() -> None:
-    x = np.float32([1.0])
+    x = np.array([1.0], np.float32)
     with pytest.raises(ValueError, match="trials=0"):
         assert_stochastic_rounding(_sr_kernel(4), x, "bf16", trials=0)
     with pytest.raises(ValueError, match="alpha=1.5"):
@@ -117,4 +117,4 @@ def test_bad_arguments() -> None:
     with pytest.raises(TypeError, match="kernel="):
         assert_stochastic_rounding(3, x, "bf16", trials=3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="shape"):
-        assert_rounded_from(np.float32([1.0, 2.0]), np.float32([1.0]), "bf16")
+        assert_rounded_from(np.array([1.0, 2.0], np.float32), np.array([1.0], np.float32), "bf16")

@@ -176,8 +176,8 @@ def test_seeds_shrink_and_replay_under_given() -> None:
     @settings(max_examples=200, database=None, deadline=None, derandomize=True)
     def check(seed: int, x: float) -> None:
         calls.append(seed)
-        a = encode(np.float32([x] * 8), "bfloat16", rounding="sr", rng=seed)
-        b = encode(np.float32([x] * 8), "bfloat16", rounding="sr", rng=seed)
+        a = encode(np.full(8, x, np.float32), "bfloat16", rounding="sr", rng=seed)
+        b = encode(np.full(8, x, np.float32), "bfloat16", rounding="sr", rng=seed)
         assert (a == b).all()          # the same seed gives the same draws
 
     check()

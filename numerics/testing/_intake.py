@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numbers
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 import ml_dtypes

@@ -28,7 +28,6 @@ distance is fractional, and a correctly rounded result is within 0.5 ulp.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
@@ -791,5 +790,5 @@ def tolerance_for(
                                         block_size=block_size, promote_fmt=promote)
     except OverflowError:
         return math.inf   # (1 + u)**n beyond float64: no finite relative bound
-    b = float(b)
-    return b if math.isfinite(b) else math.inf
+    factor = float(b)
+    return factor if math.isfinite(factor) else math.inf

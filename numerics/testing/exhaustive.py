@@ -12,7 +12,6 @@ is given.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor

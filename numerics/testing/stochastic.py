@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.formats import Format, NaNEncoding, as_format
+from numerics.formats import Format, as_format
 from numerics.testing._codes import (
     code_to_float,
     floor_codes,
@@ -158,8 +158,8 @@ def _index(flat: int, shape: tuple[int, ...]) -> str:
 def _bracket_report(title: str, b: _Bracket, result: np.ndarray, bad: np.ndarray,
                     f: Format) -> str:
     flat = np.flatnonzero(bad)
-    lines = [f"{title}: {len(flat)} of {bad.size} results are not a neighbour of the "
-             f"exact value (format {f.name})"]
+    lines = [f"{title}: {len(flat)} of {bad.size} results are not its neighbours "
+             f"in {f.name}"]
     rows = [["index", "result", "bits", "exact", "down", "up"]]
     for k in flat[:_SHOW]:
         r, d, u = (int(v.ravel()[k]) for v in (result, b.down, b.up))
@@ -201,7 +201,7 @@ def assert_rounded_from(result: Any, exact: Any, fmt: Format | str) -> None:
     >>> assert_rounded_from(np.array([1.0078125, 2.0], ml_dtypes.bfloat16), x, "bf16")
     >>> assert_rounded_from(np.array([1.015625, 2.0], ml_dtypes.bfloat16), x, "bf16")
     Traceback (most recent call last):
-    AssertionError: Not rounded from the exact value: 1 of 2 results are not a neighbour of the exact value (format bfloat16)
+    AssertionError: Not rounded from x: 1 of 2 results are not its neighbours in bfloat16
       index  result    bits    exact        down        up
       0      1.015625  0x3F82  1.001953125  1.0 0x3F80  1.0078125 0x3F81
     """
@@ -213,7 +213,7 @@ def assert_rounded_from(result: Any, exact: Any, fmt: Format | str) -> None:
                          "they must be equal")
     bad = ~_allowed(b, r, f)
     if bad.any():
-        raise AssertionError(_bracket_report("Not rounded from the exact value", b, r, bad, f))
+        raise AssertionError(_bracket_report("Not rounded from x", b, r, bad, f))
 
 
 def _log_binom_coefficients(n: int) -> np.ndarray:
@@ -291,7 +291,7 @@ def assert_stochastic_rounding(
     ...     return decode(encode(x, "bf16", rounding="ru" if seed % 2 else "rtz"), "bf16")
     >>> assert_stochastic_rounding(biased, x, "bf16", trials=400)
     Traceback (most recent call last):
-    AssertionError: Not stochastic rounding with the exact probabilities (alpha = 1e-06, 400 trials, format bfloat16)
+    AssertionError: Not stochastic rounding (alpha = 1e-06, 400 trials, bfloat16)
     2 of 2 inexact elements fail the binomial test; pooled: 400 away from zero, 400 expected
       index  x            p     away  expected  p-value
       0      1.001953125  0.25  200   100       1.2e-26
@@ -330,8 +330,7 @@ def assert_stochastic_rounding(
     pooled_fail = pooled_p < alpha / 2
     if not failing.any() and not pooled_fail:
         return
-    lines = [f"Not stochastic rounding with the exact probabilities (alpha = {alpha:g}, "
-             f"{n} trials, format {f.name})",
+    lines = [f"Not stochastic rounding (alpha = {alpha:g}, {n} trials, {f.name})",
              f"{int(failing.sum())} of {m} inexact elements fail the binomial test; pooled: "
              f"{total} away from zero, {expected:.6g} expected"
              + (f" (Bernstein p <= {pooled_p:.2g})" if pooled_fail else "")]

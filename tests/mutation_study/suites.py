@@ -16,8 +16,8 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from mutation_study.kernels import fp8_scale
 
+from mutation_study.kernels import fp8_scale
 from numerics import encode
 from numerics.testing import assert_bitwise_equal, assert_stochastic_rounding, assert_ulp_close
 from numerics.testing import strategies as ns
