@@ -276,26 +276,20 @@ def _positions_or_edges(pieces: Sequence[Piece], edges: Sequence[tuple[str, int]
 
 
 # --------------------------------------------------------------------------- values
-class _WeightedIntegers(st.SearchStrategy[int]):
-    """``integers(0, n - 1)`` with extra probability on a few values (one choice).
+def _draw_int(data: Any, lo: int, hi: int, weights: dict[int, float] | None = None) -> int:
+    """One integer choice in ``[lo, hi]`` that shrinks toward 0 (or ``lo``), with extra
+    probability on a few values, as ``hypothesis.strategies.integers`` gives its bounds.
 
-    The weights go to hypothesis's own integer choice, as
-    ``hypothesis.strategies.integers`` gives its bounds extra weight, so the
-    draw stays one integer that shrinks toward 0 whatever value it took.
+    This is hypothesis's ``ConjectureData.draw_integer``, the primitive its own
+    strategies use; should a later hypothesis drop ``weights``, the draw stays
+    valid without them (only the edge weighting is lost).
     """
-
-    def __init__(self, n: int, weights: dict[int, float]) -> None:
-        super().__init__()
-        self.n = n
-        self.weights = {k: w for k, w in weights.items() if 0 <= k < n} if n > 1 else {}
-
-    def __repr__(self) -> str:
-        return f"weighted_integers(0, {self.n - 1})"
-
-    def do_draw(self, data: Any) -> int:
-        if not self.weights:
-            return int(data.draw_integer(0, self.n - 1))
-        return int(data.draw_integer(0, self.n - 1, weights=self.weights))
+    if weights:
+        try:
+            return int(data.draw_integer(lo, hi, weights=weights))
+        except TypeError:  # pragma: no cover - a hypothesis without weighted draws
+            pass
+    return int(data.draw_integer(lo, hi))
 
 
 def _bitrev(j: int, t: int) -> int:
@@ -352,10 +346,10 @@ class _ValueStrategy(st.SearchStrategy[float]):
         return _ValueStrategy(self.layout, weights, self.width_weights or {})
 
     def do_draw(self, data: Any) -> float:
-        i = data.draw_integer(0, self.n - 1, weights=self.piece_weights)
+        i = _draw_int(data, 0, self.n - 1, self.piece_weights)
         negative = data.draw_boolean()
-        k = data.draw_integer(0, self.k_max, weights=self.width_weights)
-        j = data.draw_integer(0, self.j_max, weights=self.j_weights)
+        k = _draw_int(data, 0, self.k_max, self.width_weights)
+        j = _draw_int(data, 0, self.j_max, self.j_weights)
         return self.layout.value((i, negative, k, j))
 
 
@@ -1028,7 +1022,7 @@ class _TieStrategy(st.SearchStrategy[Any]):
         return lo + math.ldexp(1.0, f.emax - f.trailing_bits - 1)
 
     def do_draw(self, data: Any) -> Any:
-        mag = data.draw_integer(self.lo, self.hi, weights=self.weights)
+        mag = _draw_int(data, self.lo, self.hi, self.weights)
         negative = self.f.signed and data.draw_boolean()
         t = self.tie(mag)
         if self.near is not None:
