@@ -404,7 +404,7 @@ def test_ties_from_the_toolkit_round_like_the_reference(data: st.DataObject, nam
     fmt = get_format(name)
     if fmt.bits == 64:
         return
-    x = data.draw(st.lists(tie_values(fmt), min_size=1, max_size=8))
+    x = data.draw(st.lists(tie_values(fmt, include_overflow=True), min_size=1, max_size=8))
     want = np.array([encode_exact(v, fmt, rounding=mode, overflow=overflow) for v in x],
                     fmt.code_dtype)
     got = numerics.encode(np.array(x), fmt, rounding=mode, overflow=overflow)

@@ -151,19 +151,35 @@ def test_bounds_order_signed_zeros_like_hypothesis() -> None:
 
 
 @pytest.mark.parametrize(("name", "pred", "expected"), [
-    ("e4m3fn", lambda x: x > 1, 1.125),          # the first value above 1
-    ("binary16", lambda x: 3 < x < 3.5, 3.001953125),
-    ("binary64", lambda x: x > 1, 1.0000000000000002),
-    ("bfloat16", lambda x: x > 100, 100.5),
-    ("e2m1fn", lambda x: x < -1, -1.5),           # positives first, then small magnitudes
-    ("binary32", lambda x: x != 0 and abs(x) < 1, 1.401298464324817e-45),
+    ("e4m3fn", lambda x: x > 1, 1.5),              # 1.0 fails; one more bit: 1.5
+    ("binary64", lambda x: x > 1, 1.5),
+    ("bfloat16", lambda x: x > 100, 128.0),        # a power of two, not 100.5
+    ("binary32", lambda x: x != 0 and abs(x) < 1, 0.5),   # not 1.4e-45
+    ("binary32", lambda x: x > 1000, 1024.0),
+    ("binary32", lambda x: x < -3, -4.0),
     ("e5m2", lambda x: x > 60000, math.inf),
 ])
-def test_shrinking_reaches_the_minimal_example(name: str, pred: Callable[[float], bool],
-                                               expected: float) -> None:
-    """The shrink target is the first satisfying value in position order (see module doc)."""
-    for _ in range(2):   # whichever branch finds it first, the result is the same
+def test_shrinking_goes_to_simple_values(name: str, pred: Callable[[float], bool],
+                                         expected: float) -> None:
+    """Failing examples shrink to powers of two and few significant bits (issue 16, item 7)."""
+    for _ in range(2):   # whichever draw finds it first, the result is the same
         assert find(values(name), pred, settings=FIND) == expected
+
+
+def test_values_draw_ties_of_narrower_formats() -> None:
+    """values("binary32") draws bfloat16 and binary16 midpoints at a useful rate (item 8)."""
+    counts = {"bf16": 0, "f16": 0, "all": 0}
+
+    @given(values("binary32", allow_nan=False, allow_infinity=False))
+    @settings(max_examples=1000, derandomize=True, database=None, deadline=None)
+    def collect(x: float) -> None:
+        counts["all"] += 1
+        b = int(np.float32(x).view(np.uint32))
+        counts["bf16"] += (b & 0xFFFF) == 0x8000
+        counts["f16"] += (b & 0x1FFF) == 0x1000
+
+    collect()
+    assert counts["bf16"] >= 20 and counts["f16"] >= 20, counts
 
 
 @pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "e8m0fnu",
@@ -212,18 +228,22 @@ def test_codes_flags_exclude_classes(name: str) -> None:
     check()
 
 
+@pytest.mark.parametrize("include_overflow", [False, True])
 @pytest.mark.parametrize("name", ["e4m3fn", "e2m1fn", "e5m2", "e8m0fnu", "binary8p3"])
-def test_ties_are_exact_midpoints_and_all_reachable(name: str) -> None:
+def test_ties_are_exact_midpoints_and_all_reachable(name: str, include_overflow: bool) -> None:
+    """ties() excludes max + half an ulp (464 for e4m3fn) unless asked (item 8)."""
     f = get_format(name)
     vals = _all_values(f)
     ulp_max = Fraction(2) ** (f.emax - f.trailing_bits)
     expected = {(a + b) / 2 for a, b in itertools.pairwise(vals) if a != -b}
-    expected |= {f.max_exact + ulp_max / 2}
+    overflow = {f.max_exact + ulp_max / 2}
     if f.signed:
-        expected |= {-(f.max_exact + ulp_max / 2)}
+        overflow |= {-(f.max_exact + ulp_max / 2)}
+    if include_overflow:
+        expected |= overflow
     seen: set[Fraction] = set()
 
-    @given(ties(f, exact=True))
+    @given(ties(f, exact=True, include_overflow=include_overflow))
     @settings(max_examples=3000, derandomize=True, database=None, deadline=None)
     def collect(t: Fraction) -> None:
         assert t in expected

@@ -1,8 +1,13 @@
 """Testing toolkit for kernel test suites: hypothesis strategies and ULP assertions.
 
 Strategies live in :mod:`numerics.testing.strategies` (``values``, ``codes``,
-``arrays``, ``ties``, ``near_ties``, ``formats``, ``roundings``); the
-assertions are re-exported here.  The pytest plugin
+``arrays``, ``code_arrays``, ``blocks``, ``ties``, ``near_ties``, ``seeds``,
+``rngs``, ``formats``, ``roundings``); the assertions are re-exported here:
+``assert_ulp_close``, ``assert_bitwise_equal``, ``assert_within_bound``,
+``assert_rounded_from`` and ``assert_stochastic_rounding``, with the error
+bounds ``tolerance_for``, ``elementwise_bound`` and ``softmax_bound``
+(:mod:`numerics.testing.tolerances`), and ``exhaustive`` (every input of a
+format through a conversion kernel, :mod:`numerics.testing.exhaustive`).  The pytest plugin
 (:mod:`numerics.testing.plugin`) adds ``--numerics-seed`` and the
 ``numerics_seed`` / ``numerics_rng`` fixtures; :mod:`numerics.testing.profiles`
 holds the hypothesis profiles ``dev``, ``ci`` and ``thorough``.
@@ -20,14 +25,23 @@ from numerics.testing.assertions import (
     tolerance_for,
     ulp_distances,
 )
+from numerics.testing.exhaustive import ExhaustiveReport, exhaustive
 from numerics.testing.profiles import register_profiles
+from numerics.testing.stochastic import assert_rounded_from, assert_stochastic_rounding
+from numerics.testing.tolerances import elementwise_bound, softmax_bound
 
 __all__ = [
     "ALGORITHMS",
+    "ExhaustiveReport",
     "assert_bitwise_equal",
+    "assert_rounded_from",
+    "assert_stochastic_rounding",
     "assert_ulp_close",
     "assert_within_bound",
+    "elementwise_bound",
+    "exhaustive",
     "register_profiles",
+    "softmax_bound",
     "tolerance_for",
     "ulp_distances",
 ]

@@ -197,3 +197,47 @@ def ordinal_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     b = np.asarray(b, dtype=np.int64)
     ua, ub = a.view(np.uint64), b.view(np.uint64)
     return np.where(a >= b, ua - ub, ub - ua)
+
+
+def floor_codes(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the values of ``fmt`` next to finite float64 ``x`` toward zero, and the rest.
+
+    Returns ``(codes, frac)`` with ``|x| = value(codes) + frac * q`` where
+    ``q`` is the spacing above ``value(codes)`` (the spacing of the top binade
+    beyond ``max``, so ``frac`` may exceed 1 there); ``frac`` is exact in
+    float64.  The sign of ``x`` is carried by the code (``-0`` where the
+    format has it).  Values below the smallest value of formats without zero
+    clamp to it with ``frac = 0``.
+    """
+    a64 = np.asarray(x, dtype=np.float64)
+    t = fmt.trailing_bits
+    neg = np.signbit(a64)
+    a = np.abs(a64)
+    top = a > fmt.max
+    a_in = np.where(top, fmt.max, a)
+    _, e = np.frexp(a_in)
+    exp = e.astype(np.int64) - 1
+    lowest = fmt.emin if fmt.subnormals else fmt.emin
+    exp = np.maximum(exp, lowest)
+    sig = np.ldexp(a_in, (t - exp).astype(np.int32))
+    whole = np.floor(sig)
+    frac = sig - whole
+    if not fmt.subnormals:
+        small = a < fmt.smallest_normal
+        # the only step below the smallest normal is from zero (or nothing)
+        frac = np.where(small, a / fmt.smallest_normal if fmt.has_zero else 0.0, frac)
+        whole = np.where(small, 0.0 if fmt.has_zero else float(1 << t), whole)
+        exp = np.where(small, fmt.emin, exp)
+    normal = whole >= (1 << t)
+    field = np.where(normal, exp + fmt.bias, 0).astype(np.uint64)
+    mant = np.where(normal, whole - (1 << t), whole).astype(np.uint64)
+    mag = (field << np.uint64(t)) | mant
+    if not fmt.subnormals and not fmt.has_zero:
+        mag = np.where(a < fmt.smallest_normal, np.uint64(0), mag)
+    q_top = math.ldexp(1.0, fmt.emax - t)
+    frac = np.where(top, (a - fmt.max) / q_top, frac)
+    sign = np.uint64(fmt.sign_mask)
+    if fmt.signed:
+        keep = neg & ((mag != 0) | np.bool_(fmt.has_negative_zero))
+        mag = np.where(keep, mag | sign, mag)
+    return mag, frac

@@ -1,27 +1,34 @@
-"""Assertions for kernel tests: ULP closeness, bitwise equality, error bounds.
+"""Assertions for kernel tests: ULP closeness, bitwise equality, error bounds, rounding.
 
-Inputs are numpy arrays (any shape), scalars or nested lists.  An array in a
-float dtype that holds one format (numpy float16/32/64, ml_dtypes bfloat16,
-float8_*, float6_*, float4_*) is read bit for bit; an array of an unsigned
-integer dtype equal to ``fmt.code_dtype`` is read as codes of ``fmt`` (what
+Inputs are numpy arrays (any shape; ml_dtypes dtypes included), torch
+tensors (any device, moved to the CPU; ``bfloat16`` and ``float8_*`` read bit
+for bit through the ml_dtypes dtype of the same format), real scalars and
+nested lists of them.  An array in a float dtype that holds one format is
+read bit for bit; an array of an unsigned integer dtype equal to
+``fmt.code_dtype`` is read as codes of ``fmt`` (what
 :func:`numerics.testing.strategies.arrays` gives for formats without a
-dtype); anything else is converted to float64 and must hold values of the
-format exactly.
+dtype); anything else is converted to float64.  ``None``, strings, complex
+numbers and the like raise TypeError; ragged lists raise ValueError.
 
 Failure messages are plain text: the number of failing elements, the worst
-ULP distance, the first failing indices with both values and their bits side
-by side, and a histogram of the distances.
+case, the first failing indices with both values and their bits side by
+side, and a histogram of the distances.  Mismatches that are not a distance
+are named as such in the ``ulp`` column and the histogram: ``NaN vs number``,
+``inf vs finite``, ``NaN sign``, ``NaN payload``, ``-0 vs +0``.
 
 The distance between two codes is the number of steps between them in the
 ordered list of the format's values (``-max ... -0 = +0 ... +max``, with the
 infinities one step beyond ``max``), computed exactly with 64-bit unsigned
 integers: ``-max`` and ``+max`` of binary64 are ``2 * (2**63 - 2**52) - 2``
-apart, with no wrap-around.
+apart, with no wrap-around.  A reference that is not a value of the format
+(a float64 reference for a bfloat16 result) lies between two codes: its
+distance is fractional, and a correctly rounded result is within 0.5 ulp.
 """
 
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -32,12 +39,14 @@ from numerics.formats import Format, as_format
 from numerics.testing._codes import (
     code_to_float,
     dtype_format_name,
+    floor_codes,
     is_nan_codes,
     native_dtype,
     ordinal_distance,
     ordinals,
     values_to_codes,
 )
+from numerics.testing._intake import as_array
 
 __all__ = [
     "ALGORITHMS",
@@ -51,76 +60,102 @@ __all__ = [
 #: The summation algorithms :func:`tolerance_for` knows.
 ALGORITHMS: tuple[str, ...] = ("recursive", "pairwise", "kahan", "neumaier", "blocked", "exact")
 _OPERATIONS = ("sum", "dot")
-_NEAREST = ("rne", "rna")
+_CHAINS = ("chain", "rmsnorm")
 _ROUNDINGS = ("rne", "rna", "rtz", "ru", "rd", "rto", "sr")
 _SHOW = 5  # failing elements listed in a message
+_NAN_MISMATCH = np.uint64(2**64 - 1)
 
 
 # --------------------------------------------------------------------------- input
-def _infer_format(actual: Any, desired: Any, fmt: Format | str | None) -> Format:
+def _format_of(arr: np.ndarray) -> str | None:
+    """The format name of a float array's dtype; None for int/object/float64-less."""
+    if arr.dtype.kind in "iuO":
+        return None
+    name = dtype_format_name(arr.dtype)
+    if name is None:
+        raise TypeError(f"Got an array of dtype {arr.dtype}, which holds no known format; "
+                        "pass fmt=")
+    return name
+
+
+def _infer_format(a: np.ndarray, d: np.ndarray, fmt: Format | str | None) -> Format:
     if fmt is not None:
         return as_format(fmt)
-    names = []
-    for arg in (actual, desired):
-        dtype = getattr(arg, "dtype", None)
-        if dtype is not None and np.dtype(dtype).kind not in "iub":
-            name = dtype_format_name(np.dtype(dtype))
-            if name is None:
-                raise TypeError(f"Got an array of dtype {dtype}, which holds no known format; "
-                                "pass fmt=")
-            if name != "binary64":
-                names.append(name)
+    names = [n for n in (_format_of(a), _format_of(d)) if n is not None and n != "binary64"]
     if len(set(names)) > 1:
-        raise TypeError(f"Got actual of dtype {actual.dtype} and desired of dtype "
-                        f"{desired.dtype}; pass fmt= to say which format to compare in")
+        raise TypeError(f"Got actual of dtype {a.dtype} and desired of dtype {d.dtype}; "
+                        "pass fmt= to say which format to compare in")
     return as_format(names[0] if names else "binary64")
 
 
-def _codes_of(x: Any, fmt: Format, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """uint64 codes of ``x`` in ``fmt`` and the float64 values (for messages)."""
-    arr = np.asarray(x)
-    if arr.dtype == np.dtype(object):
-        arr = np.asarray(arr.tolist(), dtype=np.float64)
-    native = native_dtype(fmt)
-    if native is not None and arr.dtype == native:
-        width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[native.itemsize]
-        codes = arr.view(width).astype(np.uint64) & np.uint64((1 << fmt.bits) - 1)
-    elif arr.dtype.kind == "u" and arr.dtype == fmt.code_dtype:
-        codes = arr.astype(np.uint64)
-        if codes.size and int(codes.max()) >= fmt.num_codes:
-            bad = int(np.argmax(codes >= fmt.num_codes))
-            raise ValueError(f"Got {name} with code {int(codes.flat[bad])} at flat index "
-                             f"{bad}, but {fmt.name} has only {fmt.num_codes} codes")
-    else:
+class _Side:
+    """One argument read in a format: its codes, and for a reference that is not a
+    value of the format, the float64 values and the fractional part beyond the code."""
+
+    def __init__(self, arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool) -> None:
+        native = native_dtype(fmt)
+        self.frac: np.ndarray | None = None
+        self.real: np.ndarray | None = None
+        if native is not None and arr.dtype == native:
+            width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[native.itemsize]
+            self.codes = arr.view(width).astype(np.uint64) & np.uint64((1 << fmt.bits) - 1)
+            return
+        if arr.dtype.kind == "u" and arr.dtype == fmt.code_dtype:
+            codes = arr.astype(np.uint64)
+            if codes.size and int(codes.max()) >= fmt.num_codes:
+                bad = int(np.argmax(codes >= fmt.num_codes))
+                raise ValueError(f"Got {name} with code {int(codes.flat[bad])} at flat index "
+                                 f"{bad}, but {fmt.name} has only {fmt.num_codes} codes")
+            self.codes = codes
+            return
+        if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+            raise TypeError(f"Got {name} of dtype {arr.dtype}; pass float64 or narrower")
         with np.errstate(invalid="ignore", over="ignore"):
-            as64 = arr.astype(np.float64)
+            as64 = np.asarray(arr, dtype=np.float64)
         codes, ok = values_to_codes(as64, fmt)
-        if not ok.all():
+        if ok.all():
+            self.codes = codes
+            return
+        finite = np.isfinite(as64)
+        if not real_ok or not (ok | finite).all():
             bad = int(np.argmin(ok.ravel()))
             raise ValueError(
-                f"Got {name}.flat[{bad}]={float(as64.ravel()[bad])!r}, which is not a value of "
-                f"{fmt.name}; round it first (numerics.round_to) or pass fmt="
+                f"Got {name}.flat[{bad}]={float(as64.ravel()[bad])!r}, which is not a value "
+                f"of {fmt.name}; round it first (numerics.round_to)"
+                + ("" if real_ok else " or compare it as the reference, desired=")
             )
-    values = np.array([code_to_float(fmt, int(c)) for c in codes.ravel()],
-                      dtype=np.float64).reshape(codes.shape) if codes.size <= 64 else None
-    return codes, values  # type: ignore[return-value]
+        floor, frac = floor_codes(np.where(finite, as64, 0.0), fmt)
+        self.codes = np.where(ok, codes, floor)
+        self.frac = np.where(ok, 0.0, frac)
+        self.real = as64
 
 
-def _pair(actual: Any, desired: Any, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
-    a, _ = _codes_of(actual, fmt, "actual")
-    d, _ = _codes_of(desired, fmt, "desired")
+def _read_pair(actual: Any, desired: Any, fmt: Format | str | None, *, real_ok: bool
+               ) -> tuple[Format, np.ndarray, _Side]:
+    a_arr = as_array(actual, "actual")
+    d_arr = as_array(desired, "desired")
+    f = _infer_format(a_arr, d_arr, fmt)
+    a = _Side(a_arr, f, "actual", real_ok=False)
+    d = _Side(d_arr, f, "desired", real_ok=real_ok)
     try:
-        a, d = np.broadcast_arrays(a, d)
+        shape = np.broadcast_shapes(a.codes.shape, d.codes.shape)
     except ValueError:
-        raise ValueError(f"Got actual of shape {a.shape} and desired of shape {d.shape}, "
-                         "which do not broadcast") from None
-    return a, d
+        raise ValueError(f"Got actual of shape {a.codes.shape} and desired of shape "
+                         f"{d.codes.shape}, which do not broadcast") from None
+    d.codes = np.broadcast_to(d.codes, shape)
+    if d.frac is not None and d.real is not None:
+        d.frac = np.broadcast_to(d.frac, shape)
+        d.real = np.broadcast_to(d.real, shape)
+    return f, np.broadcast_to(a.codes, shape), d
 
 
 # --------------------------------------------------------------------------- distances
 def ulp_distances(actual: Any, desired: Any, *, fmt: Format | str | None = None,
                   signed_zeros: bool = False) -> np.ndarray:
     """Exact ULP distances in ``fmt`` as uint64 (NaN against anything: ``2**64 - 1``).
+
+    Both arguments must hold values of ``fmt``; an infinity counts as one step
+    beyond ``max``.
 
     Examples
     --------
@@ -129,9 +164,10 @@ def ulp_distances(actual: Any, desired: Any, *, fmt: Format | str | None = None,
     >>> ulp_distances(a, np.array([1.0078125, 0.0, 3.0], dtype=ml_dtypes.bfloat16))
     array([1, 0, 0], dtype=uint64)
     """
-    f = _infer_format(actual, desired, fmt)
-    a, d = _pair(actual, desired, f)
-    return _distances(a, d, f, signed_zeros)[0]
+    if not isinstance(signed_zeros, bool):
+        raise TypeError(f"Got {signed_zeros=}, but it must be True or False")
+    f, a, d = _read_pair(actual, desired, fmt, real_ok=False)
+    return _distances(a, d.codes, f, signed_zeros)[0]
 
 
 def _distances(a: np.ndarray, d: np.ndarray, f: Format, signed_zeros: bool
@@ -143,8 +179,87 @@ def _distances(a: np.ndarray, d: np.ndarray, f: Format, signed_zeros: bool
     dist = ordinal_distance(ordinals(safe_a, f, signed_zeros=signed_zeros),
                             ordinals(safe_d, f, signed_zeros=signed_zeros))
     dist = np.where(nan_a & nan_d, np.uint64(0), dist)
-    dist = np.where(nan_a ^ nan_d, np.uint64(2**64 - 1), dist)
+    dist = np.where(nan_a ^ nan_d, _NAN_MISMATCH, dist)
     return dist, nan_a, nan_d
+
+
+def _is_inf_codes(codes: np.ndarray, f: Format) -> np.ndarray:
+    if f.code_of_inf is None:
+        return np.zeros(codes.shape, dtype=bool)
+    return (codes & np.uint64(f.magnitude_mask)) == np.uint64(f.code_of_inf)
+
+
+class _Comparison:
+    """Elementwise comparison of actual codes with a reference: distances and labels.
+
+    ``dist`` is the distance in ulps as float64 (exact up to ``2**53``),
+    ``label`` names mismatches that are not a distance ('' elsewhere).
+    """
+
+    def __init__(self, f: Format, a: np.ndarray, d: _Side, *, signed_zeros: bool,
+                 nan: str, inf: str, zero_label: bool = False) -> None:
+        self.f, self.a, self.d = f, a, d
+        dc = d.codes
+        idist, nan_a, nan_d = _distances(a, dc, f, signed_zeros)
+        frac = d.frac if d.frac is not None else np.zeros(a.shape)
+        sign_bit = np.uint64(f.sign_mask)
+        # exact integer distance, then the fractional part of a real reference
+        a_ord = ordinals(np.where(nan_a | nan_d, np.uint64(0), a), f, signed_zeros=signed_zeros)
+        d_ord = ordinals(np.where(nan_a | nan_d, np.uint64(0), dc), f,
+                         signed_zeros=signed_zeros)
+        d_neg = (dc & sign_bit) != 0 if f.signed else np.zeros(a.shape, dtype=bool)
+        if d.real is not None:
+            d_neg = np.signbit(d.real)
+        # the real reference is d_ord + s * frac, s = -1 below zero
+        towards = np.where(d_neg, a_ord < d_ord, a_ord > d_ord)   # a beyond d's code
+        with np.errstate(over="ignore", invalid="ignore"):
+            fdist = idist.astype(np.float64)
+            fdist = np.where(frac == 0, fdist, np.where(towards, fdist - frac, fdist + frac))
+        self.idist = idist
+        self.frac = frac
+        self.towards = towards
+        self.dist = fdist
+        label = np.full(a.shape, "", dtype="<U14")
+        label = np.where(nan_a ^ nan_d, "NaN vs number", label)
+        both_nan = nan_a & nan_d
+        if nan in ("sign", "code"):
+            differ = both_nan & (a != dc)
+            if f.signed and f.nan.name != "NEGATIVE_ZERO":
+                label = np.where(differ & ((a & sign_bit) != (dc & sign_bit)), "NaN sign",
+                                 label)
+            if nan == "code":
+                label = np.where(differ & (label == ""), "NaN payload", label)
+        if inf == "strict":
+            inf_a, inf_d = _is_inf_codes(a, f), _is_inf_codes(dc, f)
+            if d.real is not None:
+                inf_d = inf_d & np.isinf(d.real)
+            crossing = (inf_a | inf_d) & ~(nan_a | nan_d) & ((inf_a != inf_d) | (a != dc))
+            label = np.where(crossing & (label == ""),
+                             np.where(inf_a & inf_d, "inf sign", "inf vs finite"), label)
+        zero_a = (a & np.uint64(f.magnitude_mask)) == 0
+        zero_d = (dc & np.uint64(f.magnitude_mask)) == 0
+        if d.frac is not None:
+            zero_d &= d.frac == 0
+        if f.has_negative_zero and zero_label:
+            label = np.where(zero_a & zero_d & (a != dc) & (label == ""), "-0 vs +0", label)
+        self.label = label
+        self.zero_pair = f.has_negative_zero & zero_a & zero_d & (a != dc)
+
+    def beyond(self, max_ulp: int | float) -> np.ndarray:
+        """Elements whose numeric distance exceeds ``max_ulp`` (labels excluded)."""
+        numeric = self.label == ""
+        if isinstance(max_ulp, (int, np.integer)) and self.d.frac is None:
+            if max_ulp >= 2**64 - 1:
+                return np.zeros(self.a.shape, dtype=bool)
+            return numeric & (self.idist > np.uint64(max_ulp))
+        if isinstance(max_ulp, (int, np.integer)):
+            # exact: integer part against max_ulp, the fraction decides at the boundary
+            m = min(int(max_ulp), 2**64 - 2)
+            over = np.where(self.frac == 0, self.idist > np.uint64(m),
+                            np.where(self.towards, self.idist >= np.uint64(m + 1),
+                                     self.idist >= np.uint64(m)))
+            return numeric & over
+        return numeric & (self.dist > float(max_ulp))
 
 
 # --------------------------------------------------------------------------- messages
@@ -168,7 +283,10 @@ def _index(flat: int, shape: tuple[int, ...]) -> str:
 
 
 def _value(code: int, f: Format) -> str:
-    return repr(code_to_float(f, code))
+    v = code_to_float(f, code)
+    if math.isnan(v):
+        return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+    return repr(v)
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -176,85 +294,153 @@ def _table(rows: list[list[str]]) -> list[str]:
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def _dist_text(d: int) -> str:
-    return "nan" if d == 2**64 - 1 else str(d)
+def _dist_text(c: _Comparison, k: int) -> str:
+    label = str(c.label.ravel()[k])
+    if label:
+        return label
+    if c.zero_pair.ravel()[k] and c.idist.ravel()[k] <= 1:
+        return f"{int(c.idist.ravel()[k])} (-0 vs +0)"
+    if c.d.frac is not None and c.frac.ravel()[k] != 0:
+        return f"{float(c.dist.ravel()[k]):.4g}"
+    return str(int(c.idist.ravel()[k]))
 
 
-def _histogram(dist: np.ndarray) -> list[str]:
-    nan_mismatch = int((dist == np.uint64(2**64 - 1)).sum())
-    finite = dist[dist != np.uint64(2**64 - 1)]
-    edges = np.array([0] + [1 << k for k in range(64)], dtype=np.uint64)
-    bins = np.searchsorted(edges, finite, side="left")
+def _histogram(c: _Comparison) -> list[str]:
+    label = c.label.ravel()
+    zero_pair = c.zero_pair.ravel() & (label == "")
+    numeric = (label == "") & ~zero_pair
+    dist = c.dist.ravel()[numeric]
     rows: list[list[str]] = []
-    for i, count in zip(*np.unique(bins, return_counts=True)):
-        i = int(i)
-        label = "0" if i == 0 else "1" if i == 1 else (
-            "2" if i == 2 else f"{(1 << (i - 2)) + 1}-{1 << (i - 1)}")
-        rows.append([label, str(int(count))])
-    if nan_mismatch:
-        rows.append(["NaN vs number", str(nan_mismatch)])
+    if dist.size:
+        edges = np.array([0.0, 0.5] + [float(1 << k) for k in range(64)])
+        bins = np.searchsorted(edges, dist, side="left")
+        for i, count in zip(*np.unique(bins, return_counts=True)):
+            i = int(i)
+            if i == 0:
+                text = "0"
+            elif i == 1:
+                text = "(0, 0.5]"
+            else:
+                lo, hi = edges[i - 1], edges[i]
+                text = (f"({lo:g}, {hi:g}]" if c.d.frac is not None
+                        else str(int(hi)) if hi <= 2 else f"{int(lo) + 1}-{int(hi)}")
+            rows.append([text, str(int(count))])
+    for steps in (0, 1):
+        n = int((zero_pair & (c.idist.ravel() == steps)).sum())
+        if n:
+            rows.append([f"-0 vs +0 ({steps} ulp)", str(n)])
+    for name in ("NaN vs number", "inf vs finite", "inf sign", "NaN sign", "NaN payload",
+                 "-0 vs +0"):
+        n = int((label == name).sum())
+        if n:
+            rows.append([name, str(n)])
     return _table([["ulp", "count"]] + rows)
 
 
-def _report(title: str, f: Format, a: np.ndarray, d: np.ndarray, dist: np.ndarray,
-            failing: np.ndarray, shape: tuple[int, ...]) -> str:
+_SEVERITY = {"NaN vs number": 5, "inf vs finite": 4, "inf sign": 4, "NaN sign": 2,
+             "NaN payload": 1, "-0 vs +0": 1}
+
+
+def _report(title: str, c: _Comparison, failing: np.ndarray, note: str = "") -> str:
+    f, shape = c.f, c.a.shape
     flat_fail = np.flatnonzero(failing)
     n_fail, n = len(flat_fail), failing.size
-    fdist = dist.ravel()[flat_fail]
-    worst_at = int(flat_fail[int(np.argmax(fdist))])
-    worst = int(dist.ravel()[worst_at])
+    labels = c.label.ravel()[flat_fail]
+    sev = np.full(labels.shape, 3)
+    for name, level in _SEVERITY.items():
+        sev[labels == name] = level
+    dist = np.where(labels == "", c.dist.ravel()[flat_fail], -1.0)
+    order = np.lexsort((dist, sev))
+    worst_at = int(flat_fail[int(order[-1])])
     lines = [
         f"{title}: {n_fail} of {n} elements differ",
-        f"worst: {_dist_text(worst)} ulp at index {_index(worst_at, shape)}",
-        f"first {min(_SHOW, n_fail)} failing (format {f.name}):",
+        f"worst: {_dist_text(c, worst_at)}"
+        + (" ulp" if not c.label.ravel()[worst_at] else "")
+        + f" at index {_index(worst_at, shape)}",
     ]
+    if note:
+        lines.append(note)
+    lines.append(f"first {min(_SHOW, n_fail)} failing (format {f.name}):")
     rows = [["index", "actual", "bits", "desired", "bits", "ulp"]]
     for k in flat_fail[:_SHOW]:
-        ca, cd = int(a.ravel()[k]), int(d.ravel()[k])
-        rows.append([_index(int(k), shape), _value(ca, f), _bits(ca, f), _value(cd, f),
-                     _bits(cd, f), _dist_text(int(dist.ravel()[k]))])
+        ca, cd = int(c.a.ravel()[k]), int(c.d.codes.ravel()[k])
+        if c.d.real is not None and c.frac.ravel()[k] != 0:
+            dv, db = repr(float(c.d.real.ravel()[k])), "(between codes)"
+        else:
+            dv, db = _value(cd, f), _bits(cd, f)
+        rows.append([_index(int(k), shape), _value(ca, f), _bits(ca, f), dv, db,
+                     _dist_text(c, int(k))])
     lines += _table(rows)
     lines.append(f"ulp distances over all {n} elements:")
-    lines += _histogram(dist.ravel())
+    lines += _histogram(c)
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- assertions
+def _check_max_ulp(max_ulp: object) -> int | float:
+    if isinstance(max_ulp, bool) or not isinstance(max_ulp, (int, np.integer, float,
+                                                             np.floating)):
+        raise TypeError(f"Got {max_ulp=!r}, but it must be a non-negative int or float")
+    if isinstance(max_ulp, (float, np.floating)):
+        if not math.isfinite(max_ulp) or max_ulp < 0:
+            raise ValueError(f"Got {max_ulp=!r}, but it must be finite and >= 0")
+        return float(max_ulp)
+    if max_ulp < 0:
+        raise ValueError(f"Got {max_ulp=}, but it must be >= 0")
+    return int(max_ulp)
+
+
 def assert_ulp_close(
     actual: npt.ArrayLike,
     desired: npt.ArrayLike,
     *,
-    max_ulp: int = 1,
+    max_ulp: int | float = 1,
     fmt: Format | str | None = None,
     nan: Literal["any", "code"] = "any",
-    signed_zeros: bool = False,
+    inf: Literal["strict", "ulp"] = "strict",
+    signed_zeros: bool | None = None,
 ) -> None:
     """Assert that every element of ``actual`` is within ``max_ulp`` ulps of ``desired``.
 
     The condition is ``ulp_distance(actual, desired) <= max_ulp`` elementwise,
     where the distance is the exact number of steps between the two codes in
     the ordered list of ``fmt``'s values (see the module docstring).
+    ``desired`` may be a more precise reference (float64 against a bfloat16
+    result): its distance is then fractional, and ``max_ulp=0.5`` asserts
+    correct rounding to nearest.
 
     Parameters
     ----------
-    actual, desired : array_like
-        Broadcastable arrays of values (or codes) of ``fmt``.
-    max_ulp : int
-        The largest distance allowed, ``>= 0``.
+    actual : array_like or torch.Tensor
+        Values (or codes) of ``fmt``.
+    desired : array_like or torch.Tensor
+        Values of ``fmt``, or any float64 reference; broadcastable to ``actual``.
+    max_ulp : int or float
+        The largest distance allowed, ``>= 0`` (any size: ``2**70`` allows every
+        finite pair).
     fmt : Format, str or None
         The format; None infers it from the dtypes (float64 when neither
         array has a narrower float dtype).
     nan : {"any", "code"}
         ``"any"``: NaN equals NaN whatever its sign or payload; ``"code"``:
         two NaNs must have the same code.  NaN never equals a number.
-    signed_zeros : bool
+    inf : {"strict", "ulp"}
+        ``"strict"``: an infinity matches only the same infinity, whatever
+        ``max_ulp`` (an overflow to inf where ``max`` was desired fails);
+        ``"ulp"``: an infinity counts as one step beyond ``max``.
+    signed_zeros : bool or None
         Count ``-0`` and ``+0`` one ulp apart (formats that have ``-0``).
+        None (default): True when ``max_ulp == 0`` (so a lost ``-0`` fails a
+        bit-exact check), False otherwise.  Either way the report marks such
+        pairs ``(-0 vs +0)``.
 
     Raises
     ------
     AssertionError
-        With the count of failing elements, the worst distance, the first
+        With the count of failing elements, the worst case, the first
         failing indices with values and bits, and a histogram of distances.
+    TypeError
+        For arguments that hold no real numbers (None, strings, complex).
 
     Examples
     --------
@@ -272,22 +458,26 @@ def assert_ulp_close(
       ulp  count
       0    1
       2    1
+
+    A float64 reference, compared in bfloat16 (correct rounding: 0.5 ulp):
+
+    >>> y = np.array([1.0, 3.0], dtype=ml_dtypes.bfloat16)
+    >>> assert_ulp_close(y, np.array([1.001, 3.005]), fmt="bf16", max_ulp=0.5)
     """
-    if isinstance(max_ulp, bool) or not isinstance(max_ulp, (int, np.integer)) or max_ulp < 0:
-        raise ValueError(f"Got {max_ulp=}, but it must be a non-negative int")
+    max_ulp = _check_max_ulp(max_ulp)
     if nan not in ("any", "code"):
         raise ValueError(f"Got {nan=}, but the only valid values are 'any' and 'code'")
-    if not isinstance(signed_zeros, bool):
-        raise TypeError(f"Got {signed_zeros=}, but it must be True or False")
-    f = _infer_format(actual, desired, fmt)
-    a, d = _pair(actual, desired, f)
-    dist, nan_a, nan_d = _distances(a, d, f, signed_zeros)
-    if nan == "code":
-        dist = np.where(nan_a & nan_d & (a != d), np.uint64(2**64 - 1), dist)
-    failing = dist > np.uint64(max_ulp)
+    if inf not in ("strict", "ulp"):
+        raise ValueError(f"Got {inf=}, but the only valid values are 'strict' and 'ulp'")
+    if signed_zeros is not None and not isinstance(signed_zeros, bool):
+        raise TypeError(f"Got {signed_zeros=}, but it must be True, False or None")
+    if signed_zeros is None:
+        signed_zeros = max_ulp == 0
+    f, a, d = _read_pair(actual, desired, fmt, real_ok=True)
+    c = _Comparison(f, a, d, signed_zeros=signed_zeros, nan=nan, inf=inf)
+    failing = (c.label != "") | c.beyond(max_ulp)
     if failing.any():
-        raise AssertionError(_report(f"Not within {max_ulp} ulp", f, a, d, dist, failing,
-                                     a.shape))
+        raise AssertionError(_report(f"Not within {max_ulp} ulp", c, failing))
 
 
 def assert_bitwise_equal(
@@ -301,105 +491,178 @@ def assert_bitwise_equal(
 
     ``-0`` and ``+0`` differ.  With ``canonical_nan=True`` all NaNs of one
     sign compare equal (payloads ignored); with False only identical codes do.
+    Differences that are not a distance are labelled (``-0 vs +0``,
+    ``NaN sign``, ``NaN payload``, ``NaN vs number``).
 
     Examples
     --------
     >>> import numpy as np
     >>> assert_bitwise_equal(np.float32([1.0, np.nan]), np.float32([1.0, np.nan]))
-    >>> assert_bitwise_equal(np.float32([0.0]), np.float32([-0.0]))
+    >>> assert_bitwise_equal(np.float32([0.0, np.nan]), np.float32([-0.0, -np.nan]))
     Traceback (most recent call last):
-    AssertionError: Not bitwise equal: 1 of 1 elements differ
-    worst: 0 ulp at index 0
-    first 1 failing (format binary32):
+    AssertionError: Not bitwise equal: 2 of 2 elements differ
+    worst: NaN sign at index 1
+    first 2 failing (format binary32):
       index  actual  bits        desired  bits        ulp
-      0      0.0     0x00000000  -0.0     0x80000000  0
-    ulp distances over all 1 elements:
-      ulp  count
-      0    1
+      0      0.0     0x00000000  -0.0     0x80000000  -0 vs +0
+      1      nan     0x7FC00000  -nan     0xFFC00000  NaN sign
+    ulp distances over all 2 elements:
+      ulp       count
+      NaN sign  1
+      -0 vs +0  1
     """
     if not isinstance(canonical_nan, bool):
         raise TypeError(f"Got {canonical_nan=}, but it must be True or False")
-    f = _infer_format(actual, desired, fmt)
-    a, d = _pair(actual, desired, f)
-    dist, nan_a, nan_d = _distances(a, d, f, False)
-    sign = np.uint64(f.sign_mask)
-    same = a == d
-    if canonical_nan:
-        same |= nan_a & nan_d & ((a & sign) == (d & sign))
-    failing = ~same
+    f, a, d = _read_pair(actual, desired, fmt, real_ok=False)
+    c = _Comparison(f, a, d, signed_zeros=True, nan="sign" if canonical_nan else "code",
+                    inf="strict", zero_label=True)
+    nan_both = is_nan_codes(a, f) & is_nan_codes(d.codes, f)
+    failing = (a != d.codes) & ~(nan_both & (c.label == ""))
     if failing.any():
-        raise AssertionError(_report("Not bitwise equal", f, a, d, dist, failing, a.shape))
+        raise AssertionError(_report("Not bitwise equal", c, failing))
 
 
-def _fractions(x: Any, name: str) -> tuple[list[Fraction], tuple[int, ...]]:
-    arr = np.asarray(x)
-    if arr.dtype != np.dtype(object):
+_HUGE_DIGITS = 4000   # a Decimal beyond 10**+-4000 becomes a proxy (see assert_within_bound)
+
+
+def _exact_value(v: Any) -> tuple[Fraction | float, str | None]:
+    """``(value, shown)``: a Fraction (or a float NaN/inf) and, for proxies, the original text."""
+    if isinstance(v, Decimal):
+        if not v.is_finite():
+            return float(v), None
+        if v.is_zero():
+            return Fraction(0), None
+        exponent = v.adjusted()
+        if abs(exponent) > _HUGE_DIGITS:
+            sign = -1 if v.is_signed() else 1
+            power = _HUGE_DIGITS + 1 if exponent > 0 else -_HUGE_DIGITS - 1
+            return sign * Fraction(10) ** power, str(v)
+        return Fraction(v), None
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return (f, None) if not math.isfinite(f) else (Fraction(f), None)
+    return Fraction(v), None
+
+
+def _exact_list(x: Any, name: str) -> tuple[list[tuple[Fraction | float, str | None]],
+                                           tuple[int, ...]]:
+    arr = as_array(x, name, exact=True)
+    if arr.dtype.kind == "O":
+        items = arr.ravel().tolist()
+    elif arr.dtype.kind in "iu":
+        items = arr.ravel().tolist()          # Python ints: exact
+    else:
         with np.errstate(invalid="ignore", over="ignore"):
-            arr = arr.astype(np.float64)
-    out = []
-    for i, v in enumerate(arr.ravel().tolist()):
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ValueError(f"Got {name}.flat[{i}]={v!r}, but bounds need finite values")
-        out.append(Fraction(v))
-    return out, arr.shape
+            items = arr.astype(np.float64).ravel().tolist()
+    return [_exact_value(v) for v in items], arr.shape
+
+
+def _show(v: Fraction | float, shown: str | None) -> str:
+    if shown is not None:
+        return shown
+    if isinstance(v, float):
+        return repr(v)
+    try:
+        return repr(float(v))
+    except OverflowError:
+        return f"~{'-' if v < 0 else ''}1e+{len(str(abs(v.numerator) // v.denominator)) - 1}"
 
 
 def assert_within_bound(actual: Any, exact: Any, bound: Any) -> None:
     """Assert ``|actual - exact| <= bound`` elementwise, computed exactly.
 
+    A NaN or infinite ``actual`` fails at its element unless ``exact`` is the
+    same infinity (or NaN against NaN); an infinite ``bound`` admits every
+    finite pair.  :class:`decimal.Decimal` values beyond ``10**+-4000`` are
+    replaced by ``+-10**+-4001`` (exact comparisons with anything of float
+    size keep their outcome; the message shows the original) so that
+    ``Decimal("1e99999999")`` is decided at once.
+
     Parameters
     ----------
-    actual : array_like
-        Computed results (any float dtype, ml_dtypes included).
+    actual : array_like or torch.Tensor
+        Computed results (any float dtype, ml_dtypes and torch included).
     exact : array_like
         The exact results: floats, ints, or an object array of
-        :class:`fractions.Fraction`.
+        :class:`fractions.Fraction` or :class:`decimal.Decimal`.
     bound : array_like
-        Absolute error bounds, ``>= 0``, broadcastable; e.g.
+        Absolute error bounds, ``>= 0`` (NaN is rejected), broadcastable; e.g.
         ``tolerance_for("dot", k, "binary32", "recursive") * (abs(A) @ abs(B))``.
 
     Examples
     --------
     >>> from fractions import Fraction
     >>> assert_within_bound([0.5], [Fraction(1, 3)], [Fraction(1, 6)])
-    >>> assert_within_bound([0.5], [Fraction(1, 3)], [0.125])
+    >>> assert_within_bound([0.5, float("nan")], [Fraction(1, 3), 0], [0.125, 1.0])
     Traceback (most recent call last):
-    AssertionError: Not within bound: 1 of 1 elements exceed it
-    worst: |error| is 1.333 times the bound at index 0
+    AssertionError: Not within bound: 2 of 2 elements exceed it
+    worst: |error| is nan at index 1
       index  actual  exact               |error|              bound
       0      0.5     0.3333333333333333  0.16666666666666666  0.125
+      1      nan     0.0                 nan                  1.0
     """
-    acts, shape_a = _fractions(actual, "actual")
-    exs, shape_e = _fractions(exact, "exact")
-    bnds, shape_b = _fractions(bound, "bound")
-    if any(b < 0 for b in bnds):
-        raise ValueError(f"Got bound with a negative element {min(bnds)}, "
-                         "but bounds must be >= 0")
+    acts, shape_a = _exact_list(actual, "actual")
+    exs, shape_e = _exact_list(exact, "exact")
+    bnds, shape_b = _exact_list(bound, "bound")
+    for i, (b, _) in enumerate(bnds):
+        if isinstance(b, float) and math.isnan(b):
+            raise ValueError(f"Got bound.flat[{i}]=nan, but bounds must be numbers >= 0")
+        if b < 0:
+            raise ValueError(f"Got bound.flat[{i}]={float(b)!r}, but bounds must be >= 0")
     try:
         shape = np.broadcast_shapes(shape_a, shape_e, shape_b)
     except ValueError:
         raise ValueError(f"Got actual of shape {shape_a}, exact of shape {shape_e} and "
                          f"bound of shape {shape_b}, which do not broadcast") from None
 
-    def spread(xs: list[Fraction], s: tuple[int, ...]) -> list[Fraction]:
+    def spread(xs: list[Any], s: tuple[int, ...]) -> list[Any]:
         idx = np.broadcast_to(np.arange(len(xs)).reshape(s), shape).ravel()
         return [xs[i] for i in idx]
 
     A, E, B = spread(acts, shape_a), spread(exs, shape_e), spread(bnds, shape_b)
-    errors = [abs(a - e) for a, e in zip(A, E)]
-    failing = [i for i, (err, b) in enumerate(zip(errors, B)) if err > b]
+    errors: list[Fraction | float] = []
+    failing: list[int] = []
+    for i, ((a, _), (e, _), (b, _)) in enumerate(zip(A, E, B)):
+        if isinstance(a, float) or isinstance(e, float):   # a NaN or an infinity
+            same = (isinstance(a, float) and isinstance(e, float)
+                    and (a == e or (math.isnan(a) and math.isnan(e))))
+            err: Fraction | float = 0.0 if same else (
+                math.nan if (isinstance(a, float) and math.isnan(a))
+                or (isinstance(e, float) and math.isnan(e)) else math.inf)
+            errors.append(err)
+            if not same:
+                failing.append(i)
+            continue
+        err = abs(a - e)
+        errors.append(err)
+        if not (isinstance(b, float) and b == math.inf) and err > b:
+            failing.append(i)
     if not failing:
         return
-    ratio = [errors[i] / B[i] if B[i] else math.inf for i in failing]
-    worst = failing[int(np.argmax([float(r) for r in ratio]))]
-    worst_ratio = max(ratio)
-    times = "infinitely many" if worst_ratio == math.inf else f"{float(worst_ratio):.4g}"
+
+    def ratio(i: int) -> float:
+        err, b = errors[i], B[i][0]
+        if isinstance(err, float):
+            return math.inf if not math.isnan(err) else math.nan
+        if isinstance(b, float) or b == 0:
+            return math.inf
+        q = err / b
+        return math.inf if q > Fraction(10) ** 300 else float(q)
+
+    ratios = [ratio(i) for i in failing]
+    nan_at = [i for i, r in zip(failing, ratios) if math.isnan(r)]
+    worst = nan_at[0] if nan_at else failing[int(np.argmax(ratios))]
+    r = ratio(worst)
+    times = ("nan" if math.isnan(r) else "infinitely many times the bound" if r == math.inf
+             else f"{r:.4g} times the bound")
+    if math.isnan(r):
+        times = "nan"
     lines = [f"Not within bound: {len(failing)} of {len(errors)} elements exceed it",
-             f"worst: |error| is {times} times the bound at index {_index(worst, shape)}"]
+             f"worst: |error| is {times} at index {_index(worst, shape)}"]
     rows = [["index", "actual", "exact", "|error|", "bound"]]
     for i in failing[:_SHOW]:
-        rows.append([_index(i, shape), repr(float(A[i])), repr(float(E[i])),
-                     repr(float(errors[i])), repr(float(B[i]))])
+        rows.append([_index(i, shape), _show(*A[i]), _show(*E[i]), _show(errors[i], None),
+                     _show(*B[i])])
     lines += _table(rows)
     raise AssertionError("\n".join(lines))
 
@@ -443,11 +706,19 @@ def tolerance_for(
     binary32), as in :func:`numerics.accum.sum`.  The evaluated factor is
     inflated by ``1 + (n + 16) * 2**-52`` to cover its own rounding.
 
+    For elementwise chains (``proofs/tolerances.md``), ``operation="chain"``
+    gives ``gamma_n(u)``, the relative bound of ``n`` multiplicative roundings
+    (products, quotients, square roots, same-signed sums: claim TOL3), and
+    ``"rmsnorm"`` the one of an RMSNorm over rows of ``n`` (``gamma_{n+6}``,
+    TOL4); :func:`numerics.testing.tolerances.elementwise_bound` adds the final
+    cast and the underflow term.
+
     Parameters
     ----------
-    operation : {"sum", "dot"}
+    operation : {"sum", "dot", "chain", "rmsnorm"}
     n : int
-        Number of terms, ``>= 1``.
+        Number of terms (roundings for ``"chain"``, row length for
+        ``"rmsnorm"``), ``>= 1``.
     fmt : Format or str
         Format every addition (and product) rounds to.
     algorithm : str
@@ -462,6 +733,9 @@ def tolerance_for(
     Returns
     -------
     float
+        ``inf`` when the factor exceeds the float64 range (``(1 + u)**n``
+        overflows: e.g. ``n = 10**9`` terms in bfloat16): no finite relative
+        bound holds.
 
     References
     ----------
@@ -474,11 +748,16 @@ def tolerance_for(
     1.0000000000000042
     >>> tolerance_for("dot", 4096, "bfloat16") > 1       # gamma_4096 would be undefined
     True
+    >>> tolerance_for("dot", 10**9, "bfloat16")
+    inf
+    >>> tolerance_for("chain", 3, "binary32") / 2.0**-24      # gamma_3 = 3u / (1 - 3u)
+    3.0000005364446274
     """
     from numerics.accum import bounds
 
-    if operation not in _OPERATIONS:
-        raise ValueError(f"Got {operation=}, but the only valid values are 'sum' and 'dot'")
+    if operation not in _OPERATIONS + _CHAINS:
+        raise ValueError(f"Got {operation=}, but the only valid values are "
+                         + ", ".join(repr(o) for o in _OPERATIONS + _CHAINS))
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"Got {n=}, but it must be an int >= 1")
     if algorithm not in ALGORITHMS:
@@ -492,14 +771,24 @@ def tolerance_for(
                                    or block_size < 1):
         raise ValueError(f"Got {block_size=}, but it must be an int >= 1 or None")
     f = as_format(fmt)
+    if operation in _CHAINS:
+        from numerics.testing.tolerances import gamma, rmsnorm_roundings, unit_roundoff
+
+        k = int(n) if operation == "chain" else rmsnorm_roundings(int(n))
+        return gamma(k, unit_roundoff(f, rounding)) * (1 + 2**-40)
     promote = as_format(promote_fmt if promote_fmt is not None else "binary32")
     if algorithm == "blocked" and block_size is None:
         block_size = 128
     one = np.float64(1.0)
-    if operation == "sum":
-        b, _ = bounds.sum_bound(one, int(n), f, rounding, algorithm, block_size=block_size,
-                                promote_fmt=promote)
-    else:
-        b, _ = bounds.dot_bound(one, np.float64(0.0), int(n), f, rounding, algorithm,
-                                block_size=block_size, promote_fmt=promote)
-    return float(b)
+    try:
+        with np.errstate(over="ignore"):
+            if operation == "sum":
+                b, _ = bounds.sum_bound(one, int(n), f, rounding, algorithm,
+                                        block_size=block_size, promote_fmt=promote)
+            else:
+                b, _ = bounds.dot_bound(one, np.float64(0.0), int(n), f, rounding, algorithm,
+                                        block_size=block_size, promote_fmt=promote)
+    except OverflowError:
+        return math.inf   # (1 + u)**n beyond float64: no finite relative bound
+    factor = float(b)
+    return factor if math.isfinite(factor) else math.inf

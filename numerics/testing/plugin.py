@@ -22,6 +22,13 @@ Fixtures
     ``numpy.random.default_rng([seed, crc32(test node id)])``: a fresh
     generator per test, independent of test order and selection; pass it as
     ``rng=`` to ``encode(..., rounding="sr")``.
+
+Under ``@given`` use :func:`numerics.testing.strategies.seeds` or
+:func:`~numerics.testing.strategies.rngs` instead: a function-scoped fixture
+is created once per test, not per example, so its generator's state would
+carry from one example to the next (a failing example would not replay),
+and hypothesis rejects such fixtures (health check
+``function_scoped_fixture``).  A drawn seed shrinks and replays.
 """
 
 from __future__ import annotations
