@@ -53,7 +53,7 @@ from hypothesis import errors as _hyp_errors
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from numerics.formats import _REGISTRY, FORMATS, Format, Infinity, NaNEncoding, as_format
+from numerics.formats import FORMATS, Format, Infinity, NaNEncoding, as_format, get_format
 from numerics.rounding import ROUNDINGS
 from numerics.testing._codes import (
     mag_ceil,
@@ -468,7 +468,7 @@ def _float_mag(f: Format, x: float) -> int | None:
 
 def _narrower(f: Format) -> list[Format]:
     """Registered formats whose midpoints and their neighbours are values of ``f`` (some)."""
-    return [g for g in _REGISTRY
+    return [g for g in map(get_format, FORMATS)
             if g.precision < f.precision and g.precision <= 51 and g.signed <= f.signed
             and g.max_finite_code > 1 and g.name != f.name]
 
@@ -1306,7 +1306,7 @@ def formats(*, kinds: Sequence[str] | None = None) -> st.SearchStrategy[str]:
     if bad or not kinds:
         raise InvalidArgument(f"Got {kinds=}, but the only valid kinds are "
                               + ", ".join(repr(k) for k in FORMAT_KINDS))
-    names = [f.name for f in _REGISTRY if _kinds_of(f) & set(kinds)]
+    names = [f.name for f in map(get_format, FORMATS) if _kinds_of(f) & set(kinds)]
     return st.sampled_from(names)
 
 
