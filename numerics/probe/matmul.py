@@ -229,6 +229,12 @@ def _design(tree: Tree, k: int, fin: Format, fout: Format) -> _Designed:
                   [(p, 0, 1.0, -1), (q, 0, 1.0, 1), (r, 1 - j, 1.5, -1)])
     if len(L0) >= 2:
         p, q = L0[0], L0[1]
+        later = L1[0] if L1 else q
+        for j in range(1, MAX_FRACTIONAL_BITS + 5):
+            d.add("fractional_bits", f"P3d: -1, then 2^-{j} added to it",
+                  [(p, 0, 1.0, -1), (later, -j, 1.0, 1)])
+            d.add("alignment_rounding", f"P3d: -1, then 1.5*2^-{j} added to it",
+                  [(p, 0, 1.0, -1), (later, -j, 1.5, 1)])
         for u in range(1, fin.precision):
             x, y = 1.0 + 2.0**-u, 1.0 - 2.0**-u
             d.add_factors("fractional_bits", f"P3b: -1 + (1+2^-{u})(1-2^-{u})",

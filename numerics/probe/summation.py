@@ -18,7 +18,13 @@ from numerics.formats import Format, as_format
 from numerics.probe.model import Tree, round_into
 from numerics.probe.order import NotATree, build_tree, describe_tree, fused_groups
 from numerics.probe.result import Evidence, ProbeError, SumResult
-from numerics.probe.vectors import BlackBox, input_dtype, random_sum_inputs
+from numerics.probe.vectors import (
+    BlackBox,
+    input_dtype,
+    random_sum_inputs,
+    random_values,
+    sum_span,
+)
 
 __all__ = ["probe_sum", "summation_order"]
 
@@ -113,10 +119,11 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
     """The summation model of ``f``: its tree (or order-free algorithm) and the format
     of its additions, checked on ``trials`` random inputs.
 
-    Hypotheses: the recovered tree with every addition rounded to nearest-even in
-    ``fmt``, binary32 or binary64 (the result then rounded into ``fmt``); when no
-    tree fits, ``accum.sum``'s ``exact``, ``kahan`` and ``neumaier`` in the same
-    formats.  The first survivor in that order is returned; none raises.
+    Hypotheses: the recovered tree (when the pair tests fit one) with every
+    addition rounded to nearest-even in ``fmt``, binary32 or binary64 (the result
+    then rounded into ``fmt``); then ``accum.sum``'s ``exact``, ``kahan`` and
+    ``neumaier`` in the same formats.  The first survivor in that order is
+    returned; none raises.
 
     Examples
     --------
@@ -149,14 +156,16 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
         return SumResult(algorithm="tree", tree=tree, fmt=fmt_.name, accumulator=fmt_.name,
                          n=n, fused_groups=fused_groups(tree), shape=describe_tree(tree),
                          calls=s.box.calls)
+    hyps = []
     if tree is not None:
         hyps = [SumResult(algorithm="tree", tree=tree, fmt=fmt_.name, accumulator=w, n=n,
                           fused_groups=(), shape=describe_tree(tree), calls=0)
                 for w in widths]
-    else:
-        hyps = [SumResult(algorithm=alg, tree=None, fmt=fmt_.name, accumulator=w, n=n,
-                          fused_groups=(), shape=f"order-free ({alg})", calls=0)
-                for alg in _ORDER_FREE for w in widths]
+    # compensated sums may pass the pair tests as a sequential tree (the small
+    # terms they lose to M are lost before any compensation): always candidates
+    hyps += [SumResult(algorithm=alg, tree=None, fmt=fmt_.name, accumulator=w, n=n,
+                       fused_groups=(), shape=f"order-free ({alg})", calls=0)
+             for alg in _ORDER_FREE for w in widths]
     observed = s.rows(X)
     preds = [h.predict(X) for h in hyps]
     evidence = [Evidence(parameter="accumulator" if tree is not None else "algorithm",
@@ -165,9 +174,20 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
                          observed=float(observed[i])) for i in range(min(8, len(X)))]
     alive = [h for h, p in zip(hyps, preds)
              if np.array_equal(p.view(np.uint64), observed.view(np.uint64))]
+    for _ in range(4):  # random inputs where the survivors disagree (claim P9)
+        if len(alive) < 2:
+            break
+        pool = _discriminating_pool(rng, n, fmt_)
+        bits = np.stack([h.predict(pool) for h in alive]).view(np.uint64)
+        split = np.flatnonzero((bits != bits[:1]).any(axis=0))[:32]
+        if not split.size:
+            break
+        got = s.rows(pool[split])
+        alive = [h for h, b in zip(alive, bits)
+                 if np.array_equal(b[split], got.view(np.uint64))]
     if not alive:
         what = ("the order was found (" + describe_tree(tree) + ") but no accumulator "
-                "format reproduces the sums") if tree is not None else (
+                "format nor compensated summation reproduces the sums") if tree is not None else (
             f"{not_tree}; and neither exact, Kahan nor Neumaier summation reproduces them")
         raise ProbeError(f"no summation model fits {s.box.name}: {what}",
                          {"evidence": [e.as_dict() for e in evidence]})
@@ -175,6 +195,17 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
     return SumResult(algorithm=best.algorithm, tree=best.tree, fmt=fmt_.name,
                      accumulator=best.accumulator, n=n, fused_groups=(), shape=best.shape,
                      calls=s.box.calls, evidence=tuple(evidence))
+
+
+def _discriminating_pool(rng: np.random.Generator, n: int, fmt: Format) -> np.ndarray:
+    """Candidates over a much wider exponent range, many terms cancelling exactly."""
+    lo, hi = sum_span(fmt, n)
+    wide = (max(fmt.emin + 1, lo - 40), min(hi + 40, fmt.emax - 8))
+    X = random_values(rng, (512, n), fmt, *wide)
+    k = max(1, n // 3)
+    for t in rng.choice(n, size=k, replace=False):
+        X[:, t] = -X[:, int(rng.integers(0, n))]
+    return X
 
 
 def _label(h: SumResult) -> str:
