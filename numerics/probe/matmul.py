@@ -95,17 +95,44 @@ class _Placer:
         return out
 
 
-def _pair_scales(fin: Format, fout: Format) -> tuple[float, float, float, float]:
-    """Factors of the large product ``M = ab`` and of the small one ``s = cd``."""
-    e_big = min(fin.emax, 30)
-    s_exp = max(2 * fin.emin, fout.emin, -60)
+def _pair_scales(fin: Format, fout: Format, k: int) -> list[tuple[float, float, float, float]]:
+    """Factors of the large product ``M = ab`` and of the small one ``s = cd`` for the
+    pair tests, best first (claim P1 needs ``M / (k s)`` beyond every adder's reach).
+
+    Normal factors first; when the input format's normal range is too narrow (8-bit
+    formats), subnormal small factors first and normal ones as the fallback (a box
+    that flushes subnormal inputs fails the subnormal variant).
+    """
+    p_big = min(2 * fin.emax, 60, fout.emax - 1)  # M stays finite in the output format
+    big = factor(p_big, 1.0, fin)
+    assert big is not None
+    if fin.precision <= 4 and fin.max * fin.max < 2.0**fout.emax:
+        big = (fin.max, fin.max)  # 8-bit formats: every bit of range counts; M is exact
+    s_exp = max(2 * fin.emin, fout.emin - fout.trailing_bits, -60)
     small = factor(s_exp, 1.0, fin)
     assert small is not None
-    return 2.0**e_big, 2.0**e_big, small[0], small[1]
+    normal = (big[0], big[1], small[0], small[1])
+    need = 2.0 ** (MAX_FRACTIONAL_BITS + math.ceil(math.log2(k)) + 3)
+    tiny = fin.smallest_subnormal
+    if big[0] * big[1] / (small[0] * small[1]) >= need or not fin.subnormals \
+            or tiny * tiny < max(fout.smallest_subnormal, 2.0**-149):
+        return [normal]
+    return [(big[0], big[1], tiny, tiny), normal]
 
 
 def _order(diag: _Placer, k: int, fin: Format, fout: Format) -> Tree:
-    big_a, big_b, small_a, small_b = _pair_scales(fin, fout)
+    first: NotATree | None = None
+    for scales in _pair_scales(fin, fout, k):
+        try:
+            return _order_with(diag, k, scales)
+        except NotATree as err:
+            first = first or err
+    assert first is not None
+    raise first
+
+
+def _order_with(diag: _Placer, k: int, scales: tuple[float, float, float, float]) -> Tree:
+    big_a, big_b, small_a, small_b = scales
     s = small_a * small_b
 
     def ask(pairs: list[tuple[int, int]]) -> list[int]:
@@ -248,15 +275,25 @@ def _design(tree: Tree, k: int, fin: Format, fout: Format) -> _Designed:
         pout = fout.precision
         for sign in (1, -1):
             d.add("output_rounding", f"P4: {'-' if sign < 0 else ''}(1 + 1.5 ulp) "
+                  f"of {fout.name}", [(p, 0, 1.0, sign), (q, 1 - pout, 1.5, sign)])
+            d.add("output_rounding", f"P4: {'-' if sign < 0 else ''}(1 + 0.75 ulp) "
                   f"of {fout.name}", [(p, 0, 1.0, sign), (q, -pout, 1.5, sign)])
             d.add("output_rounding", f"P4: {'-' if sign < 0 else ''}(1 + 0.5 ulp + "
                   f"2^-{pout + 3}) of {fout.name}",
                   [(p, 0, 1.0, sign), (q, -pout, 1.125, sign)])
+    last = [int(c) for c in tree if not isinstance(c, tuple)] if isinstance(tree, tuple) \
+        else []
+    top = min(4, fin.emax - 1)
+    if len(last) >= 3:  # e8m13 of an inner node is hidden by the next node's alignment
+        p, q, r = last[:3]
+        for j in range(8, 26):
+            d.add("e8m13", f"P8: (1.5 + 1.5 + 2^-{j}) * 2^{top} in the last node",
+                  [(p, top, 1.5, 1), (q, top, 1.5, 1), (r, top - j, 1.0, 1)])
     if triple is not None:
         p, q, r = triple
         for j in range(8, 26):
-            d.add("e8m13", f"P8: 1.5 + 1.5 + 2^-{j}",
-                  [(p, 0, 1.5, 1), (q, 0, 1.5, 1), (r, -j, 1.0, 1)])
+            d.add("e8m13", f"P8: (1.5 + 1.5 + 2^-{j}) * 2^{top}",
+                  [(p, top, 1.5, 1), (q, top, 1.5, 1), (r, top - j, 1.0, 1)])
     return d
 
 
@@ -483,7 +520,7 @@ def _position_classes(placer: _Placer, k: int, fin: Format, fout: Format,
                       rng: np.random.Generator) -> np.ndarray:
     """Outputs grouped by the meeting nodes of a few pairs (claim P10): class ids
     numbered in row-major order of first appearance, shape (batch, batch)."""
-    big_a, big_b, small_a, small_b = _pair_scales(fin, fout)
+    big_a, big_b, small_a, small_b = _pair_scales(fin, fout, k)[-1]
     s = small_a * small_b
     batch = placer.batch
     sig = []
@@ -576,7 +613,7 @@ def _merge_unobservable(alive: list[MatmulModel], fout: Format) -> list[MatmulMo
     for h in alive:
         exact = (h.adder == "fused" and h.fractional_bits is not None
                  and h.fractional_bits + math.ceil(math.log2(h.group_size + 1)) + 2
-                 <= fout.precision and h.promote_every is None)
+                 <= fout.precision)
         twin = any(dataclasses.replace(h, output_rounding=k.output_rounding) == k
                    for k in kept) if exact else False
         if not twin:
