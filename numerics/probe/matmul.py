@@ -197,6 +197,16 @@ def _fused_structure(tree: Tree) -> tuple[int, int | None] | None:
     return G, promote
 
 
+def _last_node_leaves(tree: Tree) -> list[int]:
+    """Leaf children of the last node with leaves (below any promotion nodes)."""
+    node = tree
+    while isinstance(node, tuple) and all(isinstance(c, tuple) for c in node):
+        node = node[-1]
+    if not isinstance(node, tuple):
+        return [int(node)]
+    return [int(c) for c in node if not isinstance(c, tuple)]
+
+
 def _first_node(tree: Tree) -> tuple[list[int], list[int]]:
     """Leaf children of the first node evaluated and of its parent."""
     if not isinstance(tree, tuple):
@@ -281,8 +291,24 @@ def _design(tree: Tree, k: int, fin: Format, fout: Format) -> _Designed:
             d.add("output_rounding", f"P4: {'-' if sign < 0 else ''}(1 + 0.5 ulp + "
                   f"2^-{pout + 3}) of {fout.name}",
                   [(p, 0, 1.0, sign), (q, -pout, 1.125, sign)])
-    last = [int(c) for c in tree if not isinstance(c, tuple)] if isinstance(tree, tuple) \
-        else []
+    last = _last_node_leaves(tree)
+    if len(last) >= 3:
+        # P4b: carries: (n - 1) largest products and a small term in the last fused
+        # node (an earlier node's rounding is hidden by the next node's alignment)
+        m_sig = 2.0 - 2.0 ** (1 - fin.precision)
+        for j in range(1, MAX_FRACTIONAL_BITS + 1):
+            for sig in (1.0, 1.5):
+                for sign in (1, -1):
+                    a, b = np.zeros(k), np.zeros(k)
+                    tiny = factor(-j, sig, fin)
+                    if tiny is None:
+                        continue
+                    for pos in last[:-1]:
+                        a[pos], b[pos] = sign * m_sig, m_sig
+                    a[last[-1]], b[last[-1]] = sign * tiny[0], tiny[1]
+                    d.rows.append(("output_rounding", f"P4b: {'-' if sign < 0 else ''}("
+                                   f"{len(last) - 1} * (2 - 2^-{fin.precision - 1})^2 + "
+                                   f"{sig}*2^-{j})", a, b))
     top = min(4, fin.emax - 1)
     if len(last) >= 3:  # e8m13 of an inner node is hidden by the next node's alignment
         p, q, r = last[:3]
@@ -606,17 +632,26 @@ def _probe_class(placer: _Placer, name: str, k: int, fin: Format, fout: Format,
 
 def _merge_unobservable(alive: list[MatmulModel], fout: Format) -> list[MatmulModel]:
     """Drop survivors that differ from a preferred one only in a rounding that never
-    happens (claim P4): a fused node's aligned sum has at most
-    ``F + ceil(log2(G + 1)) + 2`` significant bits; when that fits the output
-    precision, its output rounding is exact."""
+    happens (claims P4, P8): a fused node's aligned sum of ``n`` terms (``G``
+    products, and ``c`` when a node has one) has at most ``F + ceil(log2 n) + 2``
+    significant bits; when that fits the output
+    precision, its output rounding is exact, and when its fraction bits fit 13,
+    e8m13 clears nothing."""
     kept: list[MatmulModel] = []
     for h in alive:
-        exact = (h.adder == "fused" and h.fractional_bits is not None
-                 and h.fractional_bits + math.ceil(math.log2(h.group_size + 1)) + 2
-                 <= fout.precision)
-        twin = any(dataclasses.replace(h, output_rounding=k.output_rounding) == k
-                   for k in kept) if exact else False
-        if not twin:
+        with_c = any(any(isinstance(c, tuple) for c in ch)
+                     and any(not isinstance(c, tuple) for c in ch)
+                     for _, ch in postorder(h.order))
+        terms = h.group_size + (1 if with_c else 0)
+        bits = (h.fractional_bits + math.ceil(math.log2(terms)) + 2
+                if h.adder == "fused" and h.fractional_bits is not None else 10**6)
+        twins = []
+        if bits <= fout.precision:  # the rounding into the output is exact
+            twins += [dataclasses.replace(h, output_rounding=r) for r in ("rtz", "rne")]
+        if bits - 1 <= 13:  # e8m13 keeps every fraction bit the node can produce
+            twins += [dataclasses.replace(t, e8m13=e) for t in twins + [h]
+                      for e in (False, True)]
+        if not any(t == k for t in twins for k in kept):
             kept.append(h)
     return kept
 

@@ -52,10 +52,12 @@ class BlackBox:
                 warnings.simplefilter("ignore")
                 out = self.fn(*args)
         except Exception as err:
+            text = " ".join(str(err).split())
+            text = text if len(text) <= 300 else text[:297] + "..."
             raise ProbeError(
-                f"{self.name} raised {type(err).__name__}: {err} (call {self.calls}, "
+                f"{self.name} raised {type(err).__name__}: {text} (call {self.calls}, "
                 f"inputs of shapes {[a.shape for a in args]})",
-                {"call": self.calls, "exception": f"{type(err).__name__}: {err}"},
+                {"call": self.calls, "exception": f"{type(err).__name__}: {text}"},
             ) from err
         try:
             arr = np.asarray(out, dtype=np.float64)
