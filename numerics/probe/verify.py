@@ -96,14 +96,18 @@ def _verify_sum(f: Callable[..., Any], model: SumResult, trials: int,
                 rng: np.random.Generator) -> VerifyResult:
     fmt = as_format(model.fmt)
     box = BlackBox(f, "f")
-    X = random_sum_inputs(rng, trials, model.n, fmt)
     dtype = input_dtype(fmt)
-    got = np.array([float(box((), x.astype(dtype))) for x in X])
-    want = model.predict(X)
-    same = want.view(np.uint64) == got.view(np.uint64)
+    outputs = matches = 0
     first = None
-    if not same.all():
-        i = int(np.flatnonzero(~same)[0])
-        first = {"x": X[i].tolist(), "model": float(want[i]), "observed": float(got[i])}
-    return VerifyResult(outputs=int(same.size), matches=int(same.sum()),
-                        first_counterexample=first)
+    chunk = max(1, 2**20 // max(model.n, 1))  # about 8 MiB of terms at a time
+    for t0 in range(0, trials, chunk):
+        X = random_sum_inputs(rng, min(chunk, trials - t0), model.n, fmt)
+        got = np.array([float(box((), x.astype(dtype))) for x in X])
+        want = model.predict(X)
+        same = want.view(np.uint64) == got.view(np.uint64)
+        outputs += int(same.size)
+        matches += int(same.sum())
+        if first is None and not same.all():
+            i = int(np.flatnonzero(~same)[0])
+            first = {"x": X[i].tolist(), "model": float(want[i]), "observed": float(got[i])}
+    return VerifyResult(outputs=outputs, matches=matches, first_counterexample=first)
