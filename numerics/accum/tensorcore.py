@@ -639,9 +639,9 @@ def fused_dot_add(
     _check_choice(rounding, "rounding", OUTPUT_ROUNDINGS)
     if not isinstance(e8m13, (bool, np.bool_)):
         raise TypeError(f"Got {e8m13=}, but it must be a bool")
-    A, B = real_pair(a, "a"), real_pair(b, "b")
+    pa, pb = real_pair(a, "a"), real_pair(b, "b")
     try:
-        A_hi, B_hi, A_lo, B_lo = np.broadcast_arrays(A[0], B[0], A[1], B[1])
+        A_hi, B_hi, A_lo, B_lo = np.broadcast_arrays(pa[0], pb[0], pa[1], pb[1])
     except ValueError:
         raise ValueError(
             f"Got a with shape {np.shape(a)} and b with shape {np.shape(b)}, "
@@ -656,7 +656,9 @@ def fused_dot_add(
         raise ValueError(
             f"Got c with shape {np.shape(c)}, but it must broadcast to {A_hi.shape[:-1]}"
         ) from None
-    A, B, C = cast(A_hi, fin, lo=A_lo), cast(B_hi, fin, lo=B_lo), cast(C_hi, fout, lo=C_lo)
+    A = cast(A_hi, fin, lo=A_lo)
+    B = cast(B_hi, fin, lo=B_lo)
+    C = cast(C_hi, fout, lo=C_lo)
     d = _fused(A, decompose(A, fin), B, decompose(B, fin), C, decompose(C, fout),
                int(fractional_bits), fout, rounding, bool(e8m13))
     return d[()] if d.ndim == 0 else d
