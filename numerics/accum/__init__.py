@@ -16,11 +16,19 @@ from __future__ import annotations
 from numerics.accum.bounds import g, unit_roundoff
 from numerics.accum.gemm import gemm
 from numerics.accum.summation import ALGORITHMS, AccumResult, dot, sum
-from numerics.accum.tensorcore import PRESETS, TensorCorePreset, fused_dot_add
+from numerics.accum.tensorcore import (
+    FAMILIES,
+    PRESETS,
+    STRUCTURES,
+    TensorCorePreset,
+    fused_dot_add,
+)
 
 __all__ = [
     "ALGORITHMS",
+    "FAMILIES",
     "PRESETS",
+    "STRUCTURES",
     "AccumResult",
     "TensorCorePreset",
     "dot",
