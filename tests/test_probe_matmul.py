@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from numerics import accum, get_format, probe
-from numerics.accum import PRESETS
+from numerics.accum import PRESETS, TensorCorePreset
 from numerics.probe.model import MatmulModel, Tree, _chain
 from numerics.probe.order import sequential_tree
+from numerics.probe.vectors import random_matrices
 
 sys.path.insert(0, str(Path(__file__).parent))
 from probe_emulations import FusedAdderEmulation  # noqa: E402
@@ -146,10 +147,15 @@ def test_P10_position_classes_are_probed_separately() -> None:
 def _preset_cases() -> list[tuple[str, str, int, int | None]]:
     cases = []
     for name, p in PRESETS.items():
+        if p.inputs:  # AMD presets name their input formats
+            G = p.group_16 or p.group_8
+            assert G is not None
+            cases.append((name, p.inputs[0], max(4 * G, 16), None))
+            continue
         if p.group_16 is not None:
             cases.append((name, "bf16", 4 * p.group_16, None))
         if p.group_8 is not None:
-            fin = "e4m3fn" if p.fractional_bits < 20 else "e5m2"
+            fin = "e4m3fn" if (p.fractional_bits or 0) < 20 else "e5m2"
             cases.append((name, fin, 2 * p.group_8, None))
     cases.append(("hopper", "binary16", 64, None))
     cases.append(("hopper-fp8", "e4m3fn", 96, 32))
@@ -160,29 +166,33 @@ def _preset_cases() -> list[tuple[str, str, int, int | None]]:
 @pytest.mark.parametrize("preset, fin, k, promote", _preset_cases())
 def test_every_gemm_preset_is_recovered(preset: str, fin: str, k: int,
                                         promote: int | None) -> None:
-    """Every accum.gemm preset as a black box: parameters equal, verify 100%."""
+    """Every accum.gemm preset as a black box: its parameters come back (as a
+    TensorCorePreset gemm accepts, or a format for an fma chain), verify 100%."""
     p = PRESETS[preset]
+    f_in, f32 = get_format(fin), get_format("binary32")
 
     def mm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
         return accum.gemm(A, B, input_format=fin, accumulator=preset, promote_every=promote)
 
     r = probe.matmul(mm, input_format=fin, k=k, batch=16)
-    G = p.group_size(get_format(fin))
-    assert (r.group_size, r.fractional_bits, r.alignment_rounding, r.output_rounding,
-            r.model.e8m13, r.promote_every) == (G, p.fractional_bits, "rtz", "rtz", p.e8m13,
-                                                promote)
-    assert r.ambiguous == ()
     acc = r.as_accumulator()
-    q = PRESETS[acc["accumulator"]]
-    assert (q.fractional_bits, q.group_size(get_format(fin)), q.e8m13) == (
-        p.fractional_bits, G, p.e8m13)
+    q = acc["accumulator"]
+    if p.structure == "fma":
+        assert q == "binary32" and r.group_size == 1 and r.fractional_bits is None
+    else:
+        assert isinstance(q, TensorCorePreset)
+        assert (q.structure, q.fractional_bits, q.group_size(f_in), q.e8m13,
+                q.alignment_rounding, q.rounding_into(f32), q.flush_inputs) == (
+            p.structure, p.fractional_bits, p.group_size(f_in), p.e8m13,
+            p.alignment_rounding, p.rounding_into(f32), p.flush_inputs)
+        if r.subnormals["outputs"] != "untested":
+            assert q.flush_outputs == p.flush_outputs
     assert acc["promote_every"] == promote
-    v = probe.verify(mm, r, trials=2, batch=16)
-    assert v.fraction == 1.0
-    A = np.random.default_rng(0).standard_normal((5, k)).astype(np.float32)
-    B = np.random.default_rng(1).standard_normal((k, 3)).astype(np.float32)
-    assert np.array_equal(accum.gemm(A, B, input_format=fin, **acc),
-                          mm(A, B))
+    if p.structure != "pairwise":  # pairwise: fused and rounded products coincide here
+        assert r.ambiguous == ()
+    assert probe.verify(mm, r, trials=2, batch=16).fraction == 1.0
+    A, B = random_matrices(np.random.default_rng(0), 8, k, 8, f_in, f32)
+    assert np.array_equal(accum.gemm(A, B, input_format=fin, **acc), mm(A, B))
 
 
 def test_gemm_preset_with_binary16_output_rounds_to_nearest() -> None:

@@ -268,9 +268,9 @@ def _design(tree: Tree, k: int, fin: Format, fout: Format) -> _Designed:
         p, q = L0[0], L0[1]
         later = L1[0] if L1 else q
         for j in range(1, MAX_FRACTIONAL_BITS + 5):
-            d.add("fractional_bits", f"P3d: -1, then 2^-{j} added to it",
+            d.add("fractional_bits_c", f"P3d: -1, then 2^-{j} added to it",
                   [(p, 0, 1.0, -1), (later, -j, 1.0, 1)])
-            d.add("alignment_rounding", f"P3d: -1, then 1.5*2^-{j} added to it",
+            d.add("fractional_bits_c", f"P3d: -1, then 1.5*2^-{j} added to it",
                   [(p, 0, 1.0, -1), (later, -j, 1.5, 1)])
         for u in range(1, fin.precision):
             x, y = 1.0 + 2.0**-u, 1.0 - 2.0**-u
@@ -362,7 +362,7 @@ def _hypotheses(tree: Tree, fin: Format, fout: Format) -> tuple[list[MatmulModel
         G, promote = structure
         default = "rtz" if fout.name == "binary32" else "rne"
         for F in range(MAX_FRACTIONAL_BITS + 1):
-            for align in ("rtz", "rne"):
+            for align in ("rtz", "rd", "rne"):
                 fused.append(MatmulModel(adder="fused", accumulator=fout.name, group_size=G,
                                          fractional_bits=F, alignment_rounding=align,
                                          output_rounding=default, promote_every=promote,
@@ -448,8 +448,9 @@ def _preference(h: MatmulModel) -> tuple[Any, ...]:
     """Order among indistinguishable survivors: the simplest description first."""
     return (h.adder != "standard", _STANDARD_ACCUMULATORS.index(h.accumulator)
             if h.accumulator in _STANDARD_ACCUMULATORS else 9, h.products != "fused",
-            h.alignment_rounding != "rtz", h.output_rounding != ("rtz" if h.adder == "fused"
-                                                                 else "rne"),
+            ("fused", "fused-then-c", "even-odd").index(h.structure),
+            ("rtz", "rd", "rne", None).index(h.alignment_rounding),
+            h.output_rounding != ("rtz" if h.adder == "fused" else "rne"),
             h.e8m13, h.fractional_bits or 0, h.input_subnormals != "kept",
             h.output_subnormals != "kept")
 
@@ -587,7 +588,11 @@ def _probe_class(placer: _Placer, name: str, k: int, fin: Format, fout: Format,
     design = _design(tree, k, fin, fout)
     # stage 1: the parameters each family's first tests decide on their own
     standard = judge.test(standard, design, {"accumulator"})
-    fused = judge.test_grid(fused, design, {"fractional_bits", "alignment_rounding"})
+    # P3d (c from an earlier node) separates F only where c and the products are
+    # aligned together, which AMD's two-stage adders (G >= 2) do not do
+    single = bool(fused) and fused[0].group_size == 1
+    fused = judge.test_grid(fused, design, {"fractional_bits", "alignment_rounding"}
+                            | ({"fractional_bits_c"} if single else set()))
     # stage 2: the remaining parameters, against every observation
     expanded = [dataclasses.replace(h, products=p, output_rounding=r)
                 for h in standard for p in ("fused", "rounded")
@@ -595,8 +600,13 @@ def _probe_class(placer: _Placer, name: str, k: int, fin: Format, fout: Format,
     expanded += [dataclasses.replace(h, output_rounding=r, e8m13=e8)
                  for h in fused for r in ("rtz", "rne")
                  for e8 in ((False, True) if fout.name == "binary32" else (False,))]
+    if fout.name == "binary32":  # AMD CDNA3's two-stage adders (the same P3 outcomes)
+        expanded += [dataclasses.replace(h, structure=st, output_rounding=r)
+                     for h in fused if h.group_size >= 2
+                     for st in ("fused-then-c", "even-odd") for r in ("rtz", "rne")]
     alive = judge.recheck(expanded)
-    alive = judge.test(alive, design, {"products", "output_rounding", "e8m13"})
+    alive = judge.test(alive, design, {"products", "output_rounding", "e8m13",
+                                       "fractional_bits_c"})
 
     sub, has_in, has_out = _subnormal_design(tree, k, fin, fout)
     flush_in = ("kept", "flushed") if has_in else ("untested",)
@@ -644,7 +654,8 @@ def _merge_unobservable(alive: list[MatmulModel], fout: Format) -> list[MatmulMo
                      for _, ch in postorder(h.order))
         terms = h.group_size + (1 if with_c else 0)
         bits = (h.fractional_bits + math.ceil(math.log2(terms)) + 2
-                if h.adder == "fused" and h.fractional_bits is not None else 10**6)
+                if h.adder == "fused" and h.structure == "fused"
+                and h.fractional_bits is not None else 10**6)
         twins = []
         if bits <= fout.precision:  # the rounding into the output is exact
             twins += [dataclasses.replace(h, output_rounding=r) for r in ("rtz", "rne")]

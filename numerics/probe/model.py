@@ -42,7 +42,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from numerics.accum.tensorcore import PRESETS, decompose
+from numerics.accum.tensorcore import TensorCorePreset, decompose, group_step
 from numerics.eft import two_sum
 from numerics.fast import decode_codes, encode_pair
 from numerics.formats import Format, as_format
@@ -167,6 +167,10 @@ class MatmulModel:
     output_rounding: str = "rne"
     #: Clear the low 10 bits of every binary32 fused result (Ada/Hopper FP8).
     e8m13: bool = False
+    #: The fused node's rule: ``"fused"`` (NVIDIA: ``c`` aligned with the products),
+    #: ``"fused-then-c"`` or ``"even-odd"`` (AMD CDNA3: products first, then ``c``;
+    #: :mod:`numerics.accum.tensorcore`, run by its ``group_step``).
+    structure: str = "fused"
     #: Leaves per promotion interval (fused only), or None.
     promote_every: int | None = None
     #: ``"kept"``, ``"flushed"`` or ``"untested"``.
@@ -187,7 +191,8 @@ class MatmulModel:
             if self.accumulator != self.output_format:
                 label += f", output {self.output_rounding}"
         else:
-            label = (f"fused G={self.group_size} F={self.fractional_bits} "
+            kind = "fused" if self.structure == "fused" else self.structure
+            label = (f"{kind} G={self.group_size} F={self.fractional_bits} "
                      f"align {self.alignment_rounding}, output {self.output_rounding}")
             if self.e8m13:
                 label += ", e8m13"
@@ -303,12 +308,15 @@ class MatmulModel:
             else:
                 kids_c = values[id(kids[0])] if kids else np.zeros(
                     np.broadcast_shapes(prods.shape[:-1], np.shape(F)))
+            c = kids_c
+            if self.structure != "fused":
+                values[id(node)] = self._amd_step(a[..., idx], b[..., idx], c, fin, out)
+                continue
             terms = prods[..., idx]
             E = pexp[..., idx].max(axis=-1)
-            c = kids_c
             E = np.maximum(E, decompose(c, out))
             scale = np.ldexp(1.0, F - E)
-            align = np.trunc if self.alignment_rounding == "rtz" else np.rint
+            align = _ALIGN[self.alignment_rounding or "rtz"]
             total = align(terms * scale[..., None]).sum(axis=-1) + align(c * scale)
             d = round_into(np.ldexp(total, E - F), None, out, self.output_rounding, flush)
             d = np.where(total == 0, 0.0, d)
@@ -326,7 +334,7 @@ class MatmulModel:
     def _fused_single(self, p: np.ndarray, e: np.ndarray, out: Format, F: Any,
                       flush: bool) -> np.ndarray:
         E = np.maximum(e, -126)
-        align = np.trunc if self.alignment_rounding == "rtz" else np.rint
+        align = _ALIGN[self.alignment_rounding or "rtz"]
         total = align(p * np.ldexp(1.0, F - E))
         d = round_into(np.ldexp(total, E - F), None, out, self.output_rounding, flush)
         d = np.where(total == 0, 0.0, d)
@@ -335,47 +343,93 @@ class MatmulModel:
                 np.float32).astype(np.float64)
         return d
 
+    def _amd_step(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fin: Format,
+                  out: Format) -> np.ndarray:
+        a, b, c = np.broadcast_arrays(a, b, c[..., None])
+        d = group_step(self.preset(fin), a, b, c[..., 0], fin, out)
+        if self.output_subnormals == "flushed":
+            d = np.where(np.abs(d) < out.smallest_normal, np.copysign(0.0, d), d)
+        return d
+
+    def preset(self, fin: Format | None = None) -> TensorCorePreset:
+        """This fused model as an accum :class:`~numerics.accum.TensorCorePreset`."""
+        fin = fin or as_format(self.input_format)
+        G = self.group_size
+        narrow = fin.bits <= 8
+        return TensorCorePreset(
+            name="probed", fractional_bits=self.fractional_bits,
+            group_16=None if narrow else G, group_8=G if narrow else None,
+            e8m13=self.e8m13, source="numerics.probe", structure=self.structure,
+            alignment_rounding=self.alignment_rounding or "rtz",
+            output_rounding=self.output_rounding, narrow_output_rounding=self.output_rounding,
+            flush_inputs=self.input_subnormals == "flushed",
+            promote_every=self.promote_every)
+
     # ------------------------------------------------------------------ gemm form
 
     def as_accumulator(self) -> dict[str, Any]:
         """Keyword arguments of :func:`numerics.accum.gemm` for this model.
 
-        A standard model whose tree is the sequential chain ``((0, 1), 2), ...``
-        with fused products and nearest-even output is ``accumulator=<format>``;
-        a fused model equal to a preset (fractional bits, group size, truncation,
-        toward-zero binary32 output or nearest-even 16-bit output, e8m13) is that
-        preset, with ``promote_every``.  Anything else raises ValueError.
+        A standard model whose tree is the sequential chain ``((0, 1), 2), ...`` with
+        fused products and nearest-even output is ``accumulator=<format>``; one whose
+        tree is a chain of balanced pairwise groups with binary32 additions is a
+        ``"pairwise"`` :class:`~numerics.accum.TensorCorePreset` (AMD CDNA1/2); a fused
+        model whose tree is gemm's chain of consecutive groups (and promotion
+        intervals) is a ``TensorCorePreset`` with its parameters.  Anything else
+        raises ValueError.
         """
         base = {"output_format": self.output_format}
-        if self.input_subnormals == "flushed" or self.output_subnormals == "flushed":
-            raise ValueError("Got a model that flushes subnormals, which accum.gemm "
-                             "does not model")
-        if self.adder == "standard":
-            if self.order != _chain(self.k, 1, None) or self.products != "fused" \
-                    or self.output_rounding != "rne":
-                raise ValueError(
-                    f"Got a standard model ({self.name}) whose order is not the "
-                    "sequential chain accum.gemm uses; run it with ProbeResult.predict"
-                )
-            return {"accumulator": self.accumulator, "promote_every": None, **base}
         fin = as_format(self.input_format)
-        want_rounding = "rtz" if self.output_format == "binary32" else "rne"
-        for preset in PRESETS.values():
-            try:
-                G = preset.group_size(fin)
-            except ValueError:
-                continue
-            if (G, preset.fractional_bits, preset.e8m13) == (
-                    self.group_size, self.fractional_bits, self.e8m13) \
-                    and self.alignment_rounding == "rtz" \
-                    and self.output_rounding == want_rounding \
-                    and self.order == _chain(self.k, G, self.promote_every):
-                return {"accumulator": preset.name, "promote_every": self.promote_every,
-                        **base}
-        raise ValueError(
-            f"Got a fused model ({self.name}) that no accum.gemm preset has; run it "
-            "with ProbeResult.predict"
-        )
+        if self.adder == "standard":
+            flush = "flushed" in (self.input_subnormals, self.output_subnormals)
+            if self.order == _chain(self.k, 1, None) and self.products == "fused" \
+                    and self.output_rounding == "rne" and not flush:
+                return {"accumulator": self.accumulator, "promote_every": None, **base}
+            for G in (2, 4, 8, 16):
+                if self.order == _pairwise_chain(self.k, G) and self.accumulator == "binary32" \
+                        and self.output_format == "binary32" \
+                        and (self.products == "rounded" or 2 * fin.precision <= 24):
+                    narrow = fin.bits <= 8
+                    preset = TensorCorePreset(
+                        name="probed", fractional_bits=None, structure="pairwise",
+                        group_16=None if narrow else G, group_8=G if narrow else None,
+                        output_rounding="rne", source="numerics.probe",
+                        flush_inputs=self.input_subnormals == "flushed",
+                        flush_outputs=self.output_subnormals == "flushed")
+                    return {"accumulator": preset, "promote_every": None, **base}
+            raise ValueError(
+                f"Got a standard model ({self.name}) whose order accum.gemm does not "
+                "model; run it with ProbeResult.predict"
+            )
+        if self.output_subnormals == "flushed":
+            raise ValueError("Got a fused model that flushes subnormal results, which "
+                             "accum.gemm's fused presets do not model")
+        if self.order != _chain(self.k, self.group_size, self.promote_every):
+            raise ValueError(
+                f"Got a fused model ({self.name}) whose groups are not accum.gemm's "
+                "consecutive groups; run it with ProbeResult.predict"
+            )
+        return {"accumulator": self.preset(fin), "promote_every": self.promote_every,
+                **base}
+
+
+def _pairwise_chain(k: int, G: int) -> Tree:
+    """Groups of G products summed as balanced halves, the groups added in order."""
+    def half(lo: int, hi: int) -> Tree:
+        if hi - lo == 1:
+            return lo
+        mid = lo + (hi - lo) // 2
+        return (half(lo, mid), half(mid, hi))
+
+    node: Tree | None = None
+    for g0 in range(0, k, G):
+        part = half(g0, min(g0 + G, k))
+        node = part if node is None else (node, part)
+    assert node is not None
+    return node
+
+
+_ALIGN = {"rtz": np.trunc, "rne": np.rint, "rd": np.floor}
 
 
 def _chain(k: int, G: int, promote_every: int | None) -> Tree:
