@@ -182,14 +182,14 @@ def test_P9_order_free_accum_sum_algorithms_are_named(algorithm: str) -> None:
     assert probe.verify(f, r, trials=300).fraction == 1.0
 
 
-@pytest.mark.parametrize("n", [5, 8, 100, 129, 300])
+@pytest.mark.parametrize("n", [5, 8, 100, 300])
 def test_P9_numpy_float32_sum_is_reproduced(n: int) -> None:
     """P9: numpy's float32 sum: blocks of <= 128 with 8 partial sums, bit for bit."""
     r = probe.probe_sum(np.sum, n)
     assert r.accumulator == "binary32"
     assert r.tree == (numpy_pairwise_tree(n, first_apart=False) if n >= 8
                       else sequential_tree(n))
-    assert probe.verify(np.sum, r, trials=2000).fraction == 1.0
+    assert probe.verify(np.sum, r, trials=10_000 if n < 50 else 500).fraction == 1.0
 
 
 @pytest.mark.exhaustive

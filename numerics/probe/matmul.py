@@ -268,10 +268,11 @@ def _design(tree: Tree, k: int, fin: Format, fout: Format) -> _Designed:
         p, q = L0[0], L0[1]
         later = L1[0] if L1 else q
         for j in range(1, MAX_FRACTIONAL_BITS + 5):
-            d.add("fractional_bits_c", f"P3d: -1, then 2^-{j} added to it",
-                  [(p, 0, 1.0, -1), (later, -j, 1.0, 1)])
-            d.add("fractional_bits_c", f"P3d: -1, then 1.5*2^-{j} added to it",
-                  [(p, 0, 1.0, -1), (later, -j, 1.5, 1)])
+            for sign, name in ((1, "-1, then "), (-1, "1, then -")):
+                d.add("fractional_bits_c", f"P3d: {name}2^-{j} added to it",
+                      [(p, 0, 1.0, -sign), (later, -j, 1.0, sign)])
+                d.add("fractional_bits_c", f"P3d: {name}1.5*2^-{j} added to it",
+                      [(p, 0, 1.0, -sign), (later, -j, 1.5, sign)])
         for u in range(1, fin.precision):
             x, y = 1.0 + 2.0**-u, 1.0 - 2.0**-u
             d.add_factors("fractional_bits", f"P3b: -1 + (1+2^-{u})(1-2^-{u})",
@@ -640,6 +641,25 @@ def _probe_class(placer: _Placer, name: str, k: int, fin: Format, fout: Format,
     return _merge_unobservable(alive, fout), judge
 
 
+def _canonical(h: MatmulModel, fout: Format) -> MatmulModel:
+    """One representative of the models equal to ``h`` on every input (see below)."""
+    if h.adder != "fused" or h.fractional_bits is None:
+        return h
+    nodes = [ch for _, ch in postorder(h.order)]
+    with_c = any(any(isinstance(c, tuple) for c in ch)
+                 and any(not isinstance(c, tuple) for c in ch) for ch in nodes)
+    if h.structure == "fused-then-c" and not with_c:  # c = 0: the two stages agree
+        h = dataclasses.replace(h, structure="fused")
+    if h.structure != "fused":
+        return h
+    bits = h.fractional_bits + math.ceil(math.log2(h.group_size + (1 if with_c else 0))) + 2
+    if bits <= fout.precision:  # the rounding into the output is exact
+        h = dataclasses.replace(h, output_rounding="rtz")
+    if bits - 1 <= 13:  # e8m13 keeps every fraction bit the node can produce
+        h = dataclasses.replace(h, e8m13=False)
+    return h
+
+
 def _merge_unobservable(alive: list[MatmulModel], fout: Format) -> list[MatmulModel]:
     """Drop survivors that differ from a preferred one only in a rounding that never
     happens (claims P4, P8): a fused node's aligned sum of ``n`` terms (``G``
@@ -648,21 +668,11 @@ def _merge_unobservable(alive: list[MatmulModel], fout: Format) -> list[MatmulMo
     precision, its output rounding is exact, and when its fraction bits fit 13,
     e8m13 clears nothing."""
     kept: list[MatmulModel] = []
+    seen: set[MatmulModel] = set()
     for h in alive:
-        with_c = any(any(isinstance(c, tuple) for c in ch)
-                     and any(not isinstance(c, tuple) for c in ch)
-                     for _, ch in postorder(h.order))
-        terms = h.group_size + (1 if with_c else 0)
-        bits = (h.fractional_bits + math.ceil(math.log2(terms)) + 2
-                if h.adder == "fused" and h.structure == "fused"
-                and h.fractional_bits is not None else 10**6)
-        twins = []
-        if bits <= fout.precision:  # the rounding into the output is exact
-            twins += [dataclasses.replace(h, output_rounding=r) for r in ("rtz", "rne")]
-        if bits - 1 <= 13:  # e8m13 keeps every fraction bit the node can produce
-            twins += [dataclasses.replace(t, e8m13=e) for t in twins + [h]
-                      for e in (False, True)]
-        if not any(t == k for t in twins for k in kept):
+        canon = _canonical(h, fout)
+        if canon not in seen:
+            seen.add(canon)
             kept.append(h)
     return kept
 
