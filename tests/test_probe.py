@@ -314,7 +314,11 @@ def test_bad_input_not_deterministic_is_reported_as_a_finding() -> None:
         probe.matmul(noisy, input_format="binary32", k=8, batch=8)
     assert info.value.findings["finding"] == "not deterministic"
     with pytest.raises(probe.ProbeError, match="not deterministic"):
-        probe.summation_order(lambda x: np.sum(x) + (calls.append(0) or len(calls)), 4)
+        def drifting(x: np.ndarray) -> float:
+            calls[0] += 1
+            return float(np.sum(x)) + calls[0]
+
+        probe.summation_order(drifting, 4)
 
 
 def test_bad_input_outputs_outside_the_output_format() -> None:

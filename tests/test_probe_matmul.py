@@ -149,7 +149,7 @@ def test_P10_position_classes_are_probed_separately() -> None:
 # ---------------------------------------------------------------------------- presets
 
 def _preset_cases() -> list[tuple[str, str, int, int | None]]:
-    cases = []
+    cases: list[tuple[str, str, int, int | None]] = []
     for name, p in PRESETS.items():
         if p.inputs:  # AMD presets name their input formats
             G = p.group_16 or p.group_8

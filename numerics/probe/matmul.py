@@ -349,7 +349,8 @@ def _subnormal_design(tree: Tree, k: int, fin: Format, fout: Format) -> tuple[_D
 def _hypotheses(tree: Tree, fin: Format, fout: Format) -> tuple[list[MatmulModel],
                                                                 list[MatmulModel]]:
     """Standard hypotheses and stage-1 fused ones (F and alignment only)."""
-    base = {"input_format": fin.name, "output_format": fout.name, "order": tree}
+    base: dict[str, Any] = {"input_format": fin.name, "output_format": fout.name,
+                            "order": tree}
     standard: list[MatmulModel] = []
     if all(len(ch) == 2 for _, ch in postorder(tree)):
         for acc in _STANDARD_ACCUMULATORS:
@@ -548,11 +549,24 @@ def _position_classes(placer: _Placer, k: int, fin: Format, fout: Format,
                       rng: np.random.Generator) -> np.ndarray:
     """Outputs grouped by the meeting nodes of a few pairs (claim P10): class ids
     numbered in row-major order of first appearance, shape (batch, batch)."""
-    big_a, big_b, small_a, small_b = _pair_scales(fin, fout, k)[-1]
+    pairs = _fingerprint_pairs(k, rng)
+    first: NotATree | None = None
+    for scales in _pair_scales(fin, fout, k):
+        try:
+            return _classes_with(placer, k, pairs, scales)
+        except NotATree as err:
+            first = first or err
+    assert first is not None
+    raise first
+
+
+def _classes_with(placer: _Placer, k: int, pairs: list[tuple[int, int]],
+                  scales: tuple[float, float, float, float]) -> np.ndarray:
+    big_a, big_b, small_a, small_b = scales
     s = small_a * small_b
     batch = placer.batch
     sig = []
-    for i, j in _fingerprint_pairs(k, rng):
+    for i, j in pairs:
         a = np.full(k, small_a)
         b = np.full(k, small_b)
         a[i], a[j] = big_a, -big_a
@@ -643,7 +657,8 @@ def _probe_class(placer: _Placer, name: str, k: int, fin: Format, fout: Format,
 
 def _canonical(h: MatmulModel, fout: Format) -> MatmulModel:
     """One representative of the models equal to ``h`` on every input (see below)."""
-    if h.adder != "fused" or h.fractional_bits is None:
+    F = h.fractional_bits
+    if h.adder != "fused" or F is None:
         return h
     nodes = [ch for _, ch in postorder(h.order)]
     with_c = any(any(isinstance(c, tuple) for c in ch)
@@ -652,7 +667,7 @@ def _canonical(h: MatmulModel, fout: Format) -> MatmulModel:
         h = dataclasses.replace(h, structure="fused")
     if h.structure != "fused":
         return h
-    bits = h.fractional_bits + math.ceil(math.log2(h.group_size + (1 if with_c else 0))) + 2
+    bits = F + math.ceil(math.log2(h.group_size + (1 if with_c else 0))) + 2
     if bits <= fout.precision:  # the rounding into the output is exact
         h = dataclasses.replace(h, output_rounding="rtz")
     if bits - 1 <= 13:  # e8m13 keeps every fraction bit the node can produce

@@ -148,12 +148,12 @@ def build_tree(n: int, ask: Callable[[list[Pair]], Sequence[int]]) -> Tree:
                 if parent is None:
                     root["tree"] = stop.value
                 else:
-                    ptask, results, slot, pparent = parent
-                    results[slot] = stop.value
+                    ptask, done, slot, pparent = parent
+                    done[slot] = stop.value
                     state = parents[id(ptask)]
                     state[0] -= 1
                     if state[0] == 0:
-                        ready.append((ptask, results, pparent))
+                        ready.append((ptask, done, pparent))
                 continue
             if kind == "ask":
                 asks.append((task, parent, payload))
@@ -161,10 +161,10 @@ def build_tree(n: int, ask: Callable[[list[Pair]], Sequence[int]]) -> Tree:
                 if not payload:
                     ready.append((task, [], parent))
                     continue
-                results: list[Any] = [None] * len(payload)
+                slots: list[Any] = [None] * len(payload)
                 parents[id(task)] = [len(payload)]
                 for slot, sub in enumerate(payload):
-                    ready.append((sub, None, (task, results, slot, parent)))
+                    ready.append((sub, None, (task, slots, slot, parent)))
         if asks:
             flat = [p for _, _, pairs in asks for p in pairs]
             values = answer(flat)

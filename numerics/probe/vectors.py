@@ -175,7 +175,7 @@ def random_factors(rng: np.random.Generator, rows: int, k: int, fin: Format,
     lo, hi = factor_span(fin, out, k)
     a = random_values(rng, (rows, k), fin, lo, hi)
     b = random_values(rng, (rows, k), fin, lo, hi)
-    targets = rng.choice(k, size=max(1, k // 4), replace=False) if k >= 2 else []
+    targets: Any = rng.choice(k, size=max(1, k // 4), replace=False) if k >= 2 else []
     for t in targets:
         src = int(rng.integers(0, k))
         if src == t:
@@ -193,7 +193,7 @@ def random_matrices(rng: np.random.Generator, m: int, k: int, n: int, fin: Forma
     lo, hi = factor_span(fin, out, k)
     A = random_values(rng, (m, k), fin, lo, hi)
     B = random_values(rng, (k, n), fin, lo, hi)
-    targets = rng.choice(k, size=max(1, k // 4), replace=False) if k >= 2 else []
+    targets: Any = rng.choice(k, size=max(1, k // 4), replace=False) if k >= 2 else []
     for t in targets:
         src = int(rng.integers(0, k))
         if src == t:
