@@ -111,7 +111,9 @@ class FusedAdderEmulation:
         N_p = self.promote_every or k
         total = np.zeros(M * N, np.float32)
         for lo in range(0, k, N_p):
-            part = self._chain(*(x[:, lo:lo + N_p] for x in (sa, ma, ea, sb, mb, eb)), t)
+            sl = slice(lo, lo + N_p)
+            part = self._chain(sa[:, sl], ma[:, sl], ea[:, sl], sb[:, sl], mb[:, sl],
+                               eb[:, sl], t)
             total = total + part.astype(np.float32)
         return total.astype(np.float64).reshape(M, N)
 
