@@ -43,6 +43,7 @@ from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     EMIN,
     MODE_RNE,
+    MODE_RTZ,
     MODE_SR,
     MODE_SR_EXACT,
     OVERFLOW_IEEE,
@@ -51,7 +52,17 @@ from numerics.kernels.rounding import (
     round_pair,
 )
 
-__all__ = ["ALG_KAHAN", "ALG_NEUMAIER", "ALG_PAIRWISE", "ALG_RECURSIVE", "sum_rows"]
+__all__ = [
+    "ALG_KAHAN",
+    "ALG_NEUMAIER",
+    "ALG_PAIRWISE",
+    "ALG_RECURSIVE",
+    "ALIGN_RD",
+    "ALIGN_RNE",
+    "ALIGN_RTZ",
+    "fused_gemm",
+    "sum_rows",
+]
 
 ALG_RECURSIVE, ALG_PAIRWISE, ALG_KAHAN, ALG_NEUMAIER = range(4)
 
@@ -281,3 +292,106 @@ def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: np.int64, block: np.int6
         value[r0 + q] = s[q]
         abs_sum[r0 + q] = acc_abs[q]
         tiny[r0 + q] = ntiny[q]
+
+
+# ----------------------------------------------------------------------------------
+# The "fused" matrix-unit adder (NVIDIA tensor cores) over a whole GEMM
+# ----------------------------------------------------------------------------------
+
+ALIGN_RTZ, ALIGN_RD, ALIGN_RNE = range(3)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _align(v: np.int64, sh: np.int64, align: np.int64) -> np.int64:
+    """``v * 2**sh`` rounded to an integer (``sh <= 0`` drops bits) by ``align``."""
+    if sh >= 0:
+        return v << sh
+    r = min(-sh, 62)
+    if align == ALIGN_RD:
+        return v >> r  # arithmetic shift: toward -inf
+    m = abs(v)
+    q = m >> r
+    if align == ALIGN_RNE:
+        rem = m - (q << r)
+        half = np.int64(1) << (r - 1)
+        if rem > half or (rem == half and (q & 1) == 1):
+            q += 1
+    return -q if v < 0 else q
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def fused_gemm(SA: np.ndarray, EA: np.ndarray, SB: np.ndarray, EB: np.ndarray,
+               d: np.ndarray, k0: np.int64, k1: np.int64, G: np.int64, F: np.int64,
+               t_in: np.int64, align: np.int64, Pout: np.ndarray, out_mode: np.int64,
+               e8m13: bool) -> None:
+    """Chain the groups ``k0 .. k1`` (a multiple of ``G`` apart) of the ``"fused"`` rule
+    into ``d`` (M, N), in place (:mod:`numerics.accum.tensorcore`, steps 1-4).
+
+    Inputs are integer significands and exponents: ``a = SA * 2**(EA - t_in)`` with
+    ``EA`` the clamped exponent of step 1 (-126 for a zero, whose ``SA`` is 0); the
+    same for ``B``.  ``d`` holds values of the output format ``Pout`` (finite).  A
+    product's term in units of ``2**(E - F)`` is ``SA SB * 2**(EA + EB - 2 t_in - E + F)``
+    rounded to an integer by ``align``; the group's integer total is exact in int64
+    (below ``2**(F + 9)``) and in float64 (``F <= 44``), and is rounded once into
+    ``Pout`` with ``out_mode``.  Rows are split over threads; each output is computed by
+    one thread in the documented order.
+    """
+    M = SA.shape[0]
+    N = SB.shape[1]
+    t_out = Pout[T]
+    emin_out = Pout[EMIN]
+    emax_out = Pout[4]  # EMAX
+    has_inf = Pout[9] >= 0  # INFMAG
+    top = _pow2(emax_out + 1)
+    for i in numba.prange(M):
+        E = np.empty(N, np.int64)
+        tot = np.empty(N, np.int64)
+        for g0 in range(k0, k1, G):
+            # step 1-2: E = max(e_c, max_k e_a + e_b); c's own term
+            for j in range(N):
+                v = d[i, j]
+                if v == 0.0:
+                    E[j] = -126
+                else:
+                    ef = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52))
+                                  & np.uint64(0x7FF))
+                    E[j] = max(ef - 1023, emin_out)
+            ec = E.copy()
+            for k in range(g0, g0 + G):
+                ea = EA[i, k]
+                for j in range(N):
+                    E[j] = max(E[j], ea + EB[k, j])
+            for j in range(N):
+                sc = np.int64(d[i, j] * _pow2(t_out - ec[j]))
+                tot[j] = _align(sc, ec[j] - t_out - E[j] + F, align)
+            for k in range(g0, g0 + G):
+                sa = SA[i, k]
+                ea = EA[i, k] - 2 * t_in + F
+                if sa == 0:
+                    continue
+                for j in range(N):
+                    tot[j] += _align(sa * SB[k, j], ea + EB[k, j] - E[j], align)
+            # step 3-4: one rounding into the output format
+            for j in range(N):
+                T_ = tot[j]
+                if T_ == 0:
+                    d[i, j] = 0.0
+                    continue
+                v = np.float64(T_) * _pow2(E[j] - F)
+                if out_mode == MODE_RTZ and has_inf and abs(v) >= top:
+                    r = np.copysign(np.inf, v)
+                else:
+                    r = v
+                    if t_out == 23:
+                        if np.float64(np.float32(v)) != v or abs(v) >= top:
+                            r = _round_slow(v, 0.0, Pout, out_mode, np.uint64(0), np.uint64(0))
+                    else:
+                        r = _round_slow(v, 0.0, Pout, out_mode, np.uint64(0), np.uint64(0))
+                if e8m13 and r - r == 0.0:
+                    # clear the low 10 bits of the binary32 encoding: truncate to a
+                    # multiple of 2**(max(e, -126) - 13)
+                    ef = np.int64((np.float64(r).view(np.uint64) >> np.uint64(52))
+                                  & np.uint64(0x7FF))
+                    q = max(ef - 1023, -126) - 13
+                    r = np.trunc(r * _pow2(-q)) * _pow2(q)
+                d[i, j] = r
