@@ -41,7 +41,7 @@ from numerics.accum.tensorcore import (
     TensorCorePreset,
     cast,
     check_formats,
-    decompose,
+    exponents,
     flush_subnormals,
     group_step,
     resolve_accumulator,
@@ -100,16 +100,15 @@ def _preset_chain(p: TensorCorePreset, a: np.ndarray, b: np.ndarray, c: np.ndarr
 
 def _fused_operands(p: TensorCorePreset, a: np.ndarray, b: np.ndarray,
                     fin: Format) -> tuple[np.ndarray, ...] | None:
-    """Integer significands and exponents of ``a`` and ``b`` for the ``"fused"`` kernel,
+    """``a``, ``b`` and their exponents (step 1) for the ``"fused"`` kernel,
     or None when it does not apply (an operand not finite: numpy applies the IEEE rule)."""
     if int(p.fractional_bits) > 44 or not (  # type: ignore[arg-type]
             np.isfinite(a).all() and np.isfinite(b).all()):
         return None
-    t = fin.trailing_bits
-    ea, eb = decompose(a, fin), decompose(b, fin)
-    sa = np.ldexp(a, t - ea).astype(np.int64)  # exact integer significands
-    sb = np.ldexp(b, t - eb).astype(np.int64)
-    return sa, ea.astype(np.int64), sb, eb.astype(np.int64)
+    dt = np.float32 if fin.precision <= 24 and fin.emax <= 127 and fin.emin >= -126 \
+        else np.float64  # values exact in binary32 travel as binary32 (half the memory)
+    return (np.ascontiguousarray(a, dt), exponents(a, fin), np.ascontiguousarray(b, dt),
+            exponents(b, fin))
 
 
 def _fused_kernel_chain(p: TensorCorePreset, ops: tuple[np.ndarray, ...], c: np.ndarray,
@@ -121,7 +120,7 @@ def _fused_kernel_chain(p: TensorCorePreset, ops: tuple[np.ndarray, ...], c: np.
     d = np.array(c, np.float64)
     align = {"rtz": kernel.ALIGN_RTZ, "rd": kernel.ALIGN_RD, "rne": kernel.ALIGN_RNE}
     kernel.fused_gemm(*ops, d, lo, hi, G, int(p.fractional_bits),  # type: ignore[arg-type]
-                      fin.trailing_bits, align[p.alignment_rounding], format_params(out),
+                      align[p.alignment_rounding], format_params(out),
                       mode_code(p.rounding_into(out)), p.e8m13)
     return d
 

@@ -60,7 +60,9 @@ __all__ = [
     "ALIGN_RD",
     "ALIGN_RNE",
     "ALIGN_RTZ",
+    "exponents",
     "fused_gemm",
+    "round_values",
     "sum_rows",
 ]
 
@@ -299,99 +301,135 @@ def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: np.int64, block: np.int6
 # ----------------------------------------------------------------------------------
 
 ALIGN_RTZ, ALIGN_RD, ALIGN_RNE = range(3)
+_GEMM_ROWS = 8  # rows of A per pass over B
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _align(v: np.int64, sh: np.int64, align: np.int64) -> np.int64:
-    """``v * 2**sh`` rounded to an integer (``sh <= 0`` drops bits) by ``align``."""
-    if sh >= 0:
-        return v << sh
-    r = min(-sh, 62)
+def _align_value(v: float, align: np.int64) -> float:
+    if align == ALIGN_RTZ:
+        return np.trunc(v)
     if align == ALIGN_RD:
-        return v >> r  # arithmetic shift: toward -inf
-    m = abs(v)
-    q = m >> r
-    if align == ALIGN_RNE:
-        rem = m - (q << r)
-        half = np.int64(1) << (r - 1)
-        if rem > half or (rem == half and (q & 1) == 1):
-            q += 1
-    return -q if v < 0 else q
+        return np.floor(v)
+    return np.rint(v)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def fused_gemm(SA: np.ndarray, EA: np.ndarray, SB: np.ndarray, EB: np.ndarray,
+def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
                d: np.ndarray, k0: np.int64, k1: np.int64, G: np.int64, F: np.int64,
-               t_in: np.int64, align: np.int64, Pout: np.ndarray, out_mode: np.int64,
-               e8m13: bool) -> None:
+               align: np.int64, Pout: np.ndarray, out_mode: np.int64, e8m13: bool) -> None:
     """Chain the groups ``k0 .. k1`` (a multiple of ``G`` apart) of the ``"fused"`` rule
     into ``d`` (M, N), in place (:mod:`numerics.accum.tensorcore`, steps 1-4).
 
-    Inputs are integer significands and exponents: ``a = SA * 2**(EA - t_in)`` with
-    ``EA`` the clamped exponent of step 1 (-126 for a zero, whose ``SA`` is 0); the
-    same for ``B``.  ``d`` holds values of the output format ``Pout`` (finite).  A
-    product's term in units of ``2**(E - F)`` is ``SA SB * 2**(EA + EB - 2 t_in - E + F)``
-    rounded to an integer by ``align``; the group's integer total is exact in int64
-    (below ``2**(F + 9)``) and in float64 (``F <= 44``), and is rounded once into
+    ``A`` (M, K) and ``B`` (K, N) hold values of the input format (precision <= 26, so
+    every product is exact in float64) and ``EA``, ``EB`` their exponents of step 1
+    (-126 for a zero); ``d`` holds finite values of the output format ``Pout``.  Each
+    term ``a b 2**(F - E)`` is exact in float64 and rounded to an integer by ``align``
+    (``trunc``, ``floor`` or ``rint``); a group's total is an integer below ``2**(F + 9)``,
+    exact in float64 for ``F <= 44``, and ``total * 2**(E - F)`` is rounded once into
     ``Pout`` with ``out_mode``.  Rows are split over threads; each output is computed by
     one thread in the documented order.
     """
-    M = SA.shape[0]
-    N = SB.shape[1]
+    M = A.shape[0]
+    N = B.shape[1]
     t_out = Pout[T]
     emin_out = Pout[EMIN]
-    emax_out = Pout[4]  # EMAX
-    has_inf = Pout[9] >= 0  # INFMAG
-    top = _pow2(emax_out + 1)
-    for i in numba.prange(M):
-        E = np.empty(N, np.int64)
-        tot = np.empty(N, np.int64)
+    top = _pow2(Pout[4] + 1)  # 2**(emax + 1)
+    has_inf = Pout[9] >= 0  # an infinity code
+    RB = _GEMM_ROWS
+    for blk in numba.prange((M + RB - 1) // RB):
+        i0 = blk * RB
+        R = min(RB, M - i0)
+        E = np.empty((RB, N), np.int32)  # int32: the max pass vectorizes
+        scale = np.empty((RB, N))
+        tot = np.empty((RB, N))
         for g0 in range(k0, k1, G):
-            # step 1-2: E = max(e_c, max_k e_a + e_b); c's own term
-            for j in range(N):
-                v = d[i, j]
-                if v == 0.0:
-                    E[j] = -126
-                else:
-                    ef = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52))
-                                  & np.uint64(0x7FF))
-                    E[j] = max(ef - 1023, emin_out)
-            ec = E.copy()
-            for k in range(g0, g0 + G):
-                ea = EA[i, k]
+            # steps 1-2: E = max(e_c, max_k e_a + e_b); c's own term
+            for r in range(R):
                 for j in range(N):
-                    E[j] = max(E[j], ea + EB[k, j])
-            for j in range(N):
-                sc = np.int64(d[i, j] * _pow2(t_out - ec[j]))
-                tot[j] = _align(sc, ec[j] - t_out - E[j] + F, align)
+                    v = d[i0 + r, j]
+                    e = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52))
+                                 & np.uint64(0x7FF))
+                    E[r, j] = np.int32(-126 if v == 0.0 else max(e - 1023, emin_out))
             for k in range(g0, g0 + G):
-                sa = SA[i, k]
-                ea = EA[i, k] - 2 * t_in + F
-                if sa == 0:
-                    continue
+                for r in range(R):
+                    ea = EA[i0 + r, k]
+                    for j in range(N):
+                        E[r, j] = max(E[r, j], np.int32(ea + EB[k, j]))
+            for r in range(R):
                 for j in range(N):
-                    tot[j] += _align(sa * SB[k, j], ea + EB[k, j] - E[j], align)
-            # step 3-4: one rounding into the output format
-            for j in range(N):
-                T_ = tot[j]
-                if T_ == 0:
-                    d[i, j] = 0.0
-                    continue
-                v = np.float64(T_) * _pow2(E[j] - F)
-                if out_mode == MODE_RTZ and has_inf and abs(v) >= top:
-                    r = np.copysign(np.inf, v)
-                else:
-                    r = v
-                    if t_out == 23:
-                        if np.float64(np.float32(v)) != v or abs(v) >= top:
-                            r = _round_slow(v, 0.0, Pout, out_mode, np.uint64(0), np.uint64(0))
+                    scale[r, j] = _pow2(F - np.int64(E[r, j]))
+                    tot[r, j] = _align_value(d[i0 + r, j] * scale[r, j], align)
+            for k in range(g0, g0 + G):
+                for r in range(R):
+                    av = np.float64(A[i0 + r, k])
+                    if av == 0.0:
+                        continue
+                    if align == ALIGN_RTZ:
+                        for j in range(N):
+                            tot[r, j] += np.trunc(av * B[k, j] * scale[r, j])
+                    elif align == ALIGN_RD:
+                        for j in range(N):
+                            tot[r, j] += np.floor(av * B[k, j] * scale[r, j])
                     else:
-                        r = _round_slow(v, 0.0, Pout, out_mode, np.uint64(0), np.uint64(0))
-                if e8m13 and r - r == 0.0:
-                    # clear the low 10 bits of the binary32 encoding: truncate to a
-                    # multiple of 2**(max(e, -126) - 13)
-                    ef = np.int64((np.float64(r).view(np.uint64) >> np.uint64(52))
-                                  & np.uint64(0x7FF))
-                    q = max(ef - 1023, -126) - 13
-                    r = np.trunc(r * _pow2(-q)) * _pow2(q)
-                d[i, j] = r
+                        for j in range(N):
+                            tot[r, j] += np.rint(av * B[k, j] * scale[r, j])
+            # steps 3-4: one rounding into the output format
+            for r in range(R):
+                i = i0 + r
+                for j in range(N):
+                    if tot[r, j] == 0.0:
+                        d[i, j] = 0.0  # an exact zero is +0
+                        continue
+                    v = tot[r, j] * _pow2(np.int64(E[r, j]) - F)
+                    rr = v
+                    if out_mode == MODE_RTZ and has_inf and abs(v) >= top:
+                        rr = np.copysign(np.inf, v)
+                    elif t_out != 23 or np.float64(np.float32(v)) != v or abs(v) >= top:
+                        rr = _round_slow(v, 0.0, Pout, out_mode, np.uint64(0), np.uint64(0))
+                    if e8m13 and rr - rr == 0.0:
+                        # clear the low 10 bits of the binary32 encoding: truncate to a
+                        # multiple of 2**(max(e, -126) - 13)
+                        e = np.int64((np.float64(rr).view(np.uint64) >> np.uint64(52))
+                                     & np.uint64(0x7FF))
+                        q = max(e - 1023, -126) - 13
+                        rr = np.trunc(rr * _pow2(-q)) * _pow2(q)
+                    d[i, j] = rr
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: np.int64,
+                 out: np.ndarray) -> None:
+    """``out[i]``: the value of ``x[i] + lo[i]`` (exact, 1-D; ``lo`` may be one zero for
+    all) rounded once into ``P``
+    (nearest even or a directed mode; a NaN becomes +0 in a format without NaN)."""
+    t = P[T]
+    emin = P[EMIN]
+    maxval = _max_finite(P)
+    paired = lo.size == x.size  # else lo is one zero
+    for i in numba.prange(x.size):
+        v = np.float64(x[i])
+        low = lo[i] if paired else 0.0
+        if mode == MODE_RNE and t <= 24 and low == 0.0:
+            r, ok = _rne_fast(v, t, emin, maxval)
+            if ok:
+                out[i] = r
+                continue
+        out[i] = _round_slow(v, low, P, mode, np.uint64(0), np.uint64(0))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _max_finite(P: np.ndarray) -> float:
+    return decode_one(np.uint64(P[8]), P)  # MAXMAG: the largest finite magnitude
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def exponents(x: np.ndarray, emin: np.int64, out: np.ndarray) -> None:
+    """``out[i]``: the exponent of ``x[i]`` clamped below at ``emin``; -126 for a zero or
+    a non-finite value (step 1 of the ``"fused"`` rule)."""
+    for i in numba.prange(x.size):
+        v = np.float64(x[i])
+        e = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))
+        if v == 0.0 or e == 0x7FF:
+            out[i] = -126
+        else:
+            out[i] = max(e - 1023, emin)
