@@ -160,9 +160,20 @@ def _exp_sig(v: Fraction, emin: int) -> tuple[int, Fraction]:
     return e, v / Fraction(2) ** e
 
 
+def _align_to(v: Fraction, q: Fraction, align: str) -> Fraction:
+    n = v / q
+    if align == "rd":
+        k = n.numerator // n.denominator
+    elif align == "rne":
+        k = round(n)  # Fraction.__round__: ties to even
+    else:
+        k = int(n)  # toward zero
+    return k * q
+
+
 def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
               emin_c: int, F: int, out: tuple[int, int, int], mode: str,
-              e8m13: bool) -> Fraction | float:
+              e8m13: bool, align: str = "rtz") -> Fraction | float:
     terms = []
     for x, y in zip(a, b):
         ex, sx = _exp_sig(x, emin_in)
@@ -173,9 +184,7 @@ def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
     q = Fraction(2) ** (E - F)
     total = Fraction(0)
     for e, s in terms:
-        v = s * Fraction(2) ** e
-        t = abs(v) // q * q
-        total += t if v >= 0 else -t
+        total += _align_to(s * Fraction(2) ** e, q, align)
     p, emin, emax = out
     if mode == "rtz" and total != 0 and abs(total) >= Fraction(2) ** (emax + 1):
         return INF if total > 0 else -INF

@@ -97,7 +97,7 @@ def _object_pair(arr: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
         try:
             h = float(v)
         except OverflowError:
-            hi[i] = math.copysign(math.inf, v)
+            hi[i] = math.inf if v > 0 else -math.inf
             continue
         hi[i] = h
         lo[i] = _odd_float(v - int(h))

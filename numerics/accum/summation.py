@@ -71,7 +71,7 @@ from numerics.accum.intake import MAX_DIMS, real_pair
 from numerics.accum.tensorcore import cast
 from numerics.fast import decode_codes, encode_pair
 from numerics.formats import Format, as_format
-from numerics.rounding import check_rounding, make_rng
+from numerics.rounding import make_rng
 
 __all__ = ["ALGORITHMS", "AccumResult", "Tree", "dot", "sum"]
 
@@ -295,7 +295,7 @@ def _check_common(algorithm: object, rounding: object, block_size: object, n: in
             f"Got algorithm={algorithm!r}, but the only valid values are "
             + ", ".join(repr(a) for a in ALGORITHMS)
         )
-    check_rounding(rounding)
+    _bounds.check_rounding_name(rounding)
     if block_size is not None:
         if not isinstance(block_size, (int, np.integer)) or isinstance(block_size, bool) \
                 or block_size < 1:

@@ -83,6 +83,7 @@ __all__ = [
     "cast",
     "check_formats",
     "decompose",
+    "exponents",
     "flush_subnormals",
     "fused_dot_add",
     "group_step",
@@ -400,6 +401,16 @@ def resolve_accumulator(accumulator: object, input_format: Format) -> TensorCore
     )
 
 
+def exponents(v: np.ndarray, fmt: Format) -> np.ndarray:
+    """:func:`decompose` (zero: -126) as int32, by a kernel."""
+    from numerics.kernels.accum import exponents as kernel
+
+    flat = np.ascontiguousarray(v).reshape(-1)
+    out = np.empty(flat.size, np.int32)
+    kernel(flat, fmt.emin, out)
+    return out.reshape(np.shape(v))
+
+
 def decompose(v: np.ndarray, fmt: Format, zero: int = _ZERO_EXP) -> np.ndarray:
     """Exponents ``e`` of values of ``fmt`` (clamped at ``emin``); zero and non-finite
     values get ``zero`` (-126, the NVIDIA rule).
@@ -417,12 +428,23 @@ def decompose(v: np.ndarray, fmt: Format, zero: int = _ZERO_EXP) -> np.ndarray:
 
 
 def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None) -> np.ndarray:
-    """Round the exact values ``x + lo`` (float64) once into ``fmt``, as float64 (a NaN
-    becomes +0 in a format without NaN)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        x = np.asarray(x, np.float64)
-        return decode_codes(encode_pair(x, lo, fmt, rounding=rounding, nan="zero"),
-                            fmt).reshape(x.shape)
+    """Round the exact values ``x + lo`` (float32/float64) once into ``fmt``, as float64
+    (a NaN becomes +0 in a format without NaN), by :func:`numerics.kernels.accum.round_values`.
+    """
+    from numerics.kernels.accum import round_values
+    from numerics.kernels.rounding import format_params, mode_code
+
+    x = np.asarray(x)
+    if x.dtype not in (np.float32, np.float64) or not x.dtype.isnative:
+        x = x.astype(np.float64)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    low = np.zeros(1)
+    if lo is not None and np.any(lo):
+        low = np.ascontiguousarray(np.broadcast_to(np.asarray(lo, np.float64), x.shape)
+                                   ).reshape(-1)
+    out = np.empty(flat.size)
+    round_values(flat, low, format_params(fmt), mode_code(rounding), out)
+    return out.reshape(x.shape)
 
 
 def flush_subnormals(x: np.ndarray, fmt: Format, *, keep_sign: bool) -> np.ndarray:
