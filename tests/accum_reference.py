@@ -160,9 +160,20 @@ def _exp_sig(v: Fraction, emin: int) -> tuple[int, Fraction]:
     return e, v / Fraction(2) ** e
 
 
+def _align_to(v: Fraction, q: Fraction, align: str) -> Fraction:
+    n = v / q
+    if align == "rd":
+        k = n.numerator // n.denominator
+    elif align == "rne":
+        k = round(n)  # Fraction.__round__: ties to even
+    else:
+        k = int(n)  # toward zero
+    return k * q
+
+
 def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
               emin_c: int, F: int, out: tuple[int, int, int], mode: str,
-              e8m13: bool) -> Fraction | float:
+              e8m13: bool, align: str = "rtz") -> Fraction | float:
     terms = []
     for x, y in zip(a, b):
         ex, sx = _exp_sig(x, emin_in)
@@ -173,9 +184,7 @@ def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
     q = Fraction(2) ** (E - F)
     total = Fraction(0)
     for e, s in terms:
-        v = s * Fraction(2) ** e
-        t = abs(v) // q * q
-        total += t if v >= 0 else -t
+        total += _align_to(s * Fraction(2) ** e, q, align)
     p, emin, emax = out
     if mode == "rtz" and total != 0 and abs(total) >= Fraction(2) ** (emax + 1):
         return INF if total > 0 else -INF
@@ -183,3 +192,114 @@ def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
     if e8m13 and r not in (INF, -INF) and r != 0:
         r = rnd(r, 14, -126, 127, "rtz")  # 13 fraction bits: precision 14, same grid
     return r
+
+
+# ---- AMD matrix cores (MMA-Sim's documented rules), straight from the description ----
+
+F32 = (24, -126, 127)
+
+
+def rn32(x: Fraction) -> Fraction | float:
+    return rnd(x, 24, -126, 127, "rne")
+
+
+def _flush(x: Any, emin: int) -> Any:
+    """A value below 2**emin in magnitude becomes 0 (the sign of zero is not modelled)."""
+    return Fraction(0) if x not in (INF, -INF) and abs(x) < Fraction(2) ** emin else x
+
+
+def _pair_tree(ps: list[Any], flush: bool) -> Any:
+    if len(ps) == 1:
+        return ps[0]
+    h = len(ps) // 2
+    s = rn32(_pair_tree(ps[:h], flush) + _pair_tree(ps[h:], flush))
+    return _flush(s, -126) if flush else s
+
+
+def ref_amd_pairwise(A: list[Fraction], B: list[Fraction], c: Fraction, G: int,
+                     emin_in: int, flush: bool) -> Any:
+    """CDNA1/CDNA2: products rounded to binary32, pairwise within each group of G
+    (zero padded), each group sum added to the accumulator; CDNA2 flushes inputs,
+    products, sums and the accumulator."""
+    A = A + [Fraction(0)] * (-len(A) % G)
+    B = B + [Fraction(0)] * (-len(B) % G)
+    if flush:
+        A = [_flush(x, emin_in) for x in A]
+        B = [_flush(x, emin_in) for x in B]
+        c = _flush(c, -126)
+    d: Any = c
+    for k in range(0, len(A), G):
+        ps = [rn32(x * y) for x, y in zip(A[k:k + G], B[k:k + G])]
+        if flush:
+            ps = [_flush(p, -126) for p in ps]
+        d = rn32(d + _pair_tree(ps, flush))
+        if flush:
+            d = _flush(d, -126)
+    return d
+
+
+def _sig_exp(x: Fraction, emin: int) -> tuple[Fraction, int]:
+    e = max(_floor_log2(abs(x)), emin)
+    return x / Fraction(2) ** e, e
+
+
+def _trunc(x: Fraction) -> int:
+    return int(x)  # toward zero
+
+
+def _floor(x: Fraction) -> int:
+    return x.numerator // x.denominator
+
+
+def _fixed_sum(terms: list[tuple[Fraction, int]], F: int) -> tuple[int, int | None]:
+    """(T, E): E the largest exponent, T the sum of the terms truncated to F bits."""
+    if not terms:
+        return 0, None
+    E = max(e for _, e in terms)
+    return sum(_trunc(s * Fraction(2) ** (F + e - E)) for s, e in terms), E
+
+
+def ref_amd_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
+                  even_odd: bool, F: int = 24, F2: int = 31) -> Any:
+    """One CDNA3 group step: products truncated to F bits at their own largest exponent
+    (over even and odd products separately, then both rounded down to F bits at the
+    larger, for fp8), then that sum rounded down to F2 bits and c to F bits at
+    M = max(E, e_c) (c dropped below 2**(M - 25) for fp8), added, RNE to binary32."""
+    terms: list[tuple[int, tuple[Fraction, int]]] = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != 0 and y != 0:
+            (sx, ex), (sy, ey) = _sig_exp(x, emin_in), _sig_exp(y, emin_in)
+            terms.append((i, (sx * sy, ex + ey)))
+    if even_odd:
+        ev = [t for i, t in terms if i % 2 == 0]
+        od = [t for i, t in terms if i % 2 == 1]
+        (T0, E0), (T1, E1) = _fixed_sum(ev, F), _fixed_sum(od, F)
+        es = [e for e in (E0, E1) if e is not None]
+        E = max(es) if es else None
+        T = 0
+        if E0 is not None:
+            T += _floor(T0 * Fraction(2) ** (E0 - E))  # type: ignore[operator]
+        if E1 is not None:
+            T += _floor(T1 * Fraction(2) ** (E1 - E))  # type: ignore[operator]
+    else:
+        T, E = _fixed_sum([t for _, t in terms], F)
+    ec = _sig_exp(c, -126)[1] if c != 0 else None
+    es = [e for e in (E, ec) if e is not None]
+    if not es:
+        return Fraction(0)
+    M = max(es)
+    S2 = _floor(T * Fraction(2) ** (F2 - F + E - M)) if E is not None else 0
+    C2 = _floor(c * Fraction(2) ** (F - M)) if ec is not None else 0
+    if even_odd and ec is not None and ec < M - 25:
+        C2 = 0
+    return rn32(S2 * Fraction(2) ** (M - F2) + C2 * Fraction(2) ** (M - F))
+
+
+def ref_amd_fused_chain(A: list[Fraction], B: list[Fraction], c: Fraction, G: int,
+                        emin_in: int, even_odd: bool) -> Any:
+    A = A + [Fraction(0)] * (-len(A) % G)
+    B = B + [Fraction(0)] * (-len(B) % G)
+    d: Any = c
+    for k in range(0, len(A), G):
+        d = ref_amd_fused(A[k:k + G], B[k:k + G], d, emin_in, even_odd)
+    return d

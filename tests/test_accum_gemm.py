@@ -164,22 +164,22 @@ def test_bad_input() -> None:
 
 
 @pytest.mark.parametrize("preset, fin", [("hopper-fp8", "e4m3fn"), ("ada-fp8", "e5m2")])
-def test_gemm_float32_inputs_fast_path_matches_reference(
+def test_gemm_float32_inputs_kernel_matches_reference(
         preset: str, fin: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """float32 operands (the benchmark's case) take the vectorized fast path; it must agree
+    """float32 operands (the benchmark's case) take the compiled kernel; it must agree
     with the chained rational reference, zeros and subnormal inputs included."""
     import importlib
 
     module = importlib.import_module("numerics.accum.gemm")
     taken: list[bool] = []
-    original = module._preset_chain_fast
+    original = module._fused_kernel_chain
 
     def spy(*args: object, **kwargs: object) -> object:
         result = original(*args, **kwargs)
         taken.append(result is not None)
         return result
 
-    monkeypatch.setattr(module, "_preset_chain_fast", spy)
+    monkeypatch.setattr(module, "_fused_kernel_chain", spy)
     rng = np.random.default_rng(5)
     K = 96
     A = _fp8(rng, (4, K), fin).astype(np.float32)
@@ -190,3 +190,50 @@ def test_gemm_float32_inputs_fast_path_matches_reference(
     np.testing.assert_array_equal(got, _ref_gemm(A.astype(np.float64), B.astype(np.float64),
                                                  preset, fin, None))
     assert taken == [True]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(10, 30), st.integers(1, 32),
+       st.sampled_from(["rtz", "rd", "rne"]), st.sampled_from(["binary32", "binary16"]),
+       st.booleans(), st.sampled_from(["e4m3fn", "bfloat16", "binary16"]))
+def test_fused_kernel_matches_rules_for_any_parameters(seed: int, F: int, G: int, align: str,
+                                                       fout: str, e8: bool, fin: str) -> None:
+    """The compiled fused-adder GEMM against the rational reference for drawn presets."""
+    import dataclasses
+
+    e8 = e8 and fout == "binary32"
+    p = dataclasses.replace(accum.PRESETS["hopper"], name="drawn", fractional_bits=F,
+                            group_16=G, group_8=G, alignment_rounding=align, e8m13=e8)
+    rng = np.random.default_rng(seed)
+    K = int(rng.integers(1, 70))
+    A, B = _fp8(rng, (2, K), fin), _fp8(rng, (K, 3), fin)
+    C = np.asarray(accum.sum(rng.standard_normal((2, 3, 1)), fout).value)
+    got = accum.gemm(A, B, C, input_format=fin, accumulator=p, output_format=fout)
+    mode = "rtz" if fout == "binary32" else "rne"
+    emin_in = get_format(fin).emin
+    for i in range(2):
+        for j in range(3):
+            a = [Fraction(float(v)) for v in A[i]] + [Fraction(0)] * ((-K) % G)
+            b = [Fraction(float(v)) for v in B[:, j]] + [Fraction(0)] * ((-K) % G)
+            d: Any = Fraction(float(C[i, j]))
+            for k0 in range(0, len(a), G):
+                d = ref.ref_fused(a[k0:k0 + G], b[k0:k0 + G], d, emin_in, _OUT[fout][1], F,
+                                  _OUT[fout], mode, e8, align)
+            assert float(got[i, j]) == float(d), (i, j)
+
+
+def test_gemm_same_bits_for_every_thread_count() -> None:
+    from numerics import threads
+
+    rng = np.random.default_rng(9)
+    A, B = _fp8(rng, (37, 256), "e4m3fn"), _fp8(rng, (256, 5), "e4m3fn")
+    before = threads.get_num_threads()
+    try:
+        results = []
+        for n in range(1, before + 1):
+            threads.set_num_threads(n)
+            results.append(accum.gemm(A, B, input_format="e4m3fn", accumulator="hopper-fp8"))
+    finally:
+        threads.set_num_threads(before)
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])

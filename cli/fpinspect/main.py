@@ -48,7 +48,8 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 ISSUES_URL = "the numerics project issue tracker"
 PROG = "fpinspect"
-COMMANDS = ("value", "bits", "formats", "table", "int", "ls", "diff", "stats", "hash")
+COMMANDS = ("value", "bits", "formats", "table", "int", "ls", "diff", "stats", "hash",
+            "probe")
 # A token that is a negative number (-0, -1e-40, -.5, -inf, -nan, -0x1p3, -1/3), not an option.
 _NEGATIVE_NUMBER = re.compile(r"-(?:[0-9.]|inf|nan)", re.IGNORECASE)
 
@@ -75,6 +76,7 @@ commands:
   diff A B         compare two tensors or whole checkpoints in ULPs
   stats PATH       range and fit to fp8/fp6/fp4/bf16/fp16, per tensor
   hash PATH        fingerprint of dtypes, shapes and bits (not of the sharding)
+  probe MOD:FUNC   how a black-box matmul or sum accumulates (order, bits, rounding)
 
 PATH: .safetensors, a directory of shards (with or without model.safetensors.index.json)
 or the index, .npz, .npy, torch .pt/.pth/.bin (needs numerics[torch]); PATH:KEY is one tensor.
@@ -272,6 +274,34 @@ examples:
     p.add_argument("--canonical", action="store_true",
                    help="make -0 into +0 and every NaN the canonical NaN first")
     _add_run(p)
+    _add_common(p)
+
+    p = sub.add_parser("probe", formatter_class=raw, help="how a matmul or sum accumulates",
+                       description="Call a black-box matrix multiply (f(A, B)) or sum (f(x)) "
+                                   "on designed inputs and print the accumulation model that "
+                                   "reproduces it bit for bit: order over K, fused group size, "
+                                   "fractional bits, roundings, promotion, subnormals "
+                                   "(numerics.probe; proofs/probe.md).",
+                       epilog="examples:\n  fpinspect probe numpy:matmul --input fp32 --k 256\n"
+                              "  fpinspect probe numpy:sum --kind sum --input fp32 --k 300\n"
+                              "  fpinspect probe --torch mm --dtype bf16 --device cuda\n")
+    p.add_argument("target", metavar="MODULE:FUNCTION", nargs="?",
+                   help="the callable, by import path (e.g. numpy:matmul)")
+    p.add_argument("--kind", choices=("matmul", "sum"), default="matmul",
+                   help="f(A, B) -> A @ B (default) or f(x) -> sum of x")
+    p.add_argument("--input", help="format of the inputs (e.g. fp32, bf16, e4m3fn)")
+    p.add_argument("--output", help="format of the outputs (matmul; default binary32)")
+    p.add_argument("--k", type=int, default=64,
+                   help="reduction length K (matmul) or number of terms (sum); default 64")
+    p.add_argument("--batch", type=int, default=64, help="rows and columns of each matmul "
+                   "call (default 64)")
+    p.add_argument("--verify", type=int, metavar="TRIALS",
+                   help="random calls to check the model on (default 2 for a matmul, "
+                        "1000 for a sum; 0 skips)")
+    p.add_argument("--torch", choices=("mm", "matmul"),
+                   help="probe torch.mm / torch.matmul instead of MODULE:FUNCTION")
+    p.add_argument("--dtype", help="torch input dtype for --torch (fp32, bf16, fp16)")
+    p.add_argument("--device", default="cpu", help="torch device for --torch (default cpu)")
     _add_common(p)
     return parser
 
@@ -584,10 +614,105 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
     return EXIT_OK
 
 
+def _import_target(target: str) -> Callable[..., Any]:
+    """``module:attr.attr`` -> the object; UsageError in one line otherwise."""
+    import importlib
+
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"Got {target!r}, but the target is MODULE:FUNCTION (e.g. numpy:matmul)")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as err:
+        raise UsageError(f"cannot import {module_name!r}: {err}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise UsageError(f"{module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise UsageError(f"{target!r} is not callable")
+    return obj
+
+
+_TORCH_DTYPES = {"binary32": "float32", "bfloat16": "bfloat16", "binary16": "float16"}
+
+
+def _torch_target(name: str, dtype: str | None, device: str) -> tuple[Callable[..., Any], Format]:
+    """``torch.mm`` / ``torch.matmul`` on ``device`` in ``dtype``, as f(A, B) -> ndarray."""
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("--torch needs torch, which is not installed") from None
+    fmt = _format(dtype or "fp32")
+    if fmt.name not in _TORCH_DTYPES:
+        raise UsageError(f"Got --dtype {dtype!r}, but --torch takes "
+                         + ", ".join(_TORCH_DTYPES))
+    tdt = getattr(torch, _TORCH_DTYPES[fmt.name])
+    op = getattr(torch, name)
+
+    def mm(A: Any, B: Any) -> Any:
+        a = torch.from_numpy(A).to(device=device, dtype=tdt)
+        b = torch.from_numpy(B).to(device=device, dtype=tdt)
+        return op(a, b).float().cpu().numpy()
+
+    mm.__qualname__ = f"torch.{name}[{_TORCH_DTYPES[fmt.name]}, {device}]"
+    return mm, fmt
+
+
+def _cmd_probe(args: argparse.Namespace, out: Printer) -> int:
+    from numerics import probe
+
+    if args.torch:
+        if args.target:
+            raise UsageError("give either MODULE:FUNCTION or --torch, not both")
+        fn, fin = _torch_target(args.torch, args.dtype, args.device)
+        fout = _format(args.output) if args.output else fin
+        if args.kind != "matmul":
+            raise UsageError("--torch probes a matmul; --kind sum needs MODULE:FUNCTION")
+    else:
+        if not args.target:
+            raise UsageError("give the callable as MODULE:FUNCTION (or --torch mm)")
+        fn = _import_target(args.target)
+        if not args.input:
+            raise UsageError("give the input format with --input (e.g. --input fp32)")
+        fin = _format(args.input)
+        fout = _format(args.output) if args.output else _format("binary32")
+    result: probe.ProbeResult | probe.SumResult
+    if args.kind == "sum":
+        result = probe.probe_sum(fn, args.k, fmt=fin)
+    else:
+        result = probe.matmul(fn, input_format=fin, output_format=fout, k=args.k,
+                              batch=args.batch)
+    trials = args.verify if args.verify is not None else (1000 if args.kind == "sum" else 2)
+    check = probe.verify(fn, result, trials=trials, batch=args.batch) if trials > 0 else None
+    out(_probe_json(result, check) if args.json else views.probe_view(result, check))
+    return EXIT_OK
+
+
+def _probe_json(result: Any, check: Any) -> dict[str, Any]:
+    """``fpinspect probe --json``: the model, its evidence and the verification."""
+    def clean(x: Any) -> Any:
+        if isinstance(x, float):
+            return jsonout.num(x)
+        if isinstance(x, dict):
+            return {str(k): clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+
+    doc = result.as_dict()
+    doc["kind"] = "sum" if "algorithm" in doc else "matmul"
+    doc["verify"] = None if check is None else {
+        "outputs": check.outputs, "matches": check.matches, "fraction": check.fraction,
+        "first_counterexample": check.first_counterexample}
+    out: dict[str, Any] = clean(doc)
+    return out
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Printer], int]] = {
     "value": _cmd_value, "bits": _cmd_bits, "formats": _cmd_formats, "table": _cmd_table,
     "int": _cmd_int, "ls": _cmd_ls, "diff": _cmd_diff, "stats": _cmd_stats,
-    "hash": _cmd_hash,
+    "hash": _cmd_hash, "probe": _cmd_probe,
 }
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "ls_view",
     "make_console",
     "progress_bar",
+    "probe_view",
     "stats_view",
     "table_view",
     "value_view",
@@ -688,3 +689,67 @@ def progress_bar(total: int, *, enabled: bool, delay: float = 1.0) \
     finally:
         if shown:
             bar.stop()
+
+
+def probe_view(result: object, check: object = None) -> RenderableType:
+    """``fpinspect probe``: the recovered model, one parameter per row."""
+    from numerics.probe import ProbeResult, SumResult, VerifyResult, describe_tree
+
+    t = _table("accumulation model")
+    t.add_column("parameter", style="bold")
+    t.add_column("value")
+    if isinstance(result, SumResult):
+        t.add_row("kind", f"sum of {result.n} terms of {result.fmt}")
+        t.add_row("algorithm", result.algorithm)
+        t.add_row("order", result.shape)
+        t.add_row("additions in", result.accumulator)
+        if result.fused_groups:
+            sizes = sorted({len(g) for g in result.fused_groups})
+            t.add_row("fused groups", f"{len(result.fused_groups)} nodes of "
+                      + "/".join(map(str, sizes)) + " terms, first "
+                      + str(result.fused_groups[0]))
+        t.add_row("calls", str(result.calls))
+    elif isinstance(result, ProbeResult):
+        m = result.model
+        t.add_row("kind", f"matmul, K = {m.k}, {m.input_format} inputs, "
+                          f"{m.output_format} outputs")
+        models = result.classes if len(result.classes) > 1 else (m,)
+        for i, mi in enumerate(models):
+            tag = f" (class {i})" if len(models) > 1 else ""
+            t.add_row("order" + tag, describe_tree(mi.order))
+            if mi.adder == "standard":
+                t.add_row("adder" + tag, f"two-operand adds in {mi.accumulator}, "
+                          f"{mi.products} products")
+            else:
+                t.add_row("adder" + tag, f"fused {mi.group_size}-term groups, "
+                          f"{mi.fractional_bits} fractional bits")
+        t.add_row("group size", str(m.group_size))
+        t.add_row("fractional bits", "-" if m.fractional_bits is None
+                  else str(m.fractional_bits))
+        t.add_row("alignment rounding", m.alignment_rounding or "-")
+        t.add_row("output rounding", m.output_rounding)
+        if m.adder == "fused":
+            t.add_row("e8m13", "yes" if m.e8m13 else "no")
+        t.add_row("promote every", "-" if m.promote_every is None else str(m.promote_every))
+        t.add_row("subnormals", f"inputs {m.input_subnormals}, outputs "
+                                f"{m.output_subnormals}")
+        if len(result.classes) > 1 and result.class_map is not None:
+            counts = [int((result.class_map == i).sum()) for i in range(len(result.classes))]
+            t.add_row("position classes", f"{len(counts)} (outputs per class: "
+                      + ", ".join(map(str, counts)) + f" of a {result.batch}x{result.batch} "
+                      "product)")
+        try:
+            acc = result.as_accumulator()
+            gemm = ", ".join(f"{k}={v!r}" for k, v in acc.items())
+        except ValueError:
+            gemm = "not expressible; use ProbeResult.predict"
+        t.add_row("accum.gemm", gemm)
+        if result.ambiguous:
+            t.add_row(Text("not told apart", style=STYLES["warn"]),
+                      "; ".join(result.ambiguous))
+        t.add_row("calls", str(result.calls))
+    if isinstance(check, VerifyResult):
+        style = STYLES["good"] if check.matches == check.outputs else STYLES["bad"]
+        t.add_row("verify", Text(f"{check.matches} of {check.outputs} random outputs bit for "
+                                 f"bit ({check.fraction:.2%})", style=style))
+    return t

@@ -22,13 +22,21 @@ from numerics.accum.blockscaled import (
 from numerics.accum.bounds import g, unit_roundoff
 from numerics.accum.gemm import gemm
 from numerics.accum.summation import ALGORITHMS, AccumResult, dot, sum
-from numerics.accum.tensorcore import PRESETS, TensorCorePreset, fused_dot_add
+from numerics.accum.tensorcore import (
+    FAMILIES,
+    PRESETS,
+    STRUCTURES,
+    TensorCorePreset,
+    fused_dot_add,
+)
 
 __all__ = [
     "ALGORITHMS",
     "BLOCKSCALED_PRESETS",
     "BlockScaledPreset",
+    "FAMILIES",
     "PRESETS",
+    "STRUCTURES",
     "AccumResult",
     "TensorCorePreset",
     "blockscaled_gemm",

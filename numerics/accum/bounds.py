@@ -23,9 +23,11 @@ import math
 import numpy as np
 
 from numerics.formats import Format, as_format
+from numerics.rounding import ROUNDINGS, check_rounding
 
 __all__ = [
     "chain_length",
+    "check_rounding_name",
     "dot_bound",
     "g",
     "kahan_factor",
@@ -42,13 +44,27 @@ _NEAREST = ("rne", "rna")
 def unit_roundoff(fmt: Format | str, rounding: str) -> float:
     """``u`` for ``fmt`` and ``rounding``: ``2**-p`` (nearest) or ``2**(1-p)``.
 
+    Raises ValueError naming ``rounding`` when it is not one of :data:`numerics.ROUNDINGS`.
+
     Examples
     --------
     >>> unit_roundoff("bfloat16", "rne"), unit_roundoff("bfloat16", "rtz")
     (0.00390625, 0.0078125)
     """
     p = as_format(fmt).precision
+    check_rounding_name(rounding)
     return 2.0 ** -p if rounding in _NEAREST else 2.0 ** (1 - p)
+
+
+def check_rounding_name(rounding: object, *, name: str = "rounding") -> str:
+    """``rounding`` if it is one of :data:`numerics.ROUNDINGS`; ValueError naming it else
+    (also for non-strings such as None, {} or an array)."""
+    if not isinstance(rounding, str):
+        raise ValueError(
+            f"Got {name}={rounding!r}, but the only valid values are "
+            + ", ".join(repr(r) for r in ROUNDINGS)
+        )
+    return check_rounding(rounding, name=name)
 
 
 def g(k: int | np.ndarray, u: float) -> float | np.ndarray:

@@ -59,19 +59,19 @@ every bound; see ``proofs/accumulation_bounds.md``.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-import ml_dtypes
 import numpy as np
 
 from numerics import eft
 from numerics.accum import bounds as _bounds
+from numerics.accum.intake import MAX_DIMS, real_pair
+from numerics.accum.tensorcore import cast
 from numerics.fast import decode_codes, encode_pair
 from numerics.formats import Format, as_format
-from numerics.rounding import check_rounding, make_rng
+from numerics.rounding import make_rng
 
 __all__ = ["ALGORITHMS", "AccumResult", "Tree", "dot", "sum"]
 
@@ -173,12 +173,48 @@ def _cast(x: np.ndarray, fmt: Format) -> np.ndarray:
                             fmt).reshape(x.shape)
 
 
-def _as_float64(x: Any, name: str) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.dtype == object or arr.dtype.kind not in "fiub" and arr.dtype.kind != "V":
-        if arr.dtype.kind not in "fiubV":
-            raise TypeError(f"Got {name} with dtype {arr.dtype}, expected a real numeric array")
-    return arr.astype(np.float64)
+def _terms(x: Any, name: str, fmt: Format) -> np.ndarray:
+    """``x`` as a float32 or float64 array whose values round once into ``fmt`` to the
+    rounding of the exact inputs: float32/float64 input as it is, anything else (ints,
+    long doubles, ml_dtypes, torch tensors, Python numbers) rounded into ``fmt`` here
+    from its exact value (:func:`numerics.accum.intake.real_pair`)."""
+    if isinstance(x, np.ndarray) and x.dtype in (np.float32, np.float64):
+        if x.ndim > MAX_DIMS:
+            real_pair(x, name)  # raises, naming the argument
+        return x
+    hi, lo = real_pair(x, name)
+    if not lo.any():
+        return hi
+    return cast(hi, fmt, lo=lo)
+
+
+def _rows(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x`` with ``axis`` moved last, as a C-contiguous native-order (batch, n) array."""
+    moved = np.moveaxis(x, axis, -1)
+    dtype = np.float32 if x.dtype == np.float32 else np.float64
+    return np.ascontiguousarray(moved, dtype).reshape(-1, moved.shape[-1])
+
+
+_KERNEL_ALGORITHMS = {"recursive": 0, "pairwise": 1, "kahan": 2, "neumaier": 3}
+
+
+def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str,
+                rounding: str, block_size: int | None,
+                generator: np.random.Generator | None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run :func:`numerics.kernels.accum.sum_rows` on (batch, n) rows."""
+    from numerics.kernels import accum as kernel
+    from numerics.kernels.rounding import format_params, mode_code
+
+    batch = X.shape[0]
+    value = np.empty(batch)
+    abs_sum = np.empty(batch)
+    tiny = np.empty(batch, np.int64)
+    seed = 0 if generator is None else int(generator.integers(0, 2**63))
+    kernel.sum_rows(X, X if Y is None else Y, Y is not None, _KERNEL_ALGORITHMS[algorithm],
+                    block_size or 1, format_params(fmt), mode_code(rounding), fmt.max,
+                    np.uint64(seed), value, abs_sum, tiny)
+    return value, abs_sum, tiny
 
 
 # ----------------------------------------------------------------------------------
@@ -190,16 +226,6 @@ def _recursive(fl: _Fl, X: np.ndarray) -> np.ndarray:
     for i in range(1, X.shape[0]):
         s = fl.add(s, X[i])
     return s
-
-
-def _pairwise_levels(fl: _Fl, vals: np.ndarray) -> np.ndarray:
-    while vals.shape[0] > 1:
-        m = vals.shape[0] // 2
-        combined = fl.add(vals[0:2 * m:2], vals[1:2 * m:2])
-        if vals.shape[0] % 2:
-            combined = np.concatenate([combined, vals[-1:]], axis=0)
-        vals = combined
-    return vals[0]
 
 
 def _block_sums(fl: _Fl, X: np.ndarray, block: int) -> np.ndarray:
@@ -216,30 +242,6 @@ def _block_sums(fl: _Fl, X: np.ndarray, block: int) -> np.ndarray:
     if n % block:
         parts.append(_recursive(fl, X[full * block:])[None])
     return np.concatenate(parts, axis=0)
-
-
-def _kahan(fl: _Fl, X: np.ndarray) -> np.ndarray:
-    s = X[0].copy()
-    c = np.zeros_like(s)
-    for i in range(1, X.shape[0]):
-        y = fl.sub(X[i], c)
-        t = fl.add(s, y)
-        c = fl.sub(fl.sub(t, s), y)
-        s = t
-    return s
-
-
-def _neumaier(fl: _Fl, X: np.ndarray) -> np.ndarray:
-    s = X[0].copy()
-    c = np.zeros_like(s)
-    for i in range(1, X.shape[0]):
-        x = X[i]
-        t = fl.add(s, x)
-        big = np.abs(s) >= np.abs(x)
-        r = np.where(big, fl.add(fl.sub(s, t), x), fl.add(fl.sub(x, t), s))
-        c = fl.add(c, r)
-        s = t
-    return fl.add(s, c)
 
 
 def _exact(fl: _Fl, X: np.ndarray) -> np.ndarray:
@@ -283,203 +285,6 @@ def _ring(fl: _Fl, X: np.ndarray, order: Sequence[int]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------
-# A fast path: recursive bfloat16 / tf32 sums with round-to-nearest-even
-# ----------------------------------------------------------------------------------
-
-def _round_bits_inplace(u: np.ndarray, tmp: np.ndarray, drop: np.uint32, half: np.uint32,
-                        mask: np.uint32) -> None:
-    """Round binary32 bit patterns ``u`` to nearest even, keeping ``23 - drop`` bits."""
-    np.right_shift(u, drop, out=tmp)
-    np.bitwise_and(tmp, _ONE32, out=tmp)
-    np.add(tmp, half, out=tmp)
-    np.add(u, tmp, out=u)
-    np.bitwise_and(u, mask, out=u)
-
-
-_ONE32 = np.uint32(1)
-_SIXTEEN = np.uint32(16)
-_HALF16 = np.uint32(0x7FFF)
-_HIGH16 = np.uint32(0xFFFF0000)
-_FAST_CHUNK = 256
-
-
-def _recursive_f32_rne(rows: np.ndarray, keep_bits: int,
-                       pre_rounded: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Recursive RNE sums along axis 1 of float32 ``rows`` for bfloat16-like formats.
-
-    ``s + x`` is computed in binary32 (one RNE rounding to 24 bits) and then rounded
-    to the target precision p <= 11 with the integer add-and-mask trick.  The double
-    rounding is innocuous since 24 >= 2p + 2 (Figueroa 1995), subnormals included:
-    both formats share binary32's exponent range, so a sum that is subnormal in the
-    target is exact in binary32.  ``rows`` is read in column chunks, transposed so
-    that each step is one contiguous vector op across all sums.  Returns the sums and
-    an upper bound on ``sum |x_i|`` of the rounded terms (a float32 sum inflated by
-    ``exp(n 2**-23)``, which covers its own rounding errors).
-    """
-    batch, n = rows.shape
-    drop = np.uint32(23 - keep_bits)
-    half = np.uint32((1 << (23 - keep_bits - 1)) - 1)
-    mask = np.uint32(~((1 << (23 - keep_bits)) - 1) & 0xFFFFFFFF)
-    s = np.empty(batch, np.float32)
-    su = s.view(np.uint32)
-    tmp = np.empty(batch, np.uint32)
-    abs_sum = np.zeros(batch, np.float64)
-    for c0 in range(0, n, _FAST_CHUNK):
-        T = np.ascontiguousarray(rows[:, c0:c0 + _FAST_CHUNK].T)
-        if not pre_rounded:
-            nan = np.isnan(T)
-            _round_bits_inplace(T.view(np.uint32), np.empty(T.shape, np.uint32), drop, half,
-                                mask)
-            if nan.any():
-                T[nan] = np.nan
-        with np.errstate(over="ignore", invalid="ignore"):
-            abs_sum += np.add.reduce(np.abs(T), axis=0)
-        start = 0
-        if c0 == 0:
-            s[...] = T[0]
-            start = 1
-        for i in range(start, T.shape[0]):
-            np.add(s, T[i], out=s)
-            _round_bits_inplace(su, tmp, drop, half, mask)
-    with np.errstate(over="ignore"):
-        abs_sum *= math.exp(n * 2.0**-23)
-    return s.astype(np.float64), abs_sum
-
-
-_ROW_BLOCK = 16      # rows per strip: a strip's transposed rows are 64-byte lines
-_STEP_BLOCK = 32     # pairs of steps widened to binary32 at once (64 steps, 1 MiB)
-_VELTKAMP_LIMIT = 2.0**96
-
-
-def _recursive_bf16_veltkamp(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The bfloat16 fast path, or None when its preconditions fail.
-
-    Preconditions: little-endian, an even number ``n >= 2`` of terms, and every row's
-    float32 sum of ``|x_i|`` below ``2**96`` (so every term is finite and
-    ``|x_i| < 2**96``).
-
-    Pass 1, over strips of :data:`_ROW_BLOCK` rows (cache resident): ``sum |x_i|``
-    exactly as the general path computes it; the bfloat16 codes of the terms by the
-    integer add-and-mask RNE (``u + 0x7FFF + lsb``, high half: equal to ml_dtypes'
-    cast for finite input, subnormals included); the codes of a strip are transposed
-    as 32-bit pairs ``code[2j] | code[2j+1] << 16`` into ``W[j, row]``.
-
-    Pass 2: a pair of steps reads the contiguous ``W[j]``: ``W[j] << 16`` and
-    ``W[j] & 0xFFFF0000`` are the binary32 bit patterns of the two terms of every
-    row.  A step is ``s = RN32(s + x)`` followed by Veltkamp's split with
-    ``C = 2**16 + 1``: ``g = RN32(C s); s = RN32(RN32(s - g) + g)``, which is the
-    bfloat16 RNE of ``s``.  That equality was checked exhaustively for every binary32
-    ``|s| < 2**111`` except the subnormals not already in bfloat16 and ``-0``; the
-    sums never meet those: a sum of two bfloat16 values that is subnormal is exact in
-    bfloat16, and ``|s| <= 2**105`` because a bfloat16 running sum of terms
-    ``|x| <= 2**96`` stalls at ``2**(96 + 9)``.  ``-0`` becomes ``+0``: a recursive
-    sum is ``-0`` only when every term is ``-0``, which is restored at the end.
-    """
-    batch, n = rows.shape
-    if sys.byteorder != "little" or n < 2 or n % 2 or batch == 0:
-        return None
-    rb = min(_ROW_BLOCK, batch)
-    abs_sum32 = np.empty(batch, np.float32)
-    ftmp = np.empty((rb, n), np.float32)
-    utmp = np.empty((rb, n), np.uint32)
-    cbuf = np.empty((rb, n), np.uint16)
-    W = np.empty((n // 2, batch), np.uint32)
-    # np.abs(rows) keeps the memory order of ``rows``, and a float32 reduction's
-    # rounding depends on it: strips reproduce it only for row-major ``rows``.
-    row_major = rows.strides[-1] == rows.itemsize and rows.strides[0] >= n * rows.itemsize
-    with np.errstate(over="ignore", invalid="ignore"):
-        if not row_major:
-            abs_sum32 = np.add.reduce(np.abs(rows), axis=-1, dtype=np.float32)
-        for r0 in range(0, batch, rb):
-            r1 = min(r0 + rb, batch)
-            blk = rows[r0:r1]
-            m = r1 - r0
-            f, u, c = ftmp[:m], utmp[:m], cbuf[:m]
-            if row_major:
-                np.abs(blk, out=f)
-                np.add.reduce(f, axis=-1, out=abs_sum32[r0:r1])
-            bits = blk.view(np.uint32)
-            np.right_shift(bits, _SIXTEEN, out=u)
-            np.bitwise_and(u, _ONE32, out=u)
-            np.add(u, _HALF16, out=u)
-            np.add(u, bits, out=u)
-            np.copyto(c, u.view(np.uint16)[:, 1::2])
-            W[:, r0:r1] = c.view(np.uint32).T
-        if not bool(np.all(abs_sum32 < _VELTKAMP_LIMIT)):
-            return None
-    s = np.empty(batch, np.float32)
-    g = np.empty(batch, np.float32)
-    X = np.empty((_STEP_BLOCK, 2, batch), np.uint32)
-    Xf = X.view(np.float32)
-    C = 65537.0  # a weak Python scalar: multiplies in binary32
-    add, sub, mul = np.add, np.subtract, np.multiply  # positional out: less overhead
-    rows_f = list(Xf.reshape(-1, batch))
-    for j0 in range(0, n // 2, _STEP_BLOCK):
-        j1 = min(j0 + _STEP_BLOCK, n // 2)
-        Wj = W[j0:j1]
-        np.left_shift(Wj, _SIXTEEN, out=X[:j1 - j0, 0])
-        np.bitwise_and(Wj, _HIGH16, out=X[:j1 - j0, 1])
-        steps = rows_f[:2 * (j1 - j0)]
-        if j0 == 0:
-            s[...] = steps[0]
-            steps = steps[1:]
-        for xi in steps:
-            add(s, xi, s)
-            mul(s, C, g)
-            sub(s, g, s)
-            add(s, g, s)
-    value = s.astype(np.float64)
-    zero = np.flatnonzero(value == 0)
-    if zero.size:
-        # -0 exactly when every rounded term is -0 (bfloat16 code 0x8000)
-        neg = np.all(W[:, zero] == 0x80008000, axis=0)
-        value[zero[neg]] = -0.0
-    abs_sum = abs_sum32.astype(np.float64)
-    abs_sum *= (1 + 2.0**-8) * math.exp(n * 2.0**-23)
-    return value, abs_sum
-
-
-def _recursive_bf16_from_f32(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_recursive_f32_rne` for bfloat16 from float32 ``rows`` (batch, n).
-
-    ml_dtypes' float32 -> bfloat16 cast (RNE, correct from float32) rounds the
-    inputs; the 16-bit codes are transposed in strips of 32 rows (cache friendly),
-    and each step widens one row of codes to binary32 bits with a shift.  Rows of an
-    even length with finite terms take :func:`_recursive_bf16_veltkamp` instead
-    (the same results, faster).
-    """
-    fast = _recursive_bf16_veltkamp(rows)
-    if fast is not None:
-        return fast
-    batch, n = rows.shape
-    codes = rows.astype(ml_dtypes.bfloat16).view(np.uint16)
-    Y = np.empty((n, batch), np.uint16)
-    for r0 in range(0, batch, 32):
-        Y[:, r0:r0 + 32] = codes[r0:r0 + 32].T
-    drop, half, mask = np.uint32(16), np.uint32(0x7FFF), np.uint32(0xFFFF0000)
-    xi = np.empty(batch, np.uint32)
-    xf = xi.view(np.float32)
-    s = np.empty(batch, np.float32)
-    su = s.view(np.uint32)
-    tmp = np.empty(batch, np.uint32)
-    np.left_shift(Y[0], drop, out=su, dtype=np.uint32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for i in range(1, n):
-            np.left_shift(Y[i], drop, out=xi, dtype=np.uint32)
-            np.add(s, xf, out=s)
-            _round_bits_inplace(su, tmp, drop, half, mask)
-        # sum |x_i| of the rounded terms <= (1 + 2**-8) sum |x_i| of the raw ones
-        abs_sum = np.add.reduce(np.abs(rows), axis=-1, dtype=np.float32).astype(np.float64)
-        abs_sum *= (1 + 2.0**-8) * math.exp(n * 2.0**-23)
-    return s.astype(np.float64), abs_sum
-
-
-def _fast_recursive_applies(fmt: Format, rounding: str) -> bool:
-    return (rounding == "rne" and fmt.exponent_bits == 8 and fmt.bias == 127
-            and fmt.trailing_bits <= 10 and fmt.has_infinity and fmt.has_nan)
-
-
-# ----------------------------------------------------------------------------------
 # Public API
 # ----------------------------------------------------------------------------------
 
@@ -490,7 +295,7 @@ def _check_common(algorithm: object, rounding: object, block_size: object, n: in
             f"Got algorithm={algorithm!r}, but the only valid values are "
             + ", ".join(repr(a) for a in ALGORITHMS)
         )
-    check_rounding(rounding)
+    _bounds.check_rounding_name(rounding)
     if block_size is not None:
         if not isinstance(block_size, (int, np.integer)) or isinstance(block_size, bool) \
                 or block_size < 1:
@@ -503,6 +308,13 @@ def _check_common(algorithm: object, rounding: object, block_size: object, n: in
         )
     if not isinstance(confidence, float) or not 0.0 < confidence < 1.0:
         raise ValueError(f"Got {confidence=}, but it must be a float in (0, 1)")
+
+
+def _check_axis(axis: object, ndim: int) -> None:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"Got {axis=}, but it must be an int (one reduction axis)")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"Got {axis=}, but x has only {ndim} axes")
 
 
 def _tree_leaves(node: Tree, out: list[int]) -> None:
@@ -543,18 +355,8 @@ def _check_ring(ring_order: object, n: int) -> list[int]:
 def _reduce(X: np.ndarray, fmt: Format, *, algorithm: str, rounding: str,
             block_size: int | None, promote: Format | None, tree: Tree | None,
             ring_order: list[int] | None, rng: np.random.Generator | None) -> np.ndarray:
+    """The algorithms without a kernel, vectorized over the columns of (n, batch) ``X``."""
     fl = _Fl(fmt, rounding, rng)
-    if algorithm == "recursive":
-        if _fast_recursive_applies(fmt, rounding):
-            return _recursive_f32_rne(np.ascontiguousarray(X.T, np.float32),
-                                      fmt.trailing_bits, True)[0]
-        return _recursive(fl, X)
-    if algorithm == "pairwise":
-        return _pairwise_levels(fl, _block_sums(fl, X, block_size or 1))
-    if algorithm == "kahan":
-        return _kahan(fl, X)
-    if algorithm == "neumaier":
-        return _neumaier(fl, X)
     if algorithm == "exact":
         return _exact(fl, X)
     if algorithm == "tree":
@@ -656,27 +458,21 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
     array(1024.)
     """
     f = _check_fmt(fmt)
-    arr = np.asarray(x)
+    arr = _terms(x, "x", f)
     if arr.ndim == 0:
         raise ValueError(f"Got x with shape {arr.shape}, but a sum needs at least one axis")
-    if not -arr.ndim <= axis < arr.ndim:
-        raise ValueError(f"Got {axis=}, but x has only {arr.ndim} axes")
+    _check_axis(axis, arr.ndim)
     n = arr.shape[axis]
     promote, block_size, tree_, order, generator = _check_options(
         algorithm, rounding, block_size, n, bound_kind, confidence, promote_fmt, tree,
         ring_order, rng)
 
-    moved = np.moveaxis(arr, axis, 0)
-    out_shape = moved.shape[1:]
-    if algorithm == "recursive" and _fast_recursive_applies(f, rounding) \
-            and arr.dtype == np.float32:
-        rows = np.moveaxis(arr, axis, -1).reshape(-1, n)
-        if f.name == "bfloat16":
-            value, abs_sum = _recursive_bf16_from_f32(rows)
-        else:
-            value, abs_sum = _recursive_f32_rne(rows, f.trailing_bits, False)
+    out_shape = np.moveaxis(arr, axis, 0).shape[1:]
+    if algorithm in _KERNEL_ALGORITHMS:
+        value, abs_sum, _ = _kernel_sum(_rows(arr, axis), None, f, algorithm, rounding,
+                                        block_size, generator)
     else:
-        X = _cast(_as_float64(moved, "x").reshape(n, -1), f)
+        X = _cast(np.moveaxis(arr, axis, 0).astype(np.float64).reshape(n, -1), f)
         value = _reduce(X, f, algorithm=algorithm, rounding=rounding, block_size=block_size,
                         promote=promote, tree=tree_, ring_order=order, rng=generator)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -721,8 +517,11 @@ def dot(
     (6.0, True)
     """
     f = _check_fmt(fmt)
+    xt, yt = _terms(x, "x", f), _terms(y, "y", f)
+    if xt.dtype != yt.dtype:
+        xt, yt = xt.astype(np.float64), yt.astype(np.float64)
     try:
-        xa, ya = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+        xa, ya = np.broadcast_arrays(xt, yt)
     except ValueError:
         raise ValueError(
             f"Got x with shape {np.shape(x)} and y with shape {np.shape(y)}, "
@@ -730,24 +529,28 @@ def dot(
         ) from None
     if xa.ndim == 0:
         raise ValueError("Got scalar x and y, but a dot product needs at least one axis")
-    if not -xa.ndim <= axis < xa.ndim:
-        raise ValueError(f"Got {axis=}, but x has only {xa.ndim} axes")
+    _check_axis(axis, xa.ndim)
     n = xa.shape[axis]
     promote, block_size, tree_, order, generator = _check_options(
         algorithm, rounding, block_size, n, bound_kind, confidence, promote_fmt, tree,
         ring_order, rng)
 
-    X = _cast(_as_float64(np.moveaxis(xa, axis, 0), "x").reshape(n, -1), f)
-    Y = _cast(_as_float64(np.moveaxis(ya, axis, 0), "y").reshape(n, -1), f)
     out_shape = np.moveaxis(xa, axis, 0).shape[1:]
-    fl = _Fl(f, rounding, generator)
-    exact_products = X * Y  # exact in float64 unless p > 26 (only for the bound)
-    P = fl.mul(X, Y)
-    value = _reduce(P, f, algorithm=algorithm, rounding=rounding, block_size=block_size,
-                    promote=promote, tree=tree_, ring_order=order, rng=generator)
-    with np.errstate(over="ignore", invalid="ignore"):
-        abs_sum = np.add.reduce(np.abs(exact_products), axis=0, dtype=np.float64)
-        tiny = np.count_nonzero(np.abs(exact_products) < f.smallest_normal, axis=0)
+    if algorithm in _KERNEL_ALGORITHMS:
+        value, abs_sum, tiny = _kernel_sum(_rows(xa, axis), _rows(ya, axis), f, algorithm,
+                                           rounding, block_size, generator)
+    else:
+        X = _cast(np.moveaxis(xa, axis, 0).astype(np.float64).reshape(n, -1), f)
+        Y = _cast(np.moveaxis(ya, axis, 0).astype(np.float64).reshape(n, -1), f)
+        fl = _Fl(f, rounding, generator)
+        with np.errstate(over="ignore", invalid="ignore"):
+            exact_products = X * Y  # exact in float64 unless p > 26 (only for the bound)
+        P = fl.mul(X, Y)
+        value = _reduce(P, f, algorithm=algorithm, rounding=rounding, block_size=block_size,
+                        promote=promote, tree=tree_, ring_order=order, rng=generator)
+        with np.errstate(over="ignore", invalid="ignore"):
+            abs_sum = np.add.reduce(np.abs(exact_products), axis=0, dtype=np.float64)
+            tiny = np.count_nonzero(np.abs(exact_products) < f.smallest_normal, axis=0)
     bound, conf = _bounds.dot_bound(
         abs_sum, tiny, n, f, rounding, algorithm, block_size=block_size, promote_fmt=promote,
         tree=tree_, kind=bound_kind, confidence=confidence)

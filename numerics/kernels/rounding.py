@@ -51,10 +51,10 @@ policy): a caller that must raise checks ``hi != hi`` itself.
 Examples
 --------
 >>> P = format_params("e4m3fn")
->>> hex(round_pair(464.0, 0.0, P, MODE_RNE, OVERFLOW_IEEE, 0, 1))  # tie above max: NaN
-'0x7f'
->>> hex(round_pair(464.0, -1e-30, P, MODE_RNE, OVERFLOW_IEEE, 0, 1))  # just below: 448
+>>> hex(round_pair(464.0, 0.0, P, MODE_RNE, OVERFLOW_IEEE, 0, 1))  # tie: even 448
 '0x7e'
+>>> hex(round_pair(464.0, 1e-30, P, MODE_RNE, OVERFLOW_IEEE, 0, 1))  # past the tie: NaN
+'0x7f'
 >>> decode_one(0x7E, P)   # 1.75 * 2**(15 - 7)
 448.0
 """

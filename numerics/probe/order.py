@@ -1,0 +1,281 @@
+"""Recover a reduction tree from "where did this pair meet" questions (FPRev).
+
+The probe puts a large value ``M`` at leaf ``i``, ``-M`` at leaf ``j`` and a small
+value ``s`` at every other leaf, with ``M`` so large that ``M + t s`` rounds to
+``M`` for every count ``t`` that can occur.  Every partial sum that holds ``M``
+but not ``-M`` is then exactly ``M`` (its small terms are lost); the node that
+joins the two subtrees gives exactly 0; every small term added after that
+survives.  So the output is ``(n - size) s``, where ``size`` is the number of
+leaves under the lowest common ancestor of ``i`` and ``j`` (claim P1 of
+``proofs/probe.md``).  A fused multi-term adder that aligns its terms to ``M``
+loses the small terms of its own group too, so the same holds for its node.
+
+:func:`build_tree` turns the sizes into the tree with few questions: for a node
+with leaf set ``S`` and pivot ``a = min(S)``, the sizes ``size(a, j)`` group the
+other leaves by the ancestor of ``a`` where they join it (claim P2); a group that
+holds several children of one node (a fused node) is split by pivots of its
+own.  A sequential sum takes ``n - 1`` questions, a pairwise one about
+``(n/2) log2 n``.  Questions that do not fit any tree raise :class:`NotATree`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+from numerics.probe.model import Tree, leaves, postorder
+
+__all__ = ["NotATree", "build_tree", "describe_tree", "fused_groups", "numpy_pairwise_tree",
+           "pairwise_tree", "sequential_tree"]
+
+Pair = tuple[int, int]
+_Request = tuple[str, Any]
+_Task = Generator[_Request, Any, Any]
+
+
+class NotATree(ValueError):
+    """The pair sizes observed fit no reduction tree (``findings`` says which)."""
+
+    def __init__(self, message: str, findings: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.findings = findings
+
+
+def _inconsistent(what: str, **findings: Any) -> NotATree:
+    return NotATree(f"the pair tests fit no reduction tree: {what}", findings)
+
+
+def _subtree(S: list[int]) -> _Task:
+    """The tree of a node whose leaf set is exactly ``S`` (sorted)."""
+    if len(S) == 1:
+        return S[0]
+    if len(S) == 2:
+        return (S[0], S[1])
+    a, rest = S[0], S[1:]
+    sizes = yield ("ask", [(a, j) for j in rest])
+    return (yield from _assemble(a, rest, sizes, len(S)))
+
+
+def _assemble(a: int, rest: list[int], sizes: list[int], top: int) -> _Task:
+    """The chain of ancestors of pivot ``a`` from the sizes ``size(a, j)``."""
+    groups: dict[int, list[int]] = {}
+    for j, s in zip(rest, sizes):
+        if not 2 <= s <= top:
+            raise _inconsistent(f"leaves {a} and {j} met in a node of {s} leaves, "
+                                f"outside 2..{top}", pivot=a, leaf=j, size=s)
+        groups.setdefault(s, []).append(j)
+    levels = sorted(groups)
+    count = 1
+    for s in levels:
+        count += len(groups[s])
+        if count != s:
+            raise _inconsistent(
+                f"pivot {a} joins {count} leaves by the node of size {s}", pivot=a,
+                size=s, sizes=dict(zip(rest, sizes)))
+    if levels[-1] != top:
+        raise _inconsistent(f"the largest node over pivot {a} has {levels[-1]} leaves, "
+                            f"expected {top}", pivot=a)
+    forests = yield ("all", [_forest(groups[s], s) for s in levels])
+    node: Tree = a
+    for children in forests:
+        node = (node, *children)
+    return node
+
+
+def _forest(R: list[int], s: int) -> _Task:
+    """Split ``R``, some children of one node of ``s`` leaves, into those children."""
+    children: list[Tree] = []
+    while R:
+        if len(R) == 1:
+            children.append(R[0])
+            break
+        b, rest = R[0], R[1:]
+        sizes = yield ("ask", [(b, j) for j in rest])
+        mine = [(j, v) for j, v in zip(rest, sizes) if v < s]
+        if any(v > s for v in sizes):
+            raise _inconsistent(f"leaf {b} meets a leaf of its sibling group in a node "
+                                f"larger than its parent ({s} leaves)", pivot=b)
+        if mine:
+            child = yield from _assemble(b, [j for j, _ in mine], [v for _, v in mine],
+                                         max(v for _, v in mine))
+            if len(leaves(child)) != 1 + len(mine):
+                raise _inconsistent(f"pivot {b}'s subtree is incomplete", pivot=b)
+        else:
+            child = b
+        children.append(child)
+        inside = {b, *(j for j, _ in mine)}
+        R = [j for j in R if j not in inside]
+    return sorted(children, key=lambda c: min(leaves(c)))
+
+
+def build_tree(n: int, ask: Callable[[list[Pair]], Sequence[int]]) -> Tree:
+    """The reduction tree over ``0 .. n-1`` from ``ask(pairs) -> sizes``.
+
+    ``ask`` receives a batch of pairs ``(i, j)`` and returns, for each, the number
+    of leaves under their lowest common ancestor.  Independent questions are
+    batched, so a black box that answers many pairs per call (a matrix multiply,
+    one pair per row) is called about once per level of the tree.
+
+    Examples
+    --------
+    >>> t = ((0, 1), (2, 3))
+    >>> def ask(pairs):
+    ...     return [2 if {i, j} in ({0, 1}, {2, 3}) else 4 for i, j in pairs]
+    >>> build_tree(4, ask)
+    ((0, 1), (2, 3))
+    """
+    cache: dict[Pair, int] = {}
+
+    def answer(pairs: list[Pair]) -> list[int]:
+        todo = sorted({(min(p), max(p)) for p in pairs} - cache.keys())
+        if todo:
+            for p, v in zip(todo, ask(todo)):
+                cache[p] = int(v)
+        return [cache[(min(p), max(p))] for p in pairs]
+
+    # a tiny scheduler: tasks ask for sizes or spawn sub-tasks; the questions of all
+    # waiting tasks go out in one batch
+    root: dict[str, Any] = {}
+    ready: list[tuple[_Task, Any, Any]] = [(_subtree(list(range(n))), None, None)]
+    parents: dict[int, list[Any]] = {}
+    while ready:
+        asks: list[tuple[_Task, Any, list[Pair]]] = []
+        while ready:
+            task, value, parent = ready.pop()
+            try:
+                kind, payload = task.send(value)
+            except StopIteration as stop:
+                if parent is None:
+                    root["tree"] = stop.value
+                else:
+                    ptask, done, slot, pparent = parent
+                    done[slot] = stop.value
+                    state = parents[id(ptask)]
+                    state[0] -= 1
+                    if state[0] == 0:
+                        ready.append((ptask, done, pparent))
+                continue
+            if kind == "ask":
+                asks.append((task, parent, payload))
+            else:
+                if not payload:
+                    ready.append((task, [], parent))
+                    continue
+                slots: list[Any] = [None] * len(payload)
+                parents[id(task)] = [len(payload)]
+                for slot, sub in enumerate(payload):
+                    ready.append((sub, None, (task, slots, slot, parent)))
+        if asks:
+            flat = [p for _, _, pairs in asks for p in pairs]
+            values = answer(flat)
+            pos = 0
+            for task, parent, pairs in asks:
+                ready.append((task, values[pos:pos + len(pairs)], parent))
+                pos += len(pairs)
+    return root["tree"]
+
+
+# ------------------------------------------------------------------ named trees
+
+def sequential_tree(n: int, start: int = 0) -> Tree:
+    """``(((start, start+1), start+2), ...)`` over ``n`` leaves."""
+    node: Tree = start
+    for i in range(start + 1, start + n):
+        node = (node, i)
+    return node
+
+
+def pairwise_tree(n: int, block: int = 1) -> Tree:
+    """The tree of ``accum.sum(algorithm="pairwise", block_size=block)``."""
+    nodes: list[Tree] = [sequential_tree(min(block, n - b0), b0) for b0 in range(0, n, block)]
+    while len(nodes) > 1:
+        nxt: list[Tree] = [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
+        if len(nodes) % 2:
+            nxt.append(nodes[-1])
+        nodes = nxt
+    return nodes[0]
+
+
+def numpy_pairwise_tree(n: int, start: int = 0, *, first_apart: bool = True) -> Tree:
+    """numpy's float reduction tree (``pairwise_sum`` in ``loops_utils.h.src``).
+
+    Blocks of at most 128 terms use 8 partial sums ``r[j] += x[i + j]`` combined as
+    ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``, the leftover terms added
+    one by one; longer runs split at ``n/2`` rounded down to a multiple of 8.  A
+    reduction starts from its first element and adds the pairwise sum of the rest
+    (``first_apart``).
+    """
+    if first_apart and n > 1:
+        return (start, numpy_pairwise_tree(n - 1, start + 1, first_apart=False))
+    if n < 8:
+        return sequential_tree(n, start)
+    if n <= 128:
+        lanes: list[Tree] = [start + j for j in range(8)]
+        i = 8
+        while i < n - n % 8:
+            lanes = [(lanes[j], start + i + j) for j in range(8)]
+            i += 8
+        node: Tree = (((lanes[0], lanes[1]), (lanes[2], lanes[3])),
+                      ((lanes[4], lanes[5]), (lanes[6], lanes[7])))
+        for t in range(i, n):
+            node = (node, start + t)
+        return node
+    n2 = n // 2
+    n2 -= n2 % 8
+    return (numpy_pairwise_tree(n2, start, first_apart=False),
+            numpy_pairwise_tree(n - n2, start + n2, first_apart=False))
+
+
+def fused_groups(tree: Tree) -> tuple[tuple[int, ...], ...]:
+    """Leaf children of every node with more than two children (a fused addition).
+
+    Examples
+    --------
+    >>> fused_groups(((0, 1, 2, 3), 4, 5, 6, 7))
+    ((0, 1, 2, 3), (4, 5, 6, 7))
+    """
+    out = []
+    for _, children in postorder(tree):
+        if len(children) > 2:
+            out.append(tuple(int(c) for c in children if not isinstance(c, tuple)))
+    return tuple(out)
+
+
+def describe_tree(tree: Tree) -> str:
+    """The tree in words: sequential, pairwise, numpy's blocked 8-way, fused groups.
+
+    Examples
+    --------
+    >>> describe_tree(sequential_tree(5))
+    'sequential (left to right)'
+    >>> describe_tree(numpy_pairwise_tree(300))
+    "numpy's pairwise: first term, then blocks of <= 128 with 8 partial sums"
+    """
+    n = len(leaves(tree))
+    if n == 1 or tree == sequential_tree(n):
+        return "sequential (left to right)"
+    if tree == numpy_pairwise_tree(n):
+        return "numpy's pairwise: first term, then blocks of <= 128 with 8 partial sums"
+    if tree == numpy_pairwise_tree(n, first_apart=False):
+        return "numpy's pairwise: blocks of <= 128 with 8 partial sums"
+    for block in (1, 2, 4, 8, 16, 32, 64, 128, 256):
+        if block < n and tree == pairwise_tree(n, block):
+            return "pairwise" if block == 1 else f"pairwise over sequential blocks of {block}"
+    groups = fused_groups(tree)
+    if groups:
+        sizes = sorted({len(g) for g in groups})
+        return (f"fused multi-term additions of {'/'.join(map(str, sizes))} terms "
+                f"({len(groups)} nodes)")
+    depth = _depth(tree)
+    return f"a binary tree of depth {depth}"
+
+
+def _depth(tree: Tree) -> int:
+    best = 0
+    stack: list[tuple[Tree, int]] = [(tree, 0)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        if isinstance(node, tuple):
+            stack.extend((c, d + 1) for c in node)
+    return best

@@ -1,0 +1,212 @@
+"""``probe.summation_order`` and ``probe.probe_sum``: how a black-box ``sum`` adds.
+
+The order comes from the pair tests of :mod:`numerics.probe.order`, one call of
+``f`` per pair.  :func:`probe_sum` then finds the format of the additions by
+elimination on random inputs (claim P9 of ``proofs/probe.md``); when the pair
+tests fit no tree (compensated or exact summation recovers the small terms that
+a tree loses) it tries the order-free algorithms of :func:`numerics.accum.sum`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numerics.formats import Format, as_format
+from numerics.probe.model import Tree, round_into
+from numerics.probe.order import NotATree, build_tree, describe_tree, fused_groups
+from numerics.probe.result import Evidence, ProbeError, SumResult
+from numerics.probe.vectors import (
+    BlackBox,
+    input_dtype,
+    random_sum_inputs,
+    random_values,
+    sum_span,
+)
+
+__all__ = ["probe_sum", "summation_order"]
+
+_NUMPY_FORMATS = ("binary64", "binary32", "binary16", "bfloat16")
+_ORDER_FREE = ("exact", "kahan", "neumaier")
+
+
+def _check(fmt: Any, n: object) -> tuple[Format, int]:
+    f = as_format(fmt)
+    if f.name not in _NUMPY_FORMATS:
+        raise ValueError(f"Got fmt={f.name!r}, but a sum is probed in a format with a numpy "
+                         f"dtype: {', '.join(_NUMPY_FORMATS)}")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
+        raise ValueError(f"Got {n=}, but it must be an int >= 2")
+    if n > 2**f.precision:
+        raise ValueError(f"Got {n=}, but counts up to n must be exact in {f.name} "
+                         f"(n <= 2**{f.precision})")
+    return f, int(n)
+
+
+class _Sum:
+    def __init__(self, f: Callable[[np.ndarray], Any], fmt: Format) -> None:
+        self.box = BlackBox(f, "f")
+        self.fmt = fmt
+        self.dtype = input_dtype(fmt)
+
+    def __call__(self, x: np.ndarray) -> float:
+        return float(self.box((), np.asarray(x, np.float64).astype(self.dtype)))
+
+    def rows(self, X: np.ndarray) -> np.ndarray:
+        return np.array([self(x) for x in X])
+
+
+def _pair_tree(s: _Sum, n: int) -> Tree:
+    fmt = s.fmt
+    big = 2.0 ** min(fmt.emax, 60)
+    small = 2.0 ** max(fmt.emin - fmt.trailing_bits, -60)
+
+    def ask(pairs: list[tuple[int, int]]) -> list[int]:
+        sizes = []
+        for i, j in pairs:
+            x = np.full(n, small)
+            x[i], x[j] = big, -big
+            v = s(x)
+            count = v / small
+            if count != round(count) or not 0 <= count <= n - 2:
+                raise NotATree(
+                    f"the pair test ({i}, {j}) gave {v!r}, which is not a count of the "
+                    f"small terms (multiples of {small!r} up to {n - 2})",
+                    {"pair": [i, j], "observed": v, "small": small})
+            sizes.append(n - int(count))
+        return sizes
+
+    return build_tree(n, ask)
+
+
+def summation_order(f: Callable[[np.ndarray], Any], n: int, *,
+                    fmt: Format | str = "binary32") -> Tree:
+    """The order in which ``f`` adds ``n`` terms, as nested tuples.
+
+    ``f`` takes a 1-D array of ``n`` values (dtype of ``fmt``: float64, float32,
+    float16 or ml_dtypes' bfloat16) and returns their sum.  The result is the tree
+    that ``accum.sum(x, ..., algorithm="tree", tree=...)`` accepts; a node with more
+    than two children is a fused multi-term addition (:func:`fused_groups` lists
+    them; accum.sum would add them left to right instead).  About ``n - 1`` calls
+    for a sequential sum, ``(n/2) log2 n`` for a pairwise one.
+
+    Raises
+    ------
+    ProbeError
+        ``f`` misbehaves, or the outputs fit no tree (compensated or exact
+        summation: :func:`probe_sum` says which).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> summation_order(lambda x: (x[0] + x[1]) + (x[2] + x[3]) + x[4], 5)
+    (((0, 1), (2, 3)), 4)
+    """
+    fmt_, n = _check(fmt, n)
+    s = _Sum(f, fmt_)
+    s.box.deterministic((), np.ones(n, s.dtype))
+    try:
+        return _pair_tree(s, n)
+    except NotATree as err:
+        raise ProbeError(f"no summation tree fits {s.box.name}: {err}; probe_sum tries "
+                         "compensated and exact summation", err.findings) from err
+
+
+def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "binary32",
+              trials: int = 64, seed: int = 0) -> SumResult:
+    """The summation model of ``f``: its tree (or order-free algorithm) and the format
+    of its additions, checked on ``trials`` random inputs.
+
+    Hypotheses: the recovered tree (when the pair tests fit one) with every
+    addition rounded to nearest-even in ``fmt``, binary32 or binary64 (the result
+    then rounded into ``fmt``); then ``accum.sum``'s ``exact``, ``kahan`` and
+    ``neumaier`` in the same formats.  The first survivor in that order is
+    returned; none raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = probe_sum(lambda x: np.float32(sum(x.astype(np.float64))), 6)
+    >>> r.accumulator, r.shape
+    ('binary64', 'sequential (left to right)')
+    """
+    fmt_, n = _check(fmt, n)
+    if not isinstance(trials, (int, np.integer)) or trials < 1:
+        raise ValueError(f"Got {trials=}, but it must be a positive int")
+    s = _Sum(f, fmt_)
+    rng = np.random.default_rng(seed)
+    X = random_sum_inputs(rng, int(trials), n, fmt_)
+    first = s.box.deterministic((), X[0].astype(s.dtype))
+    back = round_into(np.array([first]), None, fmt_, "rne")[0]
+    if np.isfinite(first) and back != first:
+        raise ProbeError(f"{s.box.name} returned {first!r}, which is not a value of "
+                         f"fmt={fmt_.name!r}", {"value": first})
+    widths = [w for w in (fmt_.name, "binary32", "binary64")
+              if as_format(w).precision >= fmt_.precision]
+    widths = list(dict.fromkeys(widths))
+    tree: Tree | None
+    try:
+        tree = _pair_tree(s, n)
+        not_tree: NotATree | None = None
+    except NotATree as err:
+        tree, not_tree = None, err
+    if tree is not None and fused_groups(tree):
+        return SumResult(algorithm="tree", tree=tree, fmt=fmt_.name, accumulator=fmt_.name,
+                         n=n, fused_groups=fused_groups(tree), shape=describe_tree(tree),
+                         calls=s.box.calls)
+    hyps = []
+    if tree is not None:
+        hyps = [SumResult(algorithm="tree", tree=tree, fmt=fmt_.name, accumulator=w, n=n,
+                          fused_groups=(), shape=describe_tree(tree), calls=0)
+                for w in widths]
+    # compensated sums may pass the pair tests as a sequential tree (the small
+    # terms they lose to M are lost before any compensation): always candidates
+    hyps += [SumResult(algorithm=alg, tree=None, fmt=fmt_.name, accumulator=w, n=n,
+                       fused_groups=(), shape=f"order-free ({alg})", calls=0)
+             for alg in _ORDER_FREE for w in widths]
+    observed = s.rows(X)
+    preds = [h.predict(X) for h in hyps]
+    evidence = [Evidence(parameter="accumulator" if tree is not None else "algorithm",
+                         vector=f"P9: random terms over many binades with cancellation #{i}",
+                         predicted={_label(h): float(p[i]) for h, p in zip(hyps, preds)},
+                         observed=float(observed[i])) for i in range(min(8, len(X)))]
+    alive = [h for h, p in zip(hyps, preds)
+             if np.array_equal(p.view(np.uint64), observed.view(np.uint64))]
+    for _ in range(4):  # random inputs where the survivors disagree (claim P9)
+        if len(alive) < 2:
+            break
+        pool = _discriminating_pool(rng, n, fmt_)
+        bits = np.stack([h.predict(pool) for h in alive]).view(np.uint64)
+        split = np.flatnonzero((bits != bits[:1]).any(axis=0))[:32]
+        if not split.size:
+            break
+        got = s.rows(pool[split])
+        alive = [h for h, b in zip(alive, bits)
+                 if np.array_equal(b[split], got.view(np.uint64))]
+    if not alive:
+        what = ("the order was found (" + describe_tree(tree) + ") but no accumulator "
+                "format nor compensated summation reproduces the sums") if tree is not None else (
+            f"{not_tree}; and neither exact, Kahan nor Neumaier summation reproduces them")
+        raise ProbeError(f"no summation model fits {s.box.name}: {what}",
+                         {"evidence": [e.as_dict() for e in evidence]})
+    best = alive[0]
+    return SumResult(algorithm=best.algorithm, tree=best.tree, fmt=fmt_.name,
+                     accumulator=best.accumulator, n=n, fused_groups=(), shape=best.shape,
+                     calls=s.box.calls, evidence=tuple(evidence))
+
+
+def _discriminating_pool(rng: np.random.Generator, n: int, fmt: Format) -> np.ndarray:
+    """Candidates over a much wider exponent range, many terms cancelling exactly."""
+    lo, hi = sum_span(fmt, n)
+    wide = (max(fmt.emin + 1, lo - 40), min(hi + 40, fmt.emax - 8))
+    X = random_values(rng, (512, n), fmt, *wide)
+    k = max(1, n // 3)
+    for t in rng.choice(n, size=k, replace=False):
+        X[:, t] = -X[:, int(rng.integers(0, n))]
+    return X
+
+
+def _label(h: SumResult) -> str:
+    return f"{h.algorithm} in {h.accumulator}"

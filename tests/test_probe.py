@@ -1,0 +1,351 @@
+"""numerics.probe: the claims of proofs/probe.md, summation black boxes, bad input."""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numerics import accum, get_format, probe
+from numerics.fast import decode_codes, encode_pair
+from numerics.probe.model import MatmulModel, Tree, leaves, postorder, round_into
+from numerics.probe.order import (
+    NotATree,
+    build_tree,
+    describe_tree,
+    fused_groups,
+    numpy_pairwise_tree,
+    pairwise_tree,
+    sequential_tree,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from probe_emulations import fused_sum  # noqa: E402
+
+
+def _random_tree(rng: np.random.Generator, idx: list[int], wide: bool) -> Tree:
+    """A random tree over consecutive ``idx`` (children in index order)."""
+    if len(idx) == 1:
+        return idx[0]
+    parts = 2 if not wide or len(idx) < 3 else int(rng.integers(2, min(5, len(idx)) + 1))
+    cuts = sorted(rng.choice(np.arange(1, len(idx)), size=parts - 1, replace=False))
+    pieces = np.split(np.array(idx), cuts)
+    return tuple(_random_tree(rng, [int(i) for i in p], wide) for p in pieces)
+
+
+def _lca_sizes(tree: Tree) -> dict[tuple[int, int], int]:
+    """Exact LCA sizes by brute force (every node's leaf set)."""
+    out: dict[tuple[int, int], int] = {}
+    for node, _ in postorder(tree):
+        ls = leaves(node)
+        for i in ls:
+            for j in ls:
+                if i < j and ((i, j) not in out or out[(i, j)] > len(ls)):
+                    out[(i, j)] = len(ls)
+    return out
+
+
+def _canonical(tree: Tree) -> Tree:
+    if not isinstance(tree, tuple):
+        return tree
+    return tuple(sorted((_canonical(c) for c in tree), key=lambda c: min(leaves(c))))
+
+
+def _tree_sum_exact(x: list[Fraction], tree: Tree, fmt: str) -> float:
+    """Reference: every addition of ``tree`` rounded once into ``fmt`` (Fraction)."""
+    f = get_format(fmt)
+
+    def rnd(v: Fraction) -> Fraction:
+        hi = float(v)
+        lo = float(v - Fraction(hi))
+        return Fraction(float(decode_codes(encode_pair(np.array([hi]), np.array([lo]), f),
+                                           f)[0]))
+
+    def ev(node: Tree) -> Fraction:
+        if not isinstance(node, tuple):
+            return x[int(node)]
+        s = ev(node[0])
+        for c in node[1:]:
+            s = rnd(s + ev(c))
+        return s
+
+    return float(ev(tree))
+
+
+# ---------------------------------------------------------------------------- P1, P2
+
+@pytest.mark.parametrize("seed", range(6))
+def test_P1_pair_test_counts_the_leaves_outside_the_meeting_node(seed: int) -> None:
+    """P1: with M at i, -M at j and ones elsewhere, a tree sum gives n - |LCA(i, j)|."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 24))
+    tree = _random_tree(rng, list(range(n)), wide=False)
+    sizes = _lca_sizes(tree)
+    M = 2.0**60
+    for (i, j), size in list(sizes.items())[:40]:
+        x = [Fraction(1)] * n
+        x[i], x[j] = Fraction(M), Fraction(-M)
+        assert _tree_sum_exact(x, tree, "binary32") == n - size
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_P2_build_tree_recovers_every_tree_from_lca_sizes(seed: int) -> None:
+    """P2: the pivot recursion returns the tree (binary or not) the sizes came from."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    tree = _random_tree(rng, list(range(n)), wide=seed % 2 == 1)
+    sizes = _lca_sizes(tree)
+    asked: list[int] = []
+
+    def ask(pairs: list[tuple[int, int]]) -> list[int]:
+        asked.append(len(pairs))
+        return [sizes[(min(p), max(p))] for p in pairs]
+
+    assert build_tree(n, ask) == _canonical(tree)
+    assert sum(asked) <= n * n  # never more than all pairs
+
+
+def test_P2_question_counts_sequential_and_pairwise() -> None:
+    """P2: n - 1 questions for a sequential tree, about (n/2) log2 n for pairwise."""
+    for tree, n, limit in ((sequential_tree(512), 512, 511), (pairwise_tree(512), 512,
+                                                              256 * 9 + 512)):
+        sizes = _lca_sizes(tree) if n <= 64 else None
+        count = [0]
+
+        def ask(pairs: list[tuple[int, int]], tree: Tree = tree) -> list[int]:
+            count[0] += len(pairs)
+            out = []
+            for i, j in pairs:
+                # LCA size of i, j in the named trees, computed directly
+                if tree == sequential_tree(512):
+                    out.append(max(i, j) + 1)
+                else:
+                    out.append(1 << (int(i ^ j).bit_length()))
+            return out
+
+        assert sizes is None
+        assert build_tree(n, ask) == tree
+        assert count[0] <= limit
+
+
+def test_P2_inconsistent_sizes_raise() -> None:
+    """P2: sizes that fit no tree (every pair meets in a node of 2) raise NotATree."""
+    with pytest.raises(NotATree, match="fit no reduction tree"):
+        build_tree(5, lambda pairs: [2] * len(pairs))
+
+
+# ---------------------------------------------------------------------------- sums
+
+def _box(algorithm: str, **kw: Any) -> Any:
+    return lambda x: accum.sum(x, "binary32", algorithm=algorithm, **kw).value[()]
+
+
+@pytest.mark.parametrize("algorithm, kwargs, expected", [
+    ("recursive", {}, lambda n: sequential_tree(n)),
+    ("pairwise", {}, lambda n: pairwise_tree(n)),
+    ("pairwise", {"block_size": 4}, lambda n: pairwise_tree(n, 4)),
+    ("blocked", {"block_size": 8}, None),
+    ("ring", {}, lambda n: sequential_tree(n)),
+    ("tree", {"tree": ((0, (1, 2)), ((3, 4), (5, (6, (7, (8, 9))))))},
+     lambda n: ((0, (1, 2)), ((3, 4), (5, (6, (7, (8, 9))))))),
+])
+def test_P9_every_accum_sum_tree_algorithm_is_recovered(algorithm: str, kwargs: Any,
+                                                        expected: Any) -> None:
+    """P9: accum.sum's tree-shaped algorithms as black boxes: tree and format exact."""
+    n = 10
+    f = _box(algorithm, **kwargs)
+    r = probe.probe_sum(f, n)
+    if expected is None:  # blocked: blocks of 8 summed in order, then the total
+        expected = lambda n: ((sequential_tree(8), sequential_tree(2, 8)))  # noqa: E731
+    assert r.algorithm == "tree"
+    assert r.tree == expected(n)
+    assert r.accumulator == "binary32"
+    assert probe.summation_order(f, n) == r.tree
+    assert probe.verify(f, r, trials=300).fraction == 1.0
+
+
+@pytest.mark.parametrize("algorithm", ["kahan", "neumaier", "exact"])
+def test_P9_order_free_accum_sum_algorithms_are_named(algorithm: str) -> None:
+    """P9: compensated and exact sums: probe_sum names the algorithm."""
+    f = _box(algorithm)
+    if algorithm == "kahan":  # loses the small terms to M before compensating them
+        assert probe.summation_order(f, 12) == sequential_tree(12)
+    else:
+        with pytest.raises(probe.ProbeError, match="no summation tree fits"):
+            probe.summation_order(f, 12)
+    r = probe.probe_sum(f, 12, trials=200)
+    assert (r.algorithm, r.accumulator) == (algorithm, "binary32")
+    assert probe.verify(f, r, trials=300).fraction == 1.0
+
+
+@pytest.mark.parametrize("n", [5, 8, 100, 300])
+def test_P9_numpy_float32_sum_is_reproduced(n: int) -> None:
+    """P9: numpy's float32 sum: blocks of <= 128 with 8 partial sums, bit for bit."""
+    r = probe.probe_sum(np.sum, n)
+    assert r.accumulator == "binary32"
+    assert r.tree == (numpy_pairwise_tree(n, first_apart=False) if n >= 8
+                      else sequential_tree(n))
+    assert probe.verify(np.sum, r, trials=10_000 if n < 50 else 500).fraction == 1.0
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("n", [1000, 2500])
+def test_P9_numpy_float32_sum_is_reproduced_on_10000_sums(n: int) -> None:
+    r = probe.probe_sum(np.sum, n)
+    v = probe.verify(np.sum, r, trials=10_000)
+    assert (v.outputs, v.fraction) == (10_000, 1.0)
+
+
+def test_P9_numpy_float16_sum_accumulates_in_binary32() -> None:
+    """P9: numpy's float16 sum adds in binary32 and rounds the total once."""
+    r = probe.probe_sum(np.sum, 40, fmt="binary16")
+    assert r.accumulator == "binary32"
+    assert probe.verify(np.sum, r, trials=500).fraction == 1.0
+
+
+def test_P1_fused_sum_gives_a_non_binary_tree_and_names_the_groups() -> None:
+    """P1: a fused 4-term adder's node loses its own small terms too: groups of 4."""
+    tree = probe.summation_order(lambda x: fused_sum(x, 20, 4), 12)
+    assert tree == (((0, 1, 2, 3), 4, 5, 6, 7), 8, 9, 10, 11)
+    assert fused_groups(tree) == ((0, 1, 2, 3), (4, 5, 6, 7), (8, 9, 10, 11))
+    assert describe_tree(tree).startswith("fused multi-term additions of 4 terms")
+    r = probe.probe_sum(lambda x: fused_sum(x, 20, 4), 12)
+    with pytest.raises(ValueError, match="fused multi-term"):
+        r.as_sum_kwargs()
+
+
+def test_describe_tree_names() -> None:
+    assert describe_tree(sequential_tree(9)) == "sequential (left to right)"
+    assert describe_tree(pairwise_tree(16)) == "pairwise"
+    assert describe_tree(pairwise_tree(64, 8)) == "pairwise over sequential blocks of 8"
+
+
+# ---------------------------------------------------------------------------- model
+
+def test_round_into_binary32_and_binary64_match_the_codec() -> None:
+    """The numpy-cast rounding of the model equals the core encoder (ties, residuals,
+    subnormals, both modes)."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-2**24, 2**24, 20000).astype(np.float64)
+    x *= np.exp2(rng.integers(-170, 100, x.size).astype(np.float64))
+    x = x.astype(np.float32).astype(np.float64)
+    half = np.spacing(np.abs(x).astype(np.float32)).astype(np.float64) / 2
+    y = x + half * rng.choice([-1.0, 1.0], x.size)
+    lo_part = rng.choice([0.0, 1.0, -1.0], x.size) * np.abs(y) * 2.0**-60
+    hi = y + lo_part
+    lo = (y - hi) + lo_part
+    for name in ("binary32", "binary64"):
+        f = get_format(name)
+        for mode in ("rne", "rtz"):
+            want = decode_codes(encode_pair(hi, lo, f, rounding=mode), f).reshape(hi.shape)
+            if mode == "rtz" and name == "binary32":
+                want = np.where(np.abs(hi) >= 2.0**128, np.copysign(np.inf, hi), want)
+            got = round_into(hi, lo, f, mode)
+            assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), (name, mode)
+
+
+def _fraction_fused(a: list[float], b: list[float], c: float, F: int) -> float:
+    """Reference fused group with Fractions: align with truncation, sum, rtz binary32."""
+    def expo(v: float, emin: int) -> int:
+        return -126 if v == 0 else max(int(np.frexp(v)[1]) - 1, emin)
+
+    terms = [Fraction(x) * Fraction(y) for x, y in zip(a, b)]
+    exps = [expo(x, -126) + expo(y, -126) for x, y in zip(a, b)]
+    E = max(exps + [expo(c, -126)])
+    unit = Fraction(2) ** (E - F)
+    total = sum(((t / unit).__trunc__() for t in terms + [Fraction(c)]), 0) * unit
+    f32 = get_format("binary32")
+    hi = float(total)
+    lo = float(total - Fraction(hi))
+    return float(decode_codes(encode_pair(np.array([hi]), np.array([lo]), f32,
+                                          rounding="rtz"), f32)[0])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fused_model_matches_a_fraction_reference(seed: int) -> None:
+    """The fused model's group (one node, bf16 inputs, binary32 c) against Fractions."""
+    rng = np.random.default_rng(seed)
+    G, F = int(rng.integers(1, 9)), int(rng.integers(3, 30))
+    f = get_format("bf16")
+    a = round_into(rng.standard_normal(G) * 2.0 ** rng.integers(-8, 8, G), None, f, "rne")
+    b = round_into(rng.standard_normal(G) * 2.0 ** rng.integers(-8, 8, G), None, f, "rne")
+    c = float(np.float32(rng.standard_normal() * 4))
+    order: Tree = (0, *range(1, G + 1))
+    model = MatmulModel(input_format="bf16", output_format="binary32", order=order,
+                        adder="fused", accumulator="binary32", group_size=G,
+                        fractional_bits=F, alignment_rounding="rtz", output_rounding="rtz")
+    # leaf 0 carries c (as c * 1, its own first group of one product with c = 0)
+    got = model.evaluate(np.array([c, *a]), np.array([1.0, *b]))
+    first = _fraction_fused([c], [1.0], 0.0, F)
+    assert float(got) == _fraction_fused(list(a), list(b), first, F)
+
+
+# ---------------------------------------------------------------------------- bad input
+
+def test_bad_input_callable_that_raises() -> None:
+    def boom(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        raise RuntimeError("kernel launch failed")
+
+    with pytest.raises(probe.ProbeError, match="raised RuntimeError: kernel launch failed"):
+        probe.matmul(boom, input_format="bf16", k=8, batch=8)
+    with pytest.raises(probe.ProbeError, match="raised ZeroDivisionError"):
+        probe.summation_order(lambda x: 1 / 0, 4)
+
+
+def test_bad_input_wrong_shape() -> None:
+    with pytest.raises(probe.ProbeError, match=r"returned shape \(8,\)"):
+        probe.matmul(lambda A, B: (A @ B)[0], input_format="bf16", k=8, batch=8)
+    with pytest.raises(probe.ProbeError, match=r"returned shape \(4,\)"):
+        probe.summation_order(lambda x: x, 4)
+
+
+def test_bad_input_not_deterministic_is_reported_as_a_finding() -> None:
+    calls = [0]
+
+    def noisy(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        calls[0] += 1  # a different rounding every other call, like a racy reduction
+        return (A @ B) * np.float32(1 + (calls[0] % 2) * 2.0**-20)
+
+    with pytest.raises(probe.ProbeError, match="not deterministic") as info:
+        probe.matmul(noisy, input_format="binary32", k=8, batch=8)
+    assert info.value.findings["finding"] == "not deterministic"
+    with pytest.raises(probe.ProbeError, match="not deterministic"):
+        def drifting(x: np.ndarray) -> float:
+            calls[0] += 1
+            return float(np.sum(x)) + calls[0]
+
+        probe.summation_order(drifting, 4)
+
+
+def test_bad_input_outputs_outside_the_output_format() -> None:
+    with pytest.raises(probe.ProbeError, match="not a value of output_format='bfloat16'"):
+        probe.matmul(np.matmul, input_format="binary32", output_format="bf16", k=8, batch=8)
+
+
+def test_bad_input_no_model_fits_is_an_error_not_a_model() -> None:
+    """Round toward +inf (no member of the family) is refused with the evidence."""
+    f32 = get_format("binary32")
+
+    def upward(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        exact = A.astype(np.float64) @ B.astype(np.float64)  # exact: bf16, k = 8
+        return decode_codes(encode_pair(exact, None, f32, rounding="ru"), f32).reshape(
+            exact.shape)
+
+    with pytest.raises(probe.ProbeError, match="no model") as info:
+        probe.matmul(upward, input_format="bf16", k=8, batch=8)
+    assert info.value.findings
+
+
+def test_bad_arguments_name_the_value() -> None:
+    with pytest.raises(ValueError, match="Got k=1"):
+        probe.matmul(np.matmul, input_format="bf16", k=1)
+    with pytest.raises(ValueError, match="Got fmt='e4m3fn'"):
+        probe.summation_order(np.sum, 4, fmt="e4m3fn")
+    with pytest.raises(ValueError, match="Got n=300"):
+        probe.summation_order(np.sum, 300, fmt="bf16")
+    with pytest.raises(TypeError, match="must be callable"):
+        probe.summation_order(3, 4)  # type: ignore[arg-type]

@@ -1,0 +1,98 @@
+"""``fpinspect probe``: table and JSON output, one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from fpinspect import views
+from fpinspect.main import main, run
+
+from numerics import probe
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def render(renderable: object) -> str:
+    buf = io.StringIO()
+    views.make_console(width=100, color=False, file=buf).print(renderable)
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()).strip("\n") + "\n"
+
+
+def collect(argv: list[str]) -> tuple[int, list[Any]]:
+    got: list[Any] = []
+    return run(argv, got.append), got
+
+
+def boom(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A black box that always fails (imported by the tests below as a target)."""
+    raise RuntimeError("kernel launch failed")
+
+
+def test_probe_sum_table() -> None:
+    code, out = collect(["probe", "numpy:sum", "--kind", "sum", "--input", "fp32",
+                         "--k", "20", "--verify", "200"])
+    assert code == 0
+    text = render(out[0])
+    assert "numpy's pairwise: blocks of <= 128 with 8 partial sums" in text
+    assert "additions in   binary32" in text
+    assert "200 of 200 random outputs bit for bit (100.00%)" in text
+
+
+def test_probe_matmul_table_matches_the_library() -> None:
+    r = probe.matmul(lambda A, B: A.astype(np.float64) @ B.astype(np.float64),
+                     input_format="bf16", output_format="binary64", k=8, batch=8)
+    text = render(views.probe_view(r, probe.verify(
+        lambda A, B: A.astype(np.float64) @ B.astype(np.float64), r, trials=1, batch=8)))
+    assert "two-operand adds in binary64, fused products" in text
+    assert "accum.gemm" in text and "accumulator='binary64'" in text
+    assert "64 of 64 random outputs bit for bit (100.00%)" in text
+
+
+def test_probe_matmul_json() -> None:
+    code, out = collect(["probe", "numpy:matmul", "--input", "fp32", "--k", "8",
+                         "--batch", "8", "--json"])
+    assert code == 0
+    doc = json.loads(json.dumps(out[0], allow_nan=False))
+    assert doc["kind"] == "matmul" and doc["input_format"] == "binary32"
+    assert doc["adder"] == "standard" and doc["accumulator"] == "binary32"
+    assert doc["verify"]["fraction"] == 1.0
+    assert doc["evidence"] and {"parameter", "vector", "predicted", "observed"} <= set(
+        doc["evidence"][0])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["probe", "numpy:nothing", "--input", "fp32"], "'numpy' has no attribute 'nothing'"),
+    (["probe", "numpy", "--input", "fp32"], "the target is MODULE:FUNCTION"),
+    (["probe", "no_such_module_xyz:f", "--input", "fp32"], "cannot import"),
+    (["probe", "numpy:matmul"], "give the input format with --input"),
+    (["probe", "numpy:matmul", "--input", "fp32", "--k", "1"], "Got k=1"),
+    (["probe", "tests.test_probe_cli:boom", "--input", "bf16", "--k", "8"],
+     "raised RuntimeError: kernel launch failed"),
+    (["probe", "numpy:matmul", "--input", "fp32", "--output", "bf16", "--k", "8"],
+     "not a value of output_format='bfloat16'"),
+])
+def test_probe_bad_input_is_one_line_with_status_2(argv: list[str], message: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_probe_torch_convenience(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = collect(["probe", "--torch", "mm", "--dtype", "bf16", "--k", "16",
+                         "--batch", "8", "--json"])
+    assert code == 0
+    assert out[0]["input_format"] == "bfloat16" and out[0]["accumulator"] == "binary32"
+    assert out[0]["verify"]["fraction"] == 1.0
+    import torch
+
+    if not torch.cuda.is_available():
+        assert main(["probe", "--torch", "mm", "--dtype", "bf16", "--device", "cuda",
+                     "--k", "8"]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
