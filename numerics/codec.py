@@ -4,7 +4,7 @@ This module is the slow, obviously-right definition of what every code means
 and of what every rounding and overflow rule does.  It works on one value at
 a time with Python integers and :class:`fractions.Fraction` only (no float
 arithmetic is used to round), and it shares nothing with the vectorized fast
-path in :mod:`numerics.fast`; the tests pin the two together.
+path in :mod:`numerics.kernels`; the tests pin the two together.
 
 Rounding, step by step (:func:`encode_exact`)
 ---------------------------------------------
