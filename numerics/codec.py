@@ -291,6 +291,9 @@ def encode_exact(
     if rounding == "sr":
         if uniform is None:
             raise ValueError("Got uniform=None, but rounding='sr' needs a draw u in [0, 1)")
+        if isinstance(uniform, (bool, np.bool_)) or not isinstance(
+                uniform, (int, float, np.integer, np.floating, numbers.Rational)):
+            raise TypeError(f"Got uniform={uniform!r}, expected a real number in [0, 1)")
         if not 0 <= uniform < 1:
             raise ValueError(f"Got uniform={uniform!r}, but it must lie in [0, 1)")
         if sr_bits is not None and (

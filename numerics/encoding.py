@@ -92,10 +92,9 @@ def _params(fmt: Format) -> np.ndarray:
 
 def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object) -> None:
     if not isinstance(rounding, str) or rounding not in _MODES:
-        check_rounding(rounding if isinstance(rounding, str) else repr(rounding)
-                       if isinstance(rounding, np.ndarray) else rounding)
+        check_rounding(rounding)
     if not isinstance(overflow, str) or overflow not in OVERFLOWS:
-        check_overflow(overflow if not isinstance(overflow, np.ndarray) else repr(overflow))
+        check_overflow(overflow)
     if sr_bits is not None:
         if isinstance(sr_bits, bool) or not isinstance(sr_bits, (int, np.integer)) \
                 or not 1 <= sr_bits <= 64:
@@ -416,8 +415,8 @@ def encode(
                 _output(out, (), fmt)[...] = codes
                 return out
             return codes[()]
-    scalar = not isinstance(x, np.ndarray) and np.ndim(x) == 0 and out is None
     arr = _as_array(x, "x")
+    scalar = not isinstance(x, np.ndarray) and arr.ndim == 0 and out is None
     kind = arr.dtype.kind
     if kind == "c":
         raise TypeError(f"Got x with dtype {arr.dtype}; expected real numbers, not complex")
@@ -647,11 +646,11 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
 
 
 def _check_codes(codes: Any, fmt: Format) -> tuple[np.ndarray, bool]:
-    scalar = not isinstance(codes, np.ndarray) and np.ndim(codes) == 0
     if isinstance(codes, (bool, np.bool_)):
         raise TypeError(f"Got codes={codes!r}; expected integer codes")
     tensor = _from_torch(codes)
     arr = _as_array(codes if tensor is None else tensor, "codes")
+    scalar = not isinstance(codes, np.ndarray) and tensor is None and arr.ndim == 0
     if arr.dtype.kind == "O":
         flat = arr.reshape(-1)
         ints = []

@@ -47,7 +47,7 @@ OVERFLOWS: tuple[str, ...] = ("ieee", "saturate")
 
 def check_rounding(rounding: object, *, name: str = "rounding") -> str:
     """Return ``rounding`` if it names a mode, else raise ValueError naming it."""
-    if rounding not in ROUNDINGS:
+    if not isinstance(rounding, str) or rounding not in ROUNDINGS:
         raise ValueError(
             f"Got {name}={rounding!r}, but the only valid values are "
             + ", ".join(repr(r) for r in ROUNDINGS)
@@ -57,7 +57,7 @@ def check_rounding(rounding: object, *, name: str = "rounding") -> str:
 
 def check_overflow(overflow: object, *, name: str = "overflow") -> str:
     """Return ``overflow`` if it names a rule, else raise ValueError naming it."""
-    if overflow not in OVERFLOWS:
+    if not isinstance(overflow, str) or overflow not in OVERFLOWS:
         raise ValueError(
             f"Got {name}={overflow!r}, but the only valid values are "
             + ", ".join(repr(r) for r in OVERFLOWS)
