@@ -61,16 +61,23 @@ MAX_DIMS = 32
 _MODES = {name: i for i, name in enumerate(ROUNDINGS)}  # "sr" -> 6 == MODE_SR
 _SR_EXACT = 7  # numerics.kernels.rounding.MODE_SR_EXACT
 _NAN_POLICIES = ("raise", "zero")
-_FLOAT_KINDS = {np.dtype(np.float32), np.dtype(np.float64)}
+#: Scalar types encoded by one kernel call (each exact as a float64).
+_FAST_SCALARS = frozenset({float, int, np.float64, np.float32, np.float16})
 # Beyond these binary exponents every format overflows / underflows alike: a value is
 # replaced by a small stand-in with the same sign that rounds the same way.
 _HUGE_EXP, _TINY_EXP = 1100, -1200
 
 
-def _kernels() -> Any:
-    from numerics.kernels import codec
+_KERNELS: list[Any] = []
 
-    return codec
+
+def _kernels() -> Any:
+    """numerics.kernels.codec, imported (and numba with it) on first use."""
+    if not _KERNELS:
+        from numerics.kernels import codec
+
+        _KERNELS.append(codec)
+    return _KERNELS[0]
 
 
 def _rounding_kernels() -> Any:
@@ -85,9 +92,25 @@ def _threads() -> int:
     return int(numba.get_num_threads())
 
 
-@lru_cache(maxsize=256)
+_PLANS: dict[int, tuple[Format, np.ndarray, bool, bool]] = {}
+
+
+def _plan(fmt: Format) -> tuple[Format, np.ndarray, bool, bool]:
+    """(fmt, its parameter array, whether the float32 / float64 branch-free kernel fits),
+    cached by identity (hashing a Format costs more than the kernel call on small input)."""
+    plan = _PLANS.get(id(fmt))
+    if plan is None or plan[0] is not fmt:
+        P = _rounding_kernels().format_params(fmt)
+        k = _kernels()
+        plan = (fmt, P, k.fits_bits_kernel(P, False), k.fits_bits_kernel(P, True))
+        if len(_PLANS) > 1024:
+            _PLANS.clear()
+        _PLANS[id(fmt)] = plan
+    return plan
+
+
 def _params(fmt: Format) -> np.ndarray:
-    return _rounding_kernels().format_params(fmt)
+    return _plan(fmt)[1]
 
 
 def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object) -> None:
@@ -272,14 +295,13 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
     n = {"x87": work.size // 2, "stacked": work.size // 2}.get(kind, work.size)
     target = _output(out, arr.shape, fmt)
     flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(n, fmt.code_dtype)
-    P = _params(fmt)
+    _, P, fits32, fits64 = _plan(fmt)
     mode, bits = _mode_bits(rounding, sr_bits)
     seed = np.uint64(sr_seed(rng)) if rounding == "sr" else np.uint64(0)
     ov = 1 if overflow == "saturate" else 0
     if kind == "float":
-        k = _kernels()
-        if not k.fits_bits_kernel(P, work.dtype.itemsize == 8):
-            if work.dtype.itemsize == 4 and k.fits_bits_kernel(P, True):
+        if not (fits64 if work.dtype.itemsize == 8 else fits32):
+            if work.dtype.itemsize == 4 and fits64:
                 with np.errstate(invalid="ignore"):  # signalling NaNs quieten
                     work = work.astype(np.float64)
             else:
@@ -392,9 +414,10 @@ def encode(
     [29, 28]
     """
     fmt = as_format(fmt)
-    if type(x) is float and out is None and rounding != "sr" and type(rounding) is str \
-            and type(overflow) is str and sr_bits is None:
-        code = _encode_float_scalar(x, fmt, rounding, overflow, nan)
+    if type(x) in _FAST_SCALARS and out is None and type(rounding) is str \
+            and rounding != "sr" and type(overflow) is str and sr_bits is None \
+            and (type(x) is not int or -(2**53) <= x <= 2**53):  # type: ignore[operator]
+        code = _encode_float_scalar(float(x), fmt, rounding, overflow, nan)
         if code is not None:
             return code
     _check_options(rounding, overflow, sr_bits, nan)
@@ -753,8 +776,8 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
     0.099609375
     """
     fmt = as_format(fmt)
-    if type(x) is float and dtype is None and not options:
-        code = _encode_float_scalar(x, fmt, "rne", "ieee", "raise")
+    if type(x) in _FAST_SCALARS and type(x) is not int and dtype is None and not options:
+        code = _encode_float_scalar(float(x), fmt, "rne", "ieee", "raise")
         if code is not None:
             return np.float64(_decode_scalar_fn()(int(code), _params(fmt)))
     if type(x).__module__.split(".")[0] == "torch":
