@@ -212,7 +212,32 @@ def _step_down_magnitude(a: np.ndarray, fmt: Format) -> np.ndarray:
     return down
 
 
+def _next_float(x: float, fmt: Format, direction: int) -> Any:
+    """``next_up``/``next_down`` of one Python float away from the ends (zero, max,
+    infinities) by stepping its code: None where the array path must decide."""
+    from numerics.kernels.codec import decode_scalar, encode_scalar
+    from numerics.kernels.rounding import format_params
+
+    if not math.isfinite(x) or x == 0:
+        return None
+    P = format_params(fmt)
+    code = int(encode_scalar(x, P, 0, 0))
+    if decode_scalar(code, P) != x:
+        return None  # not representable: the array path names the value
+    mag = code & fmt.magnitude_mask
+    negative = fmt.signed and code & fmt.sign_mask != 0
+    step = 1 if (direction > 0) != negative else -1
+    mag += step
+    if not 0 < mag <= fmt.max_finite_code:
+        return None
+    return np.float64(decode_scalar((code & fmt.sign_mask) | mag, P))
+
+
 def _next(x: object, fmt: Format, direction: int) -> Any:
+    if type(x) is float:
+        found = _next_float(x, fmt, direction)
+        if found is not None:
+            return found
     if isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f" \
             and x.dtype.itemsize > 8:
         return _next_longdouble(np.asarray(x), fmt, direction, not isinstance(x, np.ndarray))

@@ -166,7 +166,19 @@ def format_params(fmt: Format | str) -> np.ndarray:
     >>> int(P[T]), int(P[EMIN]), int(P[EMAX]), hex(int(P[MAXMAG]))
     (7, -126, 127, '0x7f7f')
     """
-    return _params(as_format(fmt))
+    hit = _BY_ID.get(id(fmt))
+    if hit is not None and hit[0] is fmt:
+        return hit[1]
+    P = _params(as_format(fmt))
+    if len(_BY_ID) > 1024:
+        _BY_ID.clear()
+    _BY_ID[id(fmt)] = (fmt, P)
+    return P
+
+
+#: format_params by the identity of its argument (a name or a Format): hashing a
+#: Format costs microseconds, more than a scalar kernel call.
+_BY_ID: dict[int, tuple[Any, np.ndarray]] = {}
 
 
 def mode_code(rounding: str) -> int:
