@@ -534,11 +534,14 @@ def encode_pair(
     '0x3f800001'
     """
     hi = np.asarray(hi, np.float64)
-    lo_arr = np.zeros((), np.float64) if lo is None else np.asarray(lo, np.float64)
-    hi, lo_arr = np.broadcast_arrays(hi, lo_arr)
+    lo_arr = np.zeros(hi.shape) if lo is None else np.asarray(lo, np.float64)
+    if lo_arr.shape != hi.shape:
+        shape = np.broadcast_shapes(hi.shape, lo_arr.shape)
+        hi, lo_arr = np.broadcast_to(hi, shape), np.broadcast_to(lo_arr, shape)
     shape = hi.shape
-    flat_hi = np.ascontiguousarray(hi).reshape(-1)
-    flat_lo = np.ascontiguousarray(lo_arr).reshape(-1)
+    # contiguous, writeable copies where needed (one compiled kernel for every caller)
+    flat_hi = np.require(hi, np.float64, ["C", "W"]).reshape(-1)
+    flat_lo = np.require(lo_arr, np.float64, ["C", "W"]).reshape(-1)
     n = flat_hi.size
     out = np.empty(n, fmt.code_dtype)
     P = _params(fmt)
