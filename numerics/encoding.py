@@ -246,13 +246,14 @@ def _encode_objects(x: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
         bits = 64 if sr_bits is None else sr_bits
         uniforms = _draws(sr_seed(rng), flat.size, bits)
     for i, value in enumerate(flat):
-        index = None if x.ndim == 0 else np.unravel_index(i, x.shape)
+        index: Any = None if x.ndim == 0 else np.unravel_index(i, x.shape)
         index = index if index is None or len(index) > 1 else index[0]
         exact = _exact_scalar(value, index)
         uniform = None if uniforms is None else Fraction(int(uniforms[i]), 2**bits)
         try:
             out[i] = codec.encode_exact(exact, fmt, rounding=rounding, overflow=overflow,
-                                        uniform=uniform, sr_bits=sr_bits, nan=nan)
+                                        uniform=uniform,  # type: ignore[arg-type]
+                                        sr_bits=sr_bits, nan=nan)
         except ValueError as err:
             where = "x" if index is None else f"x[{index}]"
             raise ValueError(f"{where}: {err}") from None
@@ -416,7 +417,7 @@ def encode(
     fmt = as_format(fmt)
     if type(x) in _FAST_SCALARS and out is None and type(rounding) is str \
             and rounding != "sr" and type(overflow) is str and sr_bits is None \
-            and (type(x) is not int or -(2**53) <= x <= 2**53):  # type: ignore[operator]
+            and (type(x) is not int or -(2**53) <= x <= 2**53):
         code = _encode_float_scalar(float(x), fmt, rounding, overflow, nan)
         if code is not None:
             return code

@@ -74,7 +74,7 @@ def make_rng(rng: object) -> np.random.Generator:
     """A numpy Generator from ``None``, a non-negative int seed or a Generator."""
     if rng is None or isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         _check_seed(rng)
-        return np.random.default_rng(rng)  # type: ignore[arg-type]
+        return np.random.default_rng(rng)
     if isinstance(rng, np.random.Generator):
         return rng
     raise TypeError(f"Got rng={rng!r}, expected None, an int seed or a numpy.random.Generator")

@@ -137,8 +137,8 @@ def ulp(x: object, fmt: Format | str) -> Any:
     if isinstance(x, numbers.Rational) and not isinstance(x, (bool, np.integer)):
         a = abs(Fraction(int(x.numerator), int(x.denominator)))
         e = floor_log2(a) if a else fmt.emin
-        q = max(e, fmt.emin) - fmt.trailing_bits
-        return np.float64(math.inf if q > 1023 else 2.0**q)
+        qexp = max(e, fmt.emin) - fmt.trailing_bits
+        return np.float64(math.inf if qexp > 1023 else 2.0**qexp)
     if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype.itemsize > 8 \
             or isinstance(x, np.floating) and x.dtype.itemsize > 8:
         return _ulp_longdouble(np.asarray(x), fmt, np.ndim(x) == 0 and

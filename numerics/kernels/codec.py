@@ -25,6 +25,8 @@ NaN policy.  ``decode`` writes float32 or float64 values of the codes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
@@ -89,17 +91,18 @@ __all__ = [
 CHUNK = 1 << 16
 
 _U64 = np.uint64
+Int = Any  # a machine integer inside compiled code
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_float_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-                       mode: int, overflow: int, seed: np.uint64, ubits: int) -> int:
+def _encode_float_span(x: np.ndarray, out: np.ndarray, start: Int, stop: Int, P: np.ndarray,
+                       mode: int, overflow: int, seed: Int, ubits: int) -> int:
     first_nan = -1
     no_nan = P[NANKIND] == NAN_NONE
     if mode >= MODE_SR:
         for i in range(start, stop):
             v = np.float64(x[i])
-            u = draw(seed, _U64(i), ubits)
+            u = draw(seed, _U64(i), ubits)  # type: ignore[arg-type]
             out[i] = round_pair(v, 0.0, P, mode, overflow, u, ubits)
             if no_nan and v != v and first_nan < 0:
                 first_nan = i
@@ -114,7 +117,7 @@ def _encode_float_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P:
 
 @numba.njit(cache=True, nogil=True)
 def _encode_pairs_span(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, start: int, stop: int,
-                       P: np.ndarray, mode: int, overflow: int, seed: np.uint64, ubits: int,
+                       P: np.ndarray, mode: int, overflow: int, seed: Int, ubits: int,
                        draws: np.ndarray) -> int:
     """``draws`` (when not empty) replaces the stream: element i's draw is draws[i]."""
     first_nan = -1
@@ -124,7 +127,7 @@ def _encode_pairs_span(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, start: i
         h = hi[i]
         u = _U64(0)
         if mode >= MODE_SR:
-            u = draws[i] if given else draw(seed, _U64(i), ubits)
+            u = draws[i] if given else draw(seed, _U64(i), ubits)  # type: ignore[arg-type]
         out[i] = round_pair(h, lo[i], P, mode, overflow, u, ubits)
         if no_nan and h != h and first_nan < 0:
             first_nan = i
@@ -133,7 +136,7 @@ def _encode_pairs_span(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, start: i
 
 @numba.njit(cache=True, nogil=True)
 def _encode_ints_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-                      mode: int, overflow: int, seed: np.uint64, ubits: int) -> int:
+                      mode: int, overflow: int, seed: Int, ubits: int) -> int:
     for i in range(start, stop):
         v = x[i]
         negative = v < 0
@@ -141,14 +144,14 @@ def _encode_ints_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: 
             mag = _U64(0) - _U64(v)  # |v| modulo 2**64: exact also for -2**63
         else:
             mag = _U64(v)
-        u = draw(seed, _U64(i), ubits) if mode >= MODE_SR else _U64(0)
+        u = draw(seed, _U64(i), ubits) if mode >= MODE_SR else _U64(0)  # type: ignore[arg-type]
         out[i] = round_scaled(negative, mag, 0, False, P, mode, overflow, u, ubits)
     return -1
 
 
 @numba.njit(cache=True, nogil=True)
 def _encode_x87_span(words: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-                     mode: int, overflow: int, seed: np.uint64, ubits: int) -> int:
+                     mode: int, overflow: int, seed: Int, ubits: int) -> int:
     """x86 extended precision: word 2i is the significand (explicit leading bit),
     the low 16 bits of word 2i+1 are the sign and the biased exponent."""
     first_nan = -1
@@ -158,7 +161,7 @@ def _encode_x87_span(words: np.ndarray, out: np.ndarray, start: int, stop: int, 
         top = words[2 * i + 1] & _U64(0xFFFF)
         negative = (top >> _U64(15)) != _U64(0)
         field = np.int64(top & _U64(0x7FFF))
-        u = draw(seed, _U64(i), ubits) if mode >= MODE_SR else _U64(0)
+        u = draw(seed, _U64(i), ubits) if mode >= MODE_SR else _U64(0)  # type: ignore[arg-type]
         if field == 0x7FFF:  # infinity (fraction 0) or NaN
             is_nan = (sig << _U64(1)) != _U64(0)
             special = np.nan if is_nan else np.inf
@@ -181,7 +184,7 @@ def _first(firsts: np.ndarray) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _split_bits(bits: np.uint64, wide: bool, t: int, emin: int, subn: int,
+def _split_bits(bits: Int, wide: bool, t: int, emin: int, subn: int,
                 one_t: int) -> tuple[bool, int, np.uint64, int, np.uint64, np.uint64, np.uint64,
                                      int]:
     """Steps 1-2 of the reference for the bits of a float32/float64: sign, exponent field,
@@ -205,10 +208,10 @@ def _split_bits(bits: np.uint64, wide: bool, t: int, emin: int, subn: int,
 
 
 @numba.njit(cache=True, nogil=True)
-def _assemble(mag: int, negative: bool, field: int, frac: np.uint64, wide: bool, subn: int,
-              maxmag: int, to_max_pos: bool, to_max_neg: bool, saturate: bool, big: np.uint64,
-              big_signed: bool, nan_code_pos: np.uint64, nan_signed: bool, signed: bool,
-              negzero: bool, unsigned_nan: np.uint64, mask_signed: np.uint64) -> np.uint64:
+def _assemble(mag: int, negative: bool, field: int, frac: Int, wide: bool, subn: int,
+              maxmag: int, to_max_pos: bool, to_max_neg: bool, saturate: bool, big: Int,
+              big_signed: bool, nan_code_pos: Int, nan_signed: bool, signed: bool,
+              negzero: bool, unsigned_nan: Int, mask_signed: Int) -> Int:
     """Steps 4-5: overflow, specials, zero and the sign, from the rounded magnitude."""
     if subn == 0:
         mag = max(mag, 0)
@@ -232,7 +235,7 @@ def _assemble(mag: int, negative: bool, field: int, frac: np.uint64, wide: bool,
 
 @numba.njit(cache=True, nogil=True)
 def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-                      mode: int, overflow: int, seed: np.uint64, ubits: int) -> int:
+                      mode: int, overflow: int, seed: Int, ubits: int) -> int:
     """The steps of ``round_pair`` for float32/float64 ``x``, written without branches on
     the element so the loop vectorizes: the mode enters as loop-invariant masks.
     Needs ``t <= mbits`` and ``emin >= 1 - input bias`` (every binade of a normal input
@@ -277,7 +280,7 @@ def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: 
     nans = 0
     if m_sr:
         for i in range(start, stop):
-            bits = float_bits(x[i])
+            bits: Any = float_bits(x[i])  # type: ignore[call-arg]
             negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
                 bits, wide, t, emin, subn, one_t)
             u = draw(seed, _U64(i), ubits)
@@ -297,7 +300,7 @@ def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: 
             nans += 1 if (field == (2047 if wide else 255) and frac != _U64(0)) else 0
         return nans
     for i in range(start, stop):
-        bits = float_bits(x[i])
+        bits = float_bits(x[i])  # type: ignore[call-arg]
         negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
             bits, wide, t, emin, subn, one_t)
         odd = (c0 & 1) != 0
@@ -314,7 +317,7 @@ def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: 
 
 @numba.njit(cache=True, nogil=True)
 def encode_bits_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                       overflow: int, seed: np.uint64, ubits: int) -> int:
+                       overflow: int, seed: Int, ubits: int) -> int:
     """Codes of float32/float64 ``x`` (a format :func:`fits_bits_kernel` accepts) on this
     thread; returns the number of NaN inputs."""
     return _encode_bits_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
@@ -322,7 +325,7 @@ def encode_bits_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_bits_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                         overflow: int, seed: np.uint64, ubits: int) -> int:
+                         overflow: int, seed: Int, ubits: int) -> int:
     """Codes of float32/float64 ``x`` on all threads; returns the number of NaN inputs."""
     n = x.size
     chunks = (n + CHUNK - 1) // CHUNK
@@ -345,14 +348,14 @@ def fits_bits_kernel(P: np.ndarray, wide: bool) -> bool:
 # ---------------------------------------------------------------- drivers
 @numba.njit(cache=True, nogil=True)
 def encode_float_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                        overflow: int, seed: np.uint64, ubits: int) -> int:
+                        overflow: int, seed: Int, ubits: int) -> int:
     """Codes of float32/float64 ``x`` into ``out`` on this thread."""
     return _encode_float_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_float_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                          overflow: int, seed: np.uint64, ubits: int) -> int:
+                          overflow: int, seed: Int, ubits: int) -> int:
     """Codes of float32/float64 ``x`` into ``out`` on all threads."""
     n = x.size
     chunks = (n + CHUNK - 1) // CHUNK
@@ -365,7 +368,7 @@ def encode_float_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: i
 
 @numba.njit(cache=True, nogil=True)
 def encode_pairs_serial(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np.ndarray,
-                        mode: int, overflow: int, seed: np.uint64, ubits: int,
+                        mode: int, overflow: int, seed: Int, ubits: int,
                         draws: np.ndarray) -> int:
     """Codes of the exact values ``hi + lo`` on this thread (``draws``: see the span)."""
     return _encode_pairs_span(hi, lo, out, 0, hi.size, P, mode, overflow, seed, ubits, draws)
@@ -373,7 +376,7 @@ def encode_pairs_serial(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np.n
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_pairs_parallel(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np.ndarray,
-                          mode: int, overflow: int, seed: np.uint64, ubits: int,
+                          mode: int, overflow: int, seed: Int, ubits: int,
                           draws: np.ndarray) -> int:
     """Codes of the exact values ``hi + lo`` on all threads."""
     n = hi.size
@@ -387,7 +390,7 @@ def encode_pairs_parallel(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np
 
 @numba.njit(cache=True, nogil=True)
 def encode_stacked_serial(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                          overflow: int, seed: np.uint64, ubits: int) -> int:
+                          overflow: int, seed: Int, ubits: int) -> int:
     """:func:`encode_pairs_serial` for a (2, n) array of ``hi`` and ``lo``."""
     return _encode_pairs_span(pair[0], pair[1], out, 0, out.size, P, mode, overflow, seed,
                               ubits, np.zeros(0, np.uint64))
@@ -395,13 +398,13 @@ def encode_stacked_serial(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode
 
 @numba.njit(cache=True, nogil=True)
 def encode_stacked_parallel(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                            overflow: int, seed: np.uint64, ubits: int) -> int:
+                            overflow: int, seed: Int, ubits: int) -> int:
     """Same as :func:`encode_stacked_serial` (longdouble input is rare: one thread)."""
     return encode_stacked_serial(pair, out, P, mode, overflow, seed, ubits)
 
 
 @numba.njit(cache=True, nogil=True)
-def encode_scalar(x: float, P: np.ndarray, mode: int, overflow: int) -> np.uint64:
+def encode_scalar(x: float, P: np.ndarray, mode: int, overflow: int) -> Int:
     """The code of one float64 in a deterministic mode."""
     return round_pair(x, 0.0, P, mode, overflow, _U64(0), 1)
 
@@ -413,24 +416,24 @@ def decode_scalar(code: int, P: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def draws(seed: np.uint64, n: int, bits: int) -> np.ndarray:
+def draws(seed: Int, n: int, bits: int) -> np.ndarray:
     """The draws of elements ``0 .. n-1`` (for the exact reference path)."""
     out = np.empty(n, np.uint64)
     for i in range(n):
-        out[i] = draw(seed, _U64(i), bits)
+        out[i] = draw(seed, _U64(i), bits)  # type: ignore[arg-type]
     return out
 
 
 @numba.njit(cache=True, nogil=True)
 def encode_ints_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                       overflow: int, seed: np.uint64, ubits: int) -> int:
+                       overflow: int, seed: Int, ubits: int) -> int:
     """Codes of int64/uint64 ``x`` (exact) on this thread."""
     return _encode_ints_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_ints_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                         overflow: int, seed: np.uint64, ubits: int) -> int:
+                         overflow: int, seed: Int, ubits: int) -> int:
     """Codes of int64/uint64 ``x`` (exact) on all threads."""
     n = x.size
     chunks = (n + CHUNK - 1) // CHUNK
@@ -442,14 +445,14 @@ def encode_ints_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: in
 
 @numba.njit(cache=True, nogil=True)
 def encode_x87_serial(words: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                      overflow: int, seed: np.uint64, ubits: int) -> int:
+                      overflow: int, seed: Int, ubits: int) -> int:
     """Codes of x86 extended-precision values (exact) on this thread."""
     return _encode_x87_span(words, out, 0, out.size, P, mode, overflow, seed, ubits)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def encode_x87_parallel(words: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                        overflow: int, seed: np.uint64, ubits: int) -> int:
+                        overflow: int, seed: Int, ubits: int) -> int:
     """Codes of x86 extended-precision values (exact) on all threads."""
     n = out.size
     chunks = (n + CHUNK - 1) // CHUNK

@@ -213,10 +213,12 @@ def overflow_code(overflow: str) -> int:
 
 
 _U64 = np.uint64
+#: A machine integer inside compiled code (Python int, numpy int64 or uint64).
+Int = Any
 
 
 @intrinsic
-def f64_bits(typingctx: object, x: types.Type) -> tuple[types.Signature, object]:
+def f64_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
     """The bits of a float64 as a uint64 (a register move, no allocation)."""
     sig = types.uint64(types.float64)
 
@@ -227,7 +229,7 @@ def f64_bits(typingctx: object, x: types.Type) -> tuple[types.Signature, object]
 
 
 @intrinsic
-def bits_f64(typingctx: object, x: types.Type) -> tuple[types.Signature, object]:
+def bits_f64(typingctx: object, x: types.Type) -> tuple[Any, Any]:
     """The float64 whose bits are the uint64 ``x``."""
     sig = types.float64(types.uint64)
 
@@ -238,7 +240,7 @@ def bits_f64(typingctx: object, x: types.Type) -> tuple[types.Signature, object]
 
 
 @intrinsic
-def float_bits(typingctx: object, x: types.Type) -> tuple[types.Signature, object] | None:
+def float_bits(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
     """The bits of a float32 or float64 as a uint64 (zero-extended for float32)."""
     if x == types.float64:
         sig = types.uint64(types.float64)
@@ -263,7 +265,7 @@ _ALL64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @numba.njit(cache=True, nogil=True)
-def _shr(x: np.uint64, d: np.int64) -> np.uint64:
+def _shr(x: Int, d: Int) -> Int:
     """``x >> d`` for any ``d >= 0`` (0 from 64 on)."""
     if d >= 64:
         return _U64(0)
@@ -271,7 +273,7 @@ def _shr(x: np.uint64, d: np.int64) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _low(x: np.uint64, d: np.int64) -> np.uint64:
+def _low(x: Int, d: Int) -> Int:
     """The ``d`` low bits of ``x`` for any ``d >= 0``."""
     if d >= 64:
         return x
@@ -279,7 +281,7 @@ def _low(x: np.uint64, d: np.int64) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _bit_length(x: np.uint64) -> np.int64:
+def _bit_length(x: Int) -> Int:
     n = 0
     for step in (32, 16, 8, 4, 2, 1):
         if x >> _U64(step) != _U64(0):
@@ -289,14 +291,14 @@ def _bit_length(x: np.uint64) -> np.int64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _sign_bit(P: np.ndarray, negative: bool) -> np.uint64:
+def _sign_bit(P: Any, negative: bool) -> Int:
     if negative and P[SIGNED] != 0:
         return _U64(1) << _U64(P[BITS] - 1)
     return _U64(0)
 
 
 @numba.njit(cache=True, nogil=True)
-def nan_code(P: np.ndarray, negative: bool) -> np.uint64:
+def nan_code(P: Any, negative: bool) -> Int:
     """Canonical NaN code with the sign kept where NaNs are signed; 0 without NaN."""
     kind = P[NANKIND]
     if kind == NAN_IEEE:
@@ -312,7 +314,7 @@ def nan_code(P: np.ndarray, negative: bool) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _beyond_max(P: np.ndarray, negative: bool, to_max: bool) -> np.uint64:
+def _beyond_max(P: Any, negative: bool, to_max: bool) -> Int:
     """A result beyond ``max``: ``+-max`` when ``to_max``, else inf, else NaN, else max."""
     if not to_max and P[INFMAG] >= 0:
         return _sign_bit(P, negative) | _U64(P[INFMAG])
@@ -322,25 +324,25 @@ def _beyond_max(P: np.ndarray, negative: bool, to_max: bool) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _zero(P: np.ndarray, negative: bool) -> np.uint64:
+def _zero(P: Any, negative: bool) -> Int:
     if P[NEGZERO] != 0:
         return _sign_bit(P, negative)
     return _U64(0)
 
 
 @numba.njit(cache=True, nogil=True)
-def _toward_zero(mode: np.int64, negative: bool) -> bool:
+def _toward_zero(mode: Int, negative: bool) -> bool:
     return (mode == MODE_RTZ or mode == MODE_RTO or (mode == MODE_RD and not negative)
             or (mode == MODE_RU and negative))
 
 
 @numba.njit(cache=True, nogil=True)
-def _scaled_floor(l_abs: float, p: np.int64) -> tuple[np.uint64, bool]:
+def _scaled_floor(l_abs: float, p: Int) -> tuple[np.uint64, bool]:
     """``(floor(l_abs * 2**p), whether that product is an integer)`` for a float64
     ``l_abs >= 0`` whose product is below ``2**64``."""
     if l_abs == 0.0:
         return _U64(0), True
-    bits = f64_bits(l_abs)
+    bits: Any = f64_bits(l_abs)  # type: ignore[call-arg]
     ef = np.int64(bits >> _U64(52))
     m = bits & _MASK52
     if ef > 0:
@@ -352,9 +354,9 @@ def _scaled_floor(l_abs: float, p: np.int64) -> tuple[np.uint64, bool]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _round_magnitude(negative: bool, M: np.uint64, E: np.int64, ls: np.int64, l_abs: float,
-                     l_known: bool, P: np.ndarray, mode: np.int64, overflow: np.int64,
-                     u: np.uint64, ubits: np.int64) -> np.uint64:
+def _round_magnitude(negative: bool, M: Int, E: Int, ls: Int, l_abs: float,
+                     l_known: bool, P: Any, mode: Int, overflow: Int,
+                     u: Int, ubits: Int) -> Int:
     """Code of ``(M * 2**E + l) * (-1 if negative else 1)`` for ``M >= 1``, where the
     residual ``l`` has sign ``ls`` and, when ``l_known``, size ``l_abs``; else it is an
     infinitesimal (a sticky bit)."""
@@ -462,15 +464,15 @@ def _unpack(P: Any) -> tuple[int, ...]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def round_pair(hi: float, lo: float, P: np.ndarray, mode: np.int64, overflow: np.int64,
-               u: np.uint64, ubits: np.int64) -> np.uint64:
+def round_pair(hi: float, lo: float, P: Any, mode: Int, overflow: Int,
+               u: Int, ubits: Int) -> Int:
     """Code of the exact value ``hi + lo`` rounded once into the format ``P``.
 
     See the module docstring for the preconditions on the pair, stochastic
     rounding (``u``, ``ubits``; ignored by the other modes) and NaN.
     """
     Q = _unpack(P)
-    bits = f64_bits(hi)
+    bits: Any = f64_bits(hi)  # type: ignore[call-arg]
     if (bits & _U64(0x7FFFFFFFFFFFFFFF)) == _U64(0) and lo != 0.0:
         hi, lo = lo, 0.0
         bits = f64_bits(hi)
@@ -495,9 +497,9 @@ def round_pair(hi: float, lo: float, P: np.ndarray, mode: np.int64, overflow: np
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def round_scaled(negative: bool, sig: np.uint64, exp: np.int64, sticky: bool, P: np.ndarray,
-                 mode: np.int64, overflow: np.int64, u: np.uint64,
-                 ubits: np.int64) -> np.uint64:
+def round_scaled(negative: bool, sig: Int, exp: Int, sticky: bool, P: Any,
+                 mode: Int, overflow: Int, u: Int,
+                 ubits: Int) -> Int:
     """Code of ``(-1)**negative * (sig + eps) * 2**exp`` rounded once into ``P``.
 
     ``eps`` is 0 when ``sticky`` is False and lies strictly in ``(0, 1)`` when it is
@@ -517,7 +519,7 @@ def round_scaled(negative: bool, sig: np.uint64, exp: np.int64, sticky: bool, P:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def decode_one(code: np.uint64, P: np.ndarray) -> float:
+def decode_one(code: Int, P: Any) -> float:
     """The float64 value of one code of the format ``P``.
 
     A NaN code gives a quiet NaN: in formats with IEEE NaNs it keeps the code's sign
@@ -535,9 +537,9 @@ def decode_one(code: np.uint64, P: np.ndarray) -> float:
     kind = Q[NANKIND]
     sign = -1.0 if negative else 1.0
     if kind == NAN_NEGZERO and negative and mag == _U64(0):
-        return bits_f64(_U64(0x7FF8000000000000))
+        return bits_f64(_U64(0x7FF8000000000000))  # type: ignore[call-arg]
     if kind == NAN_TOP and mag == _U64(Q[MAGMASK]):
-        return bits_f64(_U64(0x7FF8000000000000))
+        return bits_f64(_U64(0x7FF8000000000000))  # type: ignore[call-arg]
     if Q[INFMAG] >= 0 and kind != NAN_IEEE and mag == _U64(Q[INFMAG]):
         return sign * np.inf
     if kind == NAN_IEEE and field_e == (1 << Q[W]) - 1:
@@ -545,7 +547,7 @@ def decode_one(code: np.uint64, P: np.ndarray) -> float:
             return sign * np.inf
         payload = (trailing << _U64(52 - t)) | (_U64(1) << _U64(51))
         top = (_U64(1) << _U64(63)) if negative else _U64(0)
-        return bits_f64(top | _U64(0x7FF0000000000000) | payload)
+        return bits_f64(top | _U64(0x7FF0000000000000) | payload)  # type: ignore[call-arg]
     if Q[SUBN] != 0 and field_e == 0:
         return sign * math.ldexp(float(trailing), Q[EMIN] - t)
     return sign * math.ldexp(float(trailing | (_U64(1) << _U64(t))), field_e - Q[BIAS] - t)
