@@ -658,7 +658,12 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
     flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(flat.size, dt)
     k = _kernels()
     parallel = flat.size >= PARALLEL_MIN and _threads() > 1
-    if fmt.bits <= 16:
+    if dt == np.float32 and fmt.bits == 16 and fmt.exponent_bits == 8 and fmt.bias == 127 \
+            and fmt.nan.value == "ieee":  # bfloat16: float32's top half
+        if flat.dtype != np.uint16:
+            flat = flat.astype(np.uint16)
+        (k.widen_parallel if parallel else k.widen_serial)(flat, flat_out.view(np.uint32), 16)
+    elif fmt.bits <= 16:
         table = _table(fmt, dt)
         if flat.dtype.kind == "i" or flat.dtype.itemsize > 2:
             flat = flat.astype(np.uint16 if fmt.bits > 8 else np.uint8)

@@ -208,8 +208,13 @@ def test_issue13_signalling_nans_decode_quiet() -> None:
         v32 = numerics.decode(np.array([code], numerics.get_format(name).code_dtype), name,
                               dtype=np.float64)
         assert int(v32.view(np.uint64)[0]) == bits
-    half = numerics.decode(np.array([0x7C7C], np.uint16), "binary16", dtype=np.float32)
-    assert int(half.view(np.uint32)[0]) & (1 << 22)
+    for code, name in ((0x7C7C, "binary16"), (0x7F81, "bfloat16"), (0xFF81, "bfloat16")):
+        f32 = numerics.decode(np.array([code], np.uint16), name, dtype=np.float32)
+        assert np.isnan(f32[0]) and int(f32.view(np.uint32)[0]) & (1 << 22), (name, hex(code))
+    bf = numerics.decode(np.arange(2**16, dtype=np.uint16), "bfloat16", dtype=np.float32)
+    want = (np.arange(2**16, dtype=np.uint32) << np.uint32(16))
+    nan = (want & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    assert np.array_equal(bf.view(np.uint32), np.where(nan, want | np.uint32(1 << 22), want))
 
 
 def test_issue13_huge_and_tiny_exact_values_do_not_hang() -> None:

@@ -84,6 +84,8 @@ __all__ = [
     "encode_stacked_serial",
     "fits_bits_kernel",
     "lookup_parallel",
+    "widen_parallel",
+    "widen_serial",
     "lookup_serial",
 ]
 
@@ -491,6 +493,31 @@ def decode_table(P: np.ndarray, out: np.ndarray) -> None:
     """``out[c]`` = the value of code ``c`` for every code (formats up to 16 bits)."""
     for c in range(out.size):
         out[c] = decode_one(_U64(c), P)
+
+
+@numba.njit(cache=True, nogil=True)
+def _widen_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int, pad: Int) -> None:
+    """float32 bits of codes of a format with binary32's sign and exponent fields and
+    ``23 - pad`` trailing bits (bfloat16: ``pad = 16``): a shift, and NaNs made quiet."""
+    for i in range(start, stop):
+        bits = np.uint32(codes[i]) << np.uint32(pad)
+        nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+        out[i] = bits | (np.uint32(0x400000) if nan else np.uint32(0))
+
+
+@numba.njit(cache=True, nogil=True)
+def widen_serial(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
+    """:func:`_widen_span` over all of ``codes`` on this thread (``out``: uint32)."""
+    _widen_span(codes, out, 0, codes.size, pad)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def widen_parallel(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
+    """:func:`_widen_span` on all threads."""
+    n = codes.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    for c in numba.prange(chunks):
+        _widen_span(codes, out, c * CHUNK, min(n, (c + 1) * CHUNK), pad)
 
 
 @numba.njit(cache=True, nogil=True)
