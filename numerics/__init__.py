@@ -25,6 +25,7 @@ from numerics.parts import Parts, exact_decimal, hexfloat, parts, parts_of_code
 from numerics.rounding import OVERFLOWS, ROUNDINGS
 from numerics.stats import TensorStats, tensor_stats
 from numerics.tensors import Tensor, load_tensor
+from numerics.threads import get_num_threads, set_num_threads
 from numerics.ulp import next_down, next_up, ordinal, ulp, ulp_distance
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "fingerprint",
     "format_of_dtype",
     "get_format",
+    "get_num_threads",
     "hashing",
     "hexfloat",
     "load_tensor",
@@ -68,6 +70,7 @@ __all__ = [
     "parts_of_code",
     "quant",
     "round_to",
+    "set_num_threads",
     "tensor_stats",
     "ulp",
     "ulp_distance",

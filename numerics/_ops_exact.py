@@ -33,7 +33,7 @@ from numerics._ops_kernels import (
 )
 from numerics._ops_narrow import _finish_narrow
 from numerics._ops_operands import _index_text, _prepare
-from numerics.fast import decode_codes, encode_pair
+from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format
 
 __all__ = ["FLAG_NAMES", "_deliver", "_deliver_special", "_run_exact", "_special_mask",

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from numerics._ops_stochastic import _draws, _sr_away
-from numerics.fast import decode_codes, encode_pair
+from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 
 __all__ = ["_BINARY32", "_ext_format", "_finish_narrow", "_round_to_fmt"]

@@ -40,7 +40,7 @@ from numerics import eft
 from numerics._ops_exact import _run_exact
 from numerics._ops_kernels import _k_div, _k_sqrt, _zero_sign
 from numerics.dtypes import dtype_of
-from numerics.fast import decode_codes, decode_table, encode_f64, encode_pair
+from numerics.encoding import decode_codes, decode_table, encode_f64, encode_pair
 from numerics.formats import Format
 
 __all__ = ["_NCHUNK", "_Work", "_bf16_from32", "_directed32", "_f32_chunk", "_f32_fast_chunk",

@@ -1,7 +1,7 @@
 """Private hypothesis strategies and helpers for the core codec tests.
 
 Values are built from the format's own grid (computed here with Fractions
-from the base fields, independently of numerics.codec and numerics.fast):
+from the base fields, independently of numerics.codec and numerics.kernels):
 representable values, exact midpoints (ties), midpoints nudged by one or a
 few binary64 ulps (near-ties), the subnormal boundary, ``max`` plus or minus
 half a quantum (the overflow threshold), powers of two, huge and tiny

@@ -1,4 +1,4 @@
-"""The fast encoder (numerics.encode, numerics.fast) against independent references.
+"""The compiled encoder (numerics.encode, numerics.kernels.codec) against independent references.
 
 * The exact scalar reference numerics.codec.encode_exact (itself checked
   against a brute-force rounder, gfloat and numpy in test_codec.py), for every
@@ -27,11 +27,11 @@ from peers import ML_DTYPES
 from strategies_core import ALL_FORMATS, DETERMINISTIC, float64_near_grid, nudge, values_for
 
 import numerics
-from numerics import fast
+from numerics import encoding
 from numerics.codec import decode_exact, encode_exact
 from numerics.formats import Format, get_format
 
-BIG = 4096  # from this size on, encode_f64 switches to table kernels
+BIG = encoding.PARALLEL_MIN  # from this size on, the kernels run on all threads
 ML: dict[str, Any] = ML_DTYPES
 
 
@@ -61,9 +61,10 @@ def check_fast(values: list[float], fmt: Format, dtype: Any = np.float64,
                                                                         options)
     reps = -(-BIG // len(values))
     big = np.tile(arr, reps)
-    got_big = numerics.encode(big, fmt, **options)[: len(values)]
-    assert np.array_equal(got_big.astype(np.uint64), want), "large-array kernel: " + \
-        mismatch_report(arr, got_big, want, fmt, options)
+    got_big = numerics.encode(big, fmt, **options)
+    assert np.array_equal(got_big.astype(np.uint64), np.tile(want, reps)), (
+        "large-array (parallel) kernel: " + mismatch_report(arr, got_big[: len(values)], want,
+                                                            fmt, options))
 
 
 # ------------------------------------------------------------------ vs the exact reference
@@ -135,7 +136,7 @@ def test_encode_pair_matches_reference(data: st.DataObject, fmt: Format, roundin
     if float(Fraction(hi) + Fraction(lo)) != hi:  # hi must be RNE(hi + lo)
         return
     want = encode_exact(Fraction(hi) + Fraction(lo), fmt, rounding=rounding, overflow=overflow)
-    got = fast.encode_pair(np.array([hi]), np.array([lo]), fmt, rounding=rounding,
+    got = encoding.encode_pair(np.array([hi]), np.array([lo]), fmt, rounding=rounding,
                            overflow=overflow)
     assert int(got[0]) == want, (hi, lo, fmt.name, rounding, overflow, hex(want), hex(int(got[0])))
 
@@ -158,7 +159,7 @@ def test_sr_with_given_uniforms_matches_reference(data: st.DataObject, fmt: Form
     overflow = data.draw(st.sampled_from(["ieee", "saturate"]))
     want = [encode_exact(v, fmt, rounding="sr", overflow=overflow, uniform=u, sr_bits=sr_bits)
             for v, u in zip(values, us)]
-    got = fast.encode_pair(np.array(values), None, fmt, rounding="sr", overflow=overflow,
+    got = encoding.encode_pair(np.array(values), None, fmt, rounding="sr", overflow=overflow,
                            sr_bits=sr_bits, uniform=np.array(us))
     assert got.astype(np.uint64).tolist() == want, (fmt.name, values, us, sr_bits)
 
@@ -242,9 +243,15 @@ def test_sr_is_unbiased_and_picks_a_neighbour(x: float, name: str, sr_bits: int 
 def test_sr_is_reproducible_and_seed_dependent() -> None:
     x = np.linspace(0.1, 0.9, 10_000)
     a = numerics.encode(x, "e4m3fn", rounding="sr", rng=7)
-    b = numerics.encode(x, "e4m3fn", rounding="sr", rng=np.random.default_rng(7))
+    b = numerics.encode(x, "e4m3fn", rounding="sr", rng=7)
     c = numerics.encode(x, "e4m3fn", rounding="sr", rng=8)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
+    # a Generator contributes one 64-bit seed: the same generator state, the same codes
+    g1 = numerics.encode(x, "e4m3fn", rounding="sr", rng=np.random.default_rng(7))
+    g2 = numerics.encode(x, "e4m3fn", rounding="sr", rng=np.random.default_rng(7))
+    seed = int(np.random.default_rng(7).integers(0, 2**64, dtype=np.uint64))
+    g3 = numerics.encode(x, "e4m3fn", rounding="sr", rng=seed)
+    assert np.array_equal(g1, g2) and np.array_equal(g1, g3)
 
 
 def test_sr_with_sr_bits_probabilities_are_multiples() -> None:

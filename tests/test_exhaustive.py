@@ -85,3 +85,42 @@ def sweep(name: str, start: int = 0, stop: int = 1 << 32) -> int:
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_every_float32_pattern_matches_ml_dtypes(name: str) -> None:
     assert sweep(name) == 1 << 32
+
+
+def test_every_float32_pattern_binary16_matches_numpy() -> None:
+    """numpy's float32 -> float16 cast is IEEE RNE: every pattern, NaNs as a class."""
+    base = np.arange(CHUNK, dtype=np.uint32)
+    for lo in range(0, 1 << 32, CHUNK):
+        x = (base + np.uint32(lo)).view(np.float32)
+        ours = numerics.encode(x, "binary16")
+        with np.errstate(over="ignore", invalid="ignore"):
+            peer = x.astype(np.float16)
+        same = (ours == peer.view(np.uint16)) | (np.isnan(peer) & np.isnan(
+            ours.view(np.float16)))
+        assert same.all(), hex(int(x.view(np.uint32)[np.flatnonzero(~same)[0]]))
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "e2m1fn", "bfloat16", "e8m0fnu",
+                                  "binary8p3", "tf32"])
+@pytest.mark.parametrize("rounding", ["rne", "rna", "rtz", "ru", "rd", "rto"])
+def test_every_float32_pattern_bits_kernel_matches_round_pair(name: str, rounding: str) -> None:
+    """The branch-free float kernel against the scalar rounding step (round_pair, pinned
+    to the exact reference by tests/test_encode_rounding.py) on all 2**32 patterns."""
+    from numerics.kernels import codec as kc
+    from numerics.kernels import rounding as kr
+
+    fmt = get_format(name)
+    P = kr.format_params(fmt)
+    wide = not kc.fits_bits_kernel(P, False)
+    base = np.arange(CHUNK, dtype=np.uint32)
+    a = np.empty(CHUNK, fmt.code_dtype)
+    b = np.empty(CHUNK, fmt.code_dtype)
+    for lo in range(0, 1 << 32, CHUNK):
+        x = (base + np.uint32(lo)).view(np.float32)
+        if wide:
+            with np.errstate(invalid="ignore"):
+                x = x.astype(np.float64)
+        for overflow in (0, 1):
+            kc.encode_bits_parallel(x, a, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
+            kc.encode_float_parallel(x, b, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
+            assert np.array_equal(a, b), (name, rounding, overflow, lo)

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from numerics import FORMATS, get_format, ops
-from numerics.fast import decode_codes
+from numerics.encoding import decode_codes
 from numerics.formats import Format
 
 sys.path.insert(0, str(Path(__file__).parent))

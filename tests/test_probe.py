@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from numerics import accum, get_format, probe
-from numerics.fast import decode_codes, encode_pair
+from numerics.encoding import decode_codes, encode_pair
 from numerics.probe.model import MatmulModel, Tree, leaves, postorder, round_into
 from numerics.probe.order import (
     NotATree,

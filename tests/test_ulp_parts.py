@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies_core import ALL_FORMATS, magnitude_values
 
+import numerics
 from numerics.formats import Format
 from numerics.parts import exact_decimal, hexfloat, parts, parts_of_code
 from numerics.ulp import next_down, next_up, ordinal, ulp, ulp_distance
@@ -235,3 +236,18 @@ def test_parts_options_and_errors() -> None:
         exact_decimal(Fraction(1, 3))
     with pytest.raises(ValueError, match="not a binary fraction"):
         hexfloat(Fraction(1, 10))
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "e8m0fnu", "e2m1fn", "e4m3fnuz",
+                                  "binary8p1", "bfloat16"])
+def test_next_of_a_python_float_matches_the_array_path(name: str) -> None:
+    """Scalars step their code; arrays go through the float64 formulas: the same values."""
+    fmt = numerics.get_format(name)
+    vals = numerics.decode(np.arange(fmt.num_codes, dtype=fmt.code_dtype), fmt)
+    vals = vals[np.isfinite(vals)][:: 1 if fmt.bits <= 8 else 41]
+    for step in (numerics.next_up, numerics.next_down):
+        whole = step(vals, fmt)
+        for v, w in zip(vals.tolist(), whole.tolist()):
+            got = float(step(v, fmt))
+            assert (got == w and math.copysign(1, got) == math.copysign(1, w)) or (
+                math.isnan(got) and math.isnan(w)), (name, step.__name__, v, got, w)

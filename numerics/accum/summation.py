@@ -2,7 +2,7 @@
 
 Every arithmetic operation of every algorithm is ONE correctly rounded operation
 in the working format ``fmt`` with the rounding mode ``rounding`` (the semantics of
-:func:`numerics.fast.encode_pair`: the exact result ``hi + lo`` of the float64
+:func:`numerics.encoding.encode_pair`: the exact result ``hi + lo`` of the float64
 TwoSum / TwoProduct rounded once).  The reduction axis is looped over; every other
 axis is processed at once, so thousands of independent sums cost one numpy call per
 step.
@@ -69,7 +69,7 @@ from numerics import eft
 from numerics.accum import bounds as _bounds
 from numerics.accum.intake import MAX_DIMS, real_pair
 from numerics.accum.tensorcore import cast
-from numerics.fast import decode_codes, encode_pair
+from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 from numerics.rounding import make_rng
 

@@ -70,7 +70,7 @@ import numpy as np
 
 from numerics import eft
 from numerics.accum.intake import real_pair
-from numerics.fast import decode_codes, encode_pair
+from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 
 __all__ = [

@@ -63,11 +63,14 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any
 
 import numba
 import numpy as np
+from numba import types
+from numba.core.extending import intrinsic
 
-from numerics.formats import Format, Infinity, NaNEncoding, as_format
+from numerics.formats import Format, NaNEncoding, as_format
 from numerics.rounding import check_overflow, check_rounding
 
 __all__ = [
@@ -98,8 +101,12 @@ __all__ = [
     "SUBN",
     "T",
     "W",
+    "bits_f64",
     "decode_one",
+    "f64_bits",
+    "float_bits",
     "format_params",
+    "nan_code",
     "mode_code",
     "overflow_code",
     "round_pair",
@@ -159,7 +166,19 @@ def format_params(fmt: Format | str) -> np.ndarray:
     >>> int(P[T]), int(P[EMIN]), int(P[EMAX]), hex(int(P[MAXMAG]))
     (7, -126, 127, '0x7f7f')
     """
-    return _params(as_format(fmt))
+    hit = _BY_ID.get(id(fmt))
+    if hit is not None and hit[0] is fmt:
+        return hit[1]
+    P = _params(as_format(fmt))
+    if len(_BY_ID) > 1024:
+        _BY_ID.clear()
+    _BY_ID[id(fmt)] = (fmt, P)
+    return P
+
+
+#: format_params by the identity of its argument (a name or a Format): hashing a
+#: Format costs microseconds, more than a scalar kernel call.
+_BY_ID: dict[int, tuple[Any, np.ndarray]] = {}
 
 
 def mode_code(rounding: str) -> int:
@@ -194,12 +213,59 @@ def overflow_code(overflow: str) -> int:
 
 
 _U64 = np.uint64
+#: A machine integer inside compiled code (Python int, numpy int64 or uint64).
+Int = Any
+
+
+@intrinsic
+def f64_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
+    """The bits of a float64 as a uint64 (a register move, no allocation)."""
+    sig = types.uint64(types.float64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], context.get_value_type(types.uint64))
+
+    return sig, codegen
+
+
+@intrinsic
+def bits_f64(typingctx: object, x: types.Type) -> tuple[Any, Any]:
+    """The float64 whose bits are the uint64 ``x``."""
+    sig = types.float64(types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return sig, codegen
+
+
+@intrinsic
+def float_bits(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
+    """The bits of a float32 or float64 as a uint64 (zero-extended for float32)."""
+    if x == types.float64:
+        sig = types.uint64(types.float64)
+
+        def codegen64(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], context.get_value_type(types.uint64))
+
+        return sig, codegen64
+    if x == types.float32:
+        sig = types.uint64(types.float32)
+
+        def codegen32(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            word = builder.bitcast(args[0], context.get_value_type(types.uint32))
+            return builder.zext(word, context.get_value_type(types.uint64))
+
+        return sig, codegen32
+    return None
+
+
 _MASK52 = np.uint64((1 << 52) - 1)
 _ALL64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @numba.njit(cache=True, nogil=True)
-def _shr(x: np.uint64, d: np.int64) -> np.uint64:
+def _shr(x: Int, d: Int) -> Int:
     """``x >> d`` for any ``d >= 0`` (0 from 64 on)."""
     if d >= 64:
         return _U64(0)
@@ -207,7 +273,7 @@ def _shr(x: np.uint64, d: np.int64) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _low(x: np.uint64, d: np.int64) -> np.uint64:
+def _low(x: Int, d: Int) -> Int:
     """The ``d`` low bits of ``x`` for any ``d >= 0``."""
     if d >= 64:
         return x
@@ -215,7 +281,7 @@ def _low(x: np.uint64, d: np.int64) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _bit_length(x: np.uint64) -> np.int64:
+def _bit_length(x: Int) -> Int:
     n = 0
     for step in (32, 16, 8, 4, 2, 1):
         if x >> _U64(step) != _U64(0):
@@ -225,14 +291,14 @@ def _bit_length(x: np.uint64) -> np.int64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _sign_bit(P: np.ndarray, negative: bool) -> np.uint64:
+def _sign_bit(P: Any, negative: bool) -> Int:
     if negative and P[SIGNED] != 0:
         return _U64(1) << _U64(P[BITS] - 1)
     return _U64(0)
 
 
 @numba.njit(cache=True, nogil=True)
-def nan_code(P: np.ndarray, negative: bool) -> np.uint64:
+def nan_code(P: Any, negative: bool) -> Int:
     """Canonical NaN code with the sign kept where NaNs are signed; 0 without NaN."""
     kind = P[NANKIND]
     if kind == NAN_IEEE:
@@ -248,7 +314,7 @@ def nan_code(P: np.ndarray, negative: bool) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _beyond_max(P: np.ndarray, negative: bool, to_max: bool) -> np.uint64:
+def _beyond_max(P: Any, negative: bool, to_max: bool) -> Int:
     """A result beyond ``max``: ``+-max`` when ``to_max``, else inf, else NaN, else max."""
     if not to_max and P[INFMAG] >= 0:
         return _sign_bit(P, negative) | _U64(P[INFMAG])
@@ -258,25 +324,25 @@ def _beyond_max(P: np.ndarray, negative: bool, to_max: bool) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)
-def _zero(P: np.ndarray, negative: bool) -> np.uint64:
+def _zero(P: Any, negative: bool) -> Int:
     if P[NEGZERO] != 0:
         return _sign_bit(P, negative)
     return _U64(0)
 
 
 @numba.njit(cache=True, nogil=True)
-def _toward_zero(mode: np.int64, negative: bool) -> bool:
+def _toward_zero(mode: Int, negative: bool) -> bool:
     return (mode == MODE_RTZ or mode == MODE_RTO or (mode == MODE_RD and not negative)
             or (mode == MODE_RU and negative))
 
 
 @numba.njit(cache=True, nogil=True)
-def _scaled_floor(l_abs: float, p: np.int64) -> tuple[np.uint64, bool]:
+def _scaled_floor(l_abs: float, p: Int) -> tuple[np.uint64, bool]:
     """``(floor(l_abs * 2**p), whether that product is an integer)`` for a float64
     ``l_abs >= 0`` whose product is below ``2**64``."""
     if l_abs == 0.0:
         return _U64(0), True
-    bits = np.float64(l_abs).view(np.uint64)
+    bits: Any = f64_bits(l_abs)  # type: ignore[call-arg]
     ef = np.int64(bits >> _U64(52))
     m = bits & _MASK52
     if ef > 0:
@@ -288,9 +354,9 @@ def _scaled_floor(l_abs: float, p: np.int64) -> tuple[np.uint64, bool]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _round_magnitude(negative: bool, M: np.uint64, E: np.int64, ls: np.int64, l_abs: float,
-                     l_known: bool, P: np.ndarray, mode: np.int64, overflow: np.int64,
-                     u: np.uint64, ubits: np.int64) -> np.uint64:
+def _round_magnitude(negative: bool, M: Int, E: Int, ls: Int, l_abs: float,
+                     l_known: bool, P: Any, mode: Int, overflow: Int,
+                     u: Int, ubits: Int) -> Int:
     """Code of ``(M * 2**E + l) * (-1 if negative else 1)`` for ``M >= 1``, where the
     residual ``l`` has sign ``ls`` and, when ``l_known``, size ``l_abs``; else it is an
     infinitesimal (a sticky bit)."""
@@ -391,41 +457,49 @@ def _round_magnitude(negative: bool, M: np.uint64, E: np.int64, ls: np.int64, l_
 
 
 @numba.njit(cache=True, nogil=True)
-def round_pair(hi: float, lo: float, P: np.ndarray, mode: np.int64, overflow: np.int64,
-               u: np.uint64, ubits: np.int64) -> np.uint64:
+def _unpack(P: Any) -> tuple[int, ...]:
+    """The parameters as a tuple: passed by value, so calls in a loop cost no reference
+    counting (an array argument costs two atomic operations per call)."""
+    return (P[0], P[1], P[2], P[3], P[4], P[5], P[6], P[7], P[8], P[9], P[10], P[11], P[12])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def round_pair(hi: float, lo: float, P: Any, mode: Int, overflow: Int,
+               u: Int, ubits: Int) -> Int:
     """Code of the exact value ``hi + lo`` rounded once into the format ``P``.
 
     See the module docstring for the preconditions on the pair, stochastic
     rounding (``u``, ``ubits``; ignored by the other modes) and NaN.
     """
-    bits = np.float64(hi).view(np.uint64)
+    Q = _unpack(P)
+    bits: Any = f64_bits(hi)  # type: ignore[call-arg]
     if (bits & _U64(0x7FFFFFFFFFFFFFFF)) == _U64(0) and lo != 0.0:
         hi, lo = lo, 0.0
-        bits = np.float64(hi).view(np.uint64)
+        bits = f64_bits(hi)
     negative = (bits >> _U64(63)) != _U64(0)
     ef = np.int64((bits >> _U64(52)) & _U64(0x7FF))
     m = bits & _MASK52
     if ef == 0x7FF and m != _U64(0):
-        return nan_code(P, negative)
-    if P[SIGNED] == 0 and (negative or (ef == 0 and m == _U64(0))):
-        return nan_code(P, False)  # e8m0fnu: no zero, no negative numbers
+        return nan_code(Q, negative)
+    if Q[SIGNED] == 0 and (negative or (ef == 0 and m == _U64(0))):
+        return nan_code(Q, False)  # e8m0fnu: no zero, no negative numbers
     if ef == 0x7FF:  # an infinity is exact, not a rounding overflow
-        return _beyond_max(P, negative, overflow == OVERFLOW_SATURATE)
+        return _beyond_max(Q, negative, overflow == OVERFLOW_SATURATE)
     if ef == 0 and m == _U64(0):
-        return _zero(P, negative)
+        return _zero(Q, negative)
     if ef > 0:
         m |= _U64(1) << _U64(52)
     E = max(ef, 1) - 1075
     ls = 0
     if lo != 0.0:
         ls = 1 if (lo > 0.0) != negative else -1
-    return _round_magnitude(negative, m, E, ls, abs(lo), True, P, mode, overflow, u, ubits)
+    return _round_magnitude(negative, m, E, ls, abs(lo), True, Q, mode, overflow, u, ubits)
 
 
-@numba.njit(cache=True, nogil=True)
-def round_scaled(negative: bool, sig: np.uint64, exp: np.int64, sticky: bool, P: np.ndarray,
-                 mode: np.int64, overflow: np.int64, u: np.uint64,
-                 ubits: np.int64) -> np.uint64:
+@numba.njit(cache=True, nogil=True, inline="always")
+def round_scaled(negative: bool, sig: Int, exp: Int, sticky: bool, P: Any,
+                 mode: Int, overflow: Int, u: Int,
+                 ubits: Int) -> Int:
     """Code of ``(-1)**negative * (sig + eps) * 2**exp`` rounded once into ``P``.
 
     ``eps`` is 0 when ``sticky`` is False and lies strictly in ``(0, 1)`` when it is
@@ -435,43 +509,45 @@ def round_scaled(negative: bool, sig: np.uint64, exp: np.int64, sticky: bool, P:
     directed modes need no extra bits.  ``sig == 0`` without ``sticky`` is a zero
     with the given sign.
     """
-    if P[SIGNED] == 0 and (negative or (sig == _U64(0) and not sticky)):
-        return nan_code(P, False)
+    Q = _unpack(P)
+    if Q[SIGNED] == 0 and (negative or (sig == _U64(0) and not sticky)):
+        return nan_code(Q, False)
     if sig == _U64(0):
-        return _zero(P, negative)
+        return _zero(Q, negative)
     return _round_magnitude(negative, np.uint64(sig), np.int64(exp), 1 if sticky else 0, 0.0,
-                            False, P, mode, overflow, u, ubits)
+                            False, Q, mode, overflow, u, ubits)
 
 
-@numba.njit(cache=True, nogil=True)
-def decode_one(code: np.uint64, P: np.ndarray) -> float:
+@numba.njit(cache=True, nogil=True, inline="always")
+def decode_one(code: Int, P: Any) -> float:
     """The float64 value of one code of the format ``P``.
 
     A NaN code gives a quiet NaN: in formats with IEEE NaNs it keeps the code's sign
     and trailing field (at the top of binary64's, quiet bit set, as hardware widening
     does); other formats' NaN codes give the default NaN ``0x7FF8000000000000``.
     """
+    Q = _unpack(P)
     code = np.uint64(code)
-    t = P[T]
-    bits = P[BITS]
-    negative = P[SIGNED] != 0 and ((code >> _U64(bits - 1)) & _U64(1)) != _U64(0)
-    mag = code & _U64(P[MAGMASK])
+    t = Q[T]
+    bits = Q[BITS]
+    negative = Q[SIGNED] != 0 and ((code >> _U64(bits - 1)) & _U64(1)) != _U64(0)
+    mag = code & _U64(Q[MAGMASK])
     field_e = np.int64(mag >> _U64(t))
     trailing = mag & ((_U64(1) << _U64(t)) - _U64(1))
-    kind = P[NANKIND]
+    kind = Q[NANKIND]
     sign = -1.0 if negative else 1.0
     if kind == NAN_NEGZERO and negative and mag == _U64(0):
-        return np.uint64(0x7FF8000000000000).view(np.float64)
-    if kind == NAN_TOP and mag == _U64(P[MAGMASK]):
-        return np.uint64(0x7FF8000000000000).view(np.float64)
-    if P[INFMAG] >= 0 and kind != NAN_IEEE and mag == _U64(P[INFMAG]):
+        return bits_f64(_U64(0x7FF8000000000000))  # type: ignore[call-arg]
+    if kind == NAN_TOP and mag == _U64(Q[MAGMASK]):
+        return bits_f64(_U64(0x7FF8000000000000))  # type: ignore[call-arg]
+    if Q[INFMAG] >= 0 and kind != NAN_IEEE and mag == _U64(Q[INFMAG]):
         return sign * np.inf
-    if kind == NAN_IEEE and field_e == (1 << P[W]) - 1:
+    if kind == NAN_IEEE and field_e == (1 << Q[W]) - 1:
         if trailing == _U64(0):
             return sign * np.inf
         payload = (trailing << _U64(52 - t)) | (_U64(1) << _U64(51))
         top = (_U64(1) << _U64(63)) if negative else _U64(0)
-        return np.uint64(top | _U64(0x7FF0000000000000) | payload).view(np.float64)
-    if P[SUBN] != 0 and field_e == 0:
-        return sign * math.ldexp(float(trailing), P[EMIN] - t)
-    return sign * math.ldexp(float(trailing | (_U64(1) << _U64(t))), field_e - P[BIAS] - t)
+        return bits_f64(top | _U64(0x7FF0000000000000) | payload)  # type: ignore[call-arg]
+    if Q[SUBN] != 0 and field_e == 0:
+        return sign * math.ldexp(float(trailing), Q[EMIN] - t)
+    return sign * math.ldexp(float(trailing | (_U64(1) << _U64(t))), field_e - Q[BIAS] - t)

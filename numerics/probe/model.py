@@ -32,7 +32,7 @@ format's smallest normal by a zero of the same sign.
 Every step is exact in float64: products of inputs of precision <= 26 are
 exact; the aligned terms of a fused node are integers below ``2**(F + 3)``
 (``F <= 40``) and at most 64 of them are summed (below ``2**50``); a standard
-addition is the TwoSum pair rounded once by :func:`numerics.fast.encode_pair`.
+addition is the TwoSum pair rounded once by :func:`numerics.encoding.encode_pair`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import numpy as np
 
 from numerics.accum.tensorcore import TensorCorePreset, decompose, group_step
 from numerics.eft import two_sum
-from numerics.fast import decode_codes, encode_pair
+from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 
 __all__ = ["MatmulModel", "Tree", "leaves", "postorder", "round_into"]
