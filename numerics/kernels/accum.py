@@ -398,10 +398,10 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: np.int64,
-                 out: np.ndarray) -> None:
+                 seed: np.uint64, base: np.uint64, out: np.ndarray) -> None:
     """``out[i]``: the value of ``x[i] + lo[i]`` (exact, 1-D; ``lo`` may be one zero for
-    all) rounded once into ``P``
-    (nearest even or a directed mode; a NaN becomes +0 in a format without NaN)."""
+    all) rounded once into ``P`` (a NaN becomes +0 in a format without NaN).  Stochastic
+    rounding draws element ``base + i`` of the stream with ``seed``."""
     t = P[T]
     emin = P[EMIN]
     maxval = _max_finite(P)
@@ -414,7 +414,7 @@ def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: np.int64,
             if ok:
                 out[i] = r
                 continue
-        out[i] = _round_slow(v, low, P, mode, np.uint64(0), np.uint64(0))
+        out[i] = _round_slow(v, low, P, mode, seed, base + np.uint64(i))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
