@@ -13,13 +13,9 @@ import tracemalloc
 from typing import Any
 
 import numpy as np
+from _timing import best_of  # benchmarks/ is on the path (run.py, mypy_path)
 
 from numerics import accum, threads
-
-try:  # run as a module of the benchmarks package, or as a script
-    from benchmarks._timing import best_of
-except ImportError:  # pragma: no cover
-    from _timing import best_of  # type: ignore[no-redef]
 
 
 def _peak_bytes_per_element(fn: Any, size: int) -> float:

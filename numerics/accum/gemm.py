@@ -119,7 +119,8 @@ def _fused_kernel_chain(p: TensorCorePreset, ops: tuple[np.ndarray, ...], c: np.
 
     d = np.array(c, np.float64)
     align = {"rtz": kernel.ALIGN_RTZ, "rd": kernel.ALIGN_RD, "rne": kernel.ALIGN_RNE}
-    kernel.fused_gemm(*ops, d, lo, hi, G, int(p.fractional_bits),  # type: ignore[arg-type]
+    a, ea, b, eb = ops
+    kernel.fused_gemm(a, ea, b, eb, d, lo, hi, G, int(p.fractional_bits),  # type: ignore[arg-type]
                       align[p.alignment_rounding], format_params(out),
                       mode_code(p.rounding_into(out)), p.e8m13)
     return d

@@ -73,13 +73,13 @@ _TILE = 8  # rows summed side by side by one thread
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _pow2(k: np.int64) -> float:
+def _pow2(k: int) -> float:
     """``2.0**k`` for -1022 <= k <= 1023, built from its exponent field."""
     return np.uint64((k + 1023) << 52).view(np.float64)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _rne_fast(hi: float, t: np.int64, emin: np.int64, maxval: float) -> tuple[float, bool]:
+def _rne_fast(hi: float, t: int, emin: int, maxval: float) -> tuple[float, bool]:
     """``RN_p(hi)`` for a finite ``hi`` within the format's range, and True; else False."""
     if hi - hi != 0.0:  # inf or NaN
         return hi, False
@@ -93,15 +93,16 @@ def _rne_fast(hi: float, t: np.int64, emin: np.int64, maxval: float) -> tuple[fl
 
 
 @numba.njit(cache=True, nogil=True)
-def _round_slow(hi: float, lo: float, P: np.ndarray, mode: np.int64, seed: np.uint64,
-                index: np.uint64) -> float:
+def _round_slow(hi: float, lo: float, P: np.ndarray, mode: int, seed: int,
+                index: int) -> float:
     """The value of ``hi + lo`` rounded once into ``P`` by :func:`round_pair`."""
     u = np.uint64(0)
     m = mode
     if mode == MODE_SR:
-        u = draw(seed, index, 64)
+        u = draw(seed, index, 64)  # type: ignore[arg-type]
         m = MODE_SR_EXACT
-    return decode_one(round_pair(hi, lo, P, m, OVERFLOW_IEEE, u, 64), P)
+    code = round_pair(hi, lo, P, m, OVERFLOW_IEEE, u, 64)  # type: ignore[arg-type]
+    return decode_one(code, P)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -128,8 +129,8 @@ def _two_prod(a: float, b: float) -> tuple[float, float]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add_fast(a: float, b: float, P: np.ndarray, mode: np.int64, t: np.int64, emin: np.int64,
-              maxval: float, seed: np.uint64, index: np.uint64) -> float:
+def _add_fast(a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
+              maxval: float, seed: int, index: int) -> float:
     """``fl(a + b)`` to nearest even for ``p <= 25``: ``RN_p(RN64(a + b))`` (module
     docstring); ``round_pair`` of ``RN64(a + b)`` beyond the format's range."""
     s = a + b
@@ -140,15 +141,15 @@ def _add_fast(a: float, b: float, P: np.ndarray, mode: np.int64, t: np.int64, em
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add_exact(a: float, b: float, P: np.ndarray, mode: np.int64, t: np.int64, emin: np.int64,
-               maxval: float, seed: np.uint64, index: np.uint64) -> float:
+def _add_exact(a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
+               maxval: float, seed: int, index: int) -> float:
     """``fl(a + b)`` in any mode: ``round_pair`` of the TwoSum pair."""
     hi, lo = _two_sum(a, b)
     return _round_slow(hi, lo, P, mode, seed, index)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _cast(x: float, P: np.ndarray, t: np.int64, emin: np.int64, maxval: float) -> float:
+def _cast(x: float, P: np.ndarray, t: int, emin: int, maxval: float) -> float:
     """The input ``x`` (exact in float64) rounded to nearest even into ``P``."""
     if t <= 24:
         r, ok = _rne_fast(x, t, emin, maxval)
@@ -158,9 +159,9 @@ def _cast(x: float, P: np.ndarray, t: np.int64, emin: np.int64, maxval: float) -
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _term(X: np.ndarray, Y: np.ndarray, r: np.int64, i: np.int64, dot: bool, add: Any,
-          P: np.ndarray, mode: np.int64, t: np.int64, emin: np.int64, maxval: float,
-          seed: np.uint64, index: np.uint64) -> tuple[float, float]:
+def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, add: Any,
+          P: np.ndarray, mode: int, t: int, emin: int, maxval: float,
+          seed: int, index: int) -> tuple[float, float]:
     """Term ``i`` of row ``r`` (the input rounded to nearest even; for a dot product the
     rounded product of the two rounded inputs) and the exact ``|x y|`` (``|x|``)."""
     x = _cast(np.float64(X[r, i]), P, t, emin, maxval)
@@ -174,8 +175,8 @@ def _term(X: np.ndarray, Y: np.ndarray, r: np.int64, i: np.int64, dot: bool, add
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: np.int64, block: np.int64,
-             P: np.ndarray, mode: np.int64, maxval: float, seed: np.uint64,
+def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
+             P: np.ndarray, mode: int, maxval: float, seed: int,
              value: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray) -> None:
     """Sum each row of ``X`` (of ``X * Y`` for ``dot``) into ``value[r]``.
 
@@ -196,9 +197,9 @@ def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: np.int64, block: np.i
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: np.int64, block: np.int64,
-          P: np.ndarray, mode: np.int64, maxval: float, seed: np.uint64, value: np.ndarray,
-          abs_sum: np.ndarray, tiny: np.ndarray, tile: np.int64, add: Any) -> None:
+def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
+          P: np.ndarray, mode: int, maxval: float, seed: int, value: np.ndarray,
+          abs_sum: np.ndarray, tiny: np.ndarray, tile: int, add: Any) -> None:
     """Rows ``8 tile .. 8 tile + 7``, summed side by side with the addition ``add``."""
     batch, n = X.shape
     t = P[T]
@@ -305,7 +306,7 @@ _GEMM_ROWS = 8  # rows of A per pass over B
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _align_value(v: float, align: np.int64) -> float:
+def _align_value(v: float, align: int) -> float:
     if align == ALIGN_RTZ:
         return np.trunc(v)
     if align == ALIGN_RD:
@@ -315,8 +316,8 @@ def _align_value(v: float, align: np.int64) -> float:
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
-               d: np.ndarray, k0: np.int64, k1: np.int64, G: np.int64, F: np.int64,
-               align: np.int64, Pout: np.ndarray, out_mode: np.int64, e8m13: bool) -> None:
+               d: np.ndarray, k0: int, k1: int, G: int, F: int,
+               align: int, Pout: np.ndarray, out_mode: int, e8m13: bool) -> None:
     """Chain the groups ``k0 .. k1`` (a multiple of ``G`` apart) of the ``"fused"`` rule
     into ``d`` (M, N), in place (:mod:`numerics.accum.tensorcore`, steps 1-4).
 
@@ -397,8 +398,8 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: np.int64,
-                 seed: np.uint64, base: np.uint64, out: np.ndarray) -> None:
+def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: int,
+                 seed: int, base: int, out: np.ndarray) -> None:
     """``out[i]``: the value of ``x[i] + lo[i]`` (exact, 1-D; ``lo`` may be one zero for
     all) rounded once into ``P`` (a NaN becomes +0 in a format without NaN).  Stochastic
     rounding draws element ``base + i`` of the stream with ``seed``."""
@@ -423,7 +424,7 @@ def _max_finite(P: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def exponents(x: np.ndarray, emin: np.int64, out: np.ndarray) -> None:
+def exponents(x: np.ndarray, emin: int, out: np.ndarray) -> None:
     """``out[i]``: the exponent of ``x[i]`` clamped below at ``emin``; -126 for a zero or
     a non-finite value (step 1 of the ``"fused"`` rule)."""
     for i in numba.prange(x.size):
