@@ -64,6 +64,7 @@ __all__ = [
     "fused_gemm",
     "round_values",
     "sum_rows",
+    "sum_rows_f32",
 ]
 
 ALG_RECURSIVE, ALG_PAIRWISE, ALG_KAHAN, ALG_NEUMAIER = range(4)
@@ -434,3 +435,130 @@ def exponents(x: np.ndarray, emin: int, out: np.ndarray) -> None:
             out[i] = -126
         else:
             out[i] = max(e - 1023, emin)
+
+
+# ----------------------------------------------------------------------------------
+# float32 rows into a format with binary32's exponent range (bfloat16, tf32): SIMD
+# ----------------------------------------------------------------------------------
+
+_LANES = 16  # rows summed side by side in float32 lanes
+_CHUNK = 64  # terms per row copied (transposed) into a lane buffer at once
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _round_lanes(w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int) -> None:
+    """Round the binary32 values ``w`` (``wu`` their bits) to nearest even, keeping
+    ``23 - d`` fraction bits: ``(u + 2**(d-1) - 1 + lsb) & mask``, NaN kept."""
+    for q in range(w.size):
+        u = wu[q]
+        r = (u + half + ((u >> d) & np.uint32(1))) & mask
+        wu[q] = r if w[q] == w[q] else u
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, value: np.ndarray,
+                 abs_sum: np.ndarray) -> None:
+    """:func:`sum_rows` for float32 ``X``, nearest even, into a format with binary32's
+    exponent range, infinities and NaNs and ``p = 24 - drop <= 11`` (bfloat16, tf32).
+
+    Each operation is computed in binary32 (``RN24``) and rounded to ``p`` bits by
+    integer add-and-mask on its encoding: ``RN_p(RN24(a + b)) = RN_p(a + b)`` for
+    ``p``-bit ``a``, ``b`` as ``24 >= 2p + 2``; the encodings are monotone, so the
+    add-and-mask rounds subnormals and carries into infinity exactly as the format
+    does.  16 rows run side by side in float32 lanes (their terms copied transposed
+    in chunks of 64), in the documented order of each algorithm (recursive, pairwise
+    with the same tree as :func:`sum_rows`, Kahan).
+    """
+    batch, n = X.shape
+    R = _LANES
+    half = np.uint32((1 << (drop - 1)) - 1)
+    mask = np.uint32((0xFFFFFFFF >> drop) << drop)
+    d = np.uint32(drop)
+    for tile in numba.prange((batch + R - 1) // R):
+        r0 = tile * R
+        Rt = min(R, batch - r0)
+        buf = np.zeros((_CHUNK, R), np.float32)
+        bufu = buf.view(np.uint32)
+        s = np.zeros(R, np.float32)
+        c = np.zeros(R, np.float32)
+        y = np.zeros(R, np.float32)
+        w = np.zeros(R, np.float32)
+        wu = w.view(np.uint32)
+        stack = np.zeros((64, R), np.float32)
+        level = np.zeros(64, np.int64)
+        depth = 0
+        acc = np.zeros(R)
+        for i0 in range(0, n, _CHUNK):
+            m = min(_CHUNK, n - i0)
+            for q in range(Rt):
+                for k in range(m):
+                    buf[k, q] = X[r0 + q, i0 + k]
+            for k in range(m):
+                x = buf[k]
+                _round_lanes(x, bufu[k], half, mask, d)  # the term, rounded once
+                for q in range(R):
+                    acc[q] += abs(np.float64(x[q]))
+                i = i0 + k
+                if i == 0:
+                    s[:] = x
+                    continue
+                if alg == ALG_RECURSIVE:
+                    for q in range(R):
+                        w[q] = s[q] + x[q]
+                    _round_lanes(w, wu, half, mask, d)
+                    s[:] = w
+                elif alg == ALG_KAHAN:
+                    for q in range(R):
+                        w[q] = x[q] - c[q]
+                    _round_lanes(w, wu, half, mask, d)
+                    y[:] = w
+                    for q in range(R):
+                        w[q] = s[q] + y[q]
+                    _round_lanes(w, wu, half, mask, d)
+                    for q in range(R):
+                        c[q] = w[q] - s[q]  # t - s, rounded below
+                        s[q] = w[q]  # s = t
+                    w[:] = c
+                    _round_lanes(w, wu, half, mask, d)
+                    for q in range(R):
+                        w[q] = w[q] - y[q]
+                    _round_lanes(w, wu, half, mask, d)
+                    c[:] = w
+                else:  # pairwise: s is the running block sum
+                    if i % block != 0:
+                        for q in range(R):
+                            w[q] = s[q] + x[q]
+                        _round_lanes(w, wu, half, mask, d)
+                        s[:] = w
+                        continue
+                    depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d)
+                    s[:] = x
+        if alg == ALG_PAIRWISE:
+            depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d)
+            while depth >= 2:
+                for q in range(R):
+                    w[q] = stack[depth - 2, q] + stack[depth - 1, q]
+                _round_lanes(w, wu, half, mask, d)
+                stack[depth - 2] = w
+                depth -= 1
+            s[:] = stack[0]
+        for q in range(Rt):
+            value[r0 + q] = s[q]
+            abs_sum[r0 + q] = acc[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _push_lanes(stack: np.ndarray, level: np.ndarray, depth: int, s: np.ndarray,
+                w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int) -> int:
+    """Push a completed block sum and merge equal levels (:func:`sum_rows`'s tree)."""
+    stack[depth] = s
+    level[depth] = 0
+    depth += 1
+    while depth >= 2 and level[depth - 1] == level[depth - 2]:
+        for q in range(s.size):
+            w[q] = stack[depth - 2, q] + stack[depth - 1, q]
+        _round_lanes(w, wu, half, mask, d)
+        stack[depth - 2] = w
+        level[depth - 2] += 1
+        depth -= 1
+    return depth
