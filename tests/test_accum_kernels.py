@@ -69,21 +69,24 @@ def test_sum_of_empty_and_0d_input_is_a_named_error() -> None:
 
 @pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", None),
                                         ("pairwise", 5), ("kahan", None)])
-@pytest.mark.parametrize("fmt", ["bfloat16", "tf32"])
+@pytest.mark.parametrize("fmt", ["bfloat16", "tf32", "binary16", "e5m2"])
 def test_float32_lanes_equal_the_general_kernel(alg: str, block: int | None, fmt: str) -> None:
-    """float32 rows in bf16/tf32 take the binary32-lane kernel; float64 rows of the same
-    values take the general one, pinned to the exact references: same bits, with ties,
+    """float32 rows in bf16/tf32/binary16/e5m2 take the binary32-lane kernel; float64 rows
+    of the same values take the general one, pinned to the exact references: same bits, with ties,
     subnormals, overflow to inf, NaN and signed zeros in the data."""
     rng = np.random.default_rng(11)
-    x = (rng.standard_normal((40, 203)) * np.exp2(rng.integers(-140, 126, (40, 203))))
+    lo, hi = (-140, 126) if fmt in ("bfloat16", "tf32") else (-28, 17)
+    x = (rng.standard_normal((40, 203)) * np.exp2(rng.integers(lo, hi, (40, 203))))
     x = x.astype(np.float32)
     x[0] = 1.0
     x[0, 0] = 256.0  # stall: ties to even
-    x[1, ::3] = np.float32(3e38)  # overflow to inf, then inf - inf = NaN
-    x[1, 1::3] = np.float32(-3e38)
+    big = np.float32(3e38 if fmt in ("bfloat16", "tf32") else 60000.0)
+    x[1, ::3] = big  # overflow to inf, then inf - inf = NaN
+    x[1, 1::3] = -big
     x[2, 5] = np.nan
     x[3] = -0.0
-    x[4, :100] = np.float32(2.0**-140)  # binary32 subnormals
+    x[4, :100] = np.float32(2.0**-140 if fmt in ("bfloat16", "tf32") else 3 * 2.0**-17)
+    x[5, ::2] = np.float32(2.0**-25)  # binary16 ties below its smallest subnormal
     got = accum.sum(x, fmt, algorithm=alg, block_size=block).value
     want = accum.sum(x.astype(np.float64), fmt, algorithm=alg, block_size=block).value
     np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))

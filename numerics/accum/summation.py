@@ -209,10 +209,10 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
     abs_sum = np.empty(batch)
     tiny = np.empty(batch, np.int64)
     if (Y is None and X.dtype == np.float32 and rounding == "rne" and algorithm != "neumaier"
-            and fmt.emin == -126 and fmt.emax == 127 and fmt.trailing_bits <= 10
-            and fmt.has_infinity and fmt.nan.name == "IEEE"):
+            and fmt.emin >= -126 and fmt.emax <= 127 and fmt.trailing_bits <= 10
+            and fmt.has_infinity and fmt.nan.name == "IEEE" and fmt.subnormals):
         kernel.sum_rows_f32(X, _KERNEL_ALGORITHMS[algorithm], block_size or 1,
-                            23 - fmt.trailing_bits, value, abs_sum)
+                            23 - fmt.trailing_bits, fmt.emin, fmt.max, value, abs_sum)
         return value, abs_sum, tiny
     seed = 0 if generator is None else int(generator.integers(0, 2**63))
     kernel.sum_rows(X, X if Y is None else Y, Y is not None, _KERNEL_ALGORITHMS[algorithm],

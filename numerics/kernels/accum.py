@@ -446,9 +446,26 @@ _CHUNK = 64  # terms per row copied (transposed) into a lane buffer at once
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _round_lanes(w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int) -> None:
+def _round_lanes(w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int, narrow: bool,
+                 tiny: float, C: float, top: float) -> None:
     """Round the binary32 values ``w`` (``wu`` their bits) to nearest even, keeping
-    ``23 - d`` fraction bits: ``(u + 2**(d-1) - 1 + lsb) & mask``, NaN kept."""
+    ``23 - d`` fraction bits: ``(u + 2**(d-1) - 1 + lsb) & mask``, NaN kept.  For a
+    ``narrow`` format (``emin > -126``) a value below ``tiny = 2**emin`` is rounded on the
+    subnormal grid instead, ``(|v| + C) - C`` with ``C = 1.5 * 2**(emin - t + 23)``, and
+    a result beyond ``top`` (the largest finite value) becomes an infinity."""
+    if narrow:
+        for q in range(w.size):
+            v = w[q]
+            a = abs(v)
+            if a < tiny:
+                w[q] = np.copysign((a + np.float32(C)) - np.float32(C), v)
+                continue
+            u = wu[q]
+            r = (u + half + ((u >> d) & np.uint32(1))) & mask
+            wu[q] = r if v == v else u
+            if abs(w[q]) > top:
+                w[q] = np.copysign(np.float32(np.inf), v)
+        return
     for q in range(w.size):
         u = wu[q]
         r = (u + half + ((u >> d) & np.uint32(1))) & mask
@@ -456,24 +473,29 @@ def _round_lanes(w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int) ->
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, value: np.ndarray,
-                 abs_sum: np.ndarray) -> None:
-    """:func:`sum_rows` for float32 ``X``, nearest even, into a format with binary32's
-    exponent range, infinities and NaNs and ``p = 24 - drop <= 11`` (bfloat16, tf32).
+def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top: float,
+                 value: np.ndarray, abs_sum: np.ndarray) -> None:
+    """:func:`sum_rows` for float32 ``X``, nearest even, into a format with infinities,
+    IEEE NaNs, ``p = 24 - drop <= 11`` and ``-126 <= emin`` (bfloat16, tf32, binary16);
+    ``top`` is its largest finite value.
 
     Each operation is computed in binary32 (``RN24``) and rounded to ``p`` bits by
     integer add-and-mask on its encoding: ``RN_p(RN24(a + b)) = RN_p(a + b)`` for
     ``p``-bit ``a``, ``b`` as ``24 >= 2p + 2``; the encodings are monotone, so the
     add-and-mask rounds subnormals and carries into infinity exactly as the format
-    does.  16 rows run side by side in float32 lanes (their terms copied transposed
-    in chunks of 64), in the documented order of each algorithm (recursive, pairwise
-    with the same tree as :func:`sum_rows`, Kahan).
+    does (a narrower exponent range rounds its subnormals and overflow as
+    :func:`_round_lanes` says).  16 rows run side by side in float32 lanes (their terms
+    copied transposed in chunks of 64), in the documented order of each algorithm
+    (recursive, pairwise with the same tree as :func:`sum_rows`, Kahan).
     """
     batch, n = X.shape
     R = _LANES
     half = np.uint32((1 << (drop - 1)) - 1)
     mask = np.uint32((0xFFFFFFFF >> drop) << drop)
     d = np.uint32(drop)
+    narrow = emin > -126
+    tiny = _pow2(emin)
+    C = 1.5 * _pow2(emin - (23 - drop) + 23)
     for tile in numba.prange((batch + R - 1) // R):
         r0 = tile * R
         Rt = min(R, batch - r0)
@@ -495,7 +517,8 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, value: np.ndarr
                     buf[k, q] = X[r0 + q, i0 + k]
             for k in range(m):
                 x = buf[k]
-                _round_lanes(x, bufu[k], half, mask, d)  # the term, rounded once
+                # the term, rounded once
+                _round_lanes(x, bufu[k], half, mask, d, narrow, tiny, C, top)
                 for q in range(R):
                     acc[q] += abs(np.float64(x[q]))
                 i = i0 + k
@@ -505,40 +528,42 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, value: np.ndarr
                 if alg == ALG_RECURSIVE:
                     for q in range(R):
                         w[q] = s[q] + x[q]
-                    _round_lanes(w, wu, half, mask, d)
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
                     s[:] = w
                 elif alg == ALG_KAHAN:
                     for q in range(R):
                         w[q] = x[q] - c[q]
-                    _round_lanes(w, wu, half, mask, d)
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
                     y[:] = w
                     for q in range(R):
                         w[q] = s[q] + y[q]
-                    _round_lanes(w, wu, half, mask, d)
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
                     for q in range(R):
                         c[q] = w[q] - s[q]  # t - s, rounded below
                         s[q] = w[q]  # s = t
                     w[:] = c
-                    _round_lanes(w, wu, half, mask, d)
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
                     for q in range(R):
                         w[q] = w[q] - y[q]
-                    _round_lanes(w, wu, half, mask, d)
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
                     c[:] = w
                 else:  # pairwise: s is the running block sum
                     if i % block != 0:
                         for q in range(R):
                             w[q] = s[q] + x[q]
-                        _round_lanes(w, wu, half, mask, d)
+                        _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
                         s[:] = w
                         continue
-                    depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d)
+                    depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d, narrow,
+                                        tiny, C, top)
                     s[:] = x
         if alg == ALG_PAIRWISE:
-            depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d)
+            depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d, narrow,
+                                        tiny, C, top)
             while depth >= 2:
                 for q in range(R):
                     w[q] = stack[depth - 2, q] + stack[depth - 1, q]
-                _round_lanes(w, wu, half, mask, d)
+                _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
                 stack[depth - 2] = w
                 depth -= 1
             s[:] = stack[0]
@@ -549,7 +574,8 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, value: np.ndarr
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _push_lanes(stack: np.ndarray, level: np.ndarray, depth: int, s: np.ndarray,
-                w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int) -> int:
+                w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int, narrow: bool,
+                tiny: float, C: float, top: float) -> int:
     """Push a completed block sum and merge equal levels (:func:`sum_rows`'s tree)."""
     stack[depth] = s
     level[depth] = 0
@@ -557,7 +583,7 @@ def _push_lanes(stack: np.ndarray, level: np.ndarray, depth: int, s: np.ndarray,
     while depth >= 2 and level[depth - 1] == level[depth - 2]:
         for q in range(s.size):
             w[q] = stack[depth - 2, q] + stack[depth - 1, q]
-        _round_lanes(w, wu, half, mask, d)
+        _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
         stack[depth - 2] = w
         level[depth - 2] += 1
         depth -= 1
