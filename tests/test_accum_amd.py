@@ -51,8 +51,8 @@ def _reference(name: str, A: np.ndarray, B: np.ndarray, C: np.ndarray, fin: str)
             b = [Fraction(float(v)) for v in B[:, j]]
             c = Fraction(float(C[i, j]))
             if p.input_rounding == "rtz":
-                a = [ref.rnd(x, f.precision, f.emin, f.emax, "rtz") for x in a]
-                b = [ref.rnd(x, f.precision, f.emin, f.emax, "rtz") for x in b]
+                a = [Fraction(ref.rnd(x, f.precision, f.emin, f.emax, "rtz")) for x in a]
+                b = [Fraction(ref.rnd(x, f.precision, f.emin, f.emax, "rtz")) for x in b]
             if p.structure == "pairwise":
                 d = ref.ref_amd_pairwise(a, b, c, G, f.emin, p.flush_inputs)
             elif p.structure == "fma":

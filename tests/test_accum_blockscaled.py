@@ -516,3 +516,23 @@ def test_bad_input_names_the_argument() -> None:
 def test_presets_document_their_source() -> None:
     for p in BLOCKSCALED_PRESETS.values():
         assert "MMA-Sim" in p.source and p.instruction_k % p.block == 0
+
+
+def test_gemm_dispatches_quantized_operands_to_the_block_scaled_presets() -> None:
+    """``accum.gemm`` takes ``quant.mx`` results and a block-scaled preset, and gives the
+    values ``blockscaled_gemm`` does (as float64, like every gemm result)."""
+    from numerics import accum, quant
+
+    rng = np.random.default_rng(14)
+    A = quant.mx(rng.standard_normal((3, 64)), "mxfp8_e4m3", axis=1)
+    B = quant.mx(rng.standard_normal((64, 2)), "mxfp8_e4m3", axis=0)
+    got = accum.gemm(A, B, accumulator="blackwell-mxf8f6f4")
+    want = accum.blockscaled_gemm(A, B, preset="blackwell-mxf8f6f4")
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, want.astype(np.float64))
+    with pytest.raises(ValueError, match="block-scaled preset"):
+        accum.gemm(A, B, accumulator="hopper")
+    with pytest.raises(ValueError, match="input_format"):
+        accum.gemm(A, B, input_format="e4m3fn", accumulator="blackwell-mxf8f6f4")
+    with pytest.raises(TypeError, match="input_format"):
+        accum.gemm(np.ones((1, 2)), np.ones((2, 1)), accumulator="hopper")

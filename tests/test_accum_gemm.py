@@ -85,7 +85,7 @@ def _ref_gemm(A: np.ndarray, B: np.ndarray, preset: str, fin: str,
                 d: Any = Fraction(0)
                 for k0 in range(lo, min(lo + step, len(a)), G):
                     d = ref.ref_fused(a[k0:k0 + G], b[k0:k0 + G], d,
-                                      get_format(fin).emin, -126, p.fractional_bits,
+                                      get_format(fin).emin, -126, int(p.fractional_bits or 0),
                                       _OUT["binary32"], "rtz", p.e8m13)
                 total = f32(total + d) if promote else d
             out[i, j] = float(total)

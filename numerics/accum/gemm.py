@@ -119,7 +119,8 @@ def _fused_kernel_chain(p: TensorCorePreset, ops: tuple[np.ndarray, ...], c: np.
 
     d = np.array(c, np.float64)
     align = {"rtz": kernel.ALIGN_RTZ, "rd": kernel.ALIGN_RD, "rne": kernel.ALIGN_RNE}
-    kernel.fused_gemm(*ops, d, lo, hi, G, int(p.fractional_bits),  # type: ignore[arg-type]
+    a, ea, b, eb = ops
+    kernel.fused_gemm(a, ea, b, eb, d, lo, hi, G, int(p.fractional_bits),  # type: ignore[arg-type]
                       align[p.alignment_rounding], format_params(out),
                       mode_code(p.rounding_into(out)), p.e8m13)
     return d
@@ -130,7 +131,7 @@ def gemm(
     B: Any,
     C: Any = None,
     *,
-    input_format: Format | str,
+    input_format: Format | str | None = None,
     accumulator: TensorCorePreset | Format | str,
     output_format: Format | str = "binary32",
     promote_every: int | None = None,
@@ -139,11 +140,14 @@ def gemm(
 
     Parameters
     ----------
-    A, B : array_like, shapes (M, K) and (K, N)
+    A, B : array_like, shapes (M, K) and (K, N), or quantized operands
         Real values (floats, integers, long doubles, ml_dtypes or torch tensors), taken
-        at their exact values; complex input is rejected.
+        at their exact values; complex input is rejected.  Results of ``quant.mx`` or
+        ``quant.nvfp4`` quantized along K (A along axis 1, B along axis 0) go through
+        a block-scaled preset (:data:`numerics.accum.BLOCKSCALED_PRESETS`, see
+        :func:`numerics.accum.blockscaled_gemm`); they carry their own formats.
     C : array_like, broadcastable to (M, N), optional (zeros)
-    input_format : Format or str
+    input_format : Format or str (required for array operands)
     accumulator : TensorCorePreset, preset or architecture name, Format or format name
     output_format : Format or str
     promote_every : int, optional
@@ -165,7 +169,14 @@ def gemm(
     >>> gemm([[1.0, 2.0**-30]], [[1.0], [1.0]], input_format="fp16", accumulator="cdna3")
     array([[1.]])
     """
-    # (block-scaled operands are dispatched here, before the plain formats are read)
+    from numerics.quant.quantized import Quantized
+
+    if isinstance(A, Quantized) or isinstance(B, Quantized):
+        return _quantized_gemm(A, B, C, input_format, accumulator, output_format,
+                               promote_every)
+    if input_format is None:
+        raise TypeError("Got input_format=None, but array operands need an input_format "
+                        "(only quantized operands carry their own)")
     fin = as_format(input_format)
     fout = as_format(output_format)
     model = resolve_accumulator(accumulator, fin)
@@ -234,3 +245,22 @@ def _preset_setup(p: TensorCorePreset, A: Any, B: Any, pa: _Pair, pb: _Pair, pc:
             return _fused_kernel_chain(p, ops, c0, fin, fout, G, lo, hi)
         return _preset_chain(p, a[:, lo:hi], b[lo:hi], c0, fin, fout, G)
     return chain, a.shape[1], c, promote_every
+
+
+def _quantized_gemm(A: Any, B: Any, C: Any, input_format: object, accumulator: object,
+                    output_format: object, promote_every: object) -> np.ndarray:
+    """Quantized operands (``quant.mx`` / ``quant.nvfp4`` along K) through a block-scaled
+    preset (:mod:`numerics.accum.blockscaled`); binary32 results."""
+    from numerics.accum.blockscaled import BLOCKSCALED_PRESETS, blockscaled_gemm
+
+    if not isinstance(accumulator, str) or accumulator not in BLOCKSCALED_PRESETS:
+        raise ValueError(f"Got accumulator={accumulator!r} with quantized operands, but they "
+                         "need a block-scaled preset: " + ", ".join(BLOCKSCALED_PRESETS))
+    for name, value, default in (("input_format", input_format, None),
+                                 ("output_format", output_format, "binary32"),
+                                 ("promote_every", promote_every, None)):
+        if value != default:
+            raise ValueError(f"Got {name}={value!r} with quantized operands, but block-scaled "
+                             f"presets take only {name}={default!r} (the elements carry their "
+                             "formats; the hardware writes binary32)")
+    return np.asarray(blockscaled_gemm(A, B, C, preset=accumulator), dtype=np.float64)

@@ -3,7 +3,7 @@
 :func:`real_pair` turns any real array-like (floats, integers of any size, long
 doubles, ml_dtypes arrays, torch tensors, Python ints and floats) into two float64
 arrays ``hi`` and ``lo`` whose exact sum is the input's exact value, so that rounding
-the pair once into a format (``numerics.encoding.encode_pair``) rounds the input once, never
+the pair once into a format (``numerics.kernels.rounding.round_pair``) rounds the input once, never
 twice.  Complex, string, object and ragged inputs are rejected with a message naming
 the argument.
 """

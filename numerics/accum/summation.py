@@ -2,10 +2,11 @@
 
 Every arithmetic operation of every algorithm is ONE correctly rounded operation
 in the working format ``fmt`` with the rounding mode ``rounding`` (the semantics of
-:func:`numerics.encoding.encode_pair`: the exact result ``hi + lo`` of the float64
-TwoSum / TwoProduct rounded once).  The reduction axis is looped over; every other
-axis is processed at once, so thousands of independent sums cost one numpy call per
-step.
+:func:`numerics.kernels.rounding.round_pair`: the exact result ``hi + lo`` of the float64
+TwoSum / TwoProduct rounded once).  ``recursive``, ``pairwise``, ``kahan`` and
+``neumaier`` run in a compiled kernel (:mod:`numerics.kernels.accum`), one sum per row,
+rows on all threads; the other algorithms loop over the reduction axis with every
+other axis processed at once.
 
 Algorithms (``x_0 .. x_{n-1}`` the terms of one sum, already rounded into ``fmt``):
 
@@ -69,7 +70,6 @@ from numerics import eft
 from numerics.accum import bounds as _bounds
 from numerics.accum.intake import MAX_DIMS, real_pair
 from numerics.accum.tensorcore import cast
-from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 from numerics.rounding import make_rng
 
@@ -114,22 +114,22 @@ class AccumResult:
 
 
 class _Fl:
-    """One-rounding arithmetic in a format (vectorized), using the core encoder."""
+    """One-rounding arithmetic in a format (vectorized), by the rounding kernel.
+
+    Stochastic rounding draws from the counter-based stream with the seed taken once
+    from ``rng``: the k-th value rounded by this object draws element k of the stream.
+    """
 
     def __init__(self, fmt: Format, rounding: str, rng: np.random.Generator | None) -> None:
         self.fmt = fmt
         self.rounding = rounding
-        self.rng = rng
+        self.seed = 0 if rng is None else int(rng.integers(0, 2**63))
+        self.count = 0
 
     def round_pair(self, hi: np.ndarray, lo: np.ndarray | None) -> np.ndarray:
-        uniform = None
-        if self.rounding == "sr":
-            assert self.rng is not None
-            uniform = self.rng.random(np.shape(hi))
-        with np.errstate(invalid="ignore", over="ignore"):
-            codes = encode_pair(hi, lo, self.fmt, rounding=self.rounding, uniform=uniform,
-                                nan="zero")
-        return decode_codes(codes, self.fmt).reshape(np.shape(hi))
+        base = self.count
+        self.count += int(np.size(hi))
+        return cast(hi, self.fmt, self.rounding, lo=lo, seed=self.seed, base=base)
 
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         hi, lo = two_sum(a, b)
@@ -168,9 +168,7 @@ def _check_fmt(fmt: Format | str, name: str = "fmt") -> Format:
 
 def _cast(x: np.ndarray, fmt: Format) -> np.ndarray:
     """Round float64 values into ``fmt`` (nearest even), as float64."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        return decode_codes(encode_pair(x, None, fmt, rounding="rne", nan="zero"),
-                            fmt).reshape(x.shape)
+    return cast(x, fmt)
 
 
 def _terms(x: Any, name: str, fmt: Format) -> np.ndarray:
@@ -210,6 +208,12 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
     value = np.empty(batch)
     abs_sum = np.empty(batch)
     tiny = np.empty(batch, np.int64)
+    if (Y is None and X.dtype == np.float32 and rounding == "rne" and algorithm != "neumaier"
+            and fmt.emin >= -126 and fmt.emax <= 127 and fmt.trailing_bits <= 10
+            and fmt.has_infinity and fmt.nan.name == "IEEE" and fmt.subnormals):
+        kernel.sum_rows_f32(X, _KERNEL_ALGORITHMS[algorithm], block_size or 1,
+                            23 - fmt.trailing_bits, fmt.emin, fmt.max, value, abs_sum)
+        return value, abs_sum, tiny
     seed = 0 if generator is None else int(generator.integers(0, 2**63))
     kernel.sum_rows(X, X if Y is None else Y, Y is not None, _KERNEL_ALGORITHMS[algorithm],
                     block_size or 1, format_params(fmt), mode_code(rounding), fmt.max,
@@ -417,7 +421,10 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
     Parameters
     ----------
     x : array_like
-        Real values; they are first rounded into ``fmt`` (nearest even).
+        Real values, each taken at its exact value (integers beyond 2**53, long doubles,
+        Python ints of any size are not rounded to binary64 first) and rounded once into
+        ``fmt`` (nearest even).  Complex, string and ragged input raise TypeError or
+        ValueError.
     fmt : Format or str
         Working format (signed, with subnormals).
     axis : int
@@ -435,8 +442,10 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
     ring_order : sequence of int, optional
         The ring's rank order for ``algorithm="ring"`` (default ``0 .. n-1``).
     rng : None, int or numpy.random.Generator
-        Source of the stochastic-rounding draws: one ``rng.random(batch_shape)`` per
-        rounding, in the order the operations are listed in the module docstring.
+        Source of the stochastic-rounding seed: one 63-bit integer is drawn from it, and
+        every rounding then draws its bits from the counter-based stream
+        (:mod:`numerics.kernels.random`) at an index fixed by the sum and the operation
+        (:mod:`numerics.kernels.accum`), so the result does not depend on the thread count.
     bound_kind : {"worst", "probabilistic"}
         ``"probabilistic"`` gives Higham and Mary's (2019) sqrt(n)-type bound, valid
         with probability at least ``confidence`` when the rounding errors are

@@ -70,7 +70,6 @@ import numpy as np
 
 from numerics import eft
 from numerics.accum.intake import real_pair
-from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 
 __all__ = [
@@ -427,9 +426,11 @@ def decompose(v: np.ndarray, fmt: Format, zero: int = _ZERO_EXP) -> np.ndarray:
     return np.where((v == 0) | ~np.isfinite(v), zero, e).astype(np.int32)
 
 
-def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None) -> np.ndarray:
+def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None,
+         seed: int = 0, base: int = 0) -> np.ndarray:
     """Round the exact values ``x + lo`` (float32/float64) once into ``fmt``, as float64
-    (a NaN becomes +0 in a format without NaN), by :func:`numerics.kernels.accum.round_values`.
+    (a NaN becomes +0 in a format without NaN), by :func:`numerics.kernels.accum.round_values`;
+    stochastic rounding draws elements ``base ..`` of the stream with ``seed``.
     """
     from numerics.kernels.accum import round_values
     from numerics.kernels.rounding import format_params, mode_code
@@ -443,7 +444,8 @@ def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None) -> np.nd
         low = np.ascontiguousarray(np.broadcast_to(np.asarray(lo, np.float64), x.shape)
                                    ).reshape(-1)
     out = np.empty(flat.size)
-    round_values(flat, low, format_params(fmt), mode_code(rounding), out)
+    round_values(flat, low, format_params(fmt), mode_code(rounding), np.uint64(seed),
+                 np.uint64(base), out)
     return out.reshape(x.shape)
 
 
@@ -468,9 +470,7 @@ def _finish(total: np.ndarray, E: np.ndarray, fractional_bits: int, out: Format,
             rounding: str, e8m13: bool) -> np.ndarray:
     """Round ``total * 2**(E - F)`` (exact) once to ``out``; +0 for an exact zero."""
     v = np.ldexp(total, E - fractional_bits)
-    with np.errstate(invalid="ignore", over="ignore"):
-        codes = encode_pair(v, None, out, rounding=rounding, nan="zero")
-    d = decode_codes(codes, out).reshape(v.shape)
+    d = cast(v, out, rounding)
     if rounding == "rtz" and out.has_infinity:
         # An exponent beyond the format's range still gives inf (Fasi et al. 2021).
         d = np.where(np.abs(v) >= 2.0 ** (out.emax + 1), np.copysign(np.inf, v), d)
@@ -550,8 +550,7 @@ def _round_add(x: np.ndarray, y: np.ndarray, out: Format, rounding: str,
     with np.errstate(invalid="ignore", over="ignore"):
         s, lo = eft.two_sum(x, y)
         lo = np.where(np.isfinite(s), lo, 0.0)
-        r = decode_codes(encode_pair(s, lo, out, rounding=rounding, nan="zero"),
-                         out).reshape(s.shape)
+        r = cast(s, out, rounding, lo=lo)
     return flush_subnormals(r, out, keep_sign=True) if flush else r
 
 

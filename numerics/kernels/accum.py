@@ -64,6 +64,7 @@ __all__ = [
     "fused_gemm",
     "round_values",
     "sum_rows",
+    "sum_rows_f32",
 ]
 
 ALG_RECURSIVE, ALG_PAIRWISE, ALG_KAHAN, ALG_NEUMAIER = range(4)
@@ -73,13 +74,13 @@ _TILE = 8  # rows summed side by side by one thread
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _pow2(k: np.int64) -> float:
+def _pow2(k: int) -> float:
     """``2.0**k`` for -1022 <= k <= 1023, built from its exponent field."""
     return np.uint64((k + 1023) << 52).view(np.float64)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _rne_fast(hi: float, t: np.int64, emin: np.int64, maxval: float) -> tuple[float, bool]:
+def _rne_fast(hi: float, t: int, emin: int, maxval: float) -> tuple[float, bool]:
     """``RN_p(hi)`` for a finite ``hi`` within the format's range, and True; else False."""
     if hi - hi != 0.0:  # inf or NaN
         return hi, False
@@ -93,15 +94,16 @@ def _rne_fast(hi: float, t: np.int64, emin: np.int64, maxval: float) -> tuple[fl
 
 
 @numba.njit(cache=True, nogil=True)
-def _round_slow(hi: float, lo: float, P: np.ndarray, mode: np.int64, seed: np.uint64,
-                index: np.uint64) -> float:
+def _round_slow(hi: float, lo: float, P: np.ndarray, mode: int, seed: int,
+                index: int) -> float:
     """The value of ``hi + lo`` rounded once into ``P`` by :func:`round_pair`."""
     u = np.uint64(0)
     m = mode
     if mode == MODE_SR:
-        u = draw(seed, index, 64)
+        u = draw(seed, index, 64)  # type: ignore[arg-type]
         m = MODE_SR_EXACT
-    return decode_one(round_pair(hi, lo, P, m, OVERFLOW_IEEE, u, 64), P)
+    code = round_pair(hi, lo, P, m, OVERFLOW_IEEE, u, 64)  # type: ignore[arg-type]
+    return decode_one(code, P)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -128,8 +130,8 @@ def _two_prod(a: float, b: float) -> tuple[float, float]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add_fast(a: float, b: float, P: np.ndarray, mode: np.int64, t: np.int64, emin: np.int64,
-              maxval: float, seed: np.uint64, index: np.uint64) -> float:
+def _add_fast(a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
+              maxval: float, seed: int, index: int) -> float:
     """``fl(a + b)`` to nearest even for ``p <= 25``: ``RN_p(RN64(a + b))`` (module
     docstring); ``round_pair`` of ``RN64(a + b)`` beyond the format's range."""
     s = a + b
@@ -140,15 +142,15 @@ def _add_fast(a: float, b: float, P: np.ndarray, mode: np.int64, t: np.int64, em
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add_exact(a: float, b: float, P: np.ndarray, mode: np.int64, t: np.int64, emin: np.int64,
-               maxval: float, seed: np.uint64, index: np.uint64) -> float:
+def _add_exact(a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
+               maxval: float, seed: int, index: int) -> float:
     """``fl(a + b)`` in any mode: ``round_pair`` of the TwoSum pair."""
     hi, lo = _two_sum(a, b)
     return _round_slow(hi, lo, P, mode, seed, index)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _cast(x: float, P: np.ndarray, t: np.int64, emin: np.int64, maxval: float) -> float:
+def _cast(x: float, P: np.ndarray, t: int, emin: int, maxval: float) -> float:
     """The input ``x`` (exact in float64) rounded to nearest even into ``P``."""
     if t <= 24:
         r, ok = _rne_fast(x, t, emin, maxval)
@@ -158,9 +160,9 @@ def _cast(x: float, P: np.ndarray, t: np.int64, emin: np.int64, maxval: float) -
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _term(X: np.ndarray, Y: np.ndarray, r: np.int64, i: np.int64, dot: bool, add: Any,
-          P: np.ndarray, mode: np.int64, t: np.int64, emin: np.int64, maxval: float,
-          seed: np.uint64, index: np.uint64) -> tuple[float, float]:
+def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, add: Any,
+          P: np.ndarray, mode: int, t: int, emin: int, maxval: float,
+          seed: int, index: int) -> tuple[float, float]:
     """Term ``i`` of row ``r`` (the input rounded to nearest even; for a dot product the
     rounded product of the two rounded inputs) and the exact ``|x y|`` (``|x|``)."""
     x = _cast(np.float64(X[r, i]), P, t, emin, maxval)
@@ -174,8 +176,8 @@ def _term(X: np.ndarray, Y: np.ndarray, r: np.int64, i: np.int64, dot: bool, add
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: np.int64, block: np.int64,
-             P: np.ndarray, mode: np.int64, maxval: float, seed: np.uint64,
+def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
+             P: np.ndarray, mode: int, maxval: float, seed: int,
              value: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray) -> None:
     """Sum each row of ``X`` (of ``X * Y`` for ``dot``) into ``value[r]``.
 
@@ -196,9 +198,9 @@ def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: np.int64, block: np.i
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: np.int64, block: np.int64,
-          P: np.ndarray, mode: np.int64, maxval: float, seed: np.uint64, value: np.ndarray,
-          abs_sum: np.ndarray, tiny: np.ndarray, tile: np.int64, add: Any) -> None:
+def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
+          P: np.ndarray, mode: int, maxval: float, seed: int, value: np.ndarray,
+          abs_sum: np.ndarray, tiny: np.ndarray, tile: int, add: Any) -> None:
     """Rows ``8 tile .. 8 tile + 7``, summed side by side with the addition ``add``."""
     batch, n = X.shape
     t = P[T]
@@ -305,7 +307,7 @@ _GEMM_ROWS = 8  # rows of A per pass over B
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _align_value(v: float, align: np.int64) -> float:
+def _align_value(v: float, align: int) -> float:
     if align == ALIGN_RTZ:
         return np.trunc(v)
     if align == ALIGN_RD:
@@ -315,8 +317,8 @@ def _align_value(v: float, align: np.int64) -> float:
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
-               d: np.ndarray, k0: np.int64, k1: np.int64, G: np.int64, F: np.int64,
-               align: np.int64, Pout: np.ndarray, out_mode: np.int64, e8m13: bool) -> None:
+               d: np.ndarray, k0: int, k1: int, G: int, F: int,
+               align: int, Pout: np.ndarray, out_mode: int, e8m13: bool) -> None:
     """Chain the groups ``k0 .. k1`` (a multiple of ``G`` apart) of the ``"fused"`` rule
     into ``d`` (M, N), in place (:mod:`numerics.accum.tensorcore`, steps 1-4).
 
@@ -397,11 +399,11 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: np.int64,
-                 out: np.ndarray) -> None:
+def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: int,
+                 seed: int, base: int, out: np.ndarray) -> None:
     """``out[i]``: the value of ``x[i] + lo[i]`` (exact, 1-D; ``lo`` may be one zero for
-    all) rounded once into ``P``
-    (nearest even or a directed mode; a NaN becomes +0 in a format without NaN)."""
+    all) rounded once into ``P`` (a NaN becomes +0 in a format without NaN).  Stochastic
+    rounding draws element ``base + i`` of the stream with ``seed``."""
     t = P[T]
     emin = P[EMIN]
     maxval = _max_finite(P)
@@ -414,7 +416,7 @@ def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: np.int64,
             if ok:
                 out[i] = r
                 continue
-        out[i] = _round_slow(v, low, P, mode, np.uint64(0), np.uint64(0))
+        out[i] = _round_slow(v, low, P, mode, seed, base + np.uint64(i))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -423,7 +425,7 @@ def _max_finite(P: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def exponents(x: np.ndarray, emin: np.int64, out: np.ndarray) -> None:
+def exponents(x: np.ndarray, emin: int, out: np.ndarray) -> None:
     """``out[i]``: the exponent of ``x[i]`` clamped below at ``emin``; -126 for a zero or
     a non-finite value (step 1 of the ``"fused"`` rule)."""
     for i in numba.prange(x.size):
@@ -433,3 +435,156 @@ def exponents(x: np.ndarray, emin: np.int64, out: np.ndarray) -> None:
             out[i] = -126
         else:
             out[i] = max(e - 1023, emin)
+
+
+# ----------------------------------------------------------------------------------
+# float32 rows into a format with binary32's exponent range (bfloat16, tf32): SIMD
+# ----------------------------------------------------------------------------------
+
+_LANES = 16  # rows summed side by side in float32 lanes
+_CHUNK = 64  # terms per row copied (transposed) into a lane buffer at once
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _round_lanes(w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int, narrow: bool,
+                 tiny: float, C: float, top: float) -> None:
+    """Round the binary32 values ``w`` (``wu`` their bits) to nearest even, keeping
+    ``23 - d`` fraction bits: ``(u + 2**(d-1) - 1 + lsb) & mask``, NaN kept.  For a
+    ``narrow`` format (``emin > -126``) a value below ``tiny = 2**emin`` is rounded on the
+    subnormal grid instead, ``(|v| + C) - C`` with ``C = 1.5 * 2**(emin - t + 23)``, and
+    a result beyond ``top`` (the largest finite value) becomes an infinity."""
+    if narrow:
+        for q in range(w.size):
+            v = w[q]
+            a = abs(v)
+            if a < tiny:
+                w[q] = np.copysign((a + np.float32(C)) - np.float32(C), v)
+                continue
+            u = wu[q]
+            r = (u + half + ((u >> d) & np.uint32(1))) & mask
+            wu[q] = r if v == v else u
+            if abs(w[q]) > top:
+                w[q] = np.copysign(np.float32(np.inf), v)
+        return
+    for q in range(w.size):
+        u = wu[q]
+        r = (u + half + ((u >> d) & np.uint32(1))) & mask
+        wu[q] = r if w[q] == w[q] else u
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top: float,
+                 value: np.ndarray, abs_sum: np.ndarray) -> None:
+    """:func:`sum_rows` for float32 ``X``, nearest even, into a format with infinities,
+    IEEE NaNs, ``p = 24 - drop <= 11`` and ``-126 <= emin`` (bfloat16, tf32, binary16);
+    ``top`` is its largest finite value.
+
+    Each operation is computed in binary32 (``RN24``) and rounded to ``p`` bits by
+    integer add-and-mask on its encoding: ``RN_p(RN24(a + b)) = RN_p(a + b)`` for
+    ``p``-bit ``a``, ``b`` as ``24 >= 2p + 2``; the encodings are monotone, so the
+    add-and-mask rounds subnormals and carries into infinity exactly as the format
+    does (a narrower exponent range rounds its subnormals and overflow as
+    :func:`_round_lanes` says).  16 rows run side by side in float32 lanes (their terms
+    copied transposed in chunks of 64), in the documented order of each algorithm
+    (recursive, pairwise with the same tree as :func:`sum_rows`, Kahan).
+    """
+    batch, n = X.shape
+    R = _LANES
+    half = np.uint32((1 << (drop - 1)) - 1)
+    mask = np.uint32((0xFFFFFFFF >> drop) << drop)
+    d = np.uint32(drop)
+    narrow = emin > -126
+    tiny = _pow2(emin)
+    C = 1.5 * _pow2(emin - (23 - drop) + 23)
+    for tile in numba.prange((batch + R - 1) // R):
+        r0 = tile * R
+        Rt = min(R, batch - r0)
+        buf = np.zeros((_CHUNK, R), np.float32)
+        bufu = buf.view(np.uint32)
+        s = np.zeros(R, np.float32)
+        c = np.zeros(R, np.float32)
+        y = np.zeros(R, np.float32)
+        w = np.zeros(R, np.float32)
+        wu = w.view(np.uint32)
+        stack = np.zeros((64, R), np.float32)
+        level = np.zeros(64, np.int64)
+        depth = 0
+        acc = np.zeros(R)
+        for i0 in range(0, n, _CHUNK):
+            m = min(_CHUNK, n - i0)
+            for q in range(Rt):
+                for k in range(m):
+                    buf[k, q] = X[r0 + q, i0 + k]
+            for k in range(m):
+                x = buf[k]
+                # the term, rounded once
+                _round_lanes(x, bufu[k], half, mask, d, narrow, tiny, C, top)
+                for q in range(R):
+                    acc[q] += abs(np.float64(x[q]))
+                i = i0 + k
+                if i == 0:
+                    s[:] = x
+                    continue
+                if alg == ALG_RECURSIVE:
+                    for q in range(R):
+                        w[q] = s[q] + x[q]
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
+                    s[:] = w
+                elif alg == ALG_KAHAN:
+                    for q in range(R):
+                        w[q] = x[q] - c[q]
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
+                    y[:] = w
+                    for q in range(R):
+                        w[q] = s[q] + y[q]
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
+                    for q in range(R):
+                        c[q] = w[q] - s[q]  # t - s, rounded below
+                        s[q] = w[q]  # s = t
+                    w[:] = c
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
+                    for q in range(R):
+                        w[q] = w[q] - y[q]
+                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
+                    c[:] = w
+                else:  # pairwise: s is the running block sum
+                    if i % block != 0:
+                        for q in range(R):
+                            w[q] = s[q] + x[q]
+                        _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
+                        s[:] = w
+                        continue
+                    depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d, narrow,
+                                        tiny, C, top)
+                    s[:] = x
+        if alg == ALG_PAIRWISE:
+            depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d, narrow,
+                                        tiny, C, top)
+            while depth >= 2:
+                for q in range(R):
+                    w[q] = stack[depth - 2, q] + stack[depth - 1, q]
+                _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
+                stack[depth - 2] = w
+                depth -= 1
+            s[:] = stack[0]
+        for q in range(Rt):
+            value[r0 + q] = s[q]
+            abs_sum[r0 + q] = acc[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _push_lanes(stack: np.ndarray, level: np.ndarray, depth: int, s: np.ndarray,
+                w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int, narrow: bool,
+                tiny: float, C: float, top: float) -> int:
+    """Push a completed block sum and merge equal levels (:func:`sum_rows`'s tree)."""
+    stack[depth] = s
+    level[depth] = 0
+    depth += 1
+    while depth >= 2 and level[depth - 1] == level[depth - 2]:
+        for q in range(s.size):
+            w[q] = stack[depth - 2, q] + stack[depth - 1, q]
+        _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
+        stack[depth - 2] = w
+        level[depth - 2] += 1
+        depth -= 1
+    return depth

@@ -1,0 +1,92 @@
+"""The accum kernels give the same bits for every thread count and input layout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from numerics import accum, threads
+
+
+@contextmanager
+def _threads(n: int) -> Iterator[None]:
+    before = threads.get_num_threads()
+    threads.set_num_threads(n)
+    try:
+        yield
+    finally:
+        threads.set_num_threads(before)
+
+
+def _counts() -> list[int]:
+    top = threads.get_num_threads()
+    return sorted({1, min(2, top), min(4, top)})
+
+
+@pytest.mark.parametrize("alg", ["recursive", "pairwise", "kahan", "neumaier"])
+@pytest.mark.parametrize("rounding", ["rne", "rtz", "sr"])
+def test_sum_same_bits_for_every_thread_count(alg: str, rounding: str) -> None:
+    x = np.random.default_rng(1).standard_normal((37, 300)).astype(np.float32)
+    runs = []
+    for n in _counts():
+        with _threads(n):
+            runs.append(accum.sum(x, "bf16", algorithm=alg, rounding=rounding, rng=5).value)
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r.view(np.uint64), runs[0].view(np.uint64))
+
+
+@pytest.mark.parametrize("rounding", ["rne", "sr"])
+def test_sum_same_bits_for_every_layout(rounding: str) -> None:
+    x = np.random.default_rng(2).standard_normal((6, 50))
+    want = accum.sum(x, "binary16", rounding=rounding, rng=3).value
+    layouts = {
+        "big-endian": x.astype(">f8"),
+        "fortran": np.asfortranarray(x),
+        "strided": np.repeat(x, 2, axis=1)[:, ::2],
+        "negative strides": x[::-1, :][::-1, :],
+        "transposed, axis 0": x.T,
+    }
+    for name, v in layouts.items():
+        axis = 0 if name.startswith("transposed") else -1
+        got = accum.sum(v, "binary16", rounding=rounding, rng=3, axis=axis).value
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    # the same through dot with ones
+    got = accum.dot(x, np.ones(50), "binary16", rounding="rne").value
+    np.testing.assert_array_equal(got, accum.sum(x, "binary16").value)
+
+
+def test_sum_of_empty_and_0d_input_is_a_named_error() -> None:
+    with pytest.raises(ValueError, match="empty reduction axis"):
+        accum.sum(np.ones((3, 0)), "bf16")
+    with pytest.raises(ValueError, match="at least one axis"):
+        accum.sum(np.float32(1.0), "bf16")
+    r = accum.sum(np.ones((0, 4)), "bf16")  # no sums at all: an empty result
+    assert r.value.shape == (0,)
+
+
+@pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", None),
+                                        ("pairwise", 5), ("kahan", None)])
+@pytest.mark.parametrize("fmt", ["bfloat16", "tf32", "binary16", "e5m2"])
+def test_float32_lanes_equal_the_general_kernel(alg: str, block: int | None, fmt: str) -> None:
+    """float32 rows in bf16/tf32/binary16/e5m2 take the binary32-lane kernel; float64 rows
+    of the same values take the general one, pinned to the exact references: same bits, with ties,
+    subnormals, overflow to inf, NaN and signed zeros in the data."""
+    rng = np.random.default_rng(11)
+    lo, hi = (-140, 126) if fmt in ("bfloat16", "tf32") else (-28, 17)
+    x = (rng.standard_normal((40, 203)) * np.exp2(rng.integers(lo, hi, (40, 203))))
+    x = x.astype(np.float32)
+    x[0] = 1.0
+    x[0, 0] = 256.0  # stall: ties to even
+    big = np.float32(3e38 if fmt in ("bfloat16", "tf32") else 60000.0)
+    x[1, ::3] = big  # overflow to inf, then inf - inf = NaN
+    x[1, 1::3] = -big
+    x[2, 5] = np.nan
+    x[3] = -0.0
+    x[4, :100] = np.float32(2.0**-140 if fmt in ("bfloat16", "tf32") else 3 * 2.0**-17)
+    x[5, ::2] = np.float32(2.0**-25)  # binary16 ties below its smallest subnormal
+    got = accum.sum(x, fmt, algorithm=alg, block_size=block).value
+    want = accum.sum(x.astype(np.float64), fmt, algorithm=alg, block_size=block).value
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
