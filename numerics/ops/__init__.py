@@ -71,25 +71,13 @@ from typing import Any
 
 import numpy as np
 
-# Layout (each private module's docstring says what it holds and why it is right):
-#   ops.py                this module: the public API, Flags, option checks and the
-#                         dispatcher _run (native fast path -> fast path -> exact path)
-#   _ops_native.py        fast path on native dtypes: float32 arithmetic, 8-bit tables
-#   _ops_fast.py          chunked float64 fast path for narrow formats, no flags
-#   _ops_exact.py         the exact path: special values, kernel, one rounding, flags
-#   _ops_narrow.py        rounding exact pairs into narrow formats (+ flags)
-#   _ops_binary64.py      rounding scaled exact pairs into binary64 (+ flags)
-#   _ops_stochastic.py    the stochastic rounding decision shared by both roundings
-#   _ops_kernels.py       exact kernels: the exact result as an unevaluated pair
-#   _ops_operands.py      operand validation, broadcasting, error messages
-# Each module imports only modules listed below it.
-from numerics._ops_binary64 import _is_binary64
-from numerics._ops_exact import FLAG_NAMES, _deliver, _deliver_special, _run_exact
-from numerics._ops_fast import _fast_applies, _fast_run
-from numerics._ops_narrow import _finish_narrow
-from numerics._ops_native import _native_run
-from numerics._ops_operands import _index_text, _is_scalar, _operand, _prepare
+# Layout: this module holds the public API, Flags and the option checks;
+# _operands.py takes operands in (exact values of the format, flat, one dtype);
+# _driver.py calls the compiled loop numerics.kernels.ops.apply (special values,
+# the exact pair, the one rounding and the flags, element by element).
 from numerics.formats import Format, as_format
+from numerics.ops._driver import FLAG_NAMES, check_values, run
+from numerics.ops._operands import is_scalar, operands
 from numerics.rounding import check_overflow, check_rounding
 
 __all__ = ["TININESS", "Flags", "add", "convert", "div", "fma", "mul", "sqrt", "sub"]
@@ -108,23 +96,22 @@ class Flags:
     underflow: np.ndarray
     #: The result rounded with unbounded exponent exceeds the largest finite value.
     overflow: np.ndarray
-    #: The operation has no meaningful result (NaN produced from non-NaN operands).
+    #: The operation has no meaningful result (NaN produced from non-NaN operands,
+    #: or a signalling NaN operand).
     invalid: np.ndarray
     #: An exact infinite result from finite operands (``x / 0``).
     divide_by_zero: np.ndarray
 
     def any(self) -> dict[str, bool]:
         """Whether each flag is raised for some element."""
-        return {name: bool(np.any(getattr(self, name))) for name in
-                ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")}
+        return {name: bool(np.any(getattr(self, name))) for name in FLAG_NAMES}
 
 
-# ----------------------------------------------------------------------------- validation
 def _check_options(rounding: object, overflow: object, tininess: object, sr_bits: object,
                    flags: object) -> None:
     check_rounding(rounding)
     check_overflow(overflow)
-    if tininess not in TININESS:
+    if not isinstance(tininess, str) or tininess not in TININESS:
         raise ValueError(f"Got tininess={tininess!r}, but the only valid values are "
                          "'before' and 'after'")
     if sr_bits is not None and (not isinstance(sr_bits, (int, np.integer))
@@ -134,35 +121,18 @@ def _check_options(rounding: object, overflow: object, tininess: object, sr_bits
         raise TypeError(f"Got flags={flags!r}, expected True or False")
 
 
-# ----------------------------------------------------------------------------- driver
-def _run(op: str, operands: list[Any], names: list[str], fmt_in: Format | str,
-         rounding: str, overflow: str, tininess: str, flags: bool, rng: Any,
-         sr_bits: int | None) -> Any:
-    """Check the options, then take the first path that applies: the native-dtype
-    fast path, the chunked fast path, or the exact path (which also names the
-    element of an invalid operation the fast path met in a format without NaN)."""
+def _run(op: str, xs: list[Any], names: list[str], fmt_in: Any, rounding: str,
+         overflow: str, tininess: str, flags: bool, rng: Any, sr_bits: int | None,
+         src: Any = None) -> Any:
+    """Check the options and the operands (values of ``src``, default ``fmt``), run
+    the kernel, and wrap the flags."""
     fmt = as_format(fmt_in)
+    src_fmt = fmt if src is None else as_format(src)
     _check_options(rounding, overflow, tininess, sr_bits, flags)
-    if not flags:
-        fast = _native_run(op, operands, fmt, rounding, overflow)
-        if fast is not None:
-            if _is_scalar(operands):
-                return fast[()]
-            return fast
-    if _fast_applies(fmt, rounding, flags):
-        op_xs, xs, shape, scalar = _prepare(op, operands, names, fmt)
-        try:
-            res = _fast_run(op_xs, xs, fmt, rounding, overflow, names)
-        except ValueError:  # an invalid operation without NaN: report it by its index
-            return _run_exact(op, operands, names, fmt, rounding, overflow, tininess, flags,
-                              rng, sr_bits)
-        return _deliver(res, fmt, shape, scalar)
-    out = _run_exact(op, operands, names, fmt, rounding, overflow, tininess, flags, rng,
-                     sr_bits)
-    if not flags:
-        return out
-    res, fl = out
-    return res, Flags(**{f: fl[f] for f in FLAG_NAMES})
+    flat, shape = operands(xs, names, src_fmt, check_values(src_fmt))
+    res, fl = run(op, flat, names, shape, is_scalar(xs), fmt, src_fmt, rounding, overflow,
+                  tininess, bool(flags), rng, sr_bits)
+    return res if fl is None else (res, Flags(**fl))
 
 
 # ----------------------------------------------------------------------------- public API
@@ -331,42 +301,8 @@ def convert(x: Any, from_fmt: Format | str, to_fmt: Format | str, *, rounding: s
     >>> float(convert(65519.0, "binary32", "binary16", rounding="rtz"))
     65504.0
     """
-    src = as_format(from_fmt)
-    dst = as_format(to_fmt)
-    _check_options(rounding, overflow, tininess, sr_bits, flags)
-    scalar = np.ndim(x) == 0 and not isinstance(x, np.ndarray)
-    arr = _operand(x, "x", src)
-    shape = arr.shape
-    flat = arr.reshape(-1)
-    nan = np.isnan(flat)
-    if np.any(nan) and not dst.has_nan:
-        i = int(np.flatnonzero(nan)[0])
-        raise ValueError(f"Got {_index_text('x', shape, i)}=nan, but {dst.name} has no NaN")
-    special = ~np.isfinite(flat)
-    fin = np.where(special, 1.0, flat)
-    zero = np.zeros_like(fin)
-    if _is_binary64(dst):
-        res = fin.copy()
-        fl: dict[str, np.ndarray] = {k: np.zeros(flat.size, bool)
-                                     for k in ("inexact", "overflow", "underflow", "invalid")}
-    else:
-        res, fl_opt = _finish_narrow(fin, zero, dst, rounding, overflow, tininess, flags,
-                                     rng, sr_bits)
-        fl = fl_opt if fl_opt is not None else {}
-    if np.any(special):
-        res = res.copy()
-        res[special] = _deliver_special(flat[special], dst, overflow)
-        if flags:
-            for key in fl:
-                fl[key] = fl[key] & ~special
-            fl["invalid"] |= special & np.isnan(res) & ~nan
-    res = _deliver(res, dst, shape, scalar)
-    if not flags:
-        return res
-    get = (lambda v: v.reshape(shape)[()]) if scalar else (lambda v: v.reshape(shape))
-    return res, Flags(inexact=get(fl["inexact"]), underflow=get(fl["underflow"]),
-                      overflow=get(fl["overflow"]), invalid=get(fl["invalid"]),
-                      divide_by_zero=get(np.zeros(flat.size, bool)))
+    return _run("convert", [x], ["x"], to_fmt, rounding, overflow, tininess, flags, rng,
+                sr_bits, src=from_fmt)
 
 
 for _f in (add, sub, mul, div, fma, sqrt, convert):

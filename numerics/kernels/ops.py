@@ -1,0 +1,505 @@
+"""Correctly rounded arithmetic with IEEE flags: one compiled loop for every operation.
+
+Each element follows the steps of the exact reference (``tests/ops_reference.py``
+is the independent check):
+
+1. **Operands.**  Loaded as float64 (floats directly, codes of a format through
+   its decode table, :func:`_load`); a signalling NaN operand is noted
+   (:func:`_signalling`).
+2. **Special operands** (a NaN or infinity, ``x / 0``, ``sqrt(x < 0)``): the IEEE
+   754-2019 result is a NaN, an infinity or a signed zero, which binary64
+   arithmetic computes exactly, with ``invalid`` and ``divide_by_zero``
+   (:func:`_special`); it is delivered in the format under ``encode``'s overflow
+   rule (:func:`_deliver_special`).
+3. **The exact result as a float64 pair** ``(h + lo) * 2**k`` with error-free
+   transformations (:func:`_exact_pair`): TwoSum for ``+``; the product itself
+   for ``*`` of two numbers of at most 26 bits; ``q = a / b`` with the exact
+   remainder ``a - q*b`` (TwoProd) for ``/``; ``s = sqrt(a)`` with ``a - s*s``
+   for sqrt; for fma the exact product plus ``c`` by
+   :func:`_three_sum_rne`.  Formats whose values and products stay far inside
+   binary64 (``narrow``) need no scaling (``k = 0``); the others (binary64) work
+   on ``frexp`` significands and carry the exponent in ``k``.  ``h`` is the
+   binary64 nearest of the exact value and ``lo`` the residual (or a value with
+   its sign that rounds identically, kept off the half-way points).
+4. **The pair as an integer significand** (:func:`_to_scaled`): the exact value
+   is ``(sig + eps) * 2**exp`` with ``sig < 2**62`` an integer and ``0 <= eps < 1``
+   (``eps`` is exact: ``lo`` scaled by a power of two minus its floor).
+5. **One rounding** (:func:`_round_scaled`): the quantum of the result's binade
+   (``2**(max(e, emin) - t)``), the integer part and the dropped bits, the
+   mode's decision (stochastic rounding: away from zero iff the ``k``-bit draw
+   ``u`` of :func:`numerics.kernels.random.draw` is below the dropped fraction
+   truncated to ``k`` bits), then the overflow rule.
+6. **Flags** in the same pass: ``inexact``, ``overflow`` (the rounding with
+   unbounded exponent, which is this rounding for results that are not tiny,
+   exceeds ``max``), ``underflow`` (tiny and inexact; tininess before rounding is
+   ``e < emin``, after rounding is judged by a second rounding with unbounded
+   exponent, done only for tiny results), ``invalid``, ``divide_by_zero``.
+
+Format parameters arrive as one int64 array (:data:`P_FIELDS` names its
+entries), so a single compiled loop serves every format; operands are float64,
+float32, uint8 or uint16 (codes) arrays, all of one dtype, flat, each either of
+the result's length or of length 1 (broadcast scalar).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+from numba.core import types
+from numba.extending import overload
+
+from numerics.kernels.random import draw
+
+__all__ = ["FLAG_BITS", "OPS", "P_FIELDS", "apply", "first_unrepresentable"]
+
+#: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
+OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
+#: Bits of the flags array: inexact, underflow, overflow, invalid, divide_by_zero.
+FLAG_BITS = (1, 2, 4, 8, 16)
+#: Entries of the format parameter array ``P``.
+P_FIELDS = ("t", "emin", "emax", "bias", "has_inf", "has_nan", "has_zero", "has_negzero",
+            "signed", "subnormals", "nan_ieee", "narrow")
+_T, _EMIN, _EMAX, _BIAS, _HAS_INF, _HAS_NAN, _HAS_ZERO, _HAS_NEGZERO, _SIGNED, _SUBN, \
+    _NAN_IEEE, _NARROW = range(12)
+
+# Magnitude-level modes (ru/rd become rtz/raz by the sign).
+_RTZ, _RAZ, _RNE, _RNA, _RTO, _SR = range(6)
+# Mode codes of the public names, in numerics.rounding.ROUNDINGS order.
+_MODE_RNE, _MODE_RNA, _MODE_RTZ, _MODE_RU, _MODE_RD, _MODE_RTO, _MODE_SR = range(7)
+
+#: Guard bits below binary64's 53 in the integer significand (sig < 2**62).
+_GUARD = 9
+_NAN = np.float64(np.nan)
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+
+# ----------------------------------------------------------------------------- operands
+def _load(arr, j, table):  # type: ignore[no-untyped-def]
+    """Element ``j`` of an operand as float64 (a code goes through the table)."""
+
+
+@overload(_load, jit_options=_JIT)
+def _load_impl(arr, j, table):  # type: ignore[no-untyped-def]
+    if isinstance(arr.dtype, types.Float):
+        return lambda arr, j, table: np.float64(arr[j])
+    return lambda arr, j, table: table[arr[j]]
+
+
+def _signalling(arr, j, table):  # type: ignore[no-untyped-def]
+    """Whether element ``j`` (already known to be NaN) is a signalling NaN."""
+
+
+@overload(_signalling, jit_options=_JIT)
+def _signalling_impl(arr, j, table):  # type: ignore[no-untyped-def]
+    if arr.dtype == types.float64:
+        return lambda arr, j, table: ((np.float64(arr[j]).view(np.uint64) >> np.uint64(51)) & np.uint64(1)) == 0
+    if arr.dtype == types.float32:
+        return lambda arr, j, table: ((np.float32(arr[j]).view(np.uint32) >> np.uint32(22)) & np.uint32(1)) == 0
+    # codes: the decode table holds signalling float64 NaNs for signalling codes
+    return lambda arr, j, table: ((np.float64(table[arr[j]]).view(np.uint64) >> np.uint64(51))
+                                     & np.uint64(1)) == 0
+
+
+# ----------------------------------------------------------------------------- helpers
+@numba.njit(**_JIT, inline="always")
+def _ulp_up(ah: float) -> float:
+    """Spacing above ``ah > 0`` (normal binary64)."""
+    _, e = math.frexp(ah)
+    return math.ldexp(1.0, e - 53)
+
+
+@numba.njit(**_JIT, inline="always")
+def _ulp_down(ah: float) -> float:
+    """Spacing below ``ah > 0`` (half of ``_ulp_up`` at a power of two)."""
+    m, e = math.frexp(ah)
+    return math.ldexp(1.0, e - 54) if m == 0.5 else math.ldexp(1.0, e - 53)
+
+
+@numba.njit(**_JIT, inline="always")
+def _two_sum(a: float, b: float) -> tuple[float, float]:
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@numba.njit(**_JIT, inline="always")
+def _two_prod(a: float, b: float) -> tuple[float, float]:
+    p = a * b
+    c = 134217729.0 * a
+    ah = c - (c - a)
+    al = a - ah
+    c = 134217729.0 * b
+    bh = c - (c - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@numba.njit(**_JIT, inline="always")
+def _sticky(m: float) -> float:
+    """A term far below the others: only its sign counts."""
+    return 0.0 if m == 0 else math.copysign(2.0**-300, m)
+
+
+@numba.njit(**_JIT, inline="always")
+def _nudge(h: float, lo: float) -> float:
+    """Keep a rounded residual strictly inside half the spacing on its side of ``h``."""
+    if lo == 0 or h == 0:
+        return lo
+    ah = abs(h)
+    hs = 0.5 * (_ulp_up(ah) if lo * h > 0 else _ulp_down(ah))
+    if abs(lo) >= hs:
+        return math.copysign(hs * (1.0 - 2.0**-53), lo)
+    return lo
+
+
+@numba.njit(**_JIT)
+def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float]:
+    """``h = RNE64(x1 + x2 + x3)`` and a residual with the sign of the rest, never a
+    false tie (:func:`numerics.eft.three_sum_rne`, one element)."""
+    s, t = _two_sum(x1, x3)
+    u, w = _two_sum(t, x2)
+    h, ll = _two_sum(s, u)
+    if h == 0:
+        h, w = w, 0.0
+    t2, e2 = _two_sum(ll, w)
+    if h == 0:
+        return 0.0, 0.0
+    ah = abs(h)
+    sp = _ulp_up(ah) if t2 * h > 0 else _ulp_down(ah)
+    hs = 0.5 * sp
+    art = abs(t2)
+    beyond = art > hs or (art == hs and e2 * t2 > 0)
+    tie = art == hs and e2 == 0
+    _, e = math.frexp(ah)
+    odd = (np.int64(math.ldexp(ah, 53 - e)) & 1) == 1
+    step = math.copysign(sp, t2) if (beyond or (tie and odd)) else 0.0
+    h_new = h + step
+    r, e3 = _two_sum(t2 - step, e2)
+    if h_new == 0:
+        return 0.0, 0.0
+    ah2 = abs(h_new)
+    hs2 = 0.5 * (_ulp_up(ah2) if r * h_new > 0 else _ulp_down(ah2))
+    if abs(r) == hs2 and e3 != 0:
+        r = math.copysign(hs2 * (1.0 - 2.0**-53), r)
+    return h_new, r
+
+
+@numba.njit(**_JIT, inline="always")
+def _zero_sign(x: float, y: float, mode: int) -> float:
+    """IEEE sign of an exact zero sum ``x + y``: same-signed zeros keep it, else +0 (rd: -0)."""
+    if x == 0 and y == 0 and math.copysign(1.0, x) == math.copysign(1.0, y):
+        return x
+    return -0.0 if mode == _MODE_RD else 0.0
+
+
+# ----------------------------------------------------------------------------- exact pair
+@numba.njit(**_JIT)
+def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
+                ) -> tuple[float, float, int]:
+    """``(h, lo, k)`` with ``(h + lo) * 2**k`` the exact result on finite operands
+    (``h == 0``: an exact zero, with its IEEE sign)."""
+    if op == 5:  # convert: the operand itself
+        return a, 0.0, 0
+    if narrow:
+        if op == 0:
+            h, lo = _two_sum(a, b)
+            return (_zero_sign(a, b, mode) if h == 0 else h), lo, 0
+        if op == 1:
+            return a * b, 0.0, 0
+        if op == 2:
+            q = a / b
+            p, e = _two_prod(q, b)
+            return q, ((a - p) - e) / b, 0
+        if op == 4:
+            s = math.sqrt(a)
+            if s == 0:
+                return a, 0.0, 0
+            p, e = _two_prod(s, s)
+            return s, ((a - p) - e) / (2.0 * s), 0
+        p = a * b
+        h, lo = _two_sum(p, c)
+        return (_zero_sign(p, c, mode) if h == 0 else h), lo, 0
+    ma, ea = math.frexp(a)
+    mb, eb = math.frexp(b)
+    if op == 0:
+        k = eb if a == 0 else ea if b == 0 else max(ea, eb)
+        a2 = math.ldexp(ma, ea - k) if ea - k >= -150 else _sticky(ma)
+        b2 = math.ldexp(mb, eb - k) if eb - k >= -150 else _sticky(mb)
+        h, lo = _two_sum(a2, b2)
+        return (_zero_sign(a, b, mode) if h == 0 else h), lo, k
+    if op == 1:
+        h, lo = _two_prod(ma, mb)
+        return h, lo, ea + eb
+    if op == 2:
+        q = ma / mb
+        p, e = _two_prod(q, mb)
+        return q, _nudge(q, ((ma - p) - e) / mb), ea - eb
+    if op == 4:
+        if a == 0:
+            return a, 0.0, 0
+        if ea & 1:
+            ma, ea = ma * 2.0, ea - 1
+        s = math.sqrt(ma)
+        p, e = _two_prod(s, s)
+        return s, _nudge(s, ((ma - p) - e) / (2.0 * s)), ea // 2
+    mc, ec = math.frexp(c)
+    x1, x2 = _two_prod(ma, mb)
+    kp = ea + eb
+    if x1 == 0:  # an exact zero product: the result is c
+        if c == 0:
+            return _zero_sign(math.copysign(0.0, a) * math.copysign(1.0, b), c, mode), 0.0, 0
+        return mc, 0.0, ec
+    if c == 0:
+        return x1, x2, kp
+    diff = ec - kp
+    if diff > 150:  # c dominates: the product is a sticky term
+        h, lo = _two_sum(mc, _sticky(x1))
+        return h, lo, ec
+    c2 = _sticky(mc) if diff < -150 else math.ldexp(mc, diff)
+    h, lo = _three_sum_rne(x1, x2, c2)
+    if h == 0:
+        return _zero_sign(x1, c2, mode), 0.0, 0
+    return h, lo, kp
+
+
+# ----------------------------------------------------------------------------- rounding
+@numba.njit(**_JIT, inline="always")
+def _bit_length(x: np.int64) -> np.int64:
+    n = 0
+    while x > 0:
+        x >>= 1
+        n += 1
+    return n
+
+
+@numba.njit(**_JIT)
+def _round_int(sig: np.int64, eps: float, shift: np.int64, mm: int, n_odd_field: np.int64,
+               t: np.int64, u: np.uint64, ubits: np.int64) -> tuple[np.int64, bool]:
+    """``m``, the rounding of ``(sig + eps) / 2**shift`` to an integer in magnitude mode
+    ``mm`` (``shift >= 1``), and whether that division was exact.  ``n_odd_field`` is the
+    parity of the exponent field, used for even/odd when ``t == 0``."""
+    if shift >= 63:
+        n = np.int64(0)
+        rem = sig
+        exact = False
+        above = False
+        tie = False
+    else:
+        n = sig >> shift
+        rem = sig & ((np.int64(1) << shift) - 1)
+        half = np.int64(1) << (shift - 1)
+        exact = rem == 0 and eps == 0
+        above = rem > half or (rem == half and eps > 0)
+        tie = rem == half and eps == 0
+    if exact or mm == _RTZ:
+        return n, exact
+    odd = (n_odd_field if (t == 0 and n > 0) else n) & 1
+    if mm == _RAZ:
+        return n + 1, exact
+    if mm == _RNE:
+        return n + (1 if (above or (tie and odd == 1)) else 0), exact
+    if mm == _RNA:
+        return n + (1 if (above or tie) else 0), exact
+    if mm == _RTO:
+        return n + (0 if odd == 1 else 1), exact
+    # stochastic: away iff u < floor(frac * 2**ubits), frac = (rem + eps) / 2**shift
+    if shift - ubits >= 63:
+        f = np.uint64(0)
+    elif shift >= ubits:
+        f = np.uint64(rem >> (shift - ubits))
+    else:
+        f = np.uint64((rem << (ubits - shift))
+                      + np.int64(math.floor(math.ldexp(eps, ubits - shift))))
+    return n + (1 if u < f else 0), exact
+
+
+@numba.njit(**_JIT)
+def _to_scaled(h: float, lo: float, k: np.int64) -> tuple[bool, np.int64, float, np.int64]:
+    """``(neg, sig, eps, exp)`` with ``h + lo == (-1)**neg * (sig + eps) * 2**(exp - k)``."""
+    m, e = math.frexp(h)
+    neg = m < 0
+    big = np.int64(math.ldexp(abs(m), 53))
+    f = math.ldexp(-lo if neg else lo, 53 + _GUARD - e)
+    fl = math.floor(f)
+    return neg, (big << _GUARD) + np.int64(fl), f - fl, e - 53 - _GUARD + k
+
+
+@numba.njit(**_JIT)
+def _round_scaled(neg: bool, sig: np.int64, eps: float, exp: np.int64, P: np.ndarray,
+                  maxval: float, mode: int, saturate: bool, tiny_after: bool, u: np.uint64,
+                  ubits: np.int64) -> tuple[float, np.int64]:
+    """Round ``(-1)**neg * (sig + eps) * 2**exp`` (``sig > 0``) once into the format;
+    returns the value and its flag bits."""
+    t, emin, bias = P[_T], P[_EMIN], P[_BIAS]
+    if mode == _MODE_RU:
+        mm = _RTZ if neg else _RAZ
+    elif mode == _MODE_RD:
+        mm = _RAZ if neg else _RTZ
+    else:
+        mm = (_RNE, _RNA, _RTZ, 0, 0, _RTO, _SR)[mode]
+    if P[_SIGNED] == 0 and neg:  # no negative values at all
+        return _NAN, np.int64(8)
+    e_val = _bit_length(sig) - 1 + exp
+    tiny = e_val < emin
+    qe = max(e_val, emin) - t
+    m, exact = _round_int(sig, eps, qe - exp, mm, qe + bias, t, u, ubits)
+    if tiny and P[_SUBN] == 0:  # no subnormals (and no zero): 2**emin
+        m, qe, exact = np.int64(1) << t, emin - t, False
+    flags = np.int64(0) if exact else np.int64(1)
+    mag = math.ldexp(np.float64(m), qe)
+    if mag > maxval:  # beyond max: this rounding is the unbounded-exponent one
+        flags |= 5
+        away = mm == _RAZ or mm == _RNE or mm == _RNA or mm == _SR
+        if saturate or not away:
+            mag = maxval
+        elif P[_HAS_INF] == 1:
+            mag = np.inf
+        elif P[_HAS_NAN] == 1:
+            return _NAN, flags
+        else:
+            mag = maxval
+    elif tiny and flags & 1:
+        if mode == _MODE_SR or not tiny_after:
+            flags |= 2
+        else:  # tininess after rounding: the rounding with unbounded exponent
+            mu, _ = _round_int(sig, eps, e_val - t - exp, mm, e_val + bias, t, u, ubits)
+            if _bit_length(mu) - 1 + e_val - t < emin:
+                flags |= 2
+    if mag == 0:
+        return (-0.0 if neg and P[_HAS_NEGZERO] == 1 else 0.0), flags
+    return (-mag if neg else mag), flags
+
+
+# ----------------------------------------------------------------------------- specials
+@numba.njit(**_JIT)
+def _special(op: int, a: float, b: float, c: float) -> tuple[float, np.int64]:
+    """IEEE result and flag bits (invalid 8, divide_by_zero 16) of an element with a
+    special operand (NaN, infinity, ``x / 0``, ``sqrt(x < 0)``)."""
+    nan_in = a != a or b != b or c != c
+    if op == 3:
+        if (a == 0 and math.isinf(b)) or (math.isinf(a) and b == 0):
+            return _NAN, np.int64(8)
+        if nan_in:
+            return _NAN, np.int64(0)
+        p = a * b if (math.isinf(a) or math.isinf(b)) else \
+            math.copysign(1.0, a) * math.copysign(1.0, b)
+        r = p + c
+    elif op == 0 or op == 5:
+        r = a + b if op == 0 else a
+    elif op == 1:
+        r = a * b
+    elif op == 2:
+        r = a / b if b != 0 else (a * math.copysign(np.inf, b) if a == a and a != 0
+                                  else _NAN)
+    else:
+        r = math.sqrt(a) if a >= 0 else _NAN
+    flags = np.int64(0)
+    if r != r and not nan_in:
+        flags |= 8
+    if op == 2 and b == 0 and a == a and a != 0 and not math.isinf(a):
+        flags |= 16
+    return r, flags
+
+
+@numba.njit(**_JIT)
+def _deliver_special(r: float, P: np.ndarray, maxval: float, saturate: bool) -> float:
+    """An exact special result (NaN, +-inf, a signed zero) in the format, by ``encode``'s
+    overflow rule; NaN where the format has none (the caller raises)."""
+    if r != r:
+        return _NAN
+    if r == 0:
+        if P[_HAS_ZERO] == 0:
+            return _NAN
+        return r if P[_HAS_NEGZERO] == 1 else 0.0
+    if P[_SIGNED] == 0 and r < 0:
+        return _NAN
+    if saturate:
+        return math.copysign(maxval, r)
+    if P[_HAS_INF] == 1:
+        return r
+    if P[_HAS_NAN] == 1:
+        return _NAN
+    return math.copysign(maxval, r)
+
+
+# ----------------------------------------------------------------------------- the loop
+@numba.njit(**_JIT, parallel=True)
+def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+          table: np.ndarray, P: np.ndarray, maxval: float, mode: int, saturate: bool,
+          tiny_after: bool, seed: np.uint64, ubits: int, out: np.ndarray,
+          fl: np.ndarray) -> None:
+    """``out[i] = op(a[i], b[i], c[i])`` rounded once into the format ``P``.
+
+    Operands of length 1 broadcast; ``fl`` (uint8, bits :data:`FLAG_BITS`) is written
+    when it has the length of ``out``; ``out`` is NaN where a format without NaN has
+    no result (the caller raises)."""
+    n = out.size
+    sa = 1 if a.size == n else 0
+    sb = 1 if b.size == n else 0
+    sc = 1 if c.size == n else 0
+    want = fl.size == n
+    narrow = P[_NARROW] == 1
+    for i in prange(n):
+        x = _load(a, i * sa, table)
+        y = _load(b, i * sb, table)
+        z = _load(c, i * sc, table)
+        if negate_b:
+            y = -y
+        snan = False
+        if x != x:
+            snan = _signalling(a, i * sa, table)
+        if (op <= 3) and y != y:
+            snan = snan or _signalling(b, i * sb, table)
+        if op == 3 and z != z:
+            snan = snan or _signalling(c, i * sc, table)
+        special = not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)) \
+            or (op == 2 and y == 0) or (op == 4 and x < 0)
+        if special:
+            r, flags = _special(op, x, y, z)
+            out[i] = _deliver_special(r, P, maxval, saturate)
+            if snan or (op == 5 and r == r and out[i] != out[i]):
+                flags |= 8
+        else:
+            h, lo, k = _exact_pair(op, x, y, z, narrow, mode)
+            if h == 0:
+                if P[_HAS_ZERO] == 0:
+                    out[i], flags = _NAN, np.int64(8)
+                else:
+                    out[i], flags = (h if P[_HAS_NEGZERO] == 1 else 0.0), np.int64(0)
+            else:
+                neg, sig, eps, exp = _to_scaled(h, lo, k)
+                u = draw(seed, np.uint64(i), ubits) if mode == _MODE_SR else np.uint64(0)
+                out[i], flags = _round_scaled(neg, sig, eps, exp, P, maxval, mode, saturate,
+                                              tiny_after, u, ubits)
+        if want:
+            fl[i] = np.uint8(flags)
+
+
+@numba.njit(**_JIT)
+def first_unrepresentable(x: np.ndarray, P: np.ndarray, maxval: float) -> int:
+    """Index of the first element of ``x`` (float64 or float32) that is not a value of
+    the format ``P``, or -1."""
+    t, emin = P[_T], P[_EMIN]
+    for i in range(x.size):
+        v = np.float64(x[i])
+        if v != v:
+            ok = P[_HAS_NAN] == 1
+        elif math.isinf(v):
+            ok = P[_HAS_INF] == 1 and (P[_SIGNED] == 1 or v > 0)
+        elif v == 0:
+            ok = P[_HAS_ZERO] == 1
+        elif abs(v) > maxval or (P[_SIGNED] == 0 and v < 0):
+            ok = False
+        else:
+            _, e = math.frexp(v)
+            if e - 1 < emin and P[_SUBN] == 0:
+                ok = False
+            else:
+                y = math.ldexp(abs(v), t - max(e - 1, emin))
+                ok = y == math.floor(y)
+        if not ok:
+            return i
+    return -1
