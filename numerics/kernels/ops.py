@@ -51,24 +51,18 @@ from numba import prange
 from numba.core import types
 from numba.extending import overload
 
+import numerics.kernels.rounding as rnd
 from numerics.kernels.random import draw
 
-__all__ = ["FLAG_BITS", "OPS", "P_FIELDS", "apply", "first_unrepresentable"]
+__all__ = ["FLAG_BITS", "OPS", "apply", "decode_all", "first_unrepresentable"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
 #: Bits of the flags array: inexact, underflow, overflow, invalid, divide_by_zero.
 FLAG_BITS = (1, 2, 4, 8, 16)
-#: Entries of the format parameter array ``P``.
-P_FIELDS = ("t", "emin", "emax", "bias", "has_inf", "has_nan", "has_zero", "has_negzero",
-            "signed", "subnormals", "nan_ieee", "narrow")
-_T, _EMIN, _EMAX, _BIAS, _HAS_INF, _HAS_NAN, _HAS_ZERO, _HAS_NEGZERO, _SIGNED, _SUBN, \
-    _NAN_IEEE, _NARROW = range(12)
 
-# Magnitude-level modes (ru/rd become rtz/raz by the sign).
+# Magnitude-level modes of the flag computation (ru/rd become rtz/raz by the sign).
 _RTZ, _RAZ, _RNE, _RNA, _RTO, _SR = range(6)
-# Mode codes of the public names, in numerics.rounding.ROUNDINGS order.
-_MODE_RNE, _MODE_RNA, _MODE_RTZ, _MODE_RU, _MODE_RD, _MODE_RTO, _MODE_SR = range(7)
 
 #: Guard bits below binary64's 53 in the integer significand (sig < 2**62).
 _GUARD = 9
@@ -192,7 +186,7 @@ def _zero_sign(x: float, y: float, mode: int) -> float:
     """IEEE sign of an exact zero sum ``x + y``: same-signed zeros keep it, else +0 (rd: -0)."""
     if x == 0 and y == 0 and math.copysign(1.0, x) == math.copysign(1.0, y):
         return x
-    return -0.0 if mode == _MODE_RD else 0.0
+    return -0.0 if mode == rnd.MODE_RD else 0.0
 
 
 # ----------------------------------------------------------------------------- exact pair
@@ -328,49 +322,38 @@ def _to_scaled(h: float, lo: float, k: np.int64) -> tuple[bool, np.int64, float,
 
 
 @numba.njit(**_JIT)
-def _round_scaled(neg: bool, sig: np.int64, eps: float, exp: np.int64, P: np.ndarray,
-                  maxval: float, mode: int, saturate: bool, tiny_after: bool, u: np.uint64,
-                  ubits: np.int64) -> tuple[float, np.int64]:
-    """Round ``(-1)**neg * (sig + eps) * 2**exp`` (``sig > 0``) once into the format;
-    returns the value and its flag bits."""
-    t, emin, bias = P[_T], P[_EMIN], P[_BIAS]
-    if mode == _MODE_RU:
+def _flags(neg: bool, sig: np.int64, eps: float, exp: np.int64, P: np.ndarray,
+           maxval: float, mode: int, tiny_after: bool, u: np.uint64, ubits: np.int64
+           ) -> np.int64:
+    """IEEE flag bits of rounding ``(-1)**neg * (sig + eps) * 2**exp`` (``sig > 0``) into
+    ``P``: the same decisions as the rounding itself, plus the rounding with unbounded
+    exponent that overflow and tininess after rounding are defined by."""
+    t, emin, bias = P[rnd.T], P[rnd.EMIN], P[rnd.BIAS]
+    if P[rnd.SIGNED] == 0 and neg:  # no negative values at all: NaN
+        return np.int64(8)
+    if mode == rnd.MODE_RU:
         mm = _RTZ if neg else _RAZ
-    elif mode == _MODE_RD:
+    elif mode == rnd.MODE_RD:
         mm = _RAZ if neg else _RTZ
     else:
         mm = (_RNE, _RNA, _RTZ, 0, 0, _RTO, _SR)[mode]
-    if P[_SIGNED] == 0 and neg:  # no negative values at all
-        return _NAN, np.int64(8)
     e_val = _bit_length(sig) - 1 + exp
     tiny = e_val < emin
     qe = max(e_val, emin) - t
     m, exact = _round_int(sig, eps, qe - exp, mm, qe + bias, t, u, ubits)
-    if tiny and P[_SUBN] == 0:  # no subnormals (and no zero): 2**emin
+    if tiny and P[rnd.SUBN] == 0:  # no subnormals (and no zero): 2**emin
         m, qe, exact = np.int64(1) << t, emin - t, False
     flags = np.int64(0) if exact else np.int64(1)
-    mag = math.ldexp(np.float64(m), qe)
-    if mag > maxval:  # beyond max: this rounding is the unbounded-exponent one
+    if math.ldexp(np.float64(m), qe) > maxval:  # not tiny: this rounding is the unbounded one
         flags |= 5
-        away = mm == _RAZ or mm == _RNE or mm == _RNA or mm == _SR
-        if saturate or not away:
-            mag = maxval
-        elif P[_HAS_INF] == 1:
-            mag = np.inf
-        elif P[_HAS_NAN] == 1:
-            return _NAN, flags
-        else:
-            mag = maxval
-    elif tiny and flags & 1:
-        if mode == _MODE_SR or not tiny_after:
+    elif tiny and not exact:
+        if mode == rnd.MODE_SR or not tiny_after:
             flags |= 2
-        else:  # tininess after rounding: the rounding with unbounded exponent
+        else:
             mu, _ = _round_int(sig, eps, e_val - t - exp, mm, e_val + bias, t, u, ubits)
             if _bit_length(mu) - 1 + e_val - t < emin:
                 flags |= 2
-    if mag == 0:
-        return (-0.0 if neg and P[_HAS_NEGZERO] == 1 else 0.0), flags
-    return (-mag if neg else mag), flags
+    return flags
 
 
 # ----------------------------------------------------------------------------- specials
@@ -404,34 +387,29 @@ def _special(op: int, a: float, b: float, c: float) -> tuple[float, np.int64]:
     return r, flags
 
 
-@numba.njit(**_JIT)
-def _deliver_special(r: float, P: np.ndarray, maxval: float, saturate: bool) -> float:
-    """An exact special result (NaN, +-inf, a signed zero) in the format, by ``encode``'s
-    overflow rule; NaN where the format has none (the caller raises)."""
-    if r != r:
-        return _NAN
-    if r == 0:
-        if P[_HAS_ZERO] == 0:
-            return _NAN
-        return r if P[_HAS_NEGZERO] == 1 else 0.0
-    if P[_SIGNED] == 0 and r < 0:
-        return _NAN
-    if saturate:
-        return math.copysign(maxval, r)
-    if P[_HAS_INF] == 1:
-        return r
-    if P[_HAS_NAN] == 1:
-        return _NAN
-    return math.copysign(maxval, r)
+@numba.njit(**_JIT, inline="always")
+def _round(h: float, lo: float, k: np.int64, P: np.ndarray, mode: int, overflow: int,
+           u: np.uint64, ubits: np.int64) -> np.uint64:
+    """The code of ``(h + lo) * 2**k`` rounded once (:mod:`numerics.kernels.rounding`):
+    the pair itself where it stays a normal float64 pair, else the integer significand."""
+    if k != 0 and h != 0:
+        hs = math.ldexp(h, k)
+        ls = math.ldexp(lo, k)
+        if 2.0**-960 <= abs(hs) < 2.0**1023 and (ls != 0 or lo == 0):
+            h, lo, k = hs, ls, 0
+    if k == 0 or h == 0:
+        return rnd.round_pair(h, lo, P, mode, overflow, u, ubits)
+    neg, sig, eps, exp = _to_scaled(h, lo, k)
+    return rnd.round_scaled(neg, np.uint64(sig), exp, eps != 0, P, mode, overflow, u, ubits)
 
 
 # ----------------------------------------------------------------------------- the loop
 @numba.njit(**_JIT, parallel=True)
 def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-          table: np.ndarray, P: np.ndarray, maxval: float, mode: int, saturate: bool,
-          tiny_after: bool, seed: np.uint64, ubits: int, out: np.ndarray,
-          fl: np.ndarray) -> None:
-    """``out[i] = op(a[i], b[i], c[i])`` rounded once into the format ``P``.
+          table: np.ndarray, P: np.ndarray, mode: int, overflow: int, tiny_after: bool,
+          seed: np.uint64, ubits: int, out: np.ndarray, fl: np.ndarray) -> None:
+    """``out[i] = op(a[i], b[i], c[i])`` rounded once into the format ``P``
+    (:func:`numerics.kernels.rounding.format_params`).
 
     Operands of length 1 broadcast; ``fl`` (uint8, bits :data:`FLAG_BITS`) is written
     when it has the length of ``out``; ``out`` is NaN where a format without NaN has
@@ -441,7 +419,10 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     sb = 1 if b.size == n else 0
     sc = 1 if c.size == n else 0
     want = fl.size == n
-    narrow = P[_NARROW] == 1
+    t, emin, emax = P[rnd.T], P[rnd.EMIN], P[rnd.EMAX]
+    narrow = t <= 25 and emax <= 250 and emin - t >= -250
+    no_nan = P[rnd.NANKIND] == rnd.NAN_NONE
+    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     for i in prange(n):
         x = _load(a, i * sa, table)
         y = _load(b, i * sb, table)
@@ -457,45 +438,49 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
             snan = snan or _signalling(c, i * sc, table)
         special = not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)) \
             or (op == 2 and y == 0) or (op == 4 and x < 0)
-        if special:
+        bad = False
+        if special:  # NaN (one quiet NaN, whatever the operands'), +-inf or a signed zero
             r, flags = _special(op, x, y, z)
-            out[i] = _deliver_special(r, P, maxval, saturate)
-            if snan or (op == 5 and r == r and out[i] != out[i]):
+            bad = no_nan and r != r
+            v = rnd.decode_one(rnd.round_pair(_NAN if r != r else r, 0.0, P, mode, overflow,
+                                              np.uint64(0), 1), P)
+            if snan or (op == 5 and r == r and v != v):
                 flags |= 8
         else:
             h, lo, k = _exact_pair(op, x, y, z, narrow, mode)
-            if h == 0:
-                if P[_HAS_ZERO] == 0:
-                    out[i], flags = _NAN, np.int64(8)
-                else:
-                    out[i], flags = (h if P[_HAS_NEGZERO] == 1 else 0.0), np.int64(0)
-            else:
+            u = draw(seed, np.uint64(i), ubits) if mode == rnd.MODE_SR else np.uint64(0)
+            v = rnd.decode_one(_round(h, lo, k, P, mode, overflow, u, ubits), P)
+            if h == 0:  # an exact zero: NaN (invalid) where the format has none
+                flags = np.int64(8) if v != v else np.int64(0)
+            elif want:
                 neg, sig, eps, exp = _to_scaled(h, lo, k)
-                u = draw(seed, np.uint64(i), ubits) if mode == _MODE_SR else np.uint64(0)
-                out[i], flags = _round_scaled(neg, sig, eps, exp, P, maxval, mode, saturate,
-                                              tiny_after, u, ubits)
+                flags = _flags(neg, sig, eps, exp, P, maxval, mode, tiny_after, u, ubits)
+            else:
+                flags = np.int64(0)
+        out[i] = _NAN if bad else v
         if want:
             fl[i] = np.uint8(flags)
 
 
 @numba.njit(**_JIT)
-def first_unrepresentable(x: np.ndarray, P: np.ndarray, maxval: float) -> int:
+def first_unrepresentable(x: np.ndarray, P: np.ndarray) -> int:
     """Index of the first element of ``x`` (float64 or float32) that is not a value of
     the format ``P``, or -1."""
-    t, emin = P[_T], P[_EMIN]
+    t, emin = P[rnd.T], P[rnd.EMIN]
+    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     for i in range(x.size):
         v = np.float64(x[i])
         if v != v:
-            ok = P[_HAS_NAN] == 1
+            ok = P[rnd.NANKIND] != rnd.NAN_NONE
         elif math.isinf(v):
-            ok = P[_HAS_INF] == 1 and (P[_SIGNED] == 1 or v > 0)
+            ok = P[rnd.INFMAG] >= 0 and (P[rnd.SIGNED] == 1 or v > 0)
         elif v == 0:
-            ok = P[_HAS_ZERO] == 1
-        elif abs(v) > maxval or (P[_SIGNED] == 0 and v < 0):
+            ok = P[rnd.SUBN] == 1
+        elif abs(v) > maxval or (P[rnd.SIGNED] == 0 and v < 0):
             ok = False
         else:
             _, e = math.frexp(v)
-            if e - 1 < emin and P[_SUBN] == 0:
+            if e - 1 < emin and P[rnd.SUBN] == 0:
                 ok = False
             else:
                 y = math.ldexp(abs(v), t - max(e - 1, emin))
@@ -503,3 +488,19 @@ def first_unrepresentable(x: np.ndarray, P: np.ndarray, maxval: float) -> int:
         if not ok:
             return i
     return -1
+
+
+@numba.njit(**_JIT)
+def decode_all(P: np.ndarray) -> np.ndarray:
+    """The float64 value of every code of a format of at most 16 bits, signalling NaN
+    codes (IEEE-style NaNs with the top trailing bit clear) as signalling float64 NaNs."""
+    n = 1 << P[rnd.BITS]
+    out = np.empty(n, np.float64)
+    t = P[rnd.T]
+    for code in range(n):
+        v = rnd.decode_one(np.uint64(code), P)
+        if v != v and P[rnd.NANKIND] == rnd.NAN_IEEE and ((code >> (t - 1)) & 1) == 0:
+            v = np.uint64(np.float64(v).view(np.uint64) & ~np.uint64(1 << 51)
+                          | np.uint64(1 << 50)).view(np.float64)
+        out[code] = v
+    return out

@@ -15,41 +15,23 @@ from typing import Any
 
 import numpy as np
 
-from numerics.formats import Format, NaNEncoding
+from numerics.formats import Format
 from numerics.ops._operands import index_text
 
-__all__ = ["FLAG_NAMES", "check_values", "decode_table", "params", "run", "seed_of"]
+__all__ = ["FLAG_NAMES", "check_values", "decode_table", "run", "seed_of"]
 
 #: The IEEE 754-2019 exception flags, in the order of :class:`numerics.ops.Flags`.
 FLAG_NAMES = ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")
-_MODES = ("rne", "rna", "rtz", "ru", "rd", "rto", "sr")
-
-
-@lru_cache(maxsize=128)
-def params(fmt: Format) -> tuple[np.ndarray, float]:
-    """The kernel's int64 parameter array of ``fmt`` and its largest finite value."""
-    narrow = (fmt.precision <= 26 and fmt.emax <= 250
-              and fmt.emin - fmt.trailing_bits >= -250)
-    p = np.array([fmt.trailing_bits, fmt.emin, fmt.emax, fmt.bias, fmt.has_infinity,
-                  fmt.has_nan, fmt.has_zero, fmt.has_negative_zero, fmt.signed,
-                  fmt.subnormals, fmt.nan is NaNEncoding.IEEE, narrow], np.int64)
-    p.setflags(write=False)
-    return p, float(fmt.max)
 
 
 @lru_cache(maxsize=64)
 def decode_table(fmt: Format) -> np.ndarray:
     """float64 value of every code of a format of at most 16 bits; signalling NaN codes
-    (IEEE-style NaNs with the top trailing bit clear) become signalling float64 NaNs."""
-    from numerics.fast import decode_table as table
+    give signalling float64 NaNs (so that the kernel can tell them)."""
+    from numerics.kernels.ops import decode_all
+    from numerics.kernels.rounding import format_params
 
-    out = np.array(table(fmt), np.float64)
-    if fmt.nan is NaNEncoding.IEEE:
-        codes = np.arange(out.size)
-        quiet = (codes >> (fmt.trailing_bits - 1)) & 1
-        snan = np.isnan(out) & (quiet == 0)
-        sign = np.where((codes >> (fmt.bits - 1)) & 1 == 1, 1 << 63, 0).astype(np.uint64)
-        out[snan] = (sign[snan] | np.uint64(0x7FF4000000000000)).view(np.float64)
+    out = decode_all(format_params(fmt))
     out.setflags(write=False)
     return out
 
@@ -57,9 +39,10 @@ def decode_table(fmt: Format) -> np.ndarray:
 def check_values(fmt: Format) -> Any:
     """``f(flat) -> int``: the first index of ``flat`` that is not a value of ``fmt``."""
     from numerics.kernels.ops import first_unrepresentable
+    from numerics.kernels.rounding import format_params
 
-    p, maxval = params(fmt)
-    return lambda flat: int(first_unrepresentable(np.ascontiguousarray(flat), p, maxval))
+    p = format_params(fmt)
+    return lambda flat: int(first_unrepresentable(np.ascontiguousarray(flat), p))
 
 
 def seed_of(rng: Any) -> np.uint64:
@@ -83,19 +66,20 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     with ``flags``, a dict of boolean arrays (or scalars) named by :data:`FLAG_NAMES`.
     """
     from numerics.kernels.ops import OPS, apply
+    from numerics.kernels.rounding import format_params, mode_code, overflow_code
 
     n = math.prod(shape)
     code = OPS["add" if op == "sub" else op]
     dummy = np.zeros(1, xs[0].dtype)
     a, b, c = (xs + [dummy, dummy])[:3]
     table = decode_table(src) if xs[0].dtype.kind == "u" else np.zeros(1)
-    p, maxval = params(fmt)
+    p = format_params(fmt)
     seed = seed_of(rng) if rounding == "sr" else np.uint64(0)
     out = np.empty(n, np.float64)
     fl = np.zeros(n if flags else 0, np.uint8)
     if n:
-        apply(code, op == "sub", a, b, c, table, p, maxval, _MODES.index(rounding),
-              overflow == "saturate", tininess == "after", seed,
+        apply(code, op == "sub", a, b, c, table, p, mode_code(rounding),
+              overflow_code(overflow), tininess == "after", seed,
               53 if sr_bits is None else int(sr_bits), out, fl)
     if not fmt.has_nan and n and np.isnan(out).any():
         i = int(np.flatnonzero(np.isnan(out))[0])
