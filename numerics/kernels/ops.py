@@ -67,6 +67,11 @@ _RTZ, _RAZ, _RNE, _RNA, _RTO, _SR = range(6)
 #: Guard bits below binary64's 53 in the integer significand (sig < 2**62).
 _GUARD = 9
 _NAN = np.float64(np.nan)
+#: Marks an element the fast loop left to the general steps (a NaN no result has).
+_SENTINEL = np.int64(0x7FF4DEADBEEF0000)
+_SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
+#: Elements per chunk of the parallel loop (whole chunks run on one thread).
+_CHUNK = 1 << 12
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
@@ -75,7 +80,7 @@ def _load(arr, j, table):  # type: ignore[no-untyped-def]
     """Element ``j`` of an operand as float64 (a code goes through the table)."""
 
 
-@overload(_load, jit_options=_JIT)
+@overload(_load, jit_options=_JIT, inline="always")
 def _load_impl(arr, j, table):  # type: ignore[no-untyped-def]
     if isinstance(arr.dtype, types.Float):
         return lambda arr, j, table: np.float64(arr[j])
@@ -190,7 +195,7 @@ def _zero_sign(x: float, y: float, mode: int) -> float:
 
 
 # ----------------------------------------------------------------------------- exact pair
-@numba.njit(**_JIT)
+@numba.njit(**_JIT, inline="always")
 def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
                 ) -> tuple[float, float, int]:
     """``(h, lo, k)`` with ``(h + lo) * 2**k`` the exact result on finite operands
@@ -388,6 +393,39 @@ def _special(op: int, a: float, b: float, c: float) -> tuple[float, np.int64]:
 
 
 @numba.njit(**_JIT, inline="always")
+def _round_normal(h: float, lo: float, cut: np.int64, mode: int) -> float:
+    """The rounding of ``h + lo`` to ``53 - cut`` significant bits, for a result in the
+    format's normal range (``|h| > 2**emin``; the caller checks ``<= max`` after).
+
+    The same decisions as :func:`numerics.kernels.rounding.round_pair` on the bits of
+    ``h``: keep the bits above ``cut``; the dropped bits ``low`` and the sign of the
+    residual ``lo`` pick the neighbour.  The bit patterns of floats are monotone, so
+    one unit more or less at ``cut`` is the next value of the coarser grid, across a
+    binade too.
+    """
+    bits = np.float64(h).view(np.int64)
+    unit = np.int64(1) << cut
+    low = bits & (unit - 1)
+    base = bits - low
+    half = unit >> 1
+    rel = lo * h  # > 0: the exact magnitude is above |h|
+    neg = h < 0
+    # Branch-free decisions (bitwise on booleans): the data make branches unpredictable.
+    if mode == rnd.MODE_RNE:
+        odd = (base & unit) != 0
+        up = (low > half) | ((low == half) & ((rel > 0) | ((rel == 0) & odd)))
+    elif mode == rnd.MODE_RNA:
+        up = (low > half) | ((low == half) & (rel >= 0))
+    elif mode == rnd.MODE_RTZ or (mode == rnd.MODE_RU and neg) or (mode == rnd.MODE_RD
+                                                                   and not neg):
+        up = False
+        base -= unit * np.int64((low == 0) & (rel < 0))  # just below a grid point
+    else:  # away from zero
+        up = (low != 0) | (rel > 0)
+    return np.int64(base + unit * np.int64(up)).view(np.float64)
+
+
+@numba.njit(**_JIT, inline="always")
 def _round(h: float, lo: float, k: np.int64, P: np.ndarray, mode: int, overflow: int,
            u: np.uint64, ubits: np.int64) -> np.uint64:
     """The code of ``(h + lo) * 2**k`` rounded once (:mod:`numerics.kernels.rounding`):
@@ -407,59 +445,170 @@ def _round(h: float, lo: float, k: np.int64, P: np.ndarray, mode: int, overflow:
 @numba.njit(**_JIT, parallel=True)
 def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
           table: np.ndarray, P: np.ndarray, mode: int, overflow: int, tiny_after: bool,
-          seed: np.uint64, ubits: int, out: np.ndarray, fl: np.ndarray) -> None:
+          seed: np.uint64, ubits: int, want: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """``out[i] = op(a[i], b[i], c[i])`` rounded once into the format ``P``
-    (:func:`numerics.kernels.rounding.format_params`).
+    (:func:`numerics.kernels.rounding.format_params`), ``fl[i]`` its flag bits
+    (:data:`FLAG_BITS`; exact when ``want``, else only where the general steps ran).
 
-    Operands of length 1 broadcast; ``fl`` (uint8, bits :data:`FLAG_BITS`) is written
-    when it has the length of ``out``; ``out`` is NaN where a format without NaN has
-    no result (the caller raises)."""
+    Operands of length 1 broadcast.  Chunks of :data:`_CHUNK` elements run on the
+    threads; in each, a straight-line loop rounds the results that land in the
+    format's normal range (:func:`_fast_chunk`) and the rest take the general steps
+    (:func:`_element`).  ``out`` is NaN where a format without NaN has no result (the
+    caller raises)."""
     n = out.size
-    sa = 1 if a.size == n else 0
-    sb = 1 if b.size == n else 0
-    sc = 1 if c.size == n else 0
-    want = fl.size == n
+    m = min(n, _CHUNK)
+    if a.size != n:  # a broadcast operand: one chunk's worth, read by every chunk
+        a = np.full(m, a[0])
+    if b.size != n:
+        b = np.full(m, b[0])
+    if c.size != n:
+        c = np.full(m, c[0])
     t, emin, emax = P[rnd.T], P[rnd.EMIN], P[rnd.EMAX]
     narrow = t <= 25 and emax <= 250 and emin - t >= -250
-    no_nan = P[rnd.NANKIND] == rnd.NAN_NONE
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
-    for i in prange(n):
-        x = _load(a, i * sa, table)
-        y = _load(b, i * sb, table)
-        z = _load(c, i * sc, table)
-        if negate_b:
-            y = -y
-        snan = False
-        if x != x:
-            snan = _signalling(a, i * sa, table)
-        if (op <= 3) and y != y:
-            snan = snan or _signalling(b, i * sb, table)
-        if op == 3 and z != z:
-            snan = snan or _signalling(c, i * sc, table)
-        special = not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)) \
-            or (op == 2 and y == 0) or (op == 4 and x < 0)
-        bad = False
-        if special:  # NaN (one quiet NaN, whatever the operands'), +-inf or a signed zero
-            r, flags = _special(op, x, y, z)
-            bad = no_nan and r != r
-            v = rnd.decode_one(rnd.round_pair(_NAN if r != r else r, 0.0, P, mode, overflow,
-                                              np.uint64(0), 1), P)
-            if snan or (op == 5 and r == r and v != v):
-                flags |= 8
-        else:
-            h, lo, k = _exact_pair(op, x, y, z, narrow, mode)
-            u = draw(seed, np.uint64(i), ubits) if mode == rnd.MODE_SR else np.uint64(0)
-            v = rnd.decode_one(_round(h, lo, k, P, mode, overflow, u, ubits), P)
-            if h == 0:  # an exact zero: NaN (invalid) where the format has none
-                flags = np.int64(8) if v != v else np.int64(0)
-            elif want:
-                neg, sig, eps, exp = _to_scaled(h, lo, k)
-                flags = _flags(neg, sig, eps, exp, P, maxval, mode, tiny_after, u, ubits)
-            else:
-                flags = np.int64(0)
-        out[i] = _NAN if bad else v
-        if want:
-            fl[i] = np.uint8(flags)
+    # _fast_chunk: narrow formats, deterministic modes, t >= 1 (its even/odd is the
+    # last significand bit), signed.
+    fast = narrow and mode <= rnd.MODE_RD and t >= 1 and P[rnd.SIGNED] == 1
+    lo_normal = math.ldexp(1.0, emin)
+    cut = 52 - t
+    residual = want or mode != rnd.MODE_RNE or t > 24 or op == 3
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    for ch in prange(chunks):
+        start = ch * _CHUNK
+        stop = min(start + _CHUNK, n)
+        aa = a[start:stop] if a.size == n else a[:stop - start]
+        bb = b[start:stop] if b.size == n else b[:stop - start]
+        cc = c[start:stop] if c.size == n else c[:stop - start]
+        oo = out[start:stop]
+        ff = fl[start:stop]
+        bad = stop - start
+        if fast:
+            bad = _fast_chunk(op, negate_b, aa, bb, cc, table, cut, mode, lo_normal, maxval,
+                              residual, oo, ff)
+        if bad == 0:
+            continue
+        for j in range(stop - start):
+            if fast and np.float64(oo[j]).view(np.int64) != _SENTINEL:
+                continue
+            y = _load(bb, j, table)
+            oo[j], flags = _element(op, _load(aa, j, table), -y if negate_b else y,
+                                    _load(cc, j, table), aa, bb, cc, start + j, j, table, P,
+                                    narrow, maxval, mode, overflow, tiny_after, seed, ubits)
+            ff[j] = np.uint8(flags)
+
+
+@numba.njit(**_JIT)
+def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                table: np.ndarray, cut: int, mode: int, lo_normal: float, maxval: float,
+                residual: bool, out: np.ndarray, fl: np.ndarray) -> int:
+    """The elements whose exact result (narrow formats: an unscaled pair) rounds into the
+    normal range, by :func:`_round_normal`, with their flags (only inexact can be
+    raised there); the others (special operands, zero, subnormal or overflowing
+    results) get :data:`_SENTINEL` and are counted.  Straight-line loops over
+    contiguous chunks, one per operation, so that the compiler vectorizes them.
+
+    ``residual=False`` (round to nearest even, ``p <= 25``, ``+ - / sqrt``, no flags
+    wanted) rounds ``h`` alone: Figueroa's theorem (``proofs/double_rounding.md``, D1)
+    makes ``RNE_p(RNE_53(x)) == RNE_p(x)``; the inexact flag would need the residual."""
+    bad = 0
+    sign = -1.0 if negate_b else 1.0
+    if op == 0 and residual:
+        for i in range(out.size):
+            h, lo = _two_sum(_load(a, i, table), sign * _load(b, i, table))
+            out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 0:
+        for i in range(out.size):
+            h = _load(a, i, table) + sign * _load(b, i, table)
+            out[i], fl[i], bad_i = _fast_value(h, 0.0, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 1:
+        for i in range(out.size):
+            h = _load(a, i, table) * _load(b, i, table)
+            out[i], fl[i], bad_i = _fast_value(h, 0.0, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 2 and not residual:
+        for i in range(out.size):
+            q = _load(a, i, table) / _load(b, i, table)
+            out[i], fl[i], bad_i = _fast_value(q, 0.0, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 4 and not residual:
+        for i in range(out.size):
+            s = math.sqrt(_load(a, i, table))
+            out[i], fl[i], bad_i = _fast_value(s, 0.0, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 2:
+        for i in range(out.size):
+            x = _load(a, i, table)
+            y = _load(b, i, table)
+            q = x / y
+            p, e = _two_prod(q, y)
+            out[i], fl[i], bad_i = _fast_value(q, ((x - p) - e) / y, cut, mode, lo_normal,
+                                               maxval)
+            bad += bad_i
+    elif op == 3:
+        for i in range(out.size):
+            h, lo = _two_sum(_load(a, i, table) * _load(b, i, table), _load(c, i, table))
+            out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 4:
+        for i in range(out.size):
+            x = _load(a, i, table)
+            s = math.sqrt(x)
+            p, e = _two_prod(s, s)
+            out[i], fl[i], bad_i = _fast_value(s, ((x - p) - e) / (2.0 * s), cut, mode,
+                                               lo_normal, maxval)
+            bad += bad_i
+    else:
+        for i in range(out.size):
+            out[i], fl[i], bad_i = _fast_value(_load(a, i, table), 0.0, cut, mode, lo_normal,
+                                               maxval)
+            bad += bad_i
+    return bad
+
+
+@numba.njit(**_JIT, inline="always")
+def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxval: float
+                ) -> tuple[float, np.uint8, np.int64]:
+    """The normal-range rounding of ``h + lo``, its inexact flag and 0, or the sentinel and
+    1 (NaN and infinite ``h`` fail the range test).  (Stores stay in the loops: an
+    inlined store keeps the compiler from vectorizing them.)"""
+    v = _round_normal(h, lo, cut, mode)
+    ah = abs(h)
+    ok = (ah > lo_normal) & (ah <= maxval) & (abs(v) <= maxval)
+    return (v if ok else _SENTINEL_F), np.uint8((v != h) | (lo != 0)), np.int64(not ok)
+
+
+@numba.njit(**_JIT)
+def _element(op: int, x: float, y: float, z: float, a: np.ndarray, b: np.ndarray,
+             c: np.ndarray, i: int, j: int, table: np.ndarray, P: np.ndarray, narrow: bool,
+             maxval: float, mode: int, overflow: int, tiny_after: bool, seed: np.uint64,
+             ubits: int) -> tuple[float, np.int64]:
+    """One element by the general steps: special operands, or the exact pair rounded by
+    :mod:`numerics.kernels.rounding`, with its flag bits (NaN where a format without NaN
+    has no result)."""
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)) \
+            or (op == 2 and y == 0) or (op == 4 and x < 0):
+        # NaN (one quiet NaN, whatever the operands'), +-inf or a signed zero
+        r, flags = _special(op, x, y, z)
+        if (x != x and _signalling(a, j, table)) or (op <= 3 and y != y and
+                                                      _signalling(b, j, table)) \
+                or (op == 3 and z != z and _signalling(c, j, table)):
+            flags |= 8
+        if r != r and P[rnd.NANKIND] == rnd.NAN_NONE:
+            return _NAN, flags
+        v = rnd.decode_one(rnd.round_pair(_NAN if r != r else r, 0.0, P, mode, overflow,
+                                          np.uint64(0), 1), P)
+        if op == 5 and r == r and v != v:
+            flags |= 8
+        return v, flags
+    h, lo, k = _exact_pair(op, x, y, z, narrow, mode)
+    u = draw(seed, np.uint64(i), ubits) if mode == rnd.MODE_SR else np.uint64(0)
+    v = rnd.decode_one(_round(h, lo, k, P, mode, overflow, u, ubits), P)
+    if h == 0:  # an exact zero: NaN (invalid) where the format has none
+        return v, (np.int64(8) if v != v else np.int64(0))
+    neg, sig, eps, exp = _to_scaled(h, lo, k)
+    return v, _flags(neg, sig, eps, exp, P, maxval, mode, tiny_after, u, ubits)
 
 
 @numba.njit(**_JIT)

@@ -76,11 +76,11 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     p = format_params(fmt)
     seed = seed_of(rng) if rounding == "sr" else np.uint64(0)
     out = np.empty(n, np.float64)
-    fl = np.zeros(n if flags else 0, np.uint8)
+    fl = np.empty(n, np.uint8)
     if n:
         apply(code, op == "sub", a, b, c, table, p, mode_code(rounding),
               overflow_code(overflow), tininess == "after", seed,
-              53 if sr_bits is None else int(sr_bits), out, fl)
+              53 if sr_bits is None else int(sr_bits), bool(flags), out, fl)
     if not fmt.has_nan and n and np.isnan(out).any():
         i = int(np.flatnonzero(np.isnan(out))[0])
         vals = [float(x[i if x.size == n else 0]) if x.dtype.kind == "f"
