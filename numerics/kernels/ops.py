@@ -44,6 +44,7 @@ the result's length or of length 1 (broadcast scalar).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
@@ -72,59 +73,65 @@ _SENTINEL = np.int64(0x7FF4DEADBEEF0000)
 _SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
 #: Elements per chunk of the parallel loop (whole chunks run on one thread).
 _CHUNK = 1 << 12
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+_JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
 # ----------------------------------------------------------------------------- operands
-def _load(arr, j, table):  # type: ignore[no-untyped-def]
+def _load(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
     """Element ``j`` of an operand as float64 (a code goes through the table)."""
 
 
 @overload(_load, jit_options=_JIT, inline="always")
-def _load_impl(arr, j, table):  # type: ignore[no-untyped-def]
+def _load_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
     if isinstance(arr.dtype, types.Float):
         return lambda arr, j, table: np.float64(arr[j])
     return lambda arr, j, table: table[arr[j]]
 
 
-def _signalling(arr, j, table):  # type: ignore[no-untyped-def]
+def _signalling(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
     """Whether element ``j`` (already known to be NaN) is a signalling NaN."""
 
 
 @overload(_signalling, jit_options=_JIT)
-def _signalling_impl(arr, j, table):  # type: ignore[no-untyped-def]
-    if arr.dtype == types.float64:
-        return lambda arr, j, table: ((np.float64(arr[j]).view(np.uint64) >> np.uint64(51)) & np.uint64(1)) == 0
+def _signalling_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
     if arr.dtype == types.float32:
-        return lambda arr, j, table: ((np.float32(arr[j]).view(np.uint32) >> np.uint32(22)) & np.uint32(1)) == 0
-    # codes: the decode table holds signalling float64 NaNs for signalling codes
-    return lambda arr, j, table: ((np.float64(table[arr[j]]).view(np.uint64) >> np.uint64(51))
-                                     & np.uint64(1)) == 0
+        def float32_bits(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+            return (np.float32(arr[j]).view(np.uint32) & np.uint32(1 << 22)) == 0
+        return float32_bits
+    if arr.dtype == types.float64:
+        def float64_bits(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+            return (np.float64(arr[j]).view(np.uint64) & np.uint64(1 << 51)) == 0
+        return float64_bits
+
+    def code(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+        # the decode table holds signalling float64 NaNs for signalling codes
+        return (np.float64(table[arr[j]]).view(np.uint64) & np.uint64(1 << 51)) == 0
+    return code
 
 
 # ----------------------------------------------------------------------------- helpers
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _ulp_up(ah: float) -> float:
     """Spacing above ``ah > 0`` (normal binary64)."""
     _, e = math.frexp(ah)
     return math.ldexp(1.0, e - 53)
 
 
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _ulp_down(ah: float) -> float:
     """Spacing below ``ah > 0`` (half of ``_ulp_up`` at a power of two)."""
     m, e = math.frexp(ah)
     return math.ldexp(1.0, e - 54) if m == 0.5 else math.ldexp(1.0, e - 53)
 
 
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _two_sum(a: float, b: float) -> tuple[float, float]:
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
 
 
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _two_prod(a: float, b: float) -> tuple[float, float]:
     p = a * b
     c = 134217729.0 * a
@@ -136,13 +143,13 @@ def _two_prod(a: float, b: float) -> tuple[float, float]:
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _sticky(m: float) -> float:
     """A term far below the others: only its sign counts."""
     return 0.0 if m == 0 else math.copysign(2.0**-300, m)
 
 
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _nudge(h: float, lo: float) -> float:
     """Keep a rounded residual strictly inside half the spacing on its side of ``h``."""
     if lo == 0 or h == 0:
@@ -154,7 +161,7 @@ def _nudge(h: float, lo: float) -> float:
     return lo
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float]:
     """``h = RNE64(x1 + x2 + x3)`` and a residual with the sign of the rest, never a
     false tie (:func:`numerics.eft.three_sum_rne`, one element)."""
@@ -186,7 +193,7 @@ def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float]:
     return h_new, r
 
 
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _zero_sign(x: float, y: float, mode: int) -> float:
     """IEEE sign of an exact zero sum ``x + y``: same-signed zeros keep it, else +0 (rd: -0)."""
     if x == 0 and y == 0 and math.copysign(1.0, x) == math.copysign(1.0, y):
@@ -195,7 +202,7 @@ def _zero_sign(x: float, y: float, mode: int) -> float:
 
 
 # ----------------------------------------------------------------------------- exact pair
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
                 ) -> tuple[float, float, int]:
     """``(h, lo, k)`` with ``(h + lo) * 2**k`` the exact result on finite operands
@@ -265,8 +272,8 @@ def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
 
 
 # ----------------------------------------------------------------------------- rounding
-@numba.njit(**_JIT, inline="always")
-def _bit_length(x: np.int64) -> np.int64:
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _bit_length(x: int) -> int:
     n = 0
     while x > 0:
         x >>= 1
@@ -274,9 +281,9 @@ def _bit_length(x: np.int64) -> np.int64:
     return n
 
 
-@numba.njit(**_JIT)
-def _round_int(sig: np.int64, eps: float, shift: np.int64, mm: int, n_odd_field: np.int64,
-               t: np.int64, u: np.uint64, ubits: np.int64) -> tuple[np.int64, bool]:
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _round_int(sig: int, eps: float, shift: int, mm: int, n_odd_field: int,
+               t: int, u: Any, ubits: int) -> tuple[int, bool]:
     """``m``, the rounding of ``(sig + eps) / 2**shift`` to an integer in magnitude mode
     ``mm`` (``shift >= 1``), and whether that division was exact.  ``n_odd_field`` is the
     parity of the exponent field, used for even/odd when ``t == 0``."""
@@ -315,8 +322,8 @@ def _round_int(sig: np.int64, eps: float, shift: np.int64, mm: int, n_odd_field:
     return n + (1 if u < f else 0), exact
 
 
-@numba.njit(**_JIT)
-def _to_scaled(h: float, lo: float, k: np.int64) -> tuple[bool, np.int64, float, np.int64]:
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _to_scaled(h: float, lo: float, k: int) -> tuple[bool, int, float, int]:
     """``(neg, sig, eps, exp)`` with ``h + lo == (-1)**neg * (sig + eps) * 2**(exp - k)``."""
     m, e = math.frexp(h)
     neg = m < 0
@@ -326,10 +333,10 @@ def _to_scaled(h: float, lo: float, k: np.int64) -> tuple[bool, np.int64, float,
     return neg, (big << _GUARD) + np.int64(fl), f - fl, e - 53 - _GUARD + k
 
 
-@numba.njit(**_JIT)
-def _flags(neg: bool, sig: np.int64, eps: float, exp: np.int64, P: np.ndarray,
-           maxval: float, mode: int, tiny_after: bool, u: np.uint64, ubits: np.int64
-           ) -> np.int64:
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _flags(neg: bool, sig: int, eps: float, exp: int, P: np.ndarray,
+           maxval: float, mode: int, tiny_after: bool, u: Any, ubits: int
+           ) -> int:
     """IEEE flag bits of rounding ``(-1)**neg * (sig + eps) * 2**exp`` (``sig > 0``) into
     ``P``: the same decisions as the rounding itself, plus the rounding with unbounded
     exponent that overflow and tininess after rounding are defined by."""
@@ -362,8 +369,8 @@ def _flags(neg: bool, sig: np.int64, eps: float, exp: np.int64, P: np.ndarray,
 
 
 # ----------------------------------------------------------------------------- specials
-@numba.njit(**_JIT)
-def _special(op: int, a: float, b: float, c: float) -> tuple[float, np.int64]:
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _special(op: int, a: float, b: float, c: float) -> tuple[float, int]:
     """IEEE result and flag bits (invalid 8, divide_by_zero 16) of an element with a
     special operand (NaN, infinity, ``x / 0``, ``sqrt(x < 0)``)."""
     nan_in = a != a or b != b or c != c
@@ -392,8 +399,8 @@ def _special(op: int, a: float, b: float, c: float) -> tuple[float, np.int64]:
     return r, flags
 
 
-@numba.njit(**_JIT, inline="always")
-def _round_normal(h: float, lo: float, cut: np.int64, mode: int) -> float:
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _round_normal(h: float, lo: float, cut: int, mode: int) -> float:
     """The rounding of ``h + lo`` to ``53 - cut`` significant bits, for a result in the
     format's normal range (``|h| > 2**emin``; the caller checks ``<= max`` after).
 
@@ -425,9 +432,9 @@ def _round_normal(h: float, lo: float, cut: np.int64, mode: int) -> float:
     return np.int64(base + unit * np.int64(up)).view(np.float64)
 
 
-@numba.njit(**_JIT, inline="always")
-def _round(h: float, lo: float, k: np.int64, P: np.ndarray, mode: int, overflow: int,
-           u: np.uint64, ubits: np.int64) -> np.uint64:
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
+           u: Any, ubits: int) -> Any:
     """The code of ``(h + lo) * 2**k`` rounded once (:mod:`numerics.kernels.rounding`):
     the pair itself where it stays a normal float64 pair, else the integer significand."""
     if k != 0 and h != 0:
@@ -436,16 +443,17 @@ def _round(h: float, lo: float, k: np.int64, P: np.ndarray, mode: int, overflow:
         if 2.0**-960 <= abs(hs) < 2.0**1023 and (ls != 0 or lo == 0):
             h, lo, k = hs, ls, 0
     if k == 0 or h == 0:
-        return rnd.round_pair(h, lo, P, mode, overflow, u, ubits)
+        return rnd.round_pair(h, lo, P, np.int64(mode), np.int64(overflow), u, np.int64(ubits))
     neg, sig, eps, exp = _to_scaled(h, lo, k)
-    return rnd.round_scaled(neg, np.uint64(sig), exp, eps != 0, P, mode, overflow, u, ubits)
+    return rnd.round_scaled(neg, np.uint64(sig), np.int64(exp), eps != 0, P, np.int64(mode),
+                            np.int64(overflow), u, np.int64(ubits))
 
 
 # ----------------------------------------------------------------------------- the loop
-@numba.njit(**_JIT, parallel=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
           table: np.ndarray, P: np.ndarray, mode: int, overflow: int, tiny_after: bool,
-          seed: np.uint64, ubits: int, want: bool, out: np.ndarray, fl: np.ndarray) -> None:
+          seed: Any, ubits: int, want: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """``out[i] = op(a[i], b[i], c[i])`` rounded once into the format ``P``
     (:func:`numerics.kernels.rounding.format_params`), ``fl[i]`` its flag bits
     (:data:`FLAG_BITS`; exact when ``want``, else only where the general steps ran).
@@ -497,7 +505,7 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
             ff[j] = np.uint8(flags)
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                 table: np.ndarray, cut: int, mode: int, lo_normal: float, maxval: float,
                 residual: bool, out: np.ndarray, fl: np.ndarray) -> int:
@@ -567,9 +575,9 @@ def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.nda
     return bad
 
 
-@numba.njit(**_JIT, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxval: float
-                ) -> tuple[float, np.uint8, np.int64]:
+                ) -> tuple[float, int, int]:
     """The normal-range rounding of ``h + lo``, its inexact flag and 0, or the sentinel and
     1 (NaN and infinite ``h`` fail the range test).  (Stores stay in the loops: an
     inlined store keeps the compiler from vectorizing them.)"""
@@ -579,11 +587,11 @@ def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxv
     return (v if ok else _SENTINEL_F), np.uint8((v != h) | (lo != 0)), np.int64(not ok)
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _element(op: int, x: float, y: float, z: float, a: np.ndarray, b: np.ndarray,
              c: np.ndarray, i: int, j: int, table: np.ndarray, P: np.ndarray, narrow: bool,
-             maxval: float, mode: int, overflow: int, tiny_after: bool, seed: np.uint64,
-             ubits: int) -> tuple[float, np.int64]:
+             maxval: float, mode: int, overflow: int, tiny_after: bool, seed: Any,
+             ubits: int) -> tuple[float, int]:
     """One element by the general steps: special operands, or the exact pair rounded by
     :mod:`numerics.kernels.rounding`, with its flag bits (NaN where a format without NaN
     has no result)."""
@@ -597,13 +605,13 @@ def _element(op: int, x: float, y: float, z: float, a: np.ndarray, b: np.ndarray
             flags |= 8
         if r != r and P[rnd.NANKIND] == rnd.NAN_NONE:
             return _NAN, flags
-        v = rnd.decode_one(rnd.round_pair(_NAN if r != r else r, 0.0, P, mode, overflow,
-                                          np.uint64(0), 1), P)
+        v = rnd.decode_one(rnd.round_pair(_NAN if r != r else r, 0.0, P, np.int64(mode),
+                                          np.int64(overflow), np.uint64(0), np.int64(1)), P)
         if op == 5 and r == r and v != v:
             flags |= 8
         return v, flags
     h, lo, k = _exact_pair(op, x, y, z, narrow, mode)
-    u = draw(seed, np.uint64(i), ubits) if mode == rnd.MODE_SR else np.uint64(0)
+    u = draw(seed, np.uint64(i), np.int64(ubits)) if mode == rnd.MODE_SR else np.uint64(0)
     v = rnd.decode_one(_round(h, lo, k, P, mode, overflow, u, ubits), P)
     if h == 0:  # an exact zero: NaN (invalid) where the format has none
         return v, (np.int64(8) if v != v else np.int64(0))
@@ -611,7 +619,7 @@ def _element(op: int, x: float, y: float, z: float, a: np.ndarray, b: np.ndarray
     return v, _flags(neg, sig, eps, exp, P, maxval, mode, tiny_after, u, ubits)
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def first_unrepresentable(x: np.ndarray, P: np.ndarray) -> int:
     """Index of the first element of ``x`` (float64 or float32) that is not a value of
     the format ``P``, or -1."""
@@ -639,7 +647,7 @@ def first_unrepresentable(x: np.ndarray, P: np.ndarray) -> int:
     return -1
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def decode_all(P: np.ndarray) -> np.ndarray:
     """The float64 value of every code of a format of at most 16 bits, signalling NaN
     codes (IEEE-style NaNs with the top trailing bit clear) as signalling float64 NaNs."""

@@ -18,16 +18,23 @@ into the target format:
   no rounding.
 
 Formats of at most 26 significant bits whose range is far inside binary64's
-(every registered format but binary64) need no scaling: the pair is rounded by
-:func:`numerics.fast.encode_pair`.  binary64 itself is rounded from the
-scaled pair ``(hi + lo) * 2**K`` so that subnormal and overflowing results are
-right in every mode (directed rounding included).
+(every registered format but binary64) need no scaling.  binary64 itself works
+on ``frexp`` significands and carries the exponent separately, so subnormal and
+overflowing results are right in every mode.  The one rounding is
+:mod:`numerics.kernels.rounding`'s (the step every kernel shares); results that
+land in the format's normal range take the same decision on the bits of ``hi``
+in a vectorized loop, and for round-to-nearest-even ``+ - / sqrt`` with
+``p <= 25`` without flags the residual is not even needed (Figueroa's theorem,
+``53 >= 2p + 2``, ``proofs/double_rounding.md`` D1).  The loop runs on
+:func:`numerics.threads.get_num_threads` threads; results never depend on the
+count.
 
-Round-to-nearest-even fast path: for ``+ - * / sqrt`` with precision
-``p <= 25`` Figueroa's theorem (``53 >= 2p + 2``, see
-``proofs/double_rounding.md``) makes ``RNE_p(RNE_53(x))`` equal to
-``RNE_p(x)``, so binary32 results come from numpy's float32 cast of the
-float64 result.
+Operands are taken at their exact value and must be values of ``fmt``: floats,
+integers of any width (``uint64`` included), ``longdouble`` (one that is not a
+float64 value is a value of no format here, and is rejected, never rounded),
+exact Python numbers, and arrays in the format's own numpy / ml_dtypes dtype
+(taken as codes).  Any layout (strided, negative strides, big-endian, 0-d) and
+any number of dimensions.
 
 Flags follow IEEE 754-2019 section 7: ``inexact`` (the delivered result
 differs from the exact one, overflow included), ``overflow`` (the result
@@ -39,8 +46,13 @@ tininess detected ``"before"`` rounding (``0 < |exact| < 2**emin``) or
 ``invalid`` (``inf - inf``, ``0 * inf``, ``0/0``, ``inf/inf``, ``sqrt(x < 0)``,
 ``fma(0, inf, c)`` even when ``c`` is NaN as in SoftFloat, and results a format
 cannot hold at all: NaN from e8m0fnu for zero or negative values) and
-``divide_by_zero`` (finite non-zero ``x / 0``).  Quiet NaN operands propagate
-without flags.
+``divide_by_zero`` (finite non-zero ``x / 0``).  Quiet NaN operands give NaN
+without flags; a signalling NaN operand (a float whose quiet bit is clear, or a
+code of a format with IEEE-style NaNs whose top trailing bit is clear, as
+binary16 0x7C01 arriving through ``convert``) raises ``invalid`` and gives a
+quiet NaN (IEEE 754-2019 7.2).  Every NaN result is the one quiet NaN
+``0x7FF8000000000000``: the payloads, signs and byte order of NaN operands do
+not reach results.
 
 Conventions beyond IEEE: operations whose exact result is NaN in a format
 without NaN (OCP fp6/fp4) raise ValueError naming the element; infinite
@@ -48,7 +60,11 @@ results follow ``encode``'s overflow rule (``"saturate"`` clamps infinite
 results to +-max, formats without infinity give NaN under ``"ieee"``).  Under
 ``rounding="sr"`` tininess is always detected before rounding and overflow is
 flagged when the exact value exceeds ``max`` and the stochastic choice (or the
-magnitude) takes the result beyond it.
+magnitude) takes the result beyond it.  Stochastic rounding draws element ``i``'s
+bits from ``(seed, i)`` (:func:`numerics.kernels.random.draw`, ``i`` the flat
+C-order index of the result; an int ``rng`` is the seed modulo 2**64, a Generator
+gives one 64-bit seed, None fresh entropy), 53 bits unless ``sr_bits`` says
+fewer, so results are the same for every thread count and operand layout.
 
 Examples
 --------
@@ -138,7 +154,7 @@ def _run(op: str, xs: list[Any], names: list[str], fmt_in: Any, rounding: str,
 # ----------------------------------------------------------------------------- public API
 _DOC_OPTIONS = """
     fmt : Format or str
-        The format of the operands and of the result.
+        The format of the operands and of the result (a name or a Format).
     rounding : {"rne", "rna", "rtz", "ru", "rd", "rto", "sr"}
         Rounding mode, as for :func:`numerics.encode`.
     overflow : {"ieee", "saturate"}
@@ -148,7 +164,7 @@ _DOC_OPTIONS = """
     flags : bool
         Also return a :class:`Flags` of boolean arrays.
     rng : int, numpy.random.Generator or None
-        Seed or generator for ``rounding="sr"``.
+        Seed (any int, taken modulo 2**64) or generator for ``rounding="sr"``.
     sr_bits : int, optional
         Random bits per stochastic rounding (the rounding probability is
         truncated to ``sr_bits`` bits).
@@ -162,8 +178,11 @@ _DOC_OPTIONS = """
     ------
     ValueError
         An operand that is not exactly representable in ``fmt`` (the message
-        names the first one), shapes that do not broadcast, unknown options,
-        or an invalid operation in a format without NaN.
+        names the first one), a ragged nesting, shapes that do not broadcast,
+        unknown options, or an invalid operation in a format without NaN.
+    TypeError
+        Booleans, complex numbers or text as operands; a format that is
+        neither a name nor a Format; a bad ``rng`` or ``flags``.
 """
 
 

@@ -92,6 +92,5 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     result = out.reshape(shape)[()] if scalar else out.reshape(shape)
     if not flags:
         return result, None
-    fl = fl.reshape(shape)
-    bits = {name: (fl & (1 << k)) != 0 for k, name in enumerate(FLAG_NAMES)}
+    bits = {name: (fl.reshape(shape) & (1 << k)) != 0 for k, name in enumerate(FLAG_NAMES)}
     return result, {k: (v[()] if scalar else v) for k, v in bits.items()}
