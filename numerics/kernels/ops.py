@@ -498,9 +498,13 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
         for j in range(stop - start):
             if fast and np.float64(oo[j]).view(np.int64) != _SENTINEL:
                 continue
+            x = _load(aa, j, table)
             y = _load(bb, j, table)
-            oo[j], flags = _element(op, _load(aa, j, table), -y if negate_b else y,
-                                    _load(cc, j, table), aa, bb, cc, start + j, j, table, P,
+            z = _load(cc, j, table)
+            snan = (x != x and _signalling(aa, j, table)) \
+                or (op <= 3 and y != y and _signalling(bb, j, table)) \
+                or (op == 3 and z != z and _signalling(cc, j, table))
+            oo[j], flags = _element(op, x, -y if negate_b else y, z, snan, start + j, P,
                                     narrow, maxval, mode, overflow, tiny_after, seed, ubits)
             ff[j] = np.uint8(flags)
 
@@ -588,20 +592,17 @@ def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxv
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _element(op: int, x: float, y: float, z: float, a: np.ndarray, b: np.ndarray,
-             c: np.ndarray, i: int, j: int, table: np.ndarray, P: np.ndarray, narrow: bool,
-             maxval: float, mode: int, overflow: int, tiny_after: bool, seed: Any,
-             ubits: int) -> tuple[float, int]:
-    """One element by the general steps: special operands, or the exact pair rounded by
-    :mod:`numerics.kernels.rounding`, with its flag bits (NaN where a format without NaN
-    has no result)."""
+def _element(op: int, x: float, y: float, z: float, snan: bool, i: int, P: np.ndarray,
+             narrow: bool, maxval: float, mode: int, overflow: int, tiny_after: bool,
+             seed: Any, ubits: int) -> tuple[float, int]:
+    """Element ``i`` by the general steps: special operands (``snan``: one of them is a
+    signalling NaN), or the exact pair rounded by :mod:`numerics.kernels.rounding`, with
+    its flag bits (NaN where a format without NaN has no result)."""
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)) \
             or (op == 2 and y == 0) or (op == 4 and x < 0):
         # NaN (one quiet NaN, whatever the operands'), +-inf or a signed zero
         r, flags = _special(op, x, y, z)
-        if (x != x and _signalling(a, j, table)) or (op <= 3 and y != y and
-                                                      _signalling(b, j, table)) \
-                or (op == 3 and z != z and _signalling(c, j, table)):
+        if snan:
             flags |= 8
         if r != r and P[rnd.NANKIND] == rnd.NAN_NONE:
             return _NAN, flags

@@ -9,7 +9,7 @@ complex numbers and strings are TypeErrors; ragged nestings and values outside
 the format are ValueErrors naming the argument (and the element's index).
 
 The kernel takes operands flat and of one dtype: float64, float32, or the
-uint8/uint16 codes of the format's own dtype (decoded by a table).  An operand
+codes of the format's own dtype as uint16 (decoded by a table).  An operand
 of the result's shape is raveled (copied only when not contiguous: strided,
 negative strides, big-endian); an operand with one element stays one element
 (the kernel broadcasts it); any other broadcast is materialized.
@@ -138,7 +138,9 @@ def operands(xs: list[Any], names: list[str], fmt: Format, check: Any
     for x, name in zip(xs, names):
         arr = _as_array(x, name)
         if native is not None and arr.dtype == native and native.itemsize <= 2:
-            arrays.append(arr.view(np.uint8 if native.itemsize == 1 else np.uint16))
+            # codes, all as uint16 (one compiled loop for 8- and 16-bit formats)
+            arrays.append(arr.view(np.uint8).astype(np.uint16) if native.itemsize == 1
+                          else arr.view(np.uint16))
             continue
         if arr.dtype not in (np.float64, np.float32):
             arr = _exact_float64(arr, name, fmt)
