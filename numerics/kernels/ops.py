@@ -88,6 +88,24 @@ def _load_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
     return lambda arr, j, table: table[arr[j]]
 
 
+def _values(arr, table):  # type: ignore[no-untyped-def]
+    """An operand chunk as values: float arrays as they are, codes decoded to float64
+    (so that the vectorized loop sees floats and compiles once for every code format)."""
+
+
+@overload(_values, jit_options=_JIT)
+def _values_impl(arr, table):  # type: ignore[no-untyped-def]
+    if isinstance(arr.dtype, types.Float):
+        return lambda arr, table: arr
+
+    def decode(arr, table):  # type: ignore[no-untyped-def]
+        out = np.empty(arr.size, np.float64)
+        for i in range(arr.size):
+            out[i] = table[arr[i]]
+        return out
+    return decode
+
+
 def _signalling(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
     """Whether element ``j`` (already known to be NaN) is a signalling NaN."""
 
@@ -491,7 +509,8 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
         ff = fl[start:stop]
         bad = stop - start
         if fast:
-            bad = _fast_chunk(op, negate_b, aa, bb, cc, table, cut, mode, lo_normal, maxval,
+            bad = _fast_chunk(op, negate_b, _values(aa, table), _values(bb, table),
+                              _values(cc, table), table, cut, mode, lo_normal, maxval,
                               residual, oo, ff)
         if bad == 0:
             continue
