@@ -4,7 +4,7 @@ This module is the slow, obviously-right definition of what every code means
 and of what every rounding and overflow rule does.  It works on one value at
 a time with Python integers and :class:`fractions.Fraction` only (no float
 arithmetic is used to round), and it shares nothing with the vectorized fast
-path in :mod:`numerics.fast`; the tests pin the two together.
+path in :mod:`numerics.kernels`; the tests pin the two together.
 
 Rounding, step by step (:func:`encode_exact`)
 ---------------------------------------------
@@ -291,6 +291,9 @@ def encode_exact(
     if rounding == "sr":
         if uniform is None:
             raise ValueError("Got uniform=None, but rounding='sr' needs a draw u in [0, 1)")
+        if isinstance(uniform, (bool, np.bool_)) or not isinstance(
+                uniform, (int, float, np.integer, np.floating, numbers.Rational)):
+            raise TypeError(f"Got uniform={uniform!r}, expected a real number in [0, 1)")
         if not 0 <= uniform < 1:
             raise ValueError(f"Got uniform={uniform!r}, but it must lie in [0, 1)")
         if sr_bits is not None and (

@@ -28,6 +28,10 @@ _NAMES: dict[str, object] = {
 }
 
 
+_BY_DTYPE: dict[np.dtype, str] = {np.dtype(scalar): name  # type: ignore[call-overload]
+                                  for name, scalar in _NAMES.items()}
+
+
 def dtype_of(fmt: Format | str) -> np.dtype | None:
     """The numpy dtype storing ``fmt`` natively (``None`` for tf32, P3109, custom formats).
 
@@ -56,8 +60,8 @@ def format_of_dtype(dtype: object) -> Format | None:
 
     Examples
     --------
-    >>> format_of_dtype(np.float16).name
-    'binary16'
+    >>> format_of_dtype(np.float16).name, format_of_dtype(np.dtype(">f4")).name
+    ('binary16', 'binary32')
     """
     from numerics.formats import get_format
 
@@ -65,7 +69,7 @@ def format_of_dtype(dtype: object) -> Format | None:
         dt = np.dtype(dtype)  # type: ignore[call-overload]
     except TypeError:
         return None
-    for name, scalar in _NAMES.items():
-        if np.dtype(scalar) == dt:  # type: ignore[call-overload]
-            return get_format(name)
-    return None
+    if dt.byteorder == ">" or (dt.byteorder == "<" and not np.little_endian):
+        dt = dt.newbyteorder("=")  # the same format in the other byte order
+    name = _BY_DTYPE.get(dt)
+    return None if name is None else get_format(name)

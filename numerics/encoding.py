@@ -1,129 +1,341 @@
-"""Public encode / decode / round_to: argument checking and input dispatch.
+"""Public encode / decode / round_to: argument checking, input intake, dispatch to kernels.
 
 Every input is taken at its exact value and rounded once:
 
-* float64, float32, float16 and ml_dtypes arrays are exact as float64;
-* integer arrays are split into an exact pair ``hi + lo`` (int64 beyond
-  ``2**53`` is not a float64);
-* Python ints of any size, :class:`fractions.Fraction` and
-  :class:`decimal.Decimal` scalars (and object arrays of them) go through the
-  exact reference in :mod:`numerics.codec`;
-* ``numpy.longdouble`` arrays are split into ``hi + lo`` float64 pairs;
-* torch CPU tensors are converted through numpy when torch is installed.
+* float16, float32, float64 and ml_dtypes arrays are exact as float32/float64;
+* int64/uint64 arrays are exact at any size (smaller integers are float64s);
+* x86 ``numpy.longdouble`` arrays are read from their 80-bit layout, exactly
+  (elsewhere a longdouble that is not a float64 pair ``hi + lo`` loses its lowest bits);
+* Python ints of any size, :class:`fractions.Fraction` and :class:`decimal.Decimal`
+  scalars (and object arrays of them) go through the exact reference in
+  :mod:`numerics.codec`; values far beyond binary64's range are decided from their
+  exponent without building huge integers;
+* torch CPU tensors are read through numpy when torch is installed.
+
+The loops live in :mod:`numerics.kernels.codec` (compiled on first use); large inputs
+run on all threads (:func:`numerics.set_num_threads`) with the same bits for every
+thread count.
+
+Stochastic rounding
+-------------------
+Element ``i`` (its flat index in C order) draws ``u = draw(seed, i, k)`` from the
+counter-based stream of :mod:`numerics.kernels.random`, with ``k = sr_bits`` or 64
+when ``sr_bits`` is None.  It rounds away from zero iff ``u < floor(frac * 2**k)``
+(``sr_bits`` given) or ``u < frac * 2**k`` (``sr_bits=None``), where ``frac`` is the
+exact distance from the value truncated toward zero, in quanta: the same code as
+``encode_exact(x, fmt, rounding="sr", uniform=Fraction(u, 2**k), sr_bits=sr_bits)``.
+An int ``rng`` is the seed; a numpy Generator contributes one 64-bit seed
+(``rng.integers(0, 2**64, dtype=np.uint64)``); ``None`` draws a fresh seed.  The same
+seed gives the same codes for every thread count, byte order and memory layout.
 """
 
 from __future__ import annotations
 
 import decimal
+import math
 import numbers
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-from numerics import fast
 from numerics.formats import Format, as_format
-from numerics.rounding import check_overflow, check_rounding, make_rng
+from numerics.rounding import OVERFLOWS, ROUNDINGS, check_overflow, check_rounding, sr_seed
 
-__all__ = ["decode", "encode", "round_to"]
+__all__ = [
+    "decode",
+    "decode_codes",
+    "decode_table",
+    "encode",
+    "encode_f64",
+    "encode_pair",
+    "round_to",
+]
 
-_ML_DTYPES = {
-    np.dtype(getattr(ml_dtypes, name))
-    for name in ("bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz",
-                 "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-                 "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
-}
-_ML_INT = {np.dtype(getattr(ml_dtypes, n))
-           for n in ("int1", "int2", "int4", "uint1", "uint2", "uint4")}
+#: From this many elements on, the kernels run on all threads.
+PARALLEL_MIN = 1 << 17
+#: numpy (and the kernels) handle at most this many dimensions.
+MAX_DIMS = 32
+
+_MODES = {name: i for i, name in enumerate(ROUNDINGS)}  # "sr" -> 6 == MODE_SR
+_SR_EXACT = 7  # numerics.kernels.rounding.MODE_SR_EXACT
+_NAN_POLICIES = ("raise", "zero")
+_FLOAT_KINDS = {np.dtype(np.float32), np.dtype(np.float64)}
+# Beyond these binary exponents every format overflows / underflows alike: a value is
+# replaced by a small stand-in with the same sign that rounds the same way.
+_HUGE_EXP, _TINY_EXP = 1100, -1200
+
+
+def _kernels() -> Any:
+    from numerics.kernels import codec
+
+    return codec
+
+
+def _rounding_kernels() -> Any:
+    from numerics.kernels import rounding
+
+    return rounding
+
+
+def _threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+@lru_cache(maxsize=256)
+def _params(fmt: Format) -> np.ndarray:
+    return _rounding_kernels().format_params(fmt)
 
 
 def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object) -> None:
-    check_rounding(rounding)
-    check_overflow(overflow)
+    if not isinstance(rounding, str) or rounding not in _MODES:
+        check_rounding(rounding)
+    if not isinstance(overflow, str) or overflow not in OVERFLOWS:
+        check_overflow(overflow)
     if sr_bits is not None:
         if isinstance(sr_bits, bool) or not isinstance(sr_bits, (int, np.integer)) \
-                or not 1 <= sr_bits <= 53:
-            raise ValueError(f"Got sr_bits={sr_bits!r}, but it must be None or an int in [1, 53]")
+                or not 1 <= sr_bits <= 64:
+            raise ValueError(f"Got sr_bits={sr_bits!r}, but it must be None or an int in [1, 64]")
         if rounding != "sr":
             raise ValueError(f"Got sr_bits={sr_bits!r} with rounding={rounding!r}; "
                              "sr_bits only applies to rounding='sr'")
-    if nan not in ("raise", "zero"):
+    if not isinstance(nan, str) or nan not in _NAN_POLICIES:
         raise ValueError(f"Got nan={nan!r}, but the only valid values are 'raise' and 'zero'")
 
 
+def _mode_bits(rounding: str, sr_bits: int | None) -> tuple[int, int]:
+    """The kernel mode code and the number of random bits per draw."""
+    if rounding != "sr":
+        return _MODES[rounding], 1
+    if sr_bits is None:
+        return _SR_EXACT, 64
+    return _MODES["sr"], int(sr_bits)
+
+
+# ---------------------------------------------------------------- input intake
 def _from_torch(x: Any) -> np.ndarray | None:
     """A numpy view of a torch CPU tensor (None when ``x`` is not a tensor)."""
     if type(x).__module__.split(".")[0] != "torch":
         return None
+    import ml_dtypes
     import torch  # only reachable when the caller already has torch
 
+    if not isinstance(x, torch.Tensor):
+        return None
     t = x.detach()
     if t.device.type != "cpu":
         raise TypeError(f"Got a torch tensor on {t.device}; move it to the CPU first")
+    if t.is_complex():
+        raise TypeError(f"Got a complex torch tensor ({t.dtype}); expected real numbers")
     special = {torch.bfloat16: ml_dtypes.bfloat16}
-    for tname, mname in (("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2"),
-                         ("float8_e4m3fnuz", "float8_e4m3fnuz"),
-                         ("float8_e5m2fnuz", "float8_e5m2fnuz")):
-        if hasattr(torch, tname):
-            special[getattr(torch, tname)] = getattr(ml_dtypes, mname)
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                 "float8_e8m0fnu"):
+        if hasattr(torch, name) and hasattr(ml_dtypes, name):
+            special[getattr(torch, name)] = getattr(ml_dtypes, name)
     if t.dtype in special:
         width = {1: torch.uint8, 2: torch.int16}[t.element_size()]
         return t.contiguous().view(width).numpy().view(special[t.dtype])
     return t.numpy()
 
 
-def _int_pair(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Exact ``hi + lo`` for a 64-bit integer array (smaller ones are exact as float64)."""
-    if a.dtype.itemsize < 8:
-        return a.astype(np.float64), None
-    high = (a >> 32).astype(np.float64) * 4294967296.0  # exact: 32 significant bits
-    low = (a & 0xFFFFFFFF).astype(np.float64)  # exact
-    hi = high + low  # TwoSum
-    bv = hi - high
-    lo = (high - (hi - bv)) + (low - bv)
-    return hi, lo
+def _as_array(x: Any, name: str) -> np.ndarray:
+    """``np.asarray(x)`` with clear errors for ragged, complex and over-deep input."""
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"Got {name}={x!r} of type {type(x).__name__}; expected numbers")
+    try:
+        arr = np.asarray(x)
+    except ValueError as err:
+        raise ValueError(f"Got {name} that is not a rectangular array (ragged nested "
+                         f"sequences?): {err}") from None
+    except TypeError as err:
+        raise TypeError(f"Got {name} of type {type(x).__name__} that is not array-like: "
+                        f"{err}") from None
+    if arr.ndim > MAX_DIMS:
+        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most {MAX_DIMS} are "
+                         "supported")
+    return arr
 
 
-def _encode_exact_objects(x: np.ndarray, fmt: Format, rounding: str, overflow: str,
-                          rng: Any, sr_bits: int | None, nan: str) -> np.ndarray:
+def _exact_scalar(value: Any, index: Any) -> Any:
+    """A value ``encode_exact`` takes quickly: NaN/inf floats, Fractions of moderate size
+    (huge and tiny ones replaced by same-signed stand-ins that round alike)."""
+    where = "x" if index is None else f"x[{index}]"
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"Got {where}={value!r}; expected a real number, not a bool")
+    if isinstance(value, decimal.Decimal):
+        if value.is_nan():
+            return -math.nan if value.is_signed() else math.nan
+        if value.is_infinite():
+            return -math.inf if value.is_signed() else math.inf
+        if value.is_zero():
+            return -0.0 if value.is_signed() else 0.0
+        adjusted = value.adjusted()  # floor(log10 |value|)
+        if adjusted > 340:
+            return _stand_in(value.is_signed(), _HUGE_EXP)
+        if adjusted < -360:
+            return _stand_in(value.is_signed(), _TINY_EXP)
+        return Fraction(value)
+    if isinstance(value, (float, np.floating)):
+        if isinstance(value, np.floating) and value.dtype.itemsize > 8 \
+                and np.finfo(value.dtype).nmant > 52:
+            return Fraction(*value.as_integer_ratio()) if np.isfinite(value) else float(value)
+        return float(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"Got {where}={value!r}; expected a real number, not a complex one")
+    if isinstance(value, (int, np.integer)):
+        value = int(value)
+        if value.bit_length() > _HUGE_EXP:
+            return _stand_in(value < 0, _HUGE_EXP)
+        return value
+    if isinstance(value, numbers.Rational):
+        num, den = int(value.numerator), int(value.denominator)
+        e = num.bit_length() - den.bit_length()
+        if e > _HUGE_EXP:
+            return _stand_in(num < 0, _HUGE_EXP)
+        if e < _TINY_EXP:
+            return _stand_in(num < 0, _TINY_EXP)
+        return Fraction(num, den)
+    raise TypeError(f"Got {where}={value!r} of type {type(value).__name__}; expected a real "
+                    "number")
+
+
+def _stand_in(negative: bool, exp: int) -> Fraction:
+    v = Fraction(2) ** exp
+    return -v if negative else v
+
+
+def _draws(seed: int, n: int, bits: int) -> np.ndarray:
+    return _kernels().draws(np.uint64(seed), n, bits)
+
+
+def _encode_objects(x: np.ndarray, fmt: Format, rounding: str, overflow: str, rng: Any,
+                    sr_bits: int | None, nan: str) -> np.ndarray:
+    """The exact reference, element by element (Python ints, Fractions, Decimals)."""
     from numerics import codec
 
-    gen = make_rng(rng) if rounding == "sr" else None
-    out = np.empty(x.shape, fmt.code_dtype)
-    for index, value in np.ndenumerate(x):
-        if isinstance(value, bool) or not isinstance(value, (numbers.Rational, float,
-                                                             decimal.Decimal, np.floating)):
-            raise TypeError(f"Got x[{index}]={value!r} of type {type(value).__name__}; "
-                            "expected a real number")
-        if isinstance(value, decimal.Decimal):
-            if not value.is_finite():
-                value = float(value)
-            else:
-                value = Fraction(value)
-        elif isinstance(value, np.floating):
-            value = float(value)
-        uniform = None
-        if gen is not None:
-            uniform = (float(gen.integers(0, 1 << sr_bits)) * 2.0**-sr_bits if sr_bits
-                       else float(gen.random()))
+    flat = x.reshape(-1)
+    out = np.empty(flat.size, fmt.code_dtype)
+    uniforms = None
+    if rounding == "sr":
+        bits = 64 if sr_bits is None else sr_bits
+        uniforms = _draws(sr_seed(rng), flat.size, bits)
+    for i, value in enumerate(flat):
+        index = None if x.ndim == 0 else np.unravel_index(i, x.shape)
+        index = index if index is None or len(index) > 1 else index[0]
+        exact = _exact_scalar(value, index)
+        uniform = None if uniforms is None else Fraction(int(uniforms[i]), 2**bits)
         try:
-            out[index] = codec.encode_exact(value, fmt, rounding=rounding, overflow=overflow,
-                                            uniform=uniform, sr_bits=sr_bits, nan=nan)
+            out[i] = codec.encode_exact(exact, fmt, rounding=rounding, overflow=overflow,
+                                        uniform=uniform, sr_bits=sr_bits, nan=nan)
         except ValueError as err:
-            raise ValueError(f"x[{index}]: {err}") from None
+            where = "x" if index is None else f"x[{index}]"
+            raise ValueError(f"{where}: {err}") from None
+    return out.reshape(x.shape)
+
+
+def _nan_error(flat: np.ndarray, fmt: Format) -> ValueError:
+    with np.errstate(invalid="ignore"):
+        index = int(np.flatnonzero(np.isnan(flat))[0])
+    return ValueError(f"Got a NaN at flat index {index}, but {fmt.name} has no NaN "
+                      "(pass nan='zero' to map NaN to +0)")
+
+
+def _run_encode(kind: str, args: tuple[Any, ...], n: int) -> int:
+    k = _kernels()
+    if n >= PARALLEL_MIN and _threads() > 1:
+        return int(getattr(k, f"encode_{kind}_parallel")(*args))
+    return int(getattr(k, f"encode_{kind}_serial")(*args))
+
+
+def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rng: Any,
+                  sr_bits: int | None, nan: str, out: np.ndarray | None) -> np.ndarray:
+    """Codes of a numeric ndarray (any layout and byte order), shaped like it."""
+    dt = arr.dtype
+    if dt.kind in "iu" and dt.itemsize == 8:
+        work = np.ascontiguousarray(arr, dt.newbyteorder("=")).reshape(-1)
+        kind = "ints"
+    elif dt.kind == "f" and dt.itemsize > 8:
+        work, kind = _longdouble_input(arr)
+    elif dt.kind in "iu" or (dt.kind == "f" and dt.itemsize < 4):
+        work = np.ascontiguousarray(arr, np.float32 if dt.itemsize <= 2 else np.float64)
+        work = work.reshape(-1)
+        kind = "float"
+    elif dt.kind == "f":
+        work = np.ascontiguousarray(arr, dt.newbyteorder("=")).reshape(-1)
+        kind = "float"
+    else:  # an ml_dtypes float type: exact in float32
+        work = arr.astype(np.float32).reshape(-1)
+        kind = "float"
+    n = {"x87": work.size // 2, "stacked": work.size // 2}.get(kind, work.size)
+    target = _output(out, arr.shape, fmt)
+    flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(n, fmt.code_dtype)
+    P = _params(fmt)
+    mode, bits = _mode_bits(rounding, sr_bits)
+    seed = np.uint64(sr_seed(rng)) if rounding == "sr" else np.uint64(0)
+    ov = 1 if overflow == "saturate" else 0
+    if kind == "float":
+        k = _kernels()
+        if not k.fits_bits_kernel(P, work.dtype.itemsize == 8):
+            if work.dtype.itemsize == 4 and k.fits_bits_kernel(P, True):
+                with np.errstate(invalid="ignore"):  # signalling NaNs quieten
+                    work = work.astype(np.float64)
+            else:
+                kind = "generic"
+        nans = _run_encode("bits" if kind == "float" else "float",
+                           (work, flat_out, P, mode, ov, seed, bits), n)
+        if kind == "generic":
+            nans = 1 if nans >= 0 else 0
+    else:
+        first = _run_encode(kind, (work, flat_out, P, mode, ov, seed, bits), n)
+        nans = 1 if first >= 0 else 0
+    if nans and nan == "raise" and not fmt.has_nan:
+        raise _nan_error(work if kind != "x87" else np.asarray(arr, np.float64).reshape(-1),
+                         fmt)
+    if flat_out.base is not target and flat_out is not target and not (
+            target.flags.c_contiguous):
+        target[...] = flat_out.reshape(arr.shape)
+    return target
+
+
+def _longdouble_input(arr: np.ndarray) -> tuple[np.ndarray, str]:
+    info = np.finfo(arr.dtype)
+    native = np.ascontiguousarray(arr, arr.dtype.newbyteorder("=")).reshape(-1)
+    if info.nmant == 63 and arr.dtype.itemsize in (12, 16) and np.little_endian:
+        if arr.dtype.itemsize == 16:
+            return native.view(np.uint64), "x87"
+    hi = native.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo = np.where(np.isfinite(hi), (native - hi).astype(np.float64), 0.0)
+    return np.stack([hi, lo]), "stacked"
+
+
+def _output(out: Any, shape: tuple[int, ...], fmt: Format) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, fmt.code_dtype)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"Got out of type {type(out).__name__}; expected a numpy array")
+    if out.dtype != fmt.code_dtype or out.shape != shape:
+        raise ValueError(f"Got out with dtype {out.dtype} and shape {out.shape}; expected "
+                         f"dtype {fmt.code_dtype} and shape {shape}")
+    if not out.flags.writeable:
+        raise ValueError("Got a read-only out array")
     return out
 
 
+# ---------------------------------------------------------------- encode
 def encode(
     x: Any,
-    fmt: Format | str,
+    fmt: Any,
     *,
     rounding: str = "rne",
     overflow: str = "ieee",
     rng: int | np.random.Generator | None = None,
     sr_bits: int | None = None,
     nan: str = "raise",
+    out: np.ndarray | None = None,
 ) -> Any:
     """Round ``x`` once into ``fmt`` and return the codes.
 
@@ -132,35 +344,39 @@ def encode(
     x : array_like, float, int, Fraction or Decimal
         Values, taken exactly (a Python int of any size, a Fraction, a float64,
         an integer array beyond ``2**53``: never through another rounding).
-    fmt : Format or str
-        Target format or its name.
+    fmt : Format, str, numpy/ml_dtypes dtype or torch dtype
+        Target format (see :func:`numerics.as_format`).
     rounding : {"rne", "rna", "rtz", "ru", "rd", "rto", "sr"}
         Rounding mode; see :mod:`numerics.rounding`.
     overflow : {"ieee", "saturate"}
         Overflow rule; see :mod:`numerics.rounding`.
     rng : int, numpy.random.Generator or None
-        Seed or generator for ``rounding="sr"``.
+        Seed (a non-negative int) or generator for ``rounding="sr"``; see the module
+        docstring for the random stream.
     sr_bits : int, optional
-        Model hardware that draws only ``sr_bits`` random bits for stochastic
-        rounding: the rounding probability is the distance to the truncated
-        value truncated to ``sr_bits`` bits.
+        Model hardware that draws only ``sr_bits`` (1 to 64) random bits per
+        stochastic rounding: the rounding probability is the distance to the truncated
+        value truncated to ``sr_bits`` bits.  None: 64-bit draws compared with the
+        exact distance.
     nan : {"raise", "zero"}
         NaN input into a format without NaN: a ValueError naming the first
         offending index, or +0.
+    out : numpy.ndarray, optional
+        Array of ``fmt.code_dtype`` shaped like ``x`` to write the codes into.
 
     Returns
     -------
     numpy.ndarray or numpy scalar
-        Unsigned integer codes (``fmt.code_dtype``), shaped like ``x``.
+        Unsigned integer codes (``fmt.code_dtype``), shaped like ``x`` (``out``
+        itself when given).
 
     Notes
     -----
     NaN becomes the format's canonical quiet NaN with the sign kept where the
-    format has signed NaNs; payloads survive only when ``x`` already is an
-    array of the target format.  A format without negative zero encodes
-    ``-0`` and negative underflow as ``+0``.  e8m0fnu has no zero and no sign:
-    zero and negative inputs give NaN and positive values below ``2**-127``
-    give ``2**-127`` in every rounding mode.
+    format has signed NaNs (no payload survives).  A format without negative
+    zero encodes ``-0`` and negative underflow as ``+0``.  e8m0fnu has no zero and
+    no sign: zero and negative inputs give NaN and positive values below
+    ``2**-127`` give ``2**-127`` in every rounding mode.
 
     Examples
     --------
@@ -172,120 +388,282 @@ def encode(
     '0x3f81'
     >>> int(encode(2**64 + 1, "binary64", rounding="ru")) == int(encode(2.0**64, "binary64")) + 1
     True
+    >>> encode([0.1, 0.1], "e4m3fn", rounding="sr", rng=7, sr_bits=8).tolist()
+    [29, 28]
     """
     fmt = as_format(fmt)
+    if type(x) is float and out is None and rounding != "sr" and type(rounding) is str \
+            and type(overflow) is str and sr_bits is None:
+        code = _encode_float_scalar(x, fmt, rounding, overflow, nan)
+        if code is not None:
+            return code
     _check_options(rounding, overflow, sr_bits, nan)
-    options = {"rounding": rounding, "overflow": overflow, "sr_bits": sr_bits, "nan": nan}
 
     tensor = _from_torch(x)
     if tensor is not None:
         x = tensor
-    scalar = not isinstance(x, np.ndarray) and np.ndim(x) == 0
-    if isinstance(x, (str, bytes)) or (isinstance(x, bool)):
+    if isinstance(x, (str, bytes, bool, np.bool_)):
         raise TypeError(f"Got x={x!r} of type {type(x).__name__}; expected numbers")
-    if isinstance(x, (int, Fraction, decimal.Decimal)) and not isinstance(x, bool):
+    if isinstance(x, (int, Fraction, decimal.Decimal, numbers.Rational)) \
+            and not isinstance(x, (np.integer, float)):
         if isinstance(x, int) and abs(x) <= 2**53:
             x = float(x)
         else:
-            codes = _encode_exact_objects(np.array([x], dtype=object), fmt, rounding,
-                                          overflow, rng, sr_bits, nan)
-            return codes[0]
-    try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"Got x of type {type(x).__name__} that is not array-like: {err}") from None
+            codes = _encode_objects(np.array(x, dtype=object), fmt, rounding, overflow, rng,
+                                    sr_bits, nan)
+            if out is not None:
+                _output(out, (), fmt)[...] = codes
+                return out
+            return codes[()]
+    arr = _as_array(x, "x")
+    scalar = not isinstance(x, np.ndarray) and arr.ndim == 0 and out is None
     kind = arr.dtype.kind
-    if kind == "b" or arr.dtype in _ML_INT:
+    if kind == "c":
+        raise TypeError(f"Got x with dtype {arr.dtype}; expected real numbers, not complex")
+    if kind == "b" or (kind == "V" and not _is_ml_float(arr.dtype)):
         raise TypeError(f"Got x with dtype {arr.dtype}; expected real numbers, not booleans "
                         "or packed integers")
-    if kind in "USVMmc" and arr.dtype not in _ML_DTYPES:
+    if kind in "USMm":
         raise TypeError(f"Got x with dtype {arr.dtype}; expected real numbers")
     if kind == "O":
-        return _finish(_encode_exact_objects(arr, fmt, rounding, overflow, rng, sr_bits, nan),
-                       scalar)
-
-    gen = make_rng(rng) if rounding == "sr" else None
-    same = _native_dtype(fmt)
-    if same is not None and arr.dtype == same and rounding != "sr" and overflow == "ieee":
-        return _finish(arr.view(fmt.code_dtype).copy(), scalar)
-    if arr.dtype == np.float32:
-        f32_codes = fast.encode_f32(arr, fmt, rounding=rounding, overflow=overflow, nan=nan,
-                                    rng=gen, sr_bits=sr_bits)
-        if f32_codes is not None:
-            return _finish(f32_codes, scalar)
-    if kind in "iu":
-        hi, lo = _int_pair(arr)
-        return _finish(fast.encode_pair(hi, lo, fmt, rng=gen, **options), scalar)  # type: ignore[arg-type]
-    if arr.dtype == np.longdouble and np.finfo(np.longdouble).nmant > 52:
-        hi = arr.astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            lo = np.where(np.isfinite(hi), (arr - hi).astype(np.float64), 0.0)
-        return _finish(fast.encode_pair(hi, lo, fmt, rng=gen, **options), scalar)  # type: ignore[arg-type]
-    if kind == "f" or arr.dtype in _ML_DTYPES:
-        x64 = np.asarray(arr, dtype=np.float64)
-        if gen is not None:
-            return _finish(fast.encode_pair(x64, None, fmt, rng=gen, **options), scalar)  # type: ignore[arg-type]
-        return _finish(fast.encode_f64(x64, fmt, **options), scalar)
-    raise TypeError(f"Got x with dtype {arr.dtype}; expected real numbers")
-
-
-def _native_dtype(fmt: Format) -> np.dtype | None:
-    """numpy/ml_dtypes dtype whose bits are exactly this format's codes."""
-    from numerics.dtypes import dtype_of
-
-    return dtype_of(fmt)
-
-
-def _finish(codes: np.ndarray, scalar: bool) -> Any:
+        codes = _encode_objects(arr, fmt, rounding, overflow, rng, sr_bits, nan)
+        if out is not None:
+            _output(out, arr.shape, fmt)[...] = codes
+            return out
+        return codes[()] if scalar else codes
+    if kind not in "iuf" and not _is_ml_float(arr.dtype):
+        raise TypeError(f"Got x with dtype {arr.dtype}; expected real numbers")
+    codes = _encode_array(arr, fmt, rounding, overflow, rng, sr_bits, nan, out)
     return codes[()] if scalar else codes
 
 
-def decode(codes: Any, fmt: Format | str) -> Any:
-    """Exact float64 values of ``codes`` in ``fmt``.
+def _is_ml_float(dt: np.dtype) -> bool:
+    """Whether ``dt`` is an ml_dtypes floating type (bfloat16, float8_*, ...)."""
+    if dt.kind != "V" or dt.names is not None or dt.itemsize > 2:
+        return False
+    name = dt.name
+    return name.startswith(("bfloat16", "float8", "float6", "float4"))
+
+
+@lru_cache(maxsize=1)
+def _scalar_fn() -> Any:
+    return _kernels().encode_scalar
+
+
+def _encode_float_scalar(x: float, fmt: Format, rounding: str, overflow: str,
+                         nan: str) -> Any:
+    """The code of one Python float (deterministic modes), or None to take the long way."""
+    mode = _MODES.get(rounding)
+    if mode is None or mode >= 6 or overflow not in OVERFLOWS or nan not in _NAN_POLICIES:
+        return None
+    if x != x and nan == "raise" and not fmt.has_nan:
+        return None
+    code = _scalar_fn()(x, _params(fmt), mode, 1 if overflow == "saturate" else 0)
+    return fmt.code_dtype.type(code)
+
+
+# ---------------------------------------------------------------- exact pairs (internal API)
+def encode_pair(
+    hi: Any,
+    lo: Any,
+    fmt: Format,
+    *,
+    rounding: str = "rne",
+    overflow: str = "ieee",
+    rng: int | np.random.Generator | None = None,
+    sr_bits: int | None = None,
+    uniform: np.ndarray | None = None,
+    nan: str = "raise",
+) -> np.ndarray:
+    """Encode the exact values ``hi + lo`` (float64 pairs) into ``fmt`` with one rounding.
+
+    The building block of :mod:`numerics.ops`, :mod:`numerics.accum` and
+    :mod:`numerics.quant` (arguments are trusted: no validation).
 
     Parameters
     ----------
-    codes : array_like of int
-        Codes in ``[0, 2**fmt.bits)``, any integer dtype, or Python ints.
-    fmt : Format or str
-        The format of the codes.
+    hi : array_like of float64
+        A nearest float64 of ``hi + lo`` (TwoSum, TwoProd and exact splits give one).
+    lo : array_like of float64, float or None
+        The exact residual (``None`` or 0 when ``hi`` is exact).
+    fmt : Format
+        Target format.
+    rounding, overflow : str
+        See :mod:`numerics.rounding`.
+    rng : int, numpy.random.Generator or None
+        Seed of the stochastic-rounding stream (see the module docstring).
+    sr_bits : int, optional
+        Random bits per stochastic rounding (None: 64, compared exactly).
+    uniform : ndarray of float64, optional
+        Instead of ``rng``: the draws in ``[0, 1)`` (multiples of ``2**-sr_bits`` when
+        ``sr_bits`` is given), compared as in :func:`numerics.codec.encode_exact`.
+    nan : {"raise", "zero"}
+        What a NaN becomes in a format without NaN.
 
     Returns
     -------
-    numpy.ndarray of float64 (a numpy float64 scalar for a scalar input)
-        NaN, +-inf and -0 preserved; for binary64 the values themselves.
+    ndarray
+        Codes in ``fmt.code_dtype``, shaped like the broadcast of ``hi`` and ``lo``.
 
     Examples
     --------
-    >>> float(decode(0x7B, "e5m2"))   # 1.75 * 2**(30 - 15)
-    57344.0
-    >>> float(decode(0x01, "e4m3fn"))  # 2**-6 * 1/8: smallest subnormal
-    0.001953125
-    >>> decode([0x7F, 0x80], "e4m3fnuz").tolist()  # 0x80 is the only NaN
-    [240.0, nan]
+    >>> hex(int(encode_pair(1.0, 2.0**-60, as_format("binary32"), rounding="ru")))
+    '0x3f800001'
     """
-    fmt = as_format(fmt)
-    scalar = not isinstance(codes, np.ndarray) and np.ndim(codes) == 0
+    hi = np.asarray(hi, np.float64)
+    lo_arr = np.zeros((), np.float64) if lo is None else np.asarray(lo, np.float64)
+    hi, lo_arr = np.broadcast_arrays(hi, lo_arr)
+    shape = hi.shape
+    flat_hi = np.ascontiguousarray(hi).reshape(-1)
+    flat_lo = np.ascontiguousarray(lo_arr).reshape(-1)
+    n = flat_hi.size
+    out = np.empty(n, fmt.code_dtype)
+    P = _params(fmt)
+    mode, bits = _mode_bits(rounding, sr_bits)
+    ov = 1 if overflow == "saturate" else 0
+    draws = np.zeros(0, np.uint64)
+    seed = np.uint64(0)
+    slow = None
+    if rounding == "sr":
+        if uniform is not None:
+            draws, slow = _uniform_draws(np.broadcast_to(np.asarray(uniform, np.float64),
+                                                         shape).reshape(-1), bits)
+        else:
+            seed = np.uint64(sr_seed(rng))
+    k = _kernels()
+    if n >= PARALLEL_MIN and _threads() > 1:
+        first = k.encode_pairs_parallel(flat_hi, flat_lo, out, P, mode, ov, seed, bits, draws)
+    else:
+        first = k.encode_pairs_serial(flat_hi, flat_lo, out, P, mode, ov, seed, bits, draws)
+    if first >= 0 and nan == "raise":
+        raise _nan_error(flat_hi, fmt)
+    if slow is not None and slow.size:
+        from numerics import codec
+
+        uni = np.broadcast_to(np.asarray(uniform, np.float64), shape).reshape(-1)
+        for i in slow:
+            value = Fraction(float(flat_hi[i])) + Fraction(float(flat_lo[i]))
+            out[i] = codec.encode_exact(value, fmt, rounding="sr", overflow=overflow,
+                                        uniform=float(uni[i]), sr_bits=sr_bits, nan="zero")
+    return out.reshape(shape)
+
+
+def _uniform_draws(uniform: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer draws ``u * 2**bits`` and the indices where that is not an integer
+    (those go through the exact reference)."""
+    scaled = np.ldexp(uniform, bits)
+    whole = (scaled == np.floor(scaled)) & (scaled < 2.0**bits) & (scaled >= 0)
+    draws = np.where(whole, scaled, 0.0)
+    if bits == 64:
+        big = draws >= 2.0**63
+        ints = np.where(big, draws - 2.0**63, draws).astype(np.uint64)
+        ints[big] += np.uint64(1 << 63)
+    else:
+        ints = draws.astype(np.uint64)
+    return ints, np.flatnonzero(~whole)
+
+
+def encode_f64(x: Any, fmt: Format, **options: Any) -> np.ndarray:
+    """Encode float64 values (each exact); the options of :func:`encode_pair`."""
+    return encode_pair(x, None, fmt, **options)
+
+
+# ---------------------------------------------------------------- decode
+def _value_dtype(dtype: Any, out: Any, fmt: Format) -> np.dtype:
+    if dtype is None:
+        dtype = out.dtype if isinstance(out, np.ndarray) else np.float64
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"Got dtype={dtype!r}; expected numpy.float32 or numpy.float64") \
+            from None
+    if dt == np.float64:
+        return dt
+    if dt != np.float32:
+        raise ValueError(f"Got dtype={dtype!r}, but the only valid values are float32 and "
+                         "float64")
+    if not _fits_float32(fmt):
+        raise ValueError(f"Got dtype=float32 for format {fmt.name}, whose values are not all "
+                         "float32 values (it needs float64)")
+    return dt
+
+
+def _fits_float32(fmt: Format) -> bool:
+    """Whether every value of ``fmt`` is a float32 value."""
+    return fmt.precision <= 24 and fmt.emax <= 127 and fmt.emin - fmt.trailing_bits >= -149 \
+        and fmt.emin >= -126 - (23 - fmt.trailing_bits)
+
+
+@lru_cache(maxsize=128)
+def _table(fmt: Format, dt: np.dtype) -> np.ndarray:
+    table = np.empty(fmt.num_codes, dt)
+    _kernels().decode_table(_params(fmt), table)
+    table.setflags(write=False)
+    return table
+
+
+def decode_table(fmt: Format) -> np.ndarray:
+    """The float64 value of every code of a format of at most 16 bits (read-only, cached).
+
+    Examples
+    --------
+    >>> decode_table(as_format("e2m1fn"))[:8].tolist()
+    [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    """
+    return _table(fmt, np.dtype(np.float64))
+
+
+def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """Values of validated integer ``codes`` (no checks): float64 unless ``dtype``.
+
+    Examples
+    --------
+    >>> decode_codes(np.array([0x7E, 0xFE], np.uint8), as_format("e4m3fn")).tolist()
+    [448.0, -448.0]
+    """
+    dt = np.dtype(dtype)
+    arr = np.asarray(codes)
+    if arr.dtype.byteorder not in "=|" or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr, arr.dtype.newbyteorder("="))
+    flat = arr.reshape(-1)
+    target = np.empty(arr.shape, dt) if out is None else out
+    flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(flat.size, dt)
+    k = _kernels()
+    parallel = flat.size >= PARALLEL_MIN and _threads() > 1
+    if fmt.bits <= 16:
+        table = _table(fmt, dt)
+        if flat.dtype.kind == "i" or flat.dtype.itemsize > 2:
+            flat = flat.astype(np.uint16 if fmt.bits > 8 else np.uint8)
+        (k.lookup_parallel if parallel else k.lookup_serial)(flat, table, flat_out)
+    else:
+        if flat.dtype != np.uint64:
+            flat = flat.astype(np.uint64)
+        (k.decode_parallel if parallel else k.decode_serial)(flat, flat_out, _params(fmt))
+    if not target.flags.c_contiguous:
+        target[...] = flat_out.reshape(target.shape)
+    return target
+
+
+def _check_codes(codes: Any, fmt: Format) -> tuple[np.ndarray, bool]:
     if isinstance(codes, (bool, np.bool_)):
         raise TypeError(f"Got codes={codes!r}; expected integer codes")
-    try:
-        arr = np.asarray(codes)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"Got codes of type {type(codes).__name__}: {err}") from None
+    tensor = _from_torch(codes)
+    arr = _as_array(codes if tensor is None else tensor, "codes")
+    scalar = not isinstance(codes, np.ndarray) and tensor is None and arr.ndim == 0
     if arr.dtype.kind == "O":
-        try:
-            ints = [int(c) if isinstance(c, (int, np.integer)) and not isinstance(c, bool)
-                    else None for c in arr.reshape(-1)]
-        except (TypeError, ValueError):
-            ints = [None]
-        if any(c is None for c in ints) and arr.size:
-            raise TypeError("Got codes containing non-integers; expected integer codes")
-        bad = [i for i, c in enumerate(ints) if c is not None and not 0 <= c < fmt.num_codes]
+        flat = arr.reshape(-1)
+        ints = []
+        for c in flat:
+            if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+                raise TypeError(f"Got codes containing {c!r}; expected integer codes")
+            ints.append(int(c))
+        bad = [i for i, c in enumerate(ints) if not 0 <= c < fmt.num_codes]
         if bad:
             raise ValueError(f"Got codes[{bad[0]}]={ints[bad[0]]}, outside [0, {fmt.num_codes}) "
                              f"for the {fmt.bits}-bit format {fmt.name}")
-        arr = np.array(ints, dtype=np.uint64).reshape(arr.shape)
-    elif arr.dtype.kind not in "iu":
+        return np.array(ints, dtype=np.uint64).reshape(arr.shape), scalar
+    if arr.dtype.kind not in "iu":
         raise TypeError(f"Got codes with dtype {arr.dtype}; expected integer codes "
                         "(use numpy .view() to reinterpret float bits)")
     if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
@@ -298,12 +676,74 @@ def decode(codes: Any, fmt: Format | str) -> Any:
             raise ValueError(f"Got code {int(arr.reshape(-1)[first]):#x} at flat index {first}, "
                              f"outside [0, {fmt.num_codes:#x}) for the {fmt.bits}-bit format "
                              f"{fmt.name}")
-    values = fast.decode_codes(arr, fmt)
+    return arr, scalar
+
+
+@lru_cache(maxsize=1)
+def _decode_scalar_fn() -> Any:
+    return _kernels().decode_scalar
+
+
+def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = None) -> Any:
+    """Exact values of ``codes`` in ``fmt``.
+
+    Parameters
+    ----------
+    codes : array_like of int
+        Codes in ``[0, 2**fmt.bits)``, any integer dtype, or Python ints.
+    fmt : Format, str, numpy/ml_dtypes dtype or torch dtype
+        The format of the codes.
+    dtype : {None, numpy.float64, numpy.float32}
+        The value type; float32 only for formats whose values all are float32 values
+        (every format of at most 24 significant bits whose exponent range lies inside
+        binary32's): a ValueError naming the format otherwise.  None: float64, or
+        ``out``'s dtype.
+    out : numpy.ndarray, optional
+        A float32/float64 array shaped like ``codes`` to write the values into.
+
+    Returns
+    -------
+    numpy.ndarray (a numpy scalar for a scalar input)
+        NaN, +-inf and -0 preserved.  A NaN code gives a quiet NaN (IEEE 754
+        section 7.2: a signalling NaN is delivered quiet): formats with IEEE NaNs
+        keep its sign and payload (the trailing field, at the top of the float's,
+        with the quiet bit set, as hardware widening does); the NaNs of other
+        formats give the default NaN.
+
+    Examples
+    --------
+    >>> float(decode(0x7B, "e5m2"))   # 1.75 * 2**(30 - 15)
+    57344.0
+    >>> float(decode(0x01, "e4m3fn"))  # 2**-6 * 1/8: smallest subnormal
+    0.001953125
+    >>> decode([0x7F, 0x80], "e4m3fnuz").tolist()  # 0x80 is the only NaN
+    [240.0, nan]
+    >>> decode([0x3F80], "bf16", dtype=np.float32).dtype
+    dtype('float32')
+    """
+    fmt = as_format(fmt)
+    if type(codes) is int and dtype is None and out is None and 0 <= codes < fmt.num_codes:
+        return np.float64(_decode_scalar_fn()(codes, _params(fmt)))
+    dt = _value_dtype(dtype, out, fmt)
+    arr, scalar = _check_codes(codes, fmt)
+    if out is not None:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"Got out of type {type(out).__name__}; expected a numpy array")
+        if out.shape != arr.shape or out.dtype != dt or not out.flags.writeable:
+            raise ValueError(f"Got out with dtype {out.dtype} and shape {out.shape}; expected "
+                             f"a writeable {dt} array of shape {arr.shape}")
+        return decode_codes(arr, fmt, dt, out)
+    values = decode_codes(arr, fmt, dt)
     return values[()] if scalar else values
 
 
-def round_to(x: Any, fmt: Format | str, **options: Any) -> Any:
-    """``decode(encode(x, fmt, **options), fmt)``: the value ``x`` is stored as.
+# ---------------------------------------------------------------- round_to
+def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
+    """``decode(encode(x, fmt, **options), fmt, dtype=dtype)``: the value ``x`` is stored as.
+
+    A torch tensor comes back as a torch tensor in the smallest float dtype that holds
+    every value of ``fmt`` exactly (float16, then bfloat16, float32, float64) unless
+    ``dtype`` names one.
 
     Examples
     --------
@@ -313,4 +753,46 @@ def round_to(x: Any, fmt: Format | str, **options: Any) -> Any:
     0.099609375
     """
     fmt = as_format(fmt)
-    return decode(encode(x, fmt, **options), fmt)
+    if type(x) is float and dtype is None and not options:
+        code = _encode_float_scalar(x, fmt, "rne", "ieee", "raise")
+        if code is not None:
+            return np.float64(_decode_scalar_fn()(int(code), _params(fmt)))
+    if type(x).__module__.split(".")[0] == "torch":
+        return _round_torch(x, fmt, dtype, options)
+    return decode(encode(x, fmt, **options), fmt, dtype=dtype)
+
+
+def _round_torch(x: Any, fmt: Format, dtype: Any, options: dict[str, Any]) -> Any:
+    import torch
+
+    codes = encode(x, fmt, **options)
+    if dtype is None:
+        dtype = _torch_dtype_for(fmt)
+    elif not isinstance(dtype, torch.dtype):
+        raise TypeError(f"Got dtype={dtype!r}; a torch tensor takes a torch float dtype")
+    values = decode(codes, fmt, dtype=np.float32 if _fits_float32(fmt) else np.float64)
+    result = torch.from_numpy(np.ascontiguousarray(values))
+    check = result.to(dtype)
+    if not torch.equal(check.to(result.dtype).isnan(), result.isnan()) or not torch.equal(
+            torch.nan_to_num(check.to(result.dtype)), torch.nan_to_num(result)):
+        raise ValueError(f"Got dtype={dtype!r}, which does not hold every value of {fmt.name}")
+    return check
+
+
+def _torch_dtype_for(fmt: Format) -> Any:
+    import torch
+
+    for candidate, name in ((torch.float16, "binary16"), (torch.bfloat16, "bfloat16"),
+                            (torch.float32, "binary32")):
+        if _holds(as_format(name), fmt):
+            return candidate
+    return torch.float64
+
+
+def _holds(big: Format, small: Format) -> bool:
+    """Whether every value of ``small`` is a value of ``big`` (both with subnormals)."""
+    return small.trailing_bits <= big.trailing_bits and small.emax <= big.emax and (
+        small.emin - small.trailing_bits >= big.emin - big.trailing_bits) and (
+        small.emin >= big.emin or small.trailing_bits + (big.emin - small.emin)
+        <= big.trailing_bits) and (big.has_infinity or not small.has_infinity) and (
+        big.has_nan or not small.has_nan)

@@ -383,10 +383,50 @@ def get_format(name: str) -> Format:
         ) from None
 
 
-def as_format(fmt: Format | str) -> Format:
-    """Accept a :class:`Format` or a name; raise TypeError/ValueError otherwise."""
+def as_format(fmt: Any) -> Format:
+    """The :class:`Format` a format argument names.
+
+    Accepts a :class:`Format`, a name or alias, a numpy / ml_dtypes dtype (or scalar
+    type) of a registered format, including big-endian ones, and a torch dtype.
+
+    Raises
+    ------
+    TypeError
+        For anything else (the message names the value).
+    ValueError
+        For an unknown name.
+
+    Examples
+    --------
+    >>> as_format("bf16").name, as_format(np.float16).name, as_format(np.dtype(">f4")).name
+    ('bfloat16', 'binary16', 'binary32')
+    """
     if isinstance(fmt, Format):
         return fmt
     if isinstance(fmt, str):
         return get_format(fmt)
-    raise TypeError(f"Got fmt={fmt!r}, expected a numerics.Format or a format name")
+    found = _format_of_dtype_like(fmt)
+    if found is not None:
+        return found
+    raise TypeError(f"Got fmt={fmt!r}, expected a numerics.Format, a format name, or the "
+                    "numpy, ml_dtypes or torch dtype of a registered format")
+
+
+def _format_of_dtype_like(fmt: Any) -> Format | None:
+    if type(fmt).__module__.split(".")[0] == "torch":
+        name = str(fmt)
+        if name.startswith("torch."):
+            try:
+                return get_format(name[len("torch."):])
+            except ValueError:
+                raise ValueError(f"Got fmt={fmt!r}, a torch dtype with no registered "
+                                 "format") from None
+        return None
+    if isinstance(fmt, np.dtype) or (isinstance(fmt, type) and issubclass(fmt, np.generic)):
+        from numerics.dtypes import format_of_dtype
+
+        found = format_of_dtype(fmt)
+        if found is None:
+            raise ValueError(f"Got fmt={fmt!r}, a dtype with no registered format")
+        return found
+    return None

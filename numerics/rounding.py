@@ -33,6 +33,7 @@ __all__ = [
     "check_overflow",
     "check_rounding",
     "make_rng",
+    "sr_seed",
 ]
 
 Rounding = Literal["rne", "rna", "rtz", "ru", "rd", "rto", "sr"]
@@ -46,7 +47,7 @@ OVERFLOWS: tuple[str, ...] = ("ieee", "saturate")
 
 def check_rounding(rounding: object, *, name: str = "rounding") -> str:
     """Return ``rounding`` if it names a mode, else raise ValueError naming it."""
-    if rounding not in ROUNDINGS:
+    if not isinstance(rounding, str) or rounding not in ROUNDINGS:
         raise ValueError(
             f"Got {name}={rounding!r}, but the only valid values are "
             + ", ".join(repr(r) for r in ROUNDINGS)
@@ -56,7 +57,7 @@ def check_rounding(rounding: object, *, name: str = "rounding") -> str:
 
 def check_overflow(overflow: object, *, name: str = "overflow") -> str:
     """Return ``overflow`` if it names a rule, else raise ValueError naming it."""
-    if overflow not in OVERFLOWS:
+    if not isinstance(overflow, str) or overflow not in OVERFLOWS:
         raise ValueError(
             f"Got {name}={overflow!r}, but the only valid values are "
             + ", ".join(repr(r) for r in OVERFLOWS)
@@ -64,10 +65,40 @@ def check_overflow(overflow: object, *, name: str = "overflow") -> str:
     return str(overflow)
 
 
+def _check_seed(rng: object) -> None:
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng < 0:
+        raise ValueError(f"Got rng={rng!r}, but a seed must be a non-negative int")
+
+
 def make_rng(rng: object) -> np.random.Generator:
-    """A numpy Generator from ``None``, an int seed or a Generator."""
+    """A numpy Generator from ``None``, a non-negative int seed or a Generator."""
     if rng is None or isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(rng)
+        _check_seed(rng)
+        return np.random.default_rng(rng)  # type: ignore[arg-type]
     if isinstance(rng, np.random.Generator):
         return rng
     raise TypeError(f"Got rng={rng!r}, expected None, an int seed or a numpy.random.Generator")
+
+
+def sr_seed(rng: object) -> int:
+    """The 64-bit seed of the stochastic-rounding stream (:mod:`numerics.kernels.random`).
+
+    An int is used as it is (modulo ``2**64``); a Generator contributes one draw
+    ``rng.integers(0, 2**64, dtype=np.uint64)``; ``None`` takes fresh entropy.
+
+    Examples
+    --------
+    >>> sr_seed(7), sr_seed(2**64 + 7)
+    (7, 7)
+    >>> sr_seed(np.random.default_rng(0)) == sr_seed(np.random.default_rng(0))
+    True
+    """
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        _check_seed(rng)
+        return int(rng) % (1 << 64)
+    if rng is None:
+        rng = np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(0, 1 << 64, dtype=np.uint64))
+    raise TypeError(f"Got rng={rng!r}, expected None, a non-negative int seed or a "
+                    "numpy.random.Generator")

@@ -29,6 +29,7 @@ Conventions
 
 from __future__ import annotations
 
+import math
 import numbers
 from fractions import Fraction
 from typing import Any
@@ -61,20 +62,34 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
         if not np.isfinite(f) or Fraction(f) != exact:
             raise ValueError(f"Got {name}={x!r}, which is not exactly a float64 value")
         return np.asarray(f, dtype=np.float64), True
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except ValueError as err:
+        raise ValueError(f"Got {name} that is not a rectangular array (ragged nested "
+                         f"sequences?): {err}") from None
+    if arr.ndim > 32:
+        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most 32 are supported")
+    if arr.dtype.kind == "V" and _is_ml_float(arr.dtype):
+        arr = arr.astype(np.float64)  # every ml_dtypes value is a float64
     if arr.dtype == object or arr.dtype.kind not in "fiu":
         raise TypeError(f"Got {name} of dtype {arr.dtype}, expected a float or integer dtype")
-    out = arr.astype(np.float64)
-    if arr.dtype.kind in "iu" and arr.size:
+    with np.errstate(invalid="ignore"):
+        out = arr.astype(np.float64)
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 and arr.size:
         with np.errstate(invalid="ignore"):
-            back_ok = np.abs(out) <= 2.0**53
-        if not back_ok.all():
-            idx = int(np.flatnonzero(~back_ok.ravel())[0])
-            raise ValueError(
-                f"Got {name}[{idx}]={arr.ravel()[idx]}, which is beyond 2**53 and may not be "
-                "exactly a float64; pass Python ints or floats"
-            )
+            differs = (out != arr) & np.isfinite(arr)
+        if differs.any():
+            idx = int(np.flatnonzero(differs.ravel())[0])
+            where = f"{name}[{idx}]" if arr.ndim else name
+            raise ValueError(f"Got {where}={arr.ravel()[idx]!r}, a longdouble that is not a "
+                             "float64 value, so not a value of any supported format")
     return out, arr.ndim == 0
+
+
+def _is_ml_float(dt: np.dtype) -> bool:
+    """Whether ``dt`` is an ml_dtypes floating type (bfloat16, float8_*, ...)."""
+    return dt.kind == "V" and dt.names is None and dt.name.startswith(
+        ("bfloat16", "float8", "float6", "float4"))
 
 
 def _binade(a: np.ndarray) -> np.ndarray:
@@ -114,15 +129,39 @@ def ulp(x: object, fmt: Format | str) -> Any:
     2.0
     """
     fmt = as_format(fmt)
+    if type(x) is float:  # the common scalar: plain Python arithmetic
+        if not math.isfinite(x):
+            return np.float64(abs(x))
+        e = math.frexp(x)[1] - 1 if x else fmt.emin
+        return np.float64(math.ldexp(1.0, max(e, fmt.emin) - fmt.trailing_bits))
     if isinstance(x, numbers.Rational) and not isinstance(x, (bool, np.integer)):
         a = abs(Fraction(int(x.numerator), int(x.denominator)))
         e = floor_log2(a) if a else fmt.emin
-        return np.float64(2.0 ** (max(e, fmt.emin) - fmt.trailing_bits))
+        q = max(e, fmt.emin) - fmt.trailing_bits
+        return np.float64(math.inf if q > 1023 else 2.0**q)
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype.itemsize > 8 \
+            or isinstance(x, np.floating) and x.dtype.itemsize > 8:
+        return _ulp_longdouble(np.asarray(x), fmt, np.ndim(x) == 0 and
+                               not isinstance(x, np.ndarray))
     arr, scalar = _to_float64(x, "x")
     a = np.abs(arr)
     finite = np.isfinite(a)
     q = _quantum(np.where(finite, a, 0.0), fmt)
     out = np.where(finite, q, a)  # inf -> inf, nan -> nan
+    return _scalar_or_array(out, scalar)
+
+
+def _ulp_longdouble(arr: np.ndarray, fmt: Format, scalar: bool) -> Any:
+    """``ulp`` of longdouble values taken exactly (not rounded to float64 first)."""
+    a = np.abs(arr)
+    finite = np.isfinite(a)
+    with np.errstate(invalid="ignore"):
+        _, ex = np.frexp(np.where(finite & (a > 0), a, 1))
+    e = np.where(finite & (a > 0), ex.astype(np.int64) - 1, fmt.emin)
+    q = np.maximum(e, fmt.emin) - fmt.trailing_bits
+    with np.errstate(over="ignore"):
+        quantum = np.ldexp(1.0, np.minimum(q, 1024).astype(np.int32))
+    out = np.where(finite, quantum, a.astype(np.float64))
     return _scalar_or_array(out, scalar)
 
 
@@ -174,6 +213,9 @@ def _step_down_magnitude(a: np.ndarray, fmt: Format) -> np.ndarray:
 
 
 def _next(x: object, fmt: Format, direction: int) -> Any:
+    if isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f" \
+            and x.dtype.itemsize > 8:
+        return _next_longdouble(np.asarray(x), fmt, direction, not isinstance(x, np.ndarray))
     arr, scalar = _to_float64(x, "x")
     _check_representable(arr, fmt, "x")
     with np.errstate(invalid="ignore", over="ignore"):
@@ -198,6 +240,22 @@ def _next(x: object, fmt: Format, direction: int) -> Any:
             if not fmt.has_negative_zero:
                 res = res + 0.0  # -0.0 + 0.0 is +0.0
     return _scalar_or_array(res.astype(np.float64), scalar)
+
+
+def _next_longdouble(arr: np.ndarray, fmt: Format, direction: int, scalar: bool) -> Any:
+    """A longdouble that is not a float64 lies strictly between two values of every
+    format: its neighbours are the value rounded down (``next_down``) or up."""
+    from numerics.encoding import decode, encode
+
+    with np.errstate(invalid="ignore"):
+        near = arr.astype(np.float64)
+        off = (near != arr) & np.isfinite(arr)
+    if not off.any():
+        return _next(near if arr.ndim else near[()], fmt, direction)
+    rounded = decode(encode(arr, fmt, rounding="ru" if direction > 0 else "rd", nan="zero"), fmt)
+    others = _next(np.where(off, 0.0 if fmt.signed else 1.0, near), fmt, direction)
+    out = np.where(off, rounded, others)
+    return _scalar_or_array(np.asarray(out, np.float64), scalar)
 
 
 def next_up(x: object, fmt: Format | str) -> Any:

@@ -43,7 +43,7 @@ from numerics.accum.tensorcore import (
     decompose,
     get_preset,
 )
-from numerics.fast import decode_codes
+from numerics.encoding import decode_codes
 from numerics.formats import FORMATS, Format, as_format
 
 __all__ = ["gemm"]

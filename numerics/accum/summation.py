@@ -69,7 +69,7 @@ import numpy as np
 
 from numerics import eft
 from numerics.accum import bounds as _bounds
-from numerics.fast import decode_codes, encode_pair
+from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 from numerics.rounding import check_rounding, make_rng
 

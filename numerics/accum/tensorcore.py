@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.fast import decode_codes, encode_pair
+from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 
 __all__ = ["PRESETS", "TensorCorePreset", "decompose", "fused_dot_add", "get_preset"]

@@ -88,17 +88,17 @@ def _load_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
     return lambda arr, j, table: table[arr[j]]
 
 
-def _values(arr, table):  # type: ignore[no-untyped-def]
+def _values(arr, table):  # type: ignore[no-untyped-def,unused-ignore]
     """An operand chunk as values: float arrays as they are, codes decoded to float64
     (so that the vectorized loop sees floats and compiles once for every code format)."""
 
 
 @overload(_values, jit_options=_JIT)
-def _values_impl(arr, table):  # type: ignore[no-untyped-def]
+def _values_impl(arr, table):  # type: ignore[no-untyped-def,unused-ignore]
     if isinstance(arr.dtype, types.Float):
         return lambda arr, table: arr
 
-    def decode(arr, table):  # type: ignore[no-untyped-def]
+    def decode(arr, table):  # type: ignore[no-untyped-def,unused-ignore]
         out = np.empty(arr.size, np.float64)
         for i in range(arr.size):
             out[i] = table[arr[i]]

@@ -63,11 +63,14 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any
 
 import numba
 import numpy as np
+from numba import types
+from numba.core.extending import intrinsic
 
-from numerics.formats import Format, Infinity, NaNEncoding, as_format
+from numerics.formats import Format, NaNEncoding, as_format
 from numerics.rounding import check_overflow, check_rounding
 
 __all__ = [
@@ -98,8 +101,12 @@ __all__ = [
     "SUBN",
     "T",
     "W",
+    "bits_f64",
     "decode_one",
+    "f64_bits",
+    "float_bits",
     "format_params",
+    "nan_code",
     "mode_code",
     "overflow_code",
     "round_pair",
@@ -194,6 +201,51 @@ def overflow_code(overflow: str) -> int:
 
 
 _U64 = np.uint64
+
+
+@intrinsic
+def f64_bits(typingctx: object, x: types.Type) -> tuple[types.Signature, object]:
+    """The bits of a float64 as a uint64 (a register move, no allocation)."""
+    sig = types.uint64(types.float64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], context.get_value_type(types.uint64))
+
+    return sig, codegen
+
+
+@intrinsic
+def bits_f64(typingctx: object, x: types.Type) -> tuple[types.Signature, object]:
+    """The float64 whose bits are the uint64 ``x``."""
+    sig = types.float64(types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return sig, codegen
+
+
+@intrinsic
+def float_bits(typingctx: object, x: types.Type) -> tuple[types.Signature, object] | None:
+    """The bits of a float32 or float64 as a uint64 (zero-extended for float32)."""
+    if x == types.float64:
+        sig = types.uint64(types.float64)
+
+        def codegen64(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], context.get_value_type(types.uint64))
+
+        return sig, codegen64
+    if x == types.float32:
+        sig = types.uint64(types.float32)
+
+        def codegen32(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            word = builder.bitcast(args[0], context.get_value_type(types.uint32))
+            return builder.zext(word, context.get_value_type(types.uint64))
+
+        return sig, codegen32
+    return None
+
+
 _MASK52 = np.uint64((1 << 52) - 1)
 _ALL64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -276,7 +328,7 @@ def _scaled_floor(l_abs: float, p: np.int64) -> tuple[np.uint64, bool]:
     ``l_abs >= 0`` whose product is below ``2**64``."""
     if l_abs == 0.0:
         return _U64(0), True
-    bits = np.float64(l_abs).view(np.uint64)
+    bits = f64_bits(l_abs)
     ef = np.int64(bits >> _U64(52))
     m = bits & _MASK52
     if ef > 0:
@@ -391,6 +443,13 @@ def _round_magnitude(negative: bool, M: np.uint64, E: np.int64, ls: np.int64, l_
 
 
 @numba.njit(cache=True, nogil=True)
+def _unpack(P: Any) -> tuple[int, ...]:
+    """The parameters as a tuple: passed by value, so calls in a loop cost no reference
+    counting (an array argument costs two atomic operations per call)."""
+    return (P[0], P[1], P[2], P[3], P[4], P[5], P[6], P[7], P[8], P[9], P[10], P[11], P[12])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def round_pair(hi: float, lo: float, P: np.ndarray, mode: np.int64, overflow: np.int64,
                u: np.uint64, ubits: np.int64) -> np.uint64:
     """Code of the exact value ``hi + lo`` rounded once into the format ``P``.
@@ -398,31 +457,32 @@ def round_pair(hi: float, lo: float, P: np.ndarray, mode: np.int64, overflow: np
     See the module docstring for the preconditions on the pair, stochastic
     rounding (``u``, ``ubits``; ignored by the other modes) and NaN.
     """
-    bits = np.float64(hi).view(np.uint64)
+    Q = _unpack(P)
+    bits = f64_bits(hi)
     if (bits & _U64(0x7FFFFFFFFFFFFFFF)) == _U64(0) and lo != 0.0:
         hi, lo = lo, 0.0
-        bits = np.float64(hi).view(np.uint64)
+        bits = f64_bits(hi)
     negative = (bits >> _U64(63)) != _U64(0)
     ef = np.int64((bits >> _U64(52)) & _U64(0x7FF))
     m = bits & _MASK52
     if ef == 0x7FF and m != _U64(0):
-        return nan_code(P, negative)
-    if P[SIGNED] == 0 and (negative or (ef == 0 and m == _U64(0))):
-        return nan_code(P, False)  # e8m0fnu: no zero, no negative numbers
+        return nan_code(Q, negative)
+    if Q[SIGNED] == 0 and (negative or (ef == 0 and m == _U64(0))):
+        return nan_code(Q, False)  # e8m0fnu: no zero, no negative numbers
     if ef == 0x7FF:  # an infinity is exact, not a rounding overflow
-        return _beyond_max(P, negative, overflow == OVERFLOW_SATURATE)
+        return _beyond_max(Q, negative, overflow == OVERFLOW_SATURATE)
     if ef == 0 and m == _U64(0):
-        return _zero(P, negative)
+        return _zero(Q, negative)
     if ef > 0:
         m |= _U64(1) << _U64(52)
     E = max(ef, 1) - 1075
     ls = 0
     if lo != 0.0:
         ls = 1 if (lo > 0.0) != negative else -1
-    return _round_magnitude(negative, m, E, ls, abs(lo), True, P, mode, overflow, u, ubits)
+    return _round_magnitude(negative, m, E, ls, abs(lo), True, Q, mode, overflow, u, ubits)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def round_scaled(negative: bool, sig: np.uint64, exp: np.int64, sticky: bool, P: np.ndarray,
                  mode: np.int64, overflow: np.int64, u: np.uint64,
                  ubits: np.int64) -> np.uint64:
@@ -435,15 +495,16 @@ def round_scaled(negative: bool, sig: np.uint64, exp: np.int64, sticky: bool, P:
     directed modes need no extra bits.  ``sig == 0`` without ``sticky`` is a zero
     with the given sign.
     """
-    if P[SIGNED] == 0 and (negative or (sig == _U64(0) and not sticky)):
-        return nan_code(P, False)
+    Q = _unpack(P)
+    if Q[SIGNED] == 0 and (negative or (sig == _U64(0) and not sticky)):
+        return nan_code(Q, False)
     if sig == _U64(0):
-        return _zero(P, negative)
+        return _zero(Q, negative)
     return _round_magnitude(negative, np.uint64(sig), np.int64(exp), 1 if sticky else 0, 0.0,
-                            False, P, mode, overflow, u, ubits)
+                            False, Q, mode, overflow, u, ubits)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def decode_one(code: np.uint64, P: np.ndarray) -> float:
     """The float64 value of one code of the format ``P``.
 
@@ -451,27 +512,28 @@ def decode_one(code: np.uint64, P: np.ndarray) -> float:
     and trailing field (at the top of binary64's, quiet bit set, as hardware widening
     does); other formats' NaN codes give the default NaN ``0x7FF8000000000000``.
     """
+    Q = _unpack(P)
     code = np.uint64(code)
-    t = P[T]
-    bits = P[BITS]
-    negative = P[SIGNED] != 0 and ((code >> _U64(bits - 1)) & _U64(1)) != _U64(0)
-    mag = code & _U64(P[MAGMASK])
+    t = Q[T]
+    bits = Q[BITS]
+    negative = Q[SIGNED] != 0 and ((code >> _U64(bits - 1)) & _U64(1)) != _U64(0)
+    mag = code & _U64(Q[MAGMASK])
     field_e = np.int64(mag >> _U64(t))
     trailing = mag & ((_U64(1) << _U64(t)) - _U64(1))
-    kind = P[NANKIND]
+    kind = Q[NANKIND]
     sign = -1.0 if negative else 1.0
     if kind == NAN_NEGZERO and negative and mag == _U64(0):
-        return np.uint64(0x7FF8000000000000).view(np.float64)
-    if kind == NAN_TOP and mag == _U64(P[MAGMASK]):
-        return np.uint64(0x7FF8000000000000).view(np.float64)
-    if P[INFMAG] >= 0 and kind != NAN_IEEE and mag == _U64(P[INFMAG]):
+        return bits_f64(_U64(0x7FF8000000000000))
+    if kind == NAN_TOP and mag == _U64(Q[MAGMASK]):
+        return bits_f64(_U64(0x7FF8000000000000))
+    if Q[INFMAG] >= 0 and kind != NAN_IEEE and mag == _U64(Q[INFMAG]):
         return sign * np.inf
-    if kind == NAN_IEEE and field_e == (1 << P[W]) - 1:
+    if kind == NAN_IEEE and field_e == (1 << Q[W]) - 1:
         if trailing == _U64(0):
             return sign * np.inf
         payload = (trailing << _U64(52 - t)) | (_U64(1) << _U64(51))
         top = (_U64(1) << _U64(63)) if negative else _U64(0)
-        return np.uint64(top | _U64(0x7FF0000000000000) | payload).view(np.float64)
-    if P[SUBN] != 0 and field_e == 0:
-        return sign * math.ldexp(float(trailing), P[EMIN] - t)
-    return sign * math.ldexp(float(trailing | (_U64(1) << _U64(t))), field_e - P[BIAS] - t)
+        return bits_f64(top | _U64(0x7FF0000000000000) | payload)
+    if Q[SUBN] != 0 and field_e == 0:
+        return sign * math.ldexp(float(trailing), Q[EMIN] - t)
+    return sign * math.ldexp(float(trailing | (_U64(1) << _U64(t))), field_e - Q[BIAS] - t)

@@ -62,8 +62,9 @@ results to +-max, formats without infinity give NaN under ``"ieee"``).  Under
 flagged when the exact value exceeds ``max`` and the stochastic choice (or the
 magnitude) takes the result beyond it.  Stochastic rounding draws element ``i``'s
 bits from ``(seed, i)`` (:func:`numerics.kernels.random.draw`, ``i`` the flat
-C-order index of the result; an int ``rng`` is the seed modulo 2**64, a Generator
-gives one 64-bit seed, None fresh entropy), 53 bits unless ``sr_bits`` says
+C-order index of the result, the seed from :func:`numerics.rounding.sr_seed`: a
+non-negative int modulo 2**64, one draw of a Generator, fresh entropy for None),
+53 bits unless ``sr_bits`` says
 fewer, so results are the same for every thread count and operand layout.
 
 Examples
@@ -91,7 +92,7 @@ import numpy as np
 # _operands.py takes operands in (exact values of the format, flat, one dtype);
 # _driver.py calls the compiled loop numerics.kernels.ops.apply (special values,
 # the exact pair, the one rounding and the flags, element by element).
-from numerics.formats import Format, as_format
+from numerics.formats import as_format
 from numerics.ops._driver import FLAG_NAMES, check_values, run
 from numerics.ops._operands import is_scalar, operands
 from numerics.rounding import check_overflow, check_rounding
@@ -154,7 +155,8 @@ def _run(op: str, xs: list[Any], names: list[str], fmt_in: Any, rounding: str,
 # ----------------------------------------------------------------------------- public API
 _DOC_OPTIONS = """
     fmt : Format or str
-        The format of the operands and of the result (a name or a Format).
+        The format of the operands and of the result: a name, a Format or a
+        numpy / ml_dtypes dtype (:func:`numerics.formats.as_format`).
     rounding : {"rne", "rna", "rtz", "ru", "rd", "rto", "sr"}
         Rounding mode, as for :func:`numerics.encode`.
     overflow : {"ieee", "saturate"}
@@ -164,7 +166,8 @@ _DOC_OPTIONS = """
     flags : bool
         Also return a :class:`Flags` of boolean arrays.
     rng : int, numpy.random.Generator or None
-        Seed (any int, taken modulo 2**64) or generator for ``rounding="sr"``.
+        Seed (a non-negative int, taken modulo 2**64) or generator for
+        ``rounding="sr"``.
     sr_bits : int, optional
         Random bits per stochastic rounding (the rounding probability is
         truncated to ``sr_bits`` bits).
@@ -186,7 +189,7 @@ _DOC_OPTIONS = """
 """
 
 
-def add(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def add(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a + b`` rounded once into ``fmt``.
@@ -207,7 +210,7 @@ def add(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: s
                 sr_bits)
 
 
-def sub(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def sub(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a - b`` rounded once into ``fmt``.
@@ -226,7 +229,7 @@ def sub(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: s
                 sr_bits)
 
 
-def mul(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def mul(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a * b`` rounded once into ``fmt``.
@@ -245,7 +248,7 @@ def mul(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: s
                 sr_bits)
 
 
-def div(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def div(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a / b`` rounded once into ``fmt``; ``x / 0`` is +-inf with ``divide_by_zero``.
@@ -264,7 +267,7 @@ def div(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: s
                 sr_bits)
 
 
-def fma(a: Any, b: Any, c: Any, fmt: Format | str, *, rounding: str = "rne",
+def fma(a: Any, b: Any, c: Any, fmt: Any, *, rounding: str = "rne",
         overflow: str = "ieee", tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a * b + c`` with a single rounding into ``fmt``.
@@ -283,7 +286,7 @@ def fma(a: Any, b: Any, c: Any, fmt: Format | str, *, rounding: str = "rne",
                 rng, sr_bits)
 
 
-def sqrt(a: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def sqrt(a: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
          tininess: str = "after", flags: bool = False, rng: Any = None,
          sr_bits: int | None = None) -> Any:
     """Square root rounded once into ``fmt``; ``sqrt(-0) = -0``, negative -> NaN, invalid.
@@ -301,7 +304,7 @@ def sqrt(a: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "i
     return _run("sqrt", [a], ["a"], fmt, rounding, overflow, tininess, flags, rng, sr_bits)
 
 
-def convert(x: Any, from_fmt: Format | str, to_fmt: Format | str, *, rounding: str = "rne",
+def convert(x: Any, from_fmt: Any, to_fmt: Any, *, rounding: str = "rne",
             overflow: str = "ieee", tininess: str = "after", flags: bool = False,
             rng: Any = None, sr_bits: int | None = None) -> Any:
     """Round values of ``from_fmt`` once into ``to_fmt`` (IEEE convertFormat).

@@ -17,8 +17,9 @@ import numpy as np
 
 from numerics.formats import Format
 from numerics.ops._operands import index_text
+from numerics.rounding import sr_seed
 
-__all__ = ["FLAG_NAMES", "check_values", "decode_table", "run", "seed_of"]
+__all__ = ["FLAG_NAMES", "check_values", "decode_table", "run"]
 
 #: The IEEE 754-2019 exception flags, in the order of :class:`numerics.ops.Flags`.
 FLAG_NAMES = ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")
@@ -45,18 +46,6 @@ def check_values(fmt: Format) -> Any:
     return lambda flat: int(first_unrepresentable(np.ascontiguousarray(flat), p))
 
 
-def seed_of(rng: Any) -> np.uint64:
-    """The 64-bit seed of the stream (:mod:`numerics.kernels.random`): an int modulo
-    2**64, one draw from a Generator, fresh entropy for None."""
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
-        return np.uint64(int(rng) % 2**64)
-    if rng is None:
-        rng = np.random.default_rng()
-    if isinstance(rng, np.random.Generator):
-        return rng.integers(0, 2**64, dtype=np.uint64)
-    raise TypeError(f"Got rng={rng!r}, expected None, an int seed or a numpy.random.Generator")
-
-
 def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
         scalar: bool, fmt: Format, src: Format, rounding: str, overflow: str, tininess: str,
         flags: bool, rng: Any, sr_bits: int | None) -> tuple[Any, dict[str, Any] | None]:
@@ -74,7 +63,7 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     a, b, c = (xs + [dummy, dummy])[:3]
     table = decode_table(src) if xs[0].dtype.kind == "u" else np.zeros(1)
     p = format_params(fmt)
-    seed = seed_of(rng) if rounding == "sr" else np.uint64(0)
+    seed = np.uint64(sr_seed(rng) if rounding == "sr" else 0)
     out = np.empty(n, np.float64)
     fl = np.empty(n, np.uint8)
     if n:

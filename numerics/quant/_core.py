@@ -31,8 +31,8 @@ from functools import cache
 import numpy as np
 
 from numerics import eft
-from numerics.fast import decode_codes as _decode_float
-from numerics.fast import encode_f64, encode_pair
+from numerics.encoding import decode_codes as _decode_float
+from numerics.encoding import encode_f64, encode_pair
 from numerics.formats import Format, as_format
 from numerics.rounding import check_overflow, check_rounding, make_rng
 

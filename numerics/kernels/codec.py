@@ -1,0 +1,512 @@
+"""Encode and decode loops: every element through :mod:`numerics.kernels.rounding`.
+
+Each kernel works on contiguous 1-D arrays (the public layer flattens and
+reshapes) and comes in two drivers: ``*_serial`` runs on the calling thread and
+``*_parallel`` splits the index range into chunks of :data:`CHUNK` elements over
+numba's thread pool.  An element's code depends only on its value and, for
+stochastic rounding, on ``draw(seed, index, ubits)`` with its flat index (see
+:mod:`numerics.kernels.random`), so every thread count gives the same bits.
+
+Inputs
+------
+``encode_float``   float32 or float64 values (each exact as a float64)
+``encode_pairs``   exact values ``hi + lo`` (float64 pairs; see ``round_pair``)
+``encode_ints``    int64 or uint64 values, exact at any size (``round_scaled``)
+``encode_bits``    float32 or float64 values, branch-free (vectorized) for formats
+                   :func:`fits_bits_kernel` accepts
+``encode_stacked`` a (2, n) array of pairs (longdouble split into ``hi + lo``)
+``encode_x87``     x86 80-bit extended values given as their 16-byte storage
+                   (two uint64 words: the 64-bit significand, then sign and exponent)
+
+Every encode kernel returns the flat index of the first NaN input when the format
+has no NaN (the code written there is 0), else -1, so the caller can apply its
+NaN policy.  ``decode`` writes float32 or float64 values of the codes.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from numerics.kernels.random import draw
+from numerics.kernels.rounding import (
+    BITS,
+    EMIN,
+    INFMAG,
+    MAGMASK,
+    MAXMAG,
+    MODE_RD,
+    MODE_RNA,
+    MODE_RNE,
+    MODE_RTO,
+    MODE_RTZ,
+    MODE_RU,
+    MODE_SR,
+    MODE_SR_EXACT,
+    NAN_IEEE,
+    NAN_NEGZERO,
+    NAN_NONE,
+    NAN_TOP,
+    NANKIND,
+    NEGZERO,
+    OVERFLOW_SATURATE,
+    SIGNED,
+    SUBN,
+    T,
+    W,
+    decode_one,
+    float_bits,
+    round_pair,
+    round_scaled,
+)
+
+__all__ = [
+    "CHUNK",
+    "decode_parallel",
+    "decode_serial",
+    "decode_table",
+    "encode_float_parallel",
+    "encode_float_serial",
+    "encode_ints_parallel",
+    "encode_ints_serial",
+    "encode_pairs_parallel",
+    "encode_pairs_serial",
+    "encode_x87_parallel",
+    "encode_x87_serial",
+    "encode_scalar",
+    "decode_scalar",
+    "draws",
+    "encode_bits_parallel",
+    "encode_bits_serial",
+    "encode_stacked_parallel",
+    "encode_stacked_serial",
+    "fits_bits_kernel",
+    "lookup_parallel",
+    "lookup_serial",
+]
+
+#: Elements per parallel work item.
+CHUNK = 1 << 16
+
+_U64 = np.uint64
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_float_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                       mode: int, overflow: int, seed: np.uint64, ubits: int) -> int:
+    first_nan = -1
+    no_nan = P[NANKIND] == NAN_NONE
+    if mode >= MODE_SR:
+        for i in range(start, stop):
+            v = np.float64(x[i])
+            u = draw(seed, _U64(i), ubits)
+            out[i] = round_pair(v, 0.0, P, mode, overflow, u, ubits)
+            if no_nan and v != v and first_nan < 0:
+                first_nan = i
+    else:
+        for i in range(start, stop):
+            v = np.float64(x[i])
+            out[i] = round_pair(v, 0.0, P, mode, overflow, _U64(0), 1)
+            if no_nan and v != v and first_nan < 0:
+                first_nan = i
+    return first_nan
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_pairs_span(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, start: int, stop: int,
+                       P: np.ndarray, mode: int, overflow: int, seed: np.uint64, ubits: int,
+                       draws: np.ndarray) -> int:
+    """``draws`` (when not empty) replaces the stream: element i's draw is draws[i]."""
+    first_nan = -1
+    no_nan = P[NANKIND] == NAN_NONE
+    given = draws.size > 0
+    for i in range(start, stop):
+        h = hi[i]
+        u = _U64(0)
+        if mode >= MODE_SR:
+            u = draws[i] if given else draw(seed, _U64(i), ubits)
+        out[i] = round_pair(h, lo[i], P, mode, overflow, u, ubits)
+        if no_nan and h != h and first_nan < 0:
+            first_nan = i
+    return first_nan
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_ints_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                      mode: int, overflow: int, seed: np.uint64, ubits: int) -> int:
+    for i in range(start, stop):
+        v = x[i]
+        negative = v < 0
+        if negative:
+            mag = _U64(0) - _U64(v)  # |v| modulo 2**64: exact also for -2**63
+        else:
+            mag = _U64(v)
+        u = draw(seed, _U64(i), ubits) if mode >= MODE_SR else _U64(0)
+        out[i] = round_scaled(negative, mag, 0, False, P, mode, overflow, u, ubits)
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_x87_span(words: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                     mode: int, overflow: int, seed: np.uint64, ubits: int) -> int:
+    """x86 extended precision: word 2i is the significand (explicit leading bit),
+    the low 16 bits of word 2i+1 are the sign and the biased exponent."""
+    first_nan = -1
+    no_nan = P[NANKIND] == NAN_NONE
+    for i in range(start, stop):
+        sig = words[2 * i]
+        top = words[2 * i + 1] & _U64(0xFFFF)
+        negative = (top >> _U64(15)) != _U64(0)
+        field = np.int64(top & _U64(0x7FFF))
+        u = draw(seed, _U64(i), ubits) if mode >= MODE_SR else _U64(0)
+        if field == 0x7FFF:  # infinity (fraction 0) or NaN
+            is_nan = (sig << _U64(1)) != _U64(0)
+            special = np.nan if is_nan else np.inf
+            out[i] = round_pair(-special if negative else special, 0.0, P, mode, overflow,
+                                u, ubits)
+            if no_nan and is_nan and first_nan < 0:
+                first_nan = i
+            continue
+        exp = max(field, 1) - 16383 - 63
+        out[i] = round_scaled(negative, sig, exp, False, P, mode, overflow, u, ubits)
+    return first_nan
+
+
+@numba.njit(cache=True, nogil=True)
+def _first(firsts: np.ndarray) -> int:
+    for f in firsts:
+        if f >= 0:
+            return f
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_bits(bits: np.uint64, wide: bool, t: int, emin: int, subn: int,
+                one_t: int) -> tuple[bool, int, np.uint64, int, np.uint64, np.uint64, np.uint64,
+                                     int]:
+    """Steps 1-2 of the reference for the bits of a float32/float64: sign, exponent field,
+    trailing field, the shift to the format's quantum, the kept bits, the remainder, half
+    a quantum and the truncated magnitude code."""
+    mbits = 52 if wide else 23
+    ibias = 1023 if wide else 127
+    negative = (bits >> _U64(63 if wide else 31)) != _U64(0)
+    field = np.int64((bits >> _U64(mbits)) & _U64(2047 if wide else 255))
+    frac = bits & ((_U64(1) << _U64(mbits)) - _U64(1))
+    sig = frac | ((_U64(1) << _U64(mbits)) if field > 0 else _U64(0))
+    e = max(field, 1) - ibias  # the input's binade (normal inputs; subnormals lie below)
+    b = max(e, emin)
+    shift = b - t - e + mbits
+    sc = min(shift, mbits + 2)
+    kept = sig >> _U64(sc)
+    rem = sig & ((_U64(1) << _U64(sc)) - _U64(1))
+    half = (_U64(1) << _U64(sc)) >> _U64(1)
+    c0 = ((b - emin + subn) << t) + np.int64(kept) - one_t
+    return negative, field, frac, shift, kept, rem, half, c0
+
+
+@numba.njit(cache=True, nogil=True)
+def _assemble(mag: int, negative: bool, field: int, frac: np.uint64, wide: bool, subn: int,
+              maxmag: int, to_max_pos: bool, to_max_neg: bool, saturate: bool, big: np.uint64,
+              big_signed: bool, nan_code_pos: np.uint64, nan_signed: bool, signed: bool,
+              negzero: bool, unsigned_nan: np.uint64, mask_signed: np.uint64) -> np.uint64:
+    """Steps 4-5: overflow, specials, zero and the sign, from the rounded magnitude."""
+    if subn == 0:
+        mag = max(mag, 0)
+    is_special = field == (2047 if wide else 255)
+    is_nan = is_special & (frac != _U64(0))
+    # an infinite input is exact, not a rounding overflow: only saturation gives max
+    to_max = saturate if is_special else (to_max_neg if negative else to_max_pos)
+    over = (mag > maxmag) | is_special
+    code = _U64(mag)
+    keep_sign = mag != 0 or negzero
+    if over:
+        code = _U64(maxmag) if to_max else big
+        keep_sign = to_max or big_signed
+    if is_nan:
+        code = nan_code_pos
+        keep_sign = nan_signed
+    if not signed and (negative or (field == 0 and frac == _U64(0))) and not is_nan:
+        code = unsigned_nan
+    return code | (mask_signed if (negative and keep_sign) else _U64(0))
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                      mode: int, overflow: int, seed: np.uint64, ubits: int) -> int:
+    """The steps of ``round_pair`` for float32/float64 ``x``, written without branches on
+    the element so the loop vectorizes: the mode enters as loop-invariant masks.
+    Needs ``t <= mbits`` and ``emin >= 1 - input bias`` (every binade of a normal input
+    is a binade of the format or above ``emin``); see :func:`fits_bits_kernel`.
+    Returns the number of NaN inputs."""
+    wide = x.itemsize == 8
+    t = P[T]
+    emin = P[EMIN]
+    subn = P[SUBN]
+    maxmag = P[MAXMAG]
+    infmag = P[INFMAG]
+    kind = P[NANKIND]
+    signed = P[SIGNED] != 0
+    negzero = P[NEGZERO] != 0
+    sign_bit = _U64(1) << _U64(P[BITS] - 1)
+    nan_mag = np.int64(0)
+    if kind == NAN_IEEE:
+        nan_mag = (((1 << P[W]) - 1) << t) | ((1 << (t - 1)) if t > 0 else 0)
+    elif kind == NAN_TOP:
+        nan_mag = P[MAGMASK]
+    # NaN code and its sign rule: IEEE/TOP keep the input's sign, NEGZERO is 0x80, none 0
+    nan_code_pos = _U64(nan_mag) | (sign_bit if kind == NAN_NEGZERO else _U64(0))
+    nan_signed = kind == NAN_IEEE or kind == NAN_TOP
+    saturate = overflow == OVERFLOW_SATURATE
+    # beyond max: +-max when rounding toward zero or saturating, else inf, else NaN, else max
+    big_is_nan = infmag < 0 and kind != NAN_NONE
+    big = _U64(infmag) if infmag >= 0 else (nan_code_pos if big_is_nan else _U64(maxmag))
+    big_signed = not big_is_nan or nan_signed
+    to_max_pos = saturate or mode == MODE_RTZ or mode == MODE_RTO or mode == MODE_RD
+    to_max_neg = saturate or mode == MODE_RTZ or mode == MODE_RTO or mode == MODE_RU
+    # rounding masks (loop-invariant)
+    m_nearest = mode == MODE_RNE or mode == MODE_RNA
+    m_rna = mode == MODE_RNA
+    m_pos = mode == MODE_RU
+    m_neg = mode == MODE_RD
+    m_rto = mode == MODE_RTO
+    m_sr = mode >= MODE_SR
+    m_exact_sr = mode == MODE_SR_EXACT
+    one_t = np.int64(1) << t
+    mask_signed = sign_bit if signed else _U64(0)
+    unsigned_nan = _U64(nan_mag)  # e8m0fnu: zero and negative inputs
+    nans = 0
+    if m_sr:
+        for i in range(start, stop):
+            bits = float_bits(x[i])
+            negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
+                bits, wide, t, emin, subn, one_t)
+            u = draw(seed, _U64(i), ubits)
+            s = ubits - shift
+            F = _U64(0)
+            sticky = False
+            if s >= 0:
+                F = (rem << _U64(s)) if s < 64 else _U64(0)
+            else:
+                F = (rem >> _U64(-s)) if -s < 64 else _U64(0)
+                sticky = (rem & ((_U64(1) << _U64(min(-s, 63))) - _U64(1))) != _U64(0) or (
+                    -s >= 64 and rem != _U64(0))
+            up = (u < F) | (m_exact_sr & (u == F) & sticky)
+            out[i] = _assemble(c0 + (1 if up else 0), negative, field, frac, wide, subn, maxmag,
+                               to_max_pos, to_max_neg, saturate, big, big_signed, nan_code_pos,
+                               nan_signed, signed, negzero, unsigned_nan, mask_signed)
+            nans += 1 if (field == (2047 if wide else 255) and frac != _U64(0)) else 0
+        return nans
+    for i in range(start, stop):
+        bits = float_bits(x[i])
+        negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
+            bits, wide, t, emin, subn, one_t)
+        odd = (c0 & 1) != 0
+        inexact = rem != _U64(0)
+        nearest_up = (rem > half) | ((rem == half) & (m_rna | odd))
+        up = inexact & ((m_nearest & nearest_up) | (m_pos & (not negative))
+                        | (m_neg & negative) | (m_rto & (not odd)))
+        out[i] = _assemble(c0 + (1 if up else 0), negative, field, frac, wide, subn, maxmag,
+                           to_max_pos, to_max_neg, saturate, big, big_signed, nan_code_pos,
+                           nan_signed, signed, negzero, unsigned_nan, mask_signed)
+        nans += 1 if (field == (2047 if wide else 255) and frac != _U64(0)) else 0
+    return nans
+
+
+@numba.njit(cache=True, nogil=True)
+def encode_bits_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                       overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Codes of float32/float64 ``x`` (a format :func:`fits_bits_kernel` accepts) on this
+    thread; returns the number of NaN inputs."""
+    return _encode_bits_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def encode_bits_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                         overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Codes of float32/float64 ``x`` on all threads; returns the number of NaN inputs."""
+    n = x.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    nans = np.zeros(chunks, np.int64)
+    for c in numba.prange(chunks):
+        nans[c] = _encode_bits_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, mode,
+                                    overflow, seed, ubits)
+    return nans.sum()
+
+
+def fits_bits_kernel(P: np.ndarray, wide: bool) -> bool:
+    """Whether the branch-free float kernel applies to the format ``P`` for float32
+    (``wide=False``) or float64 input: every input binade maps to one of the format's
+    binades or lies below ``emin``, and the codes fit in int64."""
+    mbits, ibias = (52, 1023) if wide else (23, 127)
+    t, emin = int(P[T]), int(P[EMIN])
+    return t <= mbits and emin >= 1 - ibias and ((ibias + 2 - emin) << t) <= (1 << 63)
+
+
+# ---------------------------------------------------------------- drivers
+@numba.njit(cache=True, nogil=True)
+def encode_float_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                        overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Codes of float32/float64 ``x`` into ``out`` on this thread."""
+    return _encode_float_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def encode_float_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                          overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Codes of float32/float64 ``x`` into ``out`` on all threads."""
+    n = x.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    firsts = np.empty(chunks, np.int64)
+    for c in numba.prange(chunks):
+        firsts[c] = _encode_float_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, mode,
+                                       overflow, seed, ubits)
+    return _first(firsts)
+
+
+@numba.njit(cache=True, nogil=True)
+def encode_pairs_serial(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np.ndarray,
+                        mode: int, overflow: int, seed: np.uint64, ubits: int,
+                        draws: np.ndarray) -> int:
+    """Codes of the exact values ``hi + lo`` on this thread (``draws``: see the span)."""
+    return _encode_pairs_span(hi, lo, out, 0, hi.size, P, mode, overflow, seed, ubits, draws)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def encode_pairs_parallel(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np.ndarray,
+                          mode: int, overflow: int, seed: np.uint64, ubits: int,
+                          draws: np.ndarray) -> int:
+    """Codes of the exact values ``hi + lo`` on all threads."""
+    n = hi.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    firsts = np.empty(chunks, np.int64)
+    for c in numba.prange(chunks):
+        firsts[c] = _encode_pairs_span(hi, lo, out, c * CHUNK, min(n, (c + 1) * CHUNK), P,
+                                       mode, overflow, seed, ubits, draws)
+    return _first(firsts)
+
+
+@numba.njit(cache=True, nogil=True)
+def encode_stacked_serial(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                          overflow: int, seed: np.uint64, ubits: int) -> int:
+    """:func:`encode_pairs_serial` for a (2, n) array of ``hi`` and ``lo``."""
+    return _encode_pairs_span(pair[0], pair[1], out, 0, out.size, P, mode, overflow, seed,
+                              ubits, np.zeros(0, np.uint64))
+
+
+@numba.njit(cache=True, nogil=True)
+def encode_stacked_parallel(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                            overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Same as :func:`encode_stacked_serial` (longdouble input is rare: one thread)."""
+    return encode_stacked_serial(pair, out, P, mode, overflow, seed, ubits)
+
+
+@numba.njit(cache=True, nogil=True)
+def encode_scalar(x: float, P: np.ndarray, mode: int, overflow: int) -> np.uint64:
+    """The code of one float64 in a deterministic mode."""
+    return round_pair(x, 0.0, P, mode, overflow, _U64(0), 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def decode_scalar(code: int, P: np.ndarray) -> float:
+    """The float64 value of one code."""
+    return decode_one(_U64(code), P)
+
+
+@numba.njit(cache=True, nogil=True)
+def draws(seed: np.uint64, n: int, bits: int) -> np.ndarray:
+    """The draws of elements ``0 .. n-1`` (for the exact reference path)."""
+    out = np.empty(n, np.uint64)
+    for i in range(n):
+        out[i] = draw(seed, _U64(i), bits)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def encode_ints_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                       overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Codes of int64/uint64 ``x`` (exact) on this thread."""
+    return _encode_ints_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def encode_ints_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                         overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Codes of int64/uint64 ``x`` (exact) on all threads."""
+    n = x.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    for c in numba.prange(chunks):
+        _encode_ints_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, mode, overflow,
+                          seed, ubits)
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def encode_x87_serial(words: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                      overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Codes of x86 extended-precision values (exact) on this thread."""
+    return _encode_x87_span(words, out, 0, out.size, P, mode, overflow, seed, ubits)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def encode_x87_parallel(words: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                        overflow: int, seed: np.uint64, ubits: int) -> int:
+    """Codes of x86 extended-precision values (exact) on all threads."""
+    n = out.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    firsts = np.empty(chunks, np.int64)
+    for c in numba.prange(chunks):
+        firsts[c] = _encode_x87_span(words, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, mode,
+                                     overflow, seed, ubits)
+    return _first(firsts)
+
+
+# ---------------------------------------------------------------- decoding
+@numba.njit(cache=True, nogil=True)
+def _decode_span(codes: np.ndarray, out: np.ndarray, start: int, stop: int,
+                 P: np.ndarray) -> None:
+    for i in range(start, stop):
+        out[i] = decode_one(_U64(codes[i]), P)
+
+
+@numba.njit(cache=True, nogil=True)
+def decode_serial(codes: np.ndarray, out: np.ndarray, P: np.ndarray) -> None:
+    """Values of ``codes`` (validated) into float32/float64 ``out`` on this thread."""
+    _decode_span(codes, out, 0, codes.size, P)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def decode_parallel(codes: np.ndarray, out: np.ndarray, P: np.ndarray) -> None:
+    """Values of ``codes`` (validated) into float32/float64 ``out`` on all threads."""
+    n = codes.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    for c in numba.prange(chunks):
+        _decode_span(codes, out, c * CHUNK, min(n, (c + 1) * CHUNK), P)
+
+
+@numba.njit(cache=True, nogil=True)
+def decode_table(P: np.ndarray, out: np.ndarray) -> None:
+    """``out[c]`` = the value of code ``c`` for every code (formats up to 16 bits)."""
+    for c in range(out.size):
+        out[c] = decode_one(_U64(c), P)
+
+
+@numba.njit(cache=True, nogil=True)
+def _lookup_span(codes: np.ndarray, table: np.ndarray, out: np.ndarray, start: int,
+                 stop: int) -> None:
+    for i in range(start, stop):
+        out[i] = table[codes[i]]
+
+
+@numba.njit(cache=True, nogil=True)
+def lookup_serial(codes: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """``out = table[codes]`` (codes validated to index the table) on this thread."""
+    _lookup_span(codes, table, out, 0, codes.size)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def lookup_parallel(codes: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """``out = table[codes]`` (codes validated to index the table) on all threads."""
+    n = codes.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    for c in numba.prange(chunks):
+        _lookup_span(codes, table, out, c * CHUNK, min(n, (c + 1) * CHUNK))
