@@ -7,10 +7,10 @@ is the independent check):
    its decode table, :func:`_load`); a signalling NaN operand is noted
    (:func:`_signalling`).
 2. **Special operands** (a NaN or infinity, ``x / 0``, ``sqrt(x < 0)``): the IEEE
-   754-2019 result is a NaN, an infinity or a signed zero, which binary64
-   arithmetic computes exactly, with ``invalid`` and ``divide_by_zero``
-   (:func:`_special`); it is delivered in the format under ``encode``'s overflow
-   rule (:func:`_deliver_special`).
+   754-2019 result is a NaN (always the one quiet NaN), an infinity or a signed
+   zero, which binary64 arithmetic computes exactly, with ``invalid`` and
+   ``divide_by_zero`` (:func:`_special`); it is delivered in the format by the
+   shared rounding step, which applies ``encode``'s overflow rule.
 3. **The exact result as a float64 pair** ``(h + lo) * 2**k`` with error-free
    transformations (:func:`_exact_pair`): TwoSum for ``+``; the product itself
    for ``*`` of two numbers of at most 26 bits; ``q = a / b`` with the exact
@@ -21,24 +21,30 @@ is the independent check):
    on ``frexp`` significands and carry the exponent in ``k``.  ``h`` is the
    binary64 nearest of the exact value and ``lo`` the residual (or a value with
    its sign that rounds identically, kept off the half-way points).
-4. **The pair as an integer significand** (:func:`_to_scaled`): the exact value
-   is ``(sig + eps) * 2**exp`` with ``sig < 2**62`` an integer and ``0 <= eps < 1``
-   (``eps`` is exact: ``lo`` scaled by a power of two minus its floor).
-5. **One rounding** (:func:`_round_scaled`): the quantum of the result's binade
-   (``2**(max(e, emin) - t)``), the integer part and the dropped bits, the
-   mode's decision (stochastic rounding: away from zero iff the ``k``-bit draw
-   ``u`` of :func:`numerics.kernels.random.draw` is below the dropped fraction
-   truncated to ``k`` bits), then the overflow rule.
-6. **Flags** in the same pass: ``inexact``, ``overflow`` (the rounding with
-   unbounded exponent, which is this rounding for results that are not tiny,
-   exceeds ``max``), ``underflow`` (tiny and inexact; tininess before rounding is
-   ``e < emin``, after rounding is judged by a second rounding with unbounded
-   exponent, done only for tiny results), ``invalid``, ``divide_by_zero``.
+4. **One rounding** by :mod:`numerics.kernels.rounding` (:func:`_round`):
+   ``round_pair(h, lo)`` when the pair is unscaled (or unscales exactly), else
+   ``round_scaled`` of the integer significand ``(sig + eps) * 2**exp``
+   (:func:`_to_scaled`: ``sig < 2**62``, ``eps`` exact) for binary64 results near
+   its limits.  Stochastic rounding draws ``u`` from
+   :func:`numerics.kernels.random.draw` with the element's flat index.
+5. **Flags** from the same integer decisions (:func:`_flags`): ``inexact``,
+   ``overflow`` (the rounding with unbounded exponent, which is this rounding for
+   results that are not tiny, exceeds ``max``), ``underflow`` (tiny and inexact;
+   tininess before rounding is ``e < emin``, after rounding is judged by a second
+   rounding with unbounded exponent, done only for tiny results), ``invalid``,
+   ``divide_by_zero``.
 
-Format parameters arrive as one int64 array (:data:`P_FIELDS` names its
-entries), so a single compiled loop serves every format; operands are float64,
-float32, uint8 or uint16 (codes) arrays, all of one dtype, flat, each either of
-the result's length or of length 1 (broadcast scalar).
+The common case takes a vectorized loop (:func:`_fast_chunk`): in a narrow
+format under a deterministic mode, a result in the normal range is step 4 done
+on the bits of ``h`` (:func:`_round_normal`); only inexact can be raised there.
+Every other element (specials, zeros, subnormal or overflowing results,
+stochastic rounding, binary64) takes the steps above (:func:`_element`).
+
+Format parameters arrive as :func:`numerics.kernels.rounding.format_params`'s
+int64 array, so one compiled loop serves every format; operands are float64,
+float32 or uint16 (codes) arrays, all of one dtype, flat, each either of the
+result's length or of length 1 (broadcast).  Chunks of :data:`_CHUNK` elements
+run in parallel; nothing depends on which thread runs them.
 """
 
 from __future__ import annotations
