@@ -94,20 +94,27 @@ def _load_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
     return lambda arr, j, table: table[arr[j]]
 
 
-def _values(arr, table):  # type: ignore[no-untyped-def,unused-ignore]
+def _values(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
     """An operand chunk as values: float arrays as they are, codes decoded to float64
-    (so that the vectorized loop sees floats and compiles once for every code format)."""
+    (so that the vectorized loop sees floats and compiles once for every code format).
+    ``shift >= 0``: the codes are the top bits of float32 patterns (8 exponent bits,
+    bias 127, IEEE specials: bfloat16), decoded by a shift instead of the table."""
 
 
 @overload(_values, jit_options=_JIT)
-def _values_impl(arr, table):  # type: ignore[no-untyped-def,unused-ignore]
+def _values_impl(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
     if isinstance(arr.dtype, types.Float):
-        return lambda arr, table: arr
+        return lambda arr, table, shift: arr
 
-    def decode(arr, table):  # type: ignore[no-untyped-def,unused-ignore]
+    def decode(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
         out = np.empty(arr.size, np.float64)
-        for i in range(arr.size):
-            out[i] = table[arr[i]]
+        if shift >= 0:
+            for i in range(arr.size):
+                bits = np.uint32(np.uint32(arr[i]) << np.uint32(shift))
+                out[i] = np.float64(bits.view(np.float32))
+        else:
+            for i in range(arr.size):
+                out[i] = table[arr[i]]
         return out
     return decode
 
@@ -477,10 +484,12 @@ def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
           table: np.ndarray, P: np.ndarray, mode: int, overflow: int, tiny_after: bool,
-          seed: Any, ubits: int, want: bool, out: np.ndarray, fl: np.ndarray) -> None:
+          seed: Any, ubits: int, want: bool, shift: int, out: np.ndarray, fl: np.ndarray
+          ) -> None:
     """``out[i] = op(a[i], b[i], c[i])`` rounded once into the format ``P``
     (:func:`numerics.kernels.rounding.format_params`), ``fl[i]`` its flag bits
     (:data:`FLAG_BITS`; exact when ``want``, else only where the general steps ran).
+    ``shift`` tells how code operands decode (:func:`_values`).
 
     Operands of length 1 broadcast.  Chunks of :data:`_CHUNK` elements run on the
     threads; in each, a straight-line loop rounds the results that land in the
@@ -515,9 +524,9 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
         ff = fl[start:stop]
         bad = stop - start
         if fast:
-            bad = _fast_chunk(op, negate_b, _values(aa, table), _values(bb, table),
-                              _values(cc, table), table, cut, mode, lo_normal, maxval,
-                              residual, oo, ff)
+            bad = _fast_chunk(op, negate_b, _values(aa, table, shift),
+                              _values(bb, table, shift), _values(cc, table, shift), table,
+                              cut, mode, lo_normal, maxval, residual, oo, ff)
         if bad == 0:
             continue
         for j in range(stop - start):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.formats import Format
+from numerics.formats import Format, NaNEncoding
 from numerics.ops._operands import index_text
 from numerics.rounding import sr_seed
 
@@ -46,6 +46,14 @@ def check_values(fmt: Format) -> Any:
     return lambda flat: int(first_unrepresentable(np.ascontiguousarray(flat), p))
 
 
+def _code_shift(fmt: Format) -> int:
+    """``23 - t`` when a code of ``fmt`` shifted left by it is the float32 pattern of its
+    value (8 exponent bits, bias 127, IEEE specials: bfloat16), else -1."""
+    float32_top = (fmt.exponent_bits == 8 and fmt.bias == 127 and fmt.signed
+                   and fmt.subnormals and fmt.nan is NaNEncoding.IEEE)
+    return 23 - fmt.trailing_bits if float32_top else -1
+
+
 def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
         scalar: bool, fmt: Format, src: Format, rounding: str, overflow: str, tininess: str,
         flags: bool, rng: Any, sr_bits: int | None) -> tuple[Any, dict[str, Any] | None]:
@@ -69,7 +77,7 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     if n:
         apply(code, op == "sub", a, b, c, table, p, mode_code(rounding),
               overflow_code(overflow), tininess == "after", seed,
-              53 if sr_bits is None else int(sr_bits), bool(flags), out, fl)
+              53 if sr_bits is None else int(sr_bits), bool(flags), _code_shift(src), out, fl)
     if not fmt.has_nan and n and np.isnan(out).any():
         i = int(np.flatnonzero(np.isnan(out))[0])
         vals = [float(x[i if x.size == n else 0]) if x.dtype.kind == "f"
