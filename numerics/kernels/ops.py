@@ -61,7 +61,7 @@ from numba.extending import overload
 import numerics.kernels.rounding as rnd
 from numerics.kernels.random import draw
 
-__all__ = ["FLAG_BITS", "OPS", "apply", "decode_all", "first_unrepresentable"]
+__all__ = ["FLAG_BITS", "OPS", "apply", "decode_all", "first_unrepresentable", "unpack_flags"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
@@ -696,3 +696,12 @@ def decode_all(P: np.ndarray) -> np.ndarray:
                           | np.uint64(1 << 50)).view(np.float64)
         out[code] = v
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def unpack_flags(fl: np.ndarray, out: np.ndarray) -> None:
+    """``out[k, i]`` (bool, shape ``(5, n)``): bit :data:`FLAG_BITS` ``[k]`` of ``fl[i]``."""
+    for i in range(fl.size):
+        f = fl[i]
+        for k in range(5):
+            out[k, i] = (f >> k) & 1

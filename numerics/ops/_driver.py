@@ -89,5 +89,9 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     result = out.reshape(shape)[()] if scalar else out.reshape(shape)
     if not flags:
         return result, None
-    bits = {name: (fl.reshape(shape) & (1 << k)) != 0 for k, name in enumerate(FLAG_NAMES)}
-    return result, {k: (v[()] if scalar else v) for k, v in bits.items()}
+    from numerics.kernels.ops import unpack_flags
+
+    bits = np.empty((len(FLAG_NAMES), n), bool)
+    unpack_flags(fl, bits)
+    return result, {name: (bits[k].reshape(shape)[()] if scalar else bits[k].reshape(shape))
+                    for k, name in enumerate(FLAG_NAMES)}
