@@ -1,76 +1,94 @@
-"""Benchmark: numerics.ops add/mul/fma on 2**20 elements vs numpy's native float32 add/mul.
+"""Benchmark: numerics.ops add/mul/div/fma (rne, 2**20 elements) against numpy's float32 op.
 
-Targets (issue 4): round-to-nearest-even add/mul within 10x of numpy's float32
-add for formats up to binary32; directed modes (rtz) within 30x.  Operands are
-passed in the format's native dtype where one exists (float32, ml_dtypes
-bfloat16/float8_e4m3fn), as a user holding such tensors would.
+Targets (issue 11), printed as ratios from one run:
+
+* ``flags=False`` within 2x of numpy's float32 op (fma: of numpy's ``a * b + c``);
+* ``flags=True`` within 3x of ``flags=False``;
+* at most 16 bytes per element of temporaries beyond the float64 result
+  (``tracemalloc`` peak of the call minus the result's 8 bytes per element).
+
+Operands are passed in the format's own dtype (float32, ml_dtypes bfloat16 and
+float8_e4m3fn), as a user holding such tensors would.  Each row names the thread
+count it ran with (:func:`numerics.get_num_threads`).
 """
 
 from __future__ import annotations
 
-import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from numerics import ops
+from benchmarks._timing import best_of, row
+from numerics import ops, round_to
 from numerics.dtypes import dtype_of
+from numerics.threads import get_num_threads
 
 __all__ = ["run"]
 
 
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+def _temp_bytes(fn: Callable[[], Any], n: int) -> float:
+    """Peak bytes per element allocated by ``fn`` beyond its float64 result."""
+    tracemalloc.start()
+    try:
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return (peak - 8 * n) / n
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False) -> list[dict[str, Any]]:
     n = 1 << (16 if quick else 20)
     repeat = 2 if quick else 5
     rng = np.random.default_rng(0)
-    a32 = (rng.standard_normal(n)).astype(np.float32)
-    b32 = (rng.standard_normal(n)).astype(np.float32)
-    c32 = (rng.standard_normal(n)).astype(np.float32)
-    peer_add = _best(lambda: a32 + b32, repeat)
-    peer_mul = _best(lambda: a32 * b32, repeat)
-    rows: list[dict] = []
+    a32, b32, c32 = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    b32 = np.where(b32 == 0, np.float32(1), b32)
+    with np.errstate(all="ignore"):
+        peers: dict[str, tuple[str, Callable[[], Any]]] = {
+            "add": ("numpy float32 add", lambda: a32 + b32),
+            "mul": ("numpy float32 mul", lambda: a32 * b32),
+            "div": ("numpy float32 div", lambda: a32 / b32),
+            "fma": ("numpy float32 a*b+c", lambda: a32 * b32 + c32),
+        }
+        peer_s = {op: best_of(fn, repeat) for op, (_, fn) in peers.items()}
+    threads = get_num_threads()
+    rows: list[dict[str, Any]] = []
     for name in ("binary32", "bfloat16", "e4m3fn"):
         dt = dtype_of(name)
-        from numerics import round_to
+        a, b, c = (np.asarray(round_to(x.astype(np.float64), name, overflow="saturate"))
+                   .astype(dt) for x in (a32, b32, c32))
+        b = np.where(b.astype(np.float64) == 0, np.asarray(1.0).astype(dt), b)
+        for op in ("add", "mul", "div", "fma"):
+            args = (a, b, c) if op == "fma" else (a, b)
+            fn = getattr(ops, op)
 
-        def cast(x: np.ndarray, name: str = name, dt: Any = dt) -> np.ndarray:
-            v = np.asarray(round_to(x.astype(np.float64), name, overflow="saturate"))
-            return v.astype(dt) if dt is not None else v
+            def plain(fn: Any = fn, args: Any = args, name: str = name) -> Any:
+                return fn(*args, name)
 
-        a, b, c = cast(a32), cast(b32), cast(c32)
-        for rounding in ("rne", "rtz"):
-            target_x = 10 if rounding == "rne" else 30
-            for op, peer, peer_s in (("add", "numpy float32 add", peer_add),
-                                     ("mul", "numpy float32 mul", peer_mul),
-                                     ("fma", "numpy float32 add", peer_add)):
-                args = (a, b, c) if op == "fma" else (a, b)
-                fn = getattr(ops, op)
-                def call(fn: Any = fn, args: tuple[Any, ...] = args, name: str = name,
-                         rounding: str = rounding) -> Any:
-                    return fn(*args, name, rounding=rounding)
+            def flagged(fn: Any = fn, args: Any = args, name: str = name) -> Any:
+                return fn(*args, name, flags=True)
 
-                ours = _best(call, repeat)
-                ok = None if op == "fma" else ours <= target_x * peer_s
-                case = f"{op} {name} {rounding} n=2**{n.bit_length() - 1}"
-                rows.append({"group": "ops", "case": case,
-                             "ours_s": ours, "peer": peer, "peer_s": peer_s,
-                             "target": f"within {target_x}x" if op != "fma" else "report",
-                             "ok": ok})
+            t_plain = best_of(plain, repeat)
+            t_flags = best_of(flagged, repeat)
+            case = f"{op} {name} rne n=2**{n.bit_length() - 1} threads={threads}"
+            rows.append(row("ops", case, t_plain, peers[op][0], peer_s[op],
+                            "flags=False within 2x", min_ratio=0.5))
+            rows.append(row("ops", f"{case} flags=True", t_flags, "flags=False", t_plain,
+                            "within 3x", min_ratio=1 / 3))
+            tmp = max(_temp_bytes(plain, n), _temp_bytes(flagged, n))
+            rows.append({"group": "ops", "case": f"{case} temporaries", "ours_s": tmp,
+                         "peer": None, "peer_s": None, "target": "<= 16 B/element",
+                         "ok": tmp <= 16})
     return rows
 
 
 if __name__ == "__main__":
-    for row in run():
-        ratio = row["peer_s"] / row["ours_s"]
-        print(f"{row['case']:32s} {row['ours_s']*1e3:8.2f} ms  peer {row['peer_s']*1e3:6.3f} ms"
-              f"  slowdown {1/ratio:6.1f}x  ok={row['ok']}")
+    for r in run():
+        if r["peer_s"] is None:
+            print(f"{r['case']:58s} {r['ours_s']:6.1f} B/element  ok={r['ok']}")
+        else:
+            print(f"{r['case']:58s} {r['ours_s'] * 1e3:8.3f} ms  {r['peer']:20s} "
+                  f"{r['peer_s'] * 1e3:7.3f} ms  ratio {r['ours_s'] / r['peer_s']:5.2f}x  "
+                  f"ok={r['ok']}")

@@ -18,16 +18,23 @@ into the target format:
   no rounding.
 
 Formats of at most 26 significant bits whose range is far inside binary64's
-(every registered format but binary64) need no scaling: the pair is rounded by
-:func:`numerics.fast.encode_pair`.  binary64 itself is rounded from the
-scaled pair ``(hi + lo) * 2**K`` so that subnormal and overflowing results are
-right in every mode (directed rounding included).
+(every registered format but binary64) need no scaling.  binary64 itself works
+on ``frexp`` significands and carries the exponent separately, so subnormal and
+overflowing results are right in every mode.  The one rounding is
+:mod:`numerics.kernels.rounding`'s (the step every kernel shares); results that
+land in the format's normal range take the same decision on the bits of ``hi``
+in a vectorized loop, and for round-to-nearest-even ``+ - / sqrt`` with
+``p <= 25`` without flags the residual is not even needed (Figueroa's theorem,
+``53 >= 2p + 2``, ``proofs/double_rounding.md`` D1).  The loop runs on
+:func:`numerics.threads.get_num_threads` threads; results never depend on the
+count.
 
-Round-to-nearest-even fast path: for ``+ - * / sqrt`` with precision
-``p <= 25`` Figueroa's theorem (``53 >= 2p + 2``, see
-``proofs/double_rounding.md``) makes ``RNE_p(RNE_53(x))`` equal to
-``RNE_p(x)``, so binary32 results come from numpy's float32 cast of the
-float64 result.
+Operands are taken at their exact value and must be values of ``fmt``: floats,
+integers of any width (``uint64`` included), ``longdouble`` (one that is not a
+float64 value is a value of no format here, and is rejected, never rounded),
+exact Python numbers, and arrays in the format's own numpy / ml_dtypes dtype
+(taken as codes).  Any layout (strided, negative strides, big-endian, 0-d) and
+any number of dimensions.
 
 Flags follow IEEE 754-2019 section 7: ``inexact`` (the delivered result
 differs from the exact one, overflow included), ``overflow`` (the result
@@ -39,8 +46,13 @@ tininess detected ``"before"`` rounding (``0 < |exact| < 2**emin``) or
 ``invalid`` (``inf - inf``, ``0 * inf``, ``0/0``, ``inf/inf``, ``sqrt(x < 0)``,
 ``fma(0, inf, c)`` even when ``c`` is NaN as in SoftFloat, and results a format
 cannot hold at all: NaN from e8m0fnu for zero or negative values) and
-``divide_by_zero`` (finite non-zero ``x / 0``).  Quiet NaN operands propagate
-without flags.
+``divide_by_zero`` (finite non-zero ``x / 0``).  Quiet NaN operands give NaN
+without flags; a signalling NaN operand (a float whose quiet bit is clear, or a
+code of a format with IEEE-style NaNs whose top trailing bit is clear, as
+binary16 0x7C01 arriving through ``convert``) raises ``invalid`` and gives a
+quiet NaN (IEEE 754-2019 7.2).  Every NaN result is the one quiet NaN
+``0x7FF8000000000000``: the payloads, signs and byte order of NaN operands do
+not reach results.
 
 Conventions beyond IEEE: operations whose exact result is NaN in a format
 without NaN (OCP fp6/fp4) raise ValueError naming the element; infinite
@@ -48,7 +60,12 @@ results follow ``encode``'s overflow rule (``"saturate"`` clamps infinite
 results to +-max, formats without infinity give NaN under ``"ieee"``).  Under
 ``rounding="sr"`` tininess is always detected before rounding and overflow is
 flagged when the exact value exceeds ``max`` and the stochastic choice (or the
-magnitude) takes the result beyond it.
+magnitude) takes the result beyond it.  Stochastic rounding draws element ``i``'s
+bits from ``(seed, i)`` (:func:`numerics.kernels.random.draw`, ``i`` the flat
+C-order index of the result, the seed from :func:`numerics.rounding.sr_seed`: a
+non-negative int modulo 2**64, one draw of a Generator, fresh entropy for None),
+53 bits unless ``sr_bits`` says
+fewer, so results are the same for every thread count and operand layout.
 
 Examples
 --------
@@ -71,25 +88,13 @@ from typing import Any
 
 import numpy as np
 
-# Layout (each private module's docstring says what it holds and why it is right):
-#   ops.py                this module: the public API, Flags, option checks and the
-#                         dispatcher _run (native fast path -> fast path -> exact path)
-#   _ops_native.py        fast path on native dtypes: float32 arithmetic, 8-bit tables
-#   _ops_fast.py          chunked float64 fast path for narrow formats, no flags
-#   _ops_exact.py         the exact path: special values, kernel, one rounding, flags
-#   _ops_narrow.py        rounding exact pairs into narrow formats (+ flags)
-#   _ops_binary64.py      rounding scaled exact pairs into binary64 (+ flags)
-#   _ops_stochastic.py    the stochastic rounding decision shared by both roundings
-#   _ops_kernels.py       exact kernels: the exact result as an unevaluated pair
-#   _ops_operands.py      operand validation, broadcasting, error messages
-# Each module imports only modules listed below it.
-from numerics._ops_binary64 import _is_binary64
-from numerics._ops_exact import FLAG_NAMES, _deliver, _deliver_special, _run_exact
-from numerics._ops_fast import _fast_applies, _fast_run
-from numerics._ops_narrow import _finish_narrow
-from numerics._ops_native import _native_run
-from numerics._ops_operands import _index_text, _is_scalar, _operand, _prepare
-from numerics.formats import Format, as_format
+# Layout: this module holds the public API, Flags and the option checks;
+# _operands.py takes operands in (exact values of the format, flat, one dtype);
+# _driver.py calls the compiled loop numerics.kernels.ops.apply (special values,
+# the exact pair, the one rounding and the flags, element by element).
+from numerics.formats import as_format
+from numerics.ops._driver import FLAG_NAMES, check_values, run
+from numerics.ops._operands import is_scalar, operands
 from numerics.rounding import check_overflow, check_rounding
 
 __all__ = ["TININESS", "Flags", "add", "convert", "div", "fma", "mul", "sqrt", "sub"]
@@ -108,23 +113,22 @@ class Flags:
     underflow: np.ndarray
     #: The result rounded with unbounded exponent exceeds the largest finite value.
     overflow: np.ndarray
-    #: The operation has no meaningful result (NaN produced from non-NaN operands).
+    #: The operation has no meaningful result (NaN produced from non-NaN operands,
+    #: or a signalling NaN operand).
     invalid: np.ndarray
     #: An exact infinite result from finite operands (``x / 0``).
     divide_by_zero: np.ndarray
 
     def any(self) -> dict[str, bool]:
         """Whether each flag is raised for some element."""
-        return {name: bool(np.any(getattr(self, name))) for name in
-                ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")}
+        return {name: bool(np.any(getattr(self, name))) for name in FLAG_NAMES}
 
 
-# ----------------------------------------------------------------------------- validation
 def _check_options(rounding: object, overflow: object, tininess: object, sr_bits: object,
                    flags: object) -> None:
     check_rounding(rounding)
     check_overflow(overflow)
-    if tininess not in TININESS:
+    if not isinstance(tininess, str) or tininess not in TININESS:
         raise ValueError(f"Got tininess={tininess!r}, but the only valid values are "
                          "'before' and 'after'")
     if sr_bits is not None and (not isinstance(sr_bits, (int, np.integer))
@@ -134,41 +138,25 @@ def _check_options(rounding: object, overflow: object, tininess: object, sr_bits
         raise TypeError(f"Got flags={flags!r}, expected True or False")
 
 
-# ----------------------------------------------------------------------------- driver
-def _run(op: str, operands: list[Any], names: list[str], fmt_in: Format | str,
-         rounding: str, overflow: str, tininess: str, flags: bool, rng: Any,
-         sr_bits: int | None) -> Any:
-    """Check the options, then take the first path that applies: the native-dtype
-    fast path, the chunked fast path, or the exact path (which also names the
-    element of an invalid operation the fast path met in a format without NaN)."""
+def _run(op: str, xs: list[Any], names: list[str], fmt_in: Any, rounding: str,
+         overflow: str, tininess: str, flags: bool, rng: Any, sr_bits: int | None,
+         src: Any = None) -> Any:
+    """Check the options and the operands (values of ``src``, default ``fmt``), run
+    the kernel, and wrap the flags."""
     fmt = as_format(fmt_in)
+    src_fmt = fmt if src is None else as_format(src)
     _check_options(rounding, overflow, tininess, sr_bits, flags)
-    if not flags:
-        fast = _native_run(op, operands, fmt, rounding, overflow)
-        if fast is not None:
-            if _is_scalar(operands):
-                return fast[()]
-            return fast
-    if _fast_applies(fmt, rounding, flags):
-        op_xs, xs, shape, scalar = _prepare(op, operands, names, fmt)
-        try:
-            res = _fast_run(op_xs, xs, fmt, rounding, overflow, names)
-        except ValueError:  # an invalid operation without NaN: report it by its index
-            return _run_exact(op, operands, names, fmt, rounding, overflow, tininess, flags,
-                              rng, sr_bits)
-        return _deliver(res, fmt, shape, scalar)
-    out = _run_exact(op, operands, names, fmt, rounding, overflow, tininess, flags, rng,
-                     sr_bits)
-    if not flags:
-        return out
-    res, fl = out
-    return res, Flags(**{f: fl[f] for f in FLAG_NAMES})
+    flat, shape = operands(xs, names, src_fmt, check_values(src_fmt))
+    res, fl = run(op, flat, names, shape, is_scalar(xs), fmt, src_fmt, rounding, overflow,
+                  tininess, bool(flags), rng, sr_bits)
+    return res if fl is None else (res, Flags(**fl))
 
 
 # ----------------------------------------------------------------------------- public API
 _DOC_OPTIONS = """
     fmt : Format or str
-        The format of the operands and of the result.
+        The format of the operands and of the result: a name, a Format or a
+        numpy / ml_dtypes dtype (:func:`numerics.formats.as_format`).
     rounding : {"rne", "rna", "rtz", "ru", "rd", "rto", "sr"}
         Rounding mode, as for :func:`numerics.encode`.
     overflow : {"ieee", "saturate"}
@@ -178,7 +166,8 @@ _DOC_OPTIONS = """
     flags : bool
         Also return a :class:`Flags` of boolean arrays.
     rng : int, numpy.random.Generator or None
-        Seed or generator for ``rounding="sr"``.
+        Seed (a non-negative int, taken modulo 2**64) or generator for
+        ``rounding="sr"``.
     sr_bits : int, optional
         Random bits per stochastic rounding (the rounding probability is
         truncated to ``sr_bits`` bits).
@@ -192,12 +181,15 @@ _DOC_OPTIONS = """
     ------
     ValueError
         An operand that is not exactly representable in ``fmt`` (the message
-        names the first one), shapes that do not broadcast, unknown options,
-        or an invalid operation in a format without NaN.
+        names the first one), a ragged nesting, shapes that do not broadcast,
+        unknown options, or an invalid operation in a format without NaN.
+    TypeError
+        Booleans, complex numbers or text as operands; a format that is
+        neither a name nor a Format; a bad ``rng`` or ``flags``.
 """
 
 
-def add(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def add(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a + b`` rounded once into ``fmt``.
@@ -218,7 +210,7 @@ def add(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: s
                 sr_bits)
 
 
-def sub(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def sub(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a - b`` rounded once into ``fmt``.
@@ -237,7 +229,7 @@ def sub(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: s
                 sr_bits)
 
 
-def mul(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def mul(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a * b`` rounded once into ``fmt``.
@@ -256,7 +248,7 @@ def mul(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: s
                 sr_bits)
 
 
-def div(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def div(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a / b`` rounded once into ``fmt``; ``x / 0`` is +-inf with ``divide_by_zero``.
@@ -275,7 +267,7 @@ def div(a: Any, b: Any, fmt: Format | str, *, rounding: str = "rne", overflow: s
                 sr_bits)
 
 
-def fma(a: Any, b: Any, c: Any, fmt: Format | str, *, rounding: str = "rne",
+def fma(a: Any, b: Any, c: Any, fmt: Any, *, rounding: str = "rne",
         overflow: str = "ieee", tininess: str = "after", flags: bool = False, rng: Any = None,
         sr_bits: int | None = None) -> Any:
     """``a * b + c`` with a single rounding into ``fmt``.
@@ -294,7 +286,7 @@ def fma(a: Any, b: Any, c: Any, fmt: Format | str, *, rounding: str = "rne",
                 rng, sr_bits)
 
 
-def sqrt(a: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "ieee",
+def sqrt(a: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
          tininess: str = "after", flags: bool = False, rng: Any = None,
          sr_bits: int | None = None) -> Any:
     """Square root rounded once into ``fmt``; ``sqrt(-0) = -0``, negative -> NaN, invalid.
@@ -312,7 +304,7 @@ def sqrt(a: Any, fmt: Format | str, *, rounding: str = "rne", overflow: str = "i
     return _run("sqrt", [a], ["a"], fmt, rounding, overflow, tininess, flags, rng, sr_bits)
 
 
-def convert(x: Any, from_fmt: Format | str, to_fmt: Format | str, *, rounding: str = "rne",
+def convert(x: Any, from_fmt: Any, to_fmt: Any, *, rounding: str = "rne",
             overflow: str = "ieee", tininess: str = "after", flags: bool = False,
             rng: Any = None, sr_bits: int | None = None) -> Any:
     """Round values of ``from_fmt`` once into ``to_fmt`` (IEEE convertFormat).
@@ -331,42 +323,8 @@ def convert(x: Any, from_fmt: Format | str, to_fmt: Format | str, *, rounding: s
     >>> float(convert(65519.0, "binary32", "binary16", rounding="rtz"))
     65504.0
     """
-    src = as_format(from_fmt)
-    dst = as_format(to_fmt)
-    _check_options(rounding, overflow, tininess, sr_bits, flags)
-    scalar = np.ndim(x) == 0 and not isinstance(x, np.ndarray)
-    arr = _operand(x, "x", src)
-    shape = arr.shape
-    flat = arr.reshape(-1)
-    nan = np.isnan(flat)
-    if np.any(nan) and not dst.has_nan:
-        i = int(np.flatnonzero(nan)[0])
-        raise ValueError(f"Got {_index_text('x', shape, i)}=nan, but {dst.name} has no NaN")
-    special = ~np.isfinite(flat)
-    fin = np.where(special, 1.0, flat)
-    zero = np.zeros_like(fin)
-    if _is_binary64(dst):
-        res = fin.copy()
-        fl: dict[str, np.ndarray] = {k: np.zeros(flat.size, bool)
-                                     for k in ("inexact", "overflow", "underflow", "invalid")}
-    else:
-        res, fl_opt = _finish_narrow(fin, zero, dst, rounding, overflow, tininess, flags,
-                                     rng, sr_bits)
-        fl = fl_opt if fl_opt is not None else {}
-    if np.any(special):
-        res = res.copy()
-        res[special] = _deliver_special(flat[special], dst, overflow)
-        if flags:
-            for key in fl:
-                fl[key] = fl[key] & ~special
-            fl["invalid"] |= special & np.isnan(res) & ~nan
-    res = _deliver(res, dst, shape, scalar)
-    if not flags:
-        return res
-    get = (lambda v: v.reshape(shape)[()]) if scalar else (lambda v: v.reshape(shape))
-    return res, Flags(inexact=get(fl["inexact"]), underflow=get(fl["underflow"]),
-                      overflow=get(fl["overflow"]), invalid=get(fl["invalid"]),
-                      divide_by_zero=get(np.zeros(flat.size, bool)))
+    return _run("convert", [x], ["x"], to_fmt, rounding, overflow, tininess, flags, rng,
+                sr_bits, src=from_fmt)
 
 
 for _f in (add, sub, mul, div, fma, sqrt, convert):

@@ -1,0 +1,707 @@
+"""Correctly rounded arithmetic with IEEE flags: one compiled loop for every operation.
+
+Each element follows the steps of the exact reference (``tests/ops_reference.py``
+is the independent check):
+
+1. **Operands.**  Loaded as float64 (floats directly, codes of a format through
+   its decode table, :func:`_load`); a signalling NaN operand is noted
+   (:func:`_signalling`).
+2. **Special operands** (a NaN or infinity, ``x / 0``, ``sqrt(x < 0)``): the IEEE
+   754-2019 result is a NaN (always the one quiet NaN), an infinity or a signed
+   zero, which binary64 arithmetic computes exactly, with ``invalid`` and
+   ``divide_by_zero`` (:func:`_special`); it is delivered in the format by the
+   shared rounding step, which applies ``encode``'s overflow rule.
+3. **The exact result as a float64 pair** ``(h + lo) * 2**k`` with error-free
+   transformations (:func:`_exact_pair`): TwoSum for ``+``; the product itself
+   for ``*`` of two numbers of at most 26 bits; ``q = a / b`` with the exact
+   remainder ``a - q*b`` (TwoProd) for ``/``; ``s = sqrt(a)`` with ``a - s*s``
+   for sqrt; for fma the exact product plus ``c`` by
+   :func:`_three_sum_rne`.  Formats whose values and products stay far inside
+   binary64 (``narrow``) need no scaling (``k = 0``); the others (binary64) work
+   on ``frexp`` significands and carry the exponent in ``k``.  ``h`` is the
+   binary64 nearest of the exact value and ``lo`` the residual (or a value with
+   its sign that rounds identically, kept off the half-way points).
+4. **One rounding** by :mod:`numerics.kernels.rounding` (:func:`_round`):
+   ``round_pair(h, lo)`` when the pair is unscaled (or unscales exactly), else
+   ``round_scaled`` of the integer significand ``(sig + eps) * 2**exp``
+   (:func:`_to_scaled`: ``sig < 2**62``, ``eps`` exact) for binary64 results near
+   its limits.  Stochastic rounding draws ``u`` from
+   :func:`numerics.kernels.random.draw` with the element's flat index.
+5. **Flags** from the same integer decisions (:func:`_flags`): ``inexact``,
+   ``overflow`` (the rounding with unbounded exponent, which is this rounding for
+   results that are not tiny, exceeds ``max``), ``underflow`` (tiny and inexact;
+   tininess before rounding is ``e < emin``, after rounding is judged by a second
+   rounding with unbounded exponent, done only for tiny results), ``invalid``,
+   ``divide_by_zero``.
+
+The common case takes a vectorized loop (:func:`_fast_chunk`): in a narrow
+format under a deterministic mode, a result in the normal range is step 4 done
+on the bits of ``h`` (:func:`_round_normal`); only inexact can be raised there.
+Every other element (specials, zeros, subnormal or overflowing results,
+stochastic rounding, binary64) takes the steps above (:func:`_element`).
+
+Format parameters arrive as :func:`numerics.kernels.rounding.format_params`'s
+int64 array, so one compiled loop serves every format; operands are float64,
+float32 or uint16 (codes) arrays, all of one dtype, flat, each either of the
+result's length or of length 1 (broadcast).  Chunks of :data:`_CHUNK` elements
+run in parallel; nothing depends on which thread runs them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+from numba import prange
+from numba.core import types
+from numba.extending import overload
+
+import numerics.kernels.rounding as rnd
+from numerics.kernels.random import draw
+
+__all__ = ["FLAG_BITS", "OPS", "apply", "decode_all", "first_unrepresentable", "unpack_flags"]
+
+#: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
+OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
+#: Bits of the flags array: inexact, underflow, overflow, invalid, divide_by_zero.
+FLAG_BITS = (1, 2, 4, 8, 16)
+
+# Magnitude-level modes of the flag computation (ru/rd become rtz/raz by the sign).
+_RTZ, _RAZ, _RNE, _RNA, _RTO, _SR = range(6)
+
+#: Guard bits below binary64's 53 in the integer significand (sig < 2**62).
+_GUARD = 9
+_NAN = np.float64(np.nan)
+#: Marks an element the fast loop left to the general steps (a NaN no result has).
+_SENTINEL = np.int64(0x7FF4DEADBEEF0000)
+_SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
+#: Elements per chunk of the parallel loop (whole chunks run on one thread).
+_CHUNK = 1 << 12
+_JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+
+# ----------------------------------------------------------------------------- operands
+def _load(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+    """Element ``j`` of an operand as float64 (a code goes through the table)."""
+
+
+@overload(_load, jit_options=_JIT, inline="always")
+def _load_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+    if isinstance(arr.dtype, types.Float):
+        return lambda arr, j, table: np.float64(arr[j])
+    return lambda arr, j, table: table[arr[j]]
+
+
+def _values(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
+    """An operand chunk as values: float arrays as they are, codes decoded to float64
+    (so that the vectorized loop sees floats and compiles once for every code format).
+    ``shift >= 0``: the codes are the top bits of float32 patterns (8 exponent bits,
+    bias 127, IEEE specials: bfloat16), decoded by a shift instead of the table."""
+
+
+@overload(_values, jit_options=_JIT)
+def _values_impl(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
+    if isinstance(arr.dtype, types.Float):
+        return lambda arr, table, shift: arr
+
+    def decode(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
+        out = np.empty(arr.size, np.float64)
+        if shift >= 0:
+            for i in range(arr.size):
+                bits = np.uint32(np.uint32(arr[i]) << np.uint32(shift))
+                out[i] = np.float64(bits.view(np.float32))
+        else:
+            for i in range(arr.size):
+                out[i] = table[arr[i]]
+        return out
+    return decode
+
+
+def _signalling(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+    """Whether element ``j`` (already known to be NaN) is a signalling NaN."""
+
+
+@overload(_signalling, jit_options=_JIT)
+def _signalling_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+    if arr.dtype == types.float32:
+        def float32_bits(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+            return (np.float32(arr[j]).view(np.uint32) & np.uint32(1 << 22)) == 0
+        return float32_bits
+    if arr.dtype == types.float64:
+        def float64_bits(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+            return (np.float64(arr[j]).view(np.uint64) & np.uint64(1 << 51)) == 0
+        return float64_bits
+
+    def code(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
+        # the decode table holds signalling float64 NaNs for signalling codes
+        return (np.float64(table[arr[j]]).view(np.uint64) & np.uint64(1 << 51)) == 0
+    return code
+
+
+# ----------------------------------------------------------------------------- helpers
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _ulp_up(ah: float) -> float:
+    """Spacing above ``ah > 0`` (normal binary64)."""
+    _, e = math.frexp(ah)
+    return math.ldexp(1.0, e - 53)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _ulp_down(ah: float) -> float:
+    """Spacing below ``ah > 0`` (half of ``_ulp_up`` at a power of two)."""
+    m, e = math.frexp(ah)
+    return math.ldexp(1.0, e - 54) if m == 0.5 else math.ldexp(1.0, e - 53)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _two_sum(a: float, b: float) -> tuple[float, float]:
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _two_prod(a: float, b: float) -> tuple[float, float]:
+    p = a * b
+    c = 134217729.0 * a
+    ah = c - (c - a)
+    al = a - ah
+    c = 134217729.0 * b
+    bh = c - (c - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _sticky(m: float) -> float:
+    """A term far below the others: only its sign counts."""
+    return 0.0 if m == 0 else math.copysign(2.0**-300, m)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _nudge(h: float, lo: float) -> float:
+    """Keep a rounded residual strictly inside half the spacing on its side of ``h``."""
+    if lo == 0 or h == 0:
+        return lo
+    ah = abs(h)
+    hs = 0.5 * (_ulp_up(ah) if lo * h > 0 else _ulp_down(ah))
+    if abs(lo) >= hs:
+        return math.copysign(hs * (1.0 - 2.0**-53), lo)
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float]:
+    """``h = RNE64(x1 + x2 + x3)`` and a residual with the sign of the rest, never a
+    false tie (:func:`numerics.eft.three_sum_rne`, one element)."""
+    s, t = _two_sum(x1, x3)
+    u, w = _two_sum(t, x2)
+    h, ll = _two_sum(s, u)
+    if h == 0:
+        h, w = w, 0.0
+    t2, e2 = _two_sum(ll, w)
+    if h == 0:
+        return 0.0, 0.0
+    ah = abs(h)
+    sp = _ulp_up(ah) if t2 * h > 0 else _ulp_down(ah)
+    hs = 0.5 * sp
+    art = abs(t2)
+    beyond = art > hs or (art == hs and e2 * t2 > 0)
+    tie = art == hs and e2 == 0
+    _, e = math.frexp(ah)
+    odd = (np.int64(math.ldexp(ah, 53 - e)) & 1) == 1
+    step = math.copysign(sp, t2) if (beyond or (tie and odd)) else 0.0
+    h_new = h + step
+    r, e3 = _two_sum(t2 - step, e2)
+    if h_new == 0:
+        return 0.0, 0.0
+    ah2 = abs(h_new)
+    hs2 = 0.5 * (_ulp_up(ah2) if r * h_new > 0 else _ulp_down(ah2))
+    if abs(r) == hs2 and e3 != 0:
+        r = math.copysign(hs2 * (1.0 - 2.0**-53), r)
+    return h_new, r
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _zero_sign(x: float, y: float, mode: int) -> float:
+    """IEEE sign of an exact zero sum ``x + y``: same-signed zeros keep it, else +0 (rd: -0)."""
+    if x == 0 and y == 0 and math.copysign(1.0, x) == math.copysign(1.0, y):
+        return x
+    return -0.0 if mode == rnd.MODE_RD else 0.0
+
+
+# ----------------------------------------------------------------------------- exact pair
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
+                ) -> tuple[float, float, int]:
+    """``(h, lo, k)`` with ``(h + lo) * 2**k`` the exact result on finite operands
+    (``h == 0``: an exact zero, with its IEEE sign)."""
+    if op == 5:  # convert: the operand itself
+        return a, 0.0, 0
+    if narrow:
+        if op == 0:
+            h, lo = _two_sum(a, b)
+            return (_zero_sign(a, b, mode) if h == 0 else h), lo, 0
+        if op == 1:
+            return a * b, 0.0, 0
+        if op == 2:
+            q = a / b
+            p, e = _two_prod(q, b)
+            return q, ((a - p) - e) / b, 0
+        if op == 4:
+            s = math.sqrt(a)
+            if s == 0:
+                return a, 0.0, 0
+            p, e = _two_prod(s, s)
+            return s, ((a - p) - e) / (2.0 * s), 0
+        p = a * b
+        h, lo = _two_sum(p, c)
+        return (_zero_sign(p, c, mode) if h == 0 else h), lo, 0
+    ma, ea = math.frexp(a)
+    mb, eb = math.frexp(b)
+    if op == 0:
+        k = eb if a == 0 else ea if b == 0 else max(ea, eb)
+        a2 = math.ldexp(ma, ea - k) if ea - k >= -150 else _sticky(ma)
+        b2 = math.ldexp(mb, eb - k) if eb - k >= -150 else _sticky(mb)
+        h, lo = _two_sum(a2, b2)
+        return (_zero_sign(a, b, mode) if h == 0 else h), lo, k
+    if op == 1:
+        h, lo = _two_prod(ma, mb)
+        return h, lo, ea + eb
+    if op == 2:
+        q = ma / mb
+        p, e = _two_prod(q, mb)
+        return q, _nudge(q, ((ma - p) - e) / mb), ea - eb
+    if op == 4:
+        if a == 0:
+            return a, 0.0, 0
+        if ea & 1:
+            ma, ea = ma * 2.0, ea - 1
+        s = math.sqrt(ma)
+        p, e = _two_prod(s, s)
+        return s, _nudge(s, ((ma - p) - e) / (2.0 * s)), ea // 2
+    mc, ec = math.frexp(c)
+    x1, x2 = _two_prod(ma, mb)
+    kp = ea + eb
+    if x1 == 0:  # an exact zero product: the result is c
+        if c == 0:
+            return _zero_sign(math.copysign(0.0, a) * math.copysign(1.0, b), c, mode), 0.0, 0
+        return mc, 0.0, ec
+    if c == 0:
+        return x1, x2, kp
+    diff = ec - kp
+    if diff > 150:  # c dominates: the product is a sticky term
+        h, lo = _two_sum(mc, _sticky(x1))
+        return h, lo, ec
+    c2 = _sticky(mc) if diff < -150 else math.ldexp(mc, diff)
+    h, lo = _three_sum_rne(x1, x2, c2)
+    if h == 0:
+        return _zero_sign(x1, c2, mode), 0.0, 0
+    return h, lo, kp
+
+
+# ----------------------------------------------------------------------------- rounding
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _bit_length(x: int) -> int:
+    n = 0
+    while x > 0:
+        x >>= 1
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _round_int(sig: int, eps: float, shift: int, mm: int, n_odd_field: int,
+               t: int, u: Any, ubits: int) -> tuple[int, bool]:
+    """``m``, the rounding of ``(sig + eps) / 2**shift`` to an integer in magnitude mode
+    ``mm`` (``shift >= 1``), and whether that division was exact.  ``n_odd_field`` is the
+    parity of the exponent field, used for even/odd when ``t == 0``."""
+    if shift >= 63:
+        n = np.int64(0)
+        rem = sig
+        exact = False
+        above = False
+        tie = False
+    else:
+        n = sig >> shift
+        rem = sig & ((np.int64(1) << shift) - 1)
+        half = np.int64(1) << (shift - 1)
+        exact = rem == 0 and eps == 0
+        above = rem > half or (rem == half and eps > 0)
+        tie = rem == half and eps == 0
+    if exact or mm == _RTZ:
+        return n, exact
+    odd = (n_odd_field if (t == 0 and n > 0) else n) & 1
+    if mm == _RAZ:
+        return n + 1, exact
+    if mm == _RNE:
+        return n + (1 if (above or (tie and odd == 1)) else 0), exact
+    if mm == _RNA:
+        return n + (1 if (above or tie) else 0), exact
+    if mm == _RTO:
+        return n + (0 if odd == 1 else 1), exact
+    # stochastic: away iff u < floor(frac * 2**ubits), frac = (rem + eps) / 2**shift
+    if shift - ubits >= 63:
+        f = np.uint64(0)
+    elif shift >= ubits:
+        f = np.uint64(rem >> (shift - ubits))
+    else:
+        f = np.uint64((rem << (ubits - shift))
+                      + np.int64(math.floor(math.ldexp(eps, ubits - shift))))
+    return n + (1 if u < f else 0), exact
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _to_scaled(h: float, lo: float, k: int) -> tuple[bool, int, float, int]:
+    """``(neg, sig, eps, exp)`` with ``h + lo == (-1)**neg * (sig + eps) * 2**(exp - k)``."""
+    m, e = math.frexp(h)
+    neg = m < 0
+    big = np.int64(math.ldexp(abs(m), 53))
+    f = math.ldexp(-lo if neg else lo, 53 + _GUARD - e)
+    fl = math.floor(f)
+    return neg, (big << _GUARD) + np.int64(fl), f - fl, e - 53 - _GUARD + k
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _flags(neg: bool, sig: int, eps: float, exp: int, P: np.ndarray,
+           maxval: float, mode: int, tiny_after: bool, u: Any, ubits: int
+           ) -> int:
+    """IEEE flag bits of rounding ``(-1)**neg * (sig + eps) * 2**exp`` (``sig > 0``) into
+    ``P``: the same decisions as the rounding itself, plus the rounding with unbounded
+    exponent that overflow and tininess after rounding are defined by."""
+    t, emin, bias = P[rnd.T], P[rnd.EMIN], P[rnd.BIAS]
+    if P[rnd.SIGNED] == 0 and neg:  # no negative values at all: NaN
+        return np.int64(8)
+    if mode == rnd.MODE_RU:
+        mm = _RTZ if neg else _RAZ
+    elif mode == rnd.MODE_RD:
+        mm = _RAZ if neg else _RTZ
+    else:
+        mm = (_RNE, _RNA, _RTZ, 0, 0, _RTO, _SR)[mode]
+    e_val = _bit_length(sig) - 1 + exp
+    tiny = e_val < emin
+    qe = max(e_val, emin) - t
+    m, exact = _round_int(sig, eps, qe - exp, mm, qe + bias, t, u, ubits)
+    if tiny and P[rnd.SUBN] == 0:  # no subnormals (and no zero): 2**emin
+        m, qe, exact = np.int64(1) << t, emin - t, False
+    flags = np.int64(0) if exact else np.int64(1)
+    if math.ldexp(np.float64(m), qe) > maxval:  # not tiny: this rounding is the unbounded one
+        flags |= 5
+    elif tiny and not exact:
+        if mode == rnd.MODE_SR or not tiny_after:
+            flags |= 2
+        else:
+            mu, _ = _round_int(sig, eps, e_val - t - exp, mm, e_val + bias, t, u, ubits)
+            if _bit_length(mu) - 1 + e_val - t < emin:
+                flags |= 2
+    return flags
+
+
+# ----------------------------------------------------------------------------- specials
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _special(op: int, a: float, b: float, c: float) -> tuple[float, int]:
+    """IEEE result and flag bits (invalid 8, divide_by_zero 16) of an element with a
+    special operand (NaN, infinity, ``x / 0``, ``sqrt(x < 0)``)."""
+    nan_in = a != a or b != b or c != c
+    if op == 3:
+        if (a == 0 and math.isinf(b)) or (math.isinf(a) and b == 0):
+            return _NAN, np.int64(8)
+        if nan_in:
+            return _NAN, np.int64(0)
+        p = a * b if (math.isinf(a) or math.isinf(b)) else \
+            math.copysign(1.0, a) * math.copysign(1.0, b)
+        r = p + c
+    elif op == 0 or op == 5:
+        r = a + b if op == 0 else a
+    elif op == 1:
+        r = a * b
+    elif op == 2:
+        r = a / b if b != 0 else (a * math.copysign(np.inf, b) if a == a and a != 0
+                                  else _NAN)
+    else:
+        r = math.sqrt(a) if a >= 0 else _NAN
+    flags = np.int64(0)
+    if r != r and not nan_in:
+        flags |= 8
+    if op == 2 and b == 0 and a == a and a != 0 and not math.isinf(a):
+        flags |= 16
+    return r, flags
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _round_normal(h: float, lo: float, cut: int, mode: int) -> float:
+    """The rounding of ``h + lo`` to ``53 - cut`` significant bits, for a result in the
+    format's normal range (``|h| > 2**emin``; the caller checks ``<= max`` after).
+
+    The same decisions as :func:`numerics.kernels.rounding.round_pair` on the bits of
+    ``h``: keep the bits above ``cut``; the dropped bits ``low`` and the sign of the
+    residual ``lo`` pick the neighbour.  The bit patterns of floats are monotone, so
+    one unit more or less at ``cut`` is the next value of the coarser grid, across a
+    binade too.
+    """
+    bits = np.float64(h).view(np.int64)
+    unit = np.int64(1) << cut
+    low = bits & (unit - 1)
+    base = bits - low
+    half = unit >> 1
+    rel = lo * h  # > 0: the exact magnitude is above |h|
+    neg = h < 0
+    # Branch-free decisions (bitwise on booleans): the data make branches unpredictable.
+    if mode == rnd.MODE_RNE:
+        odd = (base & unit) != 0
+        up = (low > half) | ((low == half) & ((rel > 0) | ((rel == 0) & odd)))
+    elif mode == rnd.MODE_RNA:
+        up = (low > half) | ((low == half) & (rel >= 0))
+    elif mode == rnd.MODE_RTZ or (mode == rnd.MODE_RU and neg) or (mode == rnd.MODE_RD
+                                                                   and not neg):
+        up = False
+        base -= unit * np.int64((low == 0) & (rel < 0))  # just below a grid point
+    else:  # away from zero
+        up = (low != 0) | (rel > 0)
+    return np.int64(base + unit * np.int64(up)).view(np.float64)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
+           u: Any, ubits: int) -> Any:
+    """The code of ``(h + lo) * 2**k`` rounded once (:mod:`numerics.kernels.rounding`):
+    the pair itself where it stays a normal float64 pair, else the integer significand."""
+    if k != 0 and h != 0:
+        hs = math.ldexp(h, k)
+        ls = math.ldexp(lo, k)
+        if 2.0**-960 <= abs(hs) < 2.0**1023 and (ls != 0 or lo == 0):
+            h, lo, k = hs, ls, 0
+    if k == 0 or h == 0:
+        return rnd.round_pair(h, lo, P, np.int64(mode), np.int64(overflow), u, np.int64(ubits))
+    neg, sig, eps, exp = _to_scaled(h, lo, k)
+    return rnd.round_scaled(neg, np.uint64(sig), np.int64(exp), eps != 0, P, np.int64(mode),
+                            np.int64(overflow), u, np.int64(ubits))
+
+
+# ----------------------------------------------------------------------------- the loop
+@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+          table: np.ndarray, P: np.ndarray, mode: int, overflow: int, tiny_after: bool,
+          seed: Any, ubits: int, want: bool, shift: int, out: np.ndarray, fl: np.ndarray
+          ) -> None:
+    """``out[i] = op(a[i], b[i], c[i])`` rounded once into the format ``P``
+    (:func:`numerics.kernels.rounding.format_params`), ``fl[i]`` its flag bits
+    (:data:`FLAG_BITS`; exact when ``want``, else only where the general steps ran).
+    ``shift`` tells how code operands decode (:func:`_values`).
+
+    Operands of length 1 broadcast.  Chunks of :data:`_CHUNK` elements run on the
+    threads; in each, a straight-line loop rounds the results that land in the
+    format's normal range (:func:`_fast_chunk`) and the rest take the general steps
+    (:func:`_element`).  ``out`` is NaN where a format without NaN has no result (the
+    caller raises)."""
+    n = out.size
+    m = min(n, _CHUNK)
+    if a.size != n:  # a broadcast operand: one chunk's worth, read by every chunk
+        a = np.full(m, a[0])
+    if b.size != n:
+        b = np.full(m, b[0])
+    if c.size != n:
+        c = np.full(m, c[0])
+    t, emin, emax = P[rnd.T], P[rnd.EMIN], P[rnd.EMAX]
+    narrow = t <= 25 and emax <= 250 and emin - t >= -250
+    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
+    # _fast_chunk: narrow formats, deterministic modes, t >= 1 (its even/odd is the
+    # last significand bit), signed.
+    fast = narrow and mode <= rnd.MODE_RD and t >= 1 and P[rnd.SIGNED] == 1
+    lo_normal = math.ldexp(1.0, emin)
+    cut = 52 - t
+    residual = want or mode != rnd.MODE_RNE or t > 24 or op == 3
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    for ch in prange(chunks):
+        start = ch * _CHUNK
+        stop = min(start + _CHUNK, n)
+        aa = a[start:stop] if a.size == n else a[:stop - start]
+        bb = b[start:stop] if b.size == n else b[:stop - start]
+        cc = c[start:stop] if c.size == n else c[:stop - start]
+        oo = out[start:stop]
+        ff = fl[start:stop]
+        bad = stop - start
+        if fast:
+            bad = _fast_chunk(op, negate_b, _values(aa, table, shift),
+                              _values(bb, table, shift), _values(cc, table, shift), table,
+                              cut, mode, lo_normal, maxval, residual, oo, ff)
+        if bad == 0:
+            continue
+        for j in range(stop - start):
+            if fast and np.float64(oo[j]).view(np.int64) != _SENTINEL:
+                continue
+            x = _load(aa, j, table)
+            y = _load(bb, j, table)
+            z = _load(cc, j, table)
+            snan = (x != x and _signalling(aa, j, table)) \
+                or (op <= 3 and y != y and _signalling(bb, j, table)) \
+                or (op == 3 and z != z and _signalling(cc, j, table))
+            oo[j], flags = _element(op, x, -y if negate_b else y, z, snan, start + j, P,
+                                    narrow, maxval, mode, overflow, tiny_after, seed, ubits)
+            ff[j] = np.uint8(flags)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                table: np.ndarray, cut: int, mode: int, lo_normal: float, maxval: float,
+                residual: bool, out: np.ndarray, fl: np.ndarray) -> int:
+    """The elements whose exact result (narrow formats: an unscaled pair) rounds into the
+    normal range, by :func:`_round_normal`, with their flags (only inexact can be
+    raised there); the others (special operands, zero, subnormal or overflowing
+    results) get :data:`_SENTINEL` and are counted.  Straight-line loops over
+    contiguous chunks, one per operation, so that the compiler vectorizes them.
+
+    ``residual=False`` (round to nearest even, ``p <= 25``, ``+ - / sqrt``, no flags
+    wanted) rounds ``h`` alone: Figueroa's theorem (``proofs/double_rounding.md``, D1)
+    makes ``RNE_p(RNE_53(x)) == RNE_p(x)``; the inexact flag would need the residual."""
+    bad = 0
+    sign = -1.0 if negate_b else 1.0
+    if op == 0 and residual:
+        for i in range(out.size):
+            h, lo = _two_sum(_load(a, i, table), sign * _load(b, i, table))
+            out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 0:
+        for i in range(out.size):
+            h = _load(a, i, table) + sign * _load(b, i, table)
+            out[i], fl[i], bad_i = _fast_value(h, 0.0, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 1:
+        for i in range(out.size):
+            h = _load(a, i, table) * _load(b, i, table)
+            out[i], fl[i], bad_i = _fast_value(h, 0.0, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 2 and not residual:
+        for i in range(out.size):
+            q = _load(a, i, table) / _load(b, i, table)
+            out[i], fl[i], bad_i = _fast_value(q, 0.0, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 4 and not residual:
+        for i in range(out.size):
+            s = math.sqrt(_load(a, i, table))
+            out[i], fl[i], bad_i = _fast_value(s, 0.0, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 2:
+        for i in range(out.size):
+            x = _load(a, i, table)
+            y = _load(b, i, table)
+            q = x / y
+            p, e = _two_prod(q, y)
+            out[i], fl[i], bad_i = _fast_value(q, ((x - p) - e) / y, cut, mode, lo_normal,
+                                               maxval)
+            bad += bad_i
+    elif op == 3:
+        for i in range(out.size):
+            h, lo = _two_sum(_load(a, i, table) * _load(b, i, table), _load(c, i, table))
+            out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval)
+            bad += bad_i
+    elif op == 4:
+        for i in range(out.size):
+            x = _load(a, i, table)
+            s = math.sqrt(x)
+            p, e = _two_prod(s, s)
+            out[i], fl[i], bad_i = _fast_value(s, ((x - p) - e) / (2.0 * s), cut, mode,
+                                               lo_normal, maxval)
+            bad += bad_i
+    else:
+        for i in range(out.size):
+            out[i], fl[i], bad_i = _fast_value(_load(a, i, table), 0.0, cut, mode, lo_normal,
+                                               maxval)
+            bad += bad_i
+    return bad
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxval: float
+                ) -> tuple[float, int, int]:
+    """The normal-range rounding of ``h + lo``, its inexact flag and 0, or the sentinel and
+    1 (NaN and infinite ``h`` fail the range test).  (Stores stay in the loops: an
+    inlined store keeps the compiler from vectorizing them.)"""
+    v = _round_normal(h, lo, cut, mode)
+    ah = abs(h)
+    ok = (ah > lo_normal) & (ah <= maxval) & (abs(v) <= maxval)
+    return (v if ok else _SENTINEL_F), np.uint8((v != h) | (lo != 0)), np.int64(not ok)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _element(op: int, x: float, y: float, z: float, snan: bool, i: int, P: np.ndarray,
+             narrow: bool, maxval: float, mode: int, overflow: int, tiny_after: bool,
+             seed: Any, ubits: int) -> tuple[float, int]:
+    """Element ``i`` by the general steps: special operands (``snan``: one of them is a
+    signalling NaN), or the exact pair rounded by :mod:`numerics.kernels.rounding`, with
+    its flag bits (NaN where a format without NaN has no result)."""
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)) \
+            or (op == 2 and y == 0) or (op == 4 and x < 0):
+        # NaN (one quiet NaN, whatever the operands'), +-inf or a signed zero
+        r, flags = _special(op, x, y, z)
+        if snan:
+            flags |= 8
+        if r != r and P[rnd.NANKIND] == rnd.NAN_NONE:
+            return _NAN, flags
+        v = rnd.decode_one(rnd.round_pair(_NAN if r != r else r, 0.0, P, np.int64(mode),
+                                          np.int64(overflow), np.uint64(0), np.int64(1)), P)
+        if op == 5 and r == r and v != v:
+            flags |= 8
+        return v, flags
+    h, lo, k = _exact_pair(op, x, y, z, narrow, mode)
+    u = draw(seed, np.uint64(i), np.int64(ubits)) if mode == rnd.MODE_SR else np.uint64(0)
+    v = rnd.decode_one(_round(h, lo, k, P, mode, overflow, u, ubits), P)
+    if h == 0:  # an exact zero: NaN (invalid) where the format has none
+        return v, (np.int64(8) if v != v else np.int64(0))
+    neg, sig, eps, exp = _to_scaled(h, lo, k)
+    return v, _flags(neg, sig, eps, exp, P, maxval, mode, tiny_after, u, ubits)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def first_unrepresentable(x: np.ndarray, P: np.ndarray) -> int:
+    """Index of the first element of ``x`` (float64 or float32) that is not a value of
+    the format ``P``, or -1."""
+    t, emin = P[rnd.T], P[rnd.EMIN]
+    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
+    for i in range(x.size):
+        v = np.float64(x[i])
+        if v != v:
+            ok = P[rnd.NANKIND] != rnd.NAN_NONE
+        elif math.isinf(v):
+            ok = P[rnd.INFMAG] >= 0 and (P[rnd.SIGNED] == 1 or v > 0)
+        elif v == 0:
+            ok = P[rnd.SUBN] == 1
+        elif abs(v) > maxval or (P[rnd.SIGNED] == 0 and v < 0):
+            ok = False
+        else:
+            _, e = math.frexp(v)
+            if e - 1 < emin and P[rnd.SUBN] == 0:
+                ok = False
+            else:
+                y = math.ldexp(abs(v), t - max(e - 1, emin))
+                ok = y == math.floor(y)
+        if not ok:
+            return i
+    return -1
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def decode_all(P: np.ndarray) -> np.ndarray:
+    """The float64 value of every code of a format of at most 16 bits, signalling NaN
+    codes (IEEE-style NaNs with the top trailing bit clear) as signalling float64 NaNs."""
+    n = 1 << P[rnd.BITS]
+    out = np.empty(n, np.float64)
+    t = P[rnd.T]
+    for code in range(n):
+        v = rnd.decode_one(np.uint64(code), P)
+        if v != v and P[rnd.NANKIND] == rnd.NAN_IEEE and ((code >> (t - 1)) & 1) == 0:
+            v = np.uint64(np.float64(v).view(np.uint64) & ~np.uint64(1 << 51)
+                          | np.uint64(1 << 50)).view(np.float64)
+        out[code] = v
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def unpack_flags(fl: np.ndarray, out: np.ndarray) -> None:
+    """``out[k, i]`` (bool, shape ``(5, n)``): bit :data:`FLAG_BITS` ``[k]`` of ``fl[i]``."""
+    for i in range(fl.size):
+        f = fl[i]
+        for k in range(5):
+            out[k, i] = (f >> k) & 1
