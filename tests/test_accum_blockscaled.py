@@ -406,14 +406,21 @@ def test_B9_one_instruction_error_bound(ops: tuple[Quantized, Quantized, np.ndar
                     np.isfinite(b_vals[:, j]).all() or not math.isfinite(float(d[i, j])):
                 continue
             scale = Fraction(2) ** (sa + sb - 254)
-            terms += [Fraction(float(x)) * Fraction(float(y)) * scale
-                      for x, y in zip(a_vals[i], b_vals[:, j])]
-            nz = [t for t in terms if t != 0]
-            if not nz:
+            fa, fb = as_format(MX_ELEMS[A.scheme]), as_format(MX_ELEMS[B.scheme])
+            # E: the largest exponent of a term as the model splits it (B1): each operand's
+            # exponent clamped below at its format's emin (a subnormal C or element counts
+            # at emin), plus 1 for a product significand that may reach 4.
+            exps = [max(_floor_log2(abs(terms[0])), -126) + 1] if terms[0] else []
+            for x, y in zip(a_vals[i], b_vals[:, j]):
+                fx, fy = Fraction(float(x)), Fraction(float(y))
+                terms.append(fx * fy * scale)
+                if fx and fy:
+                    exps.append(max(_floor_log2(abs(fx)), fa.emin)
+                                + max(_floor_log2(abs(fy)), fb.emin) + sa + sb - 254 + 1)
+            if not exps:
                 assert bits(d)[i, j] == 0
                 continue
-            # E: the largest exponent of a term as the model splits it (<= floor log2 + 1)
-            E = max(_floor_log2(abs(t)) for t in nz) + 1
+            E = max(exps)
             X = sum(terms, Fraction(0))
             D = Fraction(float(d[i, j]))
             ulp = Fraction(2) ** (max(_floor_log2(abs(D)) if D else -126, -126) - 23)

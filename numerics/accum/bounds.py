@@ -77,8 +77,16 @@ def g(k: int | np.ndarray, u: float) -> float | np.ndarray:
     >>> round(float(g(4095, 2.0**-8)), -5)   # bf16 at n = 4096: vacuous
     8600000.0
     """
-    with np.errstate(over="ignore"):
-        return np.expm1(np.asarray(k, np.float64) * math.log1p(u))[()]
+    kk = np.asarray(k)
+    if kk.dtype.kind not in "iuf" or isinstance(k, bool):
+        raise TypeError(f"Got k={k!r}, expected a real count or an array of counts")
+    if isinstance(u, (bool, complex)) or not isinstance(u, (int, float, np.integer,
+                                                             np.floating)):
+        raise TypeError(f"Got u={u!r}, expected a real unit roundoff")
+    if not 0 <= u < 1:
+        raise ValueError(f"Got u={u!r}, but a unit roundoff lies in [0, 1)")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.expm1(kk.astype(np.float64) * math.log1p(u))[()]
 
 
 def tree_chain(tree: object) -> int:

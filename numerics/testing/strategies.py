@@ -694,10 +694,18 @@ def exact_repr(a: np.ndarray) -> str:
     >>> exact_repr(np.array([0x7FC00001], dtype=np.uint32).view(np.float32))
     'np.array([0x7fc00001], dtype=np.uint32).view(np.float32)'
     """
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"Got a={a!r} of type {type(a).__name__}, expected a numpy array")
     dtype = a.dtype
+    if dtype.kind not in "iubfV":
+        raise TypeError(f"Got an array of dtype {dtype}, but exact_repr takes integer, bool "
+                        "and real floating-point arrays")
     module = "np" if dtype.type.__module__ == "numpy" else dtype.type.__module__.split(".")[0]
     name = f"{module}.{dtype.name}"
     shape = "" if a.size else f".reshape({a.shape})"
+    if dtype.kind == "f" and dtype.itemsize not in (1, 2, 4, 8):  # long double: exact digits
+        digits = [np.format_float_scientific(v, unique=True) for v in a.reshape(-1)]
+        return f"np.array({digits!r}, dtype=np.longdouble).reshape({a.shape})"
     if dtype.kind in "iub" or dtype.kind not in "fV" and dtype.itemsize not in (1, 2, 4, 8):
         return f"np.array({a.tolist()!r}, dtype={name}){shape}"
     if dtype.kind == "f" and dtype.itemsize == 8:
