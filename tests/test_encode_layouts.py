@@ -237,7 +237,7 @@ def test_issue13_no_overflow_errors() -> None:
 
 
 def test_issue13_format_arguments() -> None:
-    import torch
+    torch = pytest.importorskip("torch")
 
     want = int(numerics.encode(1.5, "bfloat16"))
     for fmt in ("bfloat16", numerics.get_format("bf16"), ml_dtypes.bfloat16,
@@ -262,7 +262,7 @@ def test_issue13_ml_dtypes_arrays_in_ulp_functions() -> None:
 
 
 def test_issue13_round_to_torch_returns_torch() -> None:
-    import torch
+    torch = pytest.importorskip("torch")
 
     t = torch.tensor([0.1, 1.0, 1000.0], dtype=torch.float32)
     got = numerics.round_to(t, "e4m3fn")

@@ -15,7 +15,6 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-import torch
 
 from numerics.testing import (
     assert_bitwise_equal,
@@ -25,7 +24,13 @@ from numerics.testing import (
     ulp_distances,
 )
 
-TORCH_FP8 = [(torch.float8_e4m3fn, ml_dtypes.float8_e4m3fn, "e4m3fn"),
+try:
+    import torch
+except ImportError:  # torch is an optional extra: its tests skip without it
+    torch = None  # type: ignore[assignment]
+requires_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+
+TORCH_FP8 = [] if torch is None else [(torch.float8_e4m3fn, ml_dtypes.float8_e4m3fn, "e4m3fn"),
              (torch.float8_e5m2, ml_dtypes.float8_e5m2, "e5m2"),
              (torch.float8_e4m3fnuz, ml_dtypes.float8_e4m3fnuz, "e4m3fnuz"),
              (torch.float8_e5m2fnuz, ml_dtypes.float8_e5m2fnuz, "e5m2fnuz")]
@@ -38,6 +43,7 @@ def _message(fn: Any, *args: Any, **kwargs: Any) -> str:
 
 
 # --------------------------------------------------------------------------- torch
+@requires_torch
 def test_torch_bfloat16_tensors_are_read_bit_for_bit() -> None:
     x = torch.tensor([1.0, -0.0, 3.0, float("nan")], dtype=torch.bfloat16)
     assert_ulp_close(x, x)
@@ -50,6 +56,7 @@ def test_torch_bfloat16_tensors_are_read_bit_for_bit() -> None:
     assert ulp_distances(x, y).tolist()[:3] == [1, 0, 0]
 
 
+@requires_torch
 @pytest.mark.parametrize(("tdtype", "mdtype", "name"), TORCH_FP8)
 def test_torch_fp8_tensors_match_ml_dtypes_bits(tdtype: Any, mdtype: Any, name: str) -> None:
     values = torch.tensor([0.5, 1.0, -2.0, 0.0], dtype=torch.float32)
@@ -59,6 +66,7 @@ def test_torch_fp8_tensors_match_ml_dtypes_bits(tdtype: Any, mdtype: Any, name: 
     assert_bitwise_equal(t, m, fmt=name)
 
 
+@requires_torch
 def test_torch_float_tensors_and_mixed_kinds() -> None:
     t = torch.tensor([1.0, 2.0], dtype=torch.float16, requires_grad=True)
     assert_ulp_close(t, np.array([1.0, 2.0], np.float16), max_ulp=0)
@@ -67,6 +75,7 @@ def test_torch_float_tensors_and_mixed_kinds() -> None:
                      np.array([1.0, 2.0], ml_dtypes.bfloat16), max_ulp=0)
 
 
+@requires_torch
 def test_torch_bf16_with_float64_reference_in_named_format() -> None:
     """fmt='bf16' with a float64 reference works (issue 13): fractional distances."""
     ref = np.array([1.0 + 2**-9, 3.0 + 2**-6 * 0.75, 100.0])       # exact references
@@ -79,6 +88,7 @@ def test_torch_bf16_with_float64_reference_in_named_format() -> None:
     assert_ulp_close(bad, ref, fmt="bf16", max_ulp=1)
 
 
+@requires_torch
 def test_complex_tensors_are_rejected() -> None:
     with pytest.raises(TypeError, match="complex"):
         assert_ulp_close(torch.tensor([1 + 2j]), [1.0])
@@ -149,6 +159,7 @@ def test_within_bound_fails_at_nan_and_inf_outputs() -> None:
         assert_within_bound([1.0], [1.0], [np.nan])
 
 
+@requires_torch
 def test_within_bound_takes_torch_and_ml_dtypes() -> None:
     assert_within_bound(torch.tensor([1.0], dtype=torch.bfloat16), [Fraction(1001, 1000)],
                         [Fraction(1, 1000)])

@@ -12,9 +12,14 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-import torch
 
 from numerics.testing.exhaustive import exhaustive
+
+try:
+    import torch
+except ImportError:  # torch is an optional extra: its tests skip without it
+    torch = None  # type: ignore[assignment]
+requires_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
 
 
 def to_e4m3(x: np.ndarray) -> np.ndarray:

@@ -12,7 +12,6 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -26,6 +25,12 @@ __all__ = ["SUITES", "budget"]
 
 Factory = Callable[[Callable[..., Any], settings], Callable[[], None]]
 EPS = float(np.float32(1e-6))
+
+
+try:  # the baseline suite needs torch (an optional extra); numerics.testing's does not
+    import torch
+except ImportError:
+    torch = None  # type: ignore[assignment]
 
 
 def budget(max_examples: int, *, shrink: bool = True) -> settings:
