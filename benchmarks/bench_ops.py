@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _timing import best_of, row
 
-from benchmarks._timing import best_of, row
 from numerics import ops, round_to
 from numerics.dtypes import dtype_of
 from numerics.threads import get_num_threads

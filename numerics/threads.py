@@ -22,7 +22,7 @@ def set_num_threads(n: int) -> None:
     """
     import numba
 
-    top = numba.config.NUMBA_NUM_THREADS
+    top = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= top:
         raise ValueError(f"Got n={n!r}, but it must be an int in [1, {top}] "
                          "(NUMBA_NUM_THREADS sets the upper end)")

@@ -347,7 +347,8 @@ def blockscaled_gemm(A_q: Quantized, B_q: Quantized, C: Any = None, *,
                                bits, p.block // G, per_inst, F)
     d = bits.view(np.float32)
     if tensor_scales:
-        d = _alpha_epilogue(d, a.global_scale, b.global_scale, c_bits.view(np.float32))
+        ga, gb = (_tensor_scale(q.global_scale, name) for q, name in ((a, "A"), (b, "B")))
+        d = _alpha_epilogue(d, ga, gb, c_bits.view(np.float32))
     return d
 
 
@@ -409,3 +410,13 @@ def dequantized_gemm(A_q: Quantized, B_q: Quantized, C: Any = None) -> np.ndarra
         if C is not None:
             d = d + np.asarray(C, np.float64)
     return d
+
+
+def _tensor_scale(g: Any, name: str) -> float | None:
+    """One NVFP4 tensor scale as a float; per-expert scales go one expert at a time."""
+    if g is None:
+        return None
+    if np.ndim(g) != 0:
+        raise ValueError(f"Got {name} with per-expert tensor scales of shape {np.shape(g)}; "
+                         "multiply one expert's (rows, K) slice at a time")
+    return float(g)

@@ -102,7 +102,7 @@ def _round_slow(hi: float, lo: float, P: np.ndarray, mode: int, seed: int,
     if mode == MODE_SR:
         u = draw(seed, index, 64)  # type: ignore[arg-type]
         m = MODE_SR_EXACT
-    code = round_pair(hi, lo, P, m, OVERFLOW_IEEE, u, 64)  # type: ignore[arg-type]
+    code = round_pair(hi, lo, P, m, OVERFLOW_IEEE, u, 64)
     return decode_one(code, P)
 
 
