@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from blockscaled_reference import _epilogue, reference_gemm
+from blockscaled_reference import _epilogue, floor_log2, reference_gemm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -410,30 +410,21 @@ def test_B9_one_instruction_error_bound(ops: tuple[Quantized, Quantized, np.ndar
             # E: the largest exponent of a term as the model splits it (B1): each operand's
             # exponent clamped below at its format's emin (a subnormal C or element counts
             # at emin), plus 1 for a product significand that may reach 4.
-            exps = [max(_floor_log2(abs(terms[0])), -126) + 1] if terms[0] else []
+            exps = [max(floor_log2(abs(terms[0])), -126) + 1] if terms[0] else []
             for x, y in zip(a_vals[i], b_vals[:, j]):
                 fx, fy = Fraction(float(x)), Fraction(float(y))
                 terms.append(fx * fy * scale)
                 if fx and fy:
-                    exps.append(max(_floor_log2(abs(fx)), fa.emin)
-                                + max(_floor_log2(abs(fy)), fb.emin) + sa + sb - 254 + 1)
+                    exps.append(max(floor_log2(abs(fx)), fa.emin)
+                                + max(floor_log2(abs(fy)), fb.emin) + sa + sb - 254 + 1)
             if not exps:
                 assert bits(d)[i, j] == 0
                 continue
             E = max(exps)
             X = sum(terms, Fraction(0))
             D = Fraction(float(d[i, j]))
-            ulp = Fraction(2) ** (max(_floor_log2(abs(D)) if D else -126, -126) - 23)
+            ulp = Fraction(2) ** (max(floor_log2(abs(D)) if D else -126, -126) - 23)
             assert abs(D - X) < 33 * Fraction(2) ** (E - 25) + ulp
-
-
-def _floor_log2(x: Fraction) -> int:
-    e = x.numerator.bit_length() - x.denominator.bit_length()
-    while Fraction(2) ** e > x:
-        e -= 1
-    while Fraction(2) ** (e + 1) <= x:
-        e += 1
-    return e
 
 
 # ------------------------------------------------------------------ B10: naive recipe
