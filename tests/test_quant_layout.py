@@ -49,9 +49,8 @@ def _torchao_utils() -> Any:
 def test_to_blocked_equals_torchao(shape: tuple[int, int]) -> None:
     """Bit-identical to torchao's to_blocked on random scale matrices; from_blocked is the
     inverse of both."""
-    import torch
-
     utils = _torchao_utils()
+    import torch
     s = np.random.default_rng(shape[0] * 31 + shape[1]).integers(0, 256, shape).astype(np.uint8)
     theirs = utils.to_blocked(torch.from_numpy(s)).numpy()
     np.testing.assert_array_equal(to_blocked(s), theirs)
