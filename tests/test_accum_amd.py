@@ -65,7 +65,7 @@ def _reference(name: str, A: np.ndarray, B: np.ndarray, C: np.ndarray, fin: str)
     return out
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(st.sampled_from(AMD), st.integers(0, 2**32 - 1), st.integers(1, 40))
 def test_amd_presets_match_the_documented_rules(name: str, seed: int, k: int) -> None:
     p = accum.PRESETS[name]
