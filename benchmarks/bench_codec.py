@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from _timing import row
+from _timing import best_of, row
 
 import numerics
 from numerics.dtypes import dtype_of
@@ -134,23 +134,13 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         big = np.resize(x32, n * (1 if quick else 4))
         out = np.empty(big.size, np.uint8)
         set_num_threads(1)
-        one = _wall_best(lambda: numerics.encode(big, "e4m3fn", out=out))
+        one = best_of(lambda: numerics.encode(big, "e4m3fn", out=out))
         set_num_threads(2)
-        two = _wall_best(lambda: numerics.encode(big, "e4m3fn", out=out))
+        two = best_of(lambda: numerics.encode(big, "e4m3fn", out=out))
         set_num_threads(before)
         rows.append(row(f"encode 2**{int(np.log2(big.size))} [2 threads]", "e4m3fn", two,
                         "same on 1 thread (wall)", one, ">= 1.6x faster", 1.6))
     return rows
-
-
-def _wall_best(fn: Callable[[], Any], repeat: int = 3) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 if __name__ == "__main__":
