@@ -92,17 +92,26 @@ def _threads() -> int:
     return int(numba.get_num_threads())
 
 
-_PLANS: dict[int, tuple[Format, np.ndarray, bool, bool]] = {}
+_PLANS: dict[int, tuple[Format, np.ndarray, bool, bool, bool, bool]] = {}
 
 
-def _plan(fmt: Format) -> tuple[Format, np.ndarray, bool, bool]:
-    """(fmt, its parameter array, whether the float32 / float64 branch-free kernel fits),
-    cached by identity (hashing a Format costs more than the kernel call on small input)."""
+def _narrow_kernels() -> Any:
+    from numerics.kernels import narrow
+
+    return narrow
+
+
+def _plan(fmt: Format) -> tuple[Format, np.ndarray, bool, bool, bool, bool]:
+    """(fmt, its parameter array, whether the float32 / float64 branch-free kernel fits,
+    whether the float32 / float64 round-to-nearest-even lane kernel fits), cached by
+    identity (hashing a Format costs more than the kernel call on small input)."""
     plan = _PLANS.get(id(fmt))
     if plan is None or plan[0] is not fmt:
         P = _rounding_kernels().format_params(fmt)
         k = _kernels()
-        plan = (fmt, P, k.fits_bits_kernel(P, False), k.fits_bits_kernel(P, True))
+        narrow = _narrow_kernels()
+        plan = (fmt, P, k.fits_bits_kernel(P, False), k.fits_bits_kernel(P, True),
+                narrow.fits(P, False), narrow.fits(P, True))
         if len(_PLANS) > 1024:
             _PLANS.clear()
         _PLANS[id(fmt)] = plan
@@ -296,11 +305,16 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
     n = {"x87": work.size // 2, "stacked": work.size // 2}.get(kind, work.size)
     target = _output(out, arr.shape, fmt)
     flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(n, fmt.code_dtype)
-    _, P, fits32, fits64 = _plan(fmt)
+    _, P, fits32, fits64, rne32, rne64 = _plan(fmt)
     mode, bits = _mode_bits(rounding, sr_bits)
     seed = np.uint64(sr_seed(rng)) if rounding == "sr" else np.uint64(0)
     ov = 1 if overflow == "saturate" else 0
-    if kind == "float":
+    if kind == "float" and mode == 0 and (rne64 if work.dtype.itemsize == 8 else rne32):
+        narrow = _narrow_kernels()
+        run = narrow.rne_parallel if n >= PARALLEL_MIN and _threads() > 1 else (
+            narrow.rne_serial)
+        nans = run(work, flat_out, P, ov == 1)
+    elif kind == "float":
         if not (fits64 if work.dtype.itemsize == 8 else fits32):
             if work.dtype.itemsize == 4 and fits64:
                 with np.errstate(invalid="ignore"):  # signalling NaNs quieten
@@ -569,7 +583,9 @@ def encode_pair(
 
         uni = np.broadcast_to(np.asarray(uniform, np.float64), shape).reshape(-1)
         for i in slow:
-            value = Fraction(float(flat_hi[i])) + Fraction(float(flat_lo[i]))
+            hi_i = float(flat_hi[i])
+            value: float | Fraction = (Fraction(hi_i) + Fraction(float(flat_lo[i]))
+                                       if math.isfinite(hi_i) else hi_i)  # lo ignored
             out[i] = codec.encode_exact(value, fmt, rounding="sr", overflow=overflow,
                                         uniform=float(uni[i]), sr_bits=sr_bits, nan="zero")
     return out.reshape(shape)

@@ -1,0 +1,122 @@
+"""Lane arithmetic: 32-bit integer shifts and float bit casts that vectorize.
+
+numba types an operation on two ``uint32`` values as ``uint64`` (numpy's scalar
+rules widened to the machine integer), so a loop written in ``uint32`` runs in
+64-bit lanes: half as many per AVX2 register, and variable shifts that AVX2 lacks
+for unsigned 64-bit compares.  Wrapping each result in ``np.uint32(...)`` lets
+LLVM narrow additions, masks and compares back to 32 bits, but not shifts by a
+variable amount (a 64-bit shift by 40 is defined, a 32-bit one is not).  The
+intrinsics here emit the 32-bit instruction directly.
+
+Preconditions
+-------------
+``shl32(x, s)`` and ``shr32(x, s)`` need ``0 <= s < 32`` (LLVM's ``shl``/``lshr``
+are poison beyond the width); every caller clamps ``s`` first.
+
+Examples
+--------
+>>> import numba
+>>> import numpy as np
+>>> @numba.njit
+... def demo(x):
+...     return shr32(np.uint32(x), np.uint32(4)), bits_of_f32(f32_of_bits(np.uint32(x)))
+>>> [int(v) for v in demo(0x3F800000)]
+[66584576, 1065353216]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+from numba import types
+from numba.core.extending import intrinsic
+
+__all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "shl32", "shr32"]
+
+
+def _u32(context: Any, builder: Any, value: Any, ty: types.Type) -> Any:
+    """``value`` of numba type ``ty`` as an LLVM i32 (truncated or extended)."""
+    return context.cast(builder, value, ty, types.uint32)
+
+
+@intrinsic
+def shl32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
+    """``(x << s) mod 2**32`` in a 32-bit lane, for ``0 <= s < 32``."""
+    sig = types.uint32(x, s)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        a = _u32(context, builder, args[0], signature.args[0])
+        b = _u32(context, builder, args[1], signature.args[1])
+        return builder.shl(a, b)
+
+    return sig, codegen
+
+
+@intrinsic
+def shr32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
+    """``x >> s`` (logical) in a 32-bit lane, for ``0 <= s < 32``."""
+    sig = types.uint32(x, s)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        a = _u32(context, builder, args[0], signature.args[0])
+        b = _u32(context, builder, args[1], signature.args[1])
+        return builder.lshr(a, b)
+
+    return sig, codegen
+
+
+@intrinsic
+def f32_of_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
+    """The float32 whose bits are the low 32 bits of ``x``."""
+    sig = types.float32(x)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        word = _u32(context, builder, args[0], signature.args[0])
+        return builder.bitcast(word, context.get_value_type(types.float32))
+
+    return sig, codegen
+
+
+@intrinsic
+def bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
+    """The bits of a float32 as a uint32."""
+    if x != types.float32:
+        return None
+    sig = types.uint32(types.float32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], context.get_value_type(types.uint32))
+
+    return sig, codegen
+
+
+@intrinsic
+def f16_bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
+    """The binary16 bits of a float32 rounded to nearest-even (the hardware conversion:
+    F16C's ``vcvtps2ph`` on x86).  A NaN keeps its sign and the top of its payload, quiet
+    bit set; callers that want a canonical NaN replace it."""
+    if x != types.float32:
+        return None
+    sig = types.uint32(types.float32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        half = builder.fptrunc(args[0], ir.HalfType())
+        word = builder.bitcast(half, ir.IntType(16))
+        return builder.zext(word, ir.IntType(32))
+
+    return sig, codegen
+
+
+@intrinsic
+def f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
+    """The float32 value of the binary16 bits in the low 16 bits of ``x`` (exact; a NaN
+    keeps its sign and payload, quiet bit set)."""
+    sig = types.float32(x)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        word = context.cast(builder, args[0], signature.args[0], types.uint16)
+        half = builder.bitcast(word, ir.HalfType())
+        return builder.fpext(half, context.get_value_type(types.float32))
+
+    return sig, codegen

@@ -1,0 +1,326 @@
+"""Round-to-nearest-even encode of float32 / float64 arrays in lane arithmetic.
+
+The general kernels (:mod:`numerics.kernels.codec`) take any format and mode at
+run time and spend a few nanoseconds per element.  Round to nearest-even from
+float32 or float64 into a format with subnormals and a sign bit — every
+standard 4- to 16-bit float — needs only a handful of 32-bit lane operations, so
+this module does that one job in loops LLVM turns into AVX2 code.  The tests pin
+it to :func:`numerics.kernels.rounding.round_pair` (hence to
+:func:`numerics.codec.encode_exact`) on every class of float32 pattern and to
+ml_dtypes on all 2**32 float32 patterns (``exhaustive`` tier).
+
+The steps, for the magnitude bits ``a`` of a float32 (23 trailing bits) rounded
+to a format with ``t`` trailing bits and smallest normal exponent ``emin``
+(``s = 23 - t``):
+
+1. Normal range, ``a >= (emin + 127) << 23``: the format's code is the input's
+   bits with ``s`` bits dropped and the exponent rebiased.  Adding
+   ``2**(s-1) - 1`` plus the lowest kept bit before the shift rounds to nearest
+   with ties to even, and a carry out of the trailing field moves to the next
+   binade (or to the infinity code) by itself:
+   ``mag = ((a + 2**(s-1) - 1 + ((a >> s) & 1)) >> s) - ((emin + 126) << t)``.
+   A format with float32's exponent field (bfloat16, tf32) needs no rebias and
+   no step 2: the same shift rounds its subnormals.
+2. Subnormal range, ``a < (emin + 127) << 23``: the format's quantum is
+   ``2**(emin - t)`` throughout, the spacing of float32 in the binade of
+   ``C = 2**(emin - t + 23)``.  As ``|x| < 2**emin <= C / 2``, the float32 sum
+   ``|x| + C`` lies in ``[C, 2C]`` and is ``C`` plus ``|x|`` rounded to
+   nearest-even to that quantum, so ``bits(|x| + C) - bits(C)`` counts the quanta:
+   the subnormal code, reaching ``2**t`` (the smallest normal) when ``|x|``
+   rounds up to ``2**emin``.
+3. binary16 uses the processor's conversion (F16C ``vcvtps2ph``, round to
+   nearest-even), which gives the same magnitude code.
+4. Overflow (a magnitude above the largest finite code), NaN, the sign and
+   signed zero follow :func:`numerics.kernels.rounding.round_pair`'s rules.
+
+float64 input is first rounded to float32 with round to odd (the float32 toward
+zero with its last bit set when inexact).  Rounding that result to nearest in a
+format with at least two fewer significand bits, whose quantum is at least four
+times float32's smallest, gives the correct rounding of the float64 (Boldo and
+Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
+using rounding to odd", IEEE Trans. Computers 57(4), 2008).  Other formats take
+:func:`_rne64_block`, the same steps in 64-bit lanes.
+
+:func:`fits` says whether a format qualifies; the encoding layer uses the
+general kernels otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from numerics.kernels.lanes import bits_of_f32, f16_bits_of_f32, f32_of_bits, shl32, shr32
+from numerics.kernels.rounding import (
+    BITS,
+    EMIN,
+    INFMAG,
+    MAGMASK,
+    MAXMAG,
+    NAN_IEEE,
+    NAN_NEGZERO,
+    NAN_NONE,
+    NAN_TOP,
+    NANKIND,
+    NEGZERO,
+    SIGNED,
+    SUBN,
+    T,
+    W,
+    bits_f64,
+    f64_bits,
+)
+
+__all__ = ["CHUNK", "fits", "rne_parallel", "rne_serial"]
+
+#: Elements per block (and per parallel work item).
+CHUNK = 1 << 16
+
+_U32 = np.uint32
+_U64 = np.uint64
+#: The shapes of the magnitude step (see :func:`_rne32_loop`).
+_GENERAL, _SAME_EXPONENT, _HALF = 0, 1, 2
+
+
+def fits(P: np.ndarray, wide: bool) -> bool:
+    """Whether these kernels encode float32 (``wide=False``) or float64 input into the
+    format ``P``: signed, with subnormals, ``1 <= t < m`` (``m`` = 23 or 52), a smallest
+    normal exponent within the input's normal range, and codes of at most 32 bits.
+
+    Examples
+    --------
+    >>> from numerics.kernels.rounding import format_params
+    >>> fits(format_params("e4m3fn"), False), fits(format_params("e8m0fnu"), False)
+    (True, False)
+    """
+    m, bias = (52, 1023) if wide else (23, 127)
+    t, emin = int(P[T]), int(P[EMIN])
+    return (P[SIGNED] == 1 and P[SUBN] == 1 and 1 <= t < m and emin >= 1 - bias
+            and emin - t + m + bias >= 1 and int(P[BITS]) <= 32)
+
+
+@numba.njit(cache=True, nogil=True)
+def _constants(P: Any, saturate: bool) -> tuple[int, int, int, int, bool, bool, int, int]:
+    """Loop invariants: the largest finite magnitude code, the code beyond it, the NaN
+    code, the trailing bits, whether the code beyond max and the NaN code keep the
+    input's sign, whether -0 exists, and ``emin``."""
+    t = P[T]
+    kind = P[NANKIND]
+    sign_bit = 1 << (P[BITS] - 1)
+    nan_mag = 0
+    if kind == NAN_IEEE:
+        nan_mag = (((1 << P[W]) - 1) << t) | (1 << (t - 1))
+    elif kind == NAN_TOP:
+        nan_mag = P[MAGMASK]
+    nan_code = nan_mag | (sign_bit if kind == NAN_NEGZERO else 0)
+    nan_signed = kind == NAN_IEEE or kind == NAN_TOP
+    if saturate:
+        big, big_signed = P[MAXMAG], True
+    elif P[INFMAG] >= 0:
+        big, big_signed = P[INFMAG], True
+    elif kind != NAN_NONE:
+        big, big_signed = nan_code, nan_signed
+    else:
+        big, big_signed = P[MAXMAG], True
+    return (P[MAXMAG], big, nan_code, t, big_signed, nan_signed,
+            1 if P[NEGZERO] != 0 else 0, P[EMIN])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _odd32(v: float) -> np.uint32:
+    """The float32 bits of the float64 ``v`` rounded to odd: ``v`` itself when it is a
+    float32, else the float32 next toward zero with its last bit set (beyond float32's
+    range: its largest finite value, which is odd).  NaN stays NaN."""
+    f = np.float32(v)
+    back = np.float64(f)
+    b = bits_of_f32(f)
+    b = _U32(b - (_U32(1) if abs(back) > abs(v) else _U32(0)))
+    return _U32(b | (_U32(1) if back != v and v == v else _U32(0)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                shape: int, simple: bool) -> int:
+    """The encode loop, specialised by literal flags so each variant compiles to
+    straight vector code.
+
+    ``x`` holds float32 bit patterns (uint32).  ``shape`` is :data:`_GENERAL` (steps 1
+    and 2 of the module docstring), :data:`_SAME_EXPONENT` (step 1 alone: the format has
+    float32's exponent field) or :data:`_HALF` (binary16 by the hardware conversion).
+    ``simple`` says that -0 exists, so the sign bit is copied through except for a NaN
+    of a format whose NaN is unsigned.  Returns the number of NaN inputs (fewer than
+    2**32 per call)."""
+    maxmag, big, nan_code, t, big_signed, nan_signed, negzero, emin = _constants(
+        P, saturate)
+    s = _U32(23 - t)
+    round_bias = _U32((1 << (22 - t)) - 1)
+    eminb = emin + 127
+    rebias = _U32((eminb - 1) << t)
+    threshold = np.int32(eminb << 23)
+    c_bits = _U32((emin - t + 23 + 127) << 23)
+    c = f32_of_bits(c_bits)
+    maxmag32, big32, nan32 = np.int32(maxmag), _U32(big), _U32(nan_code)
+    top = _U32(P[BITS] - 1)
+    sign_shift = _U32(32 - P[BITS])
+    keep_big = _U32(1 if big_signed else 0)
+    keep_nan = _U32(1 if nan_signed else 0)
+    keep_zero = _U32(negzero)
+    keep_nan_sign = _U32(0xFFFFFFFF if nan_signed else 0)
+    nans = _U32(0)
+    for i in range(x.size):
+        b = _U32(x[i])
+        a = _U32(b & _U32(0x7FFFFFFF))
+        if shape == _HALF:
+            mag = f16_bits_of_f32(f32_of_bits(a))
+        elif shape == _SAME_EXPONENT:
+            mag = shr32(_U32(a + round_bias + _U32(shr32(a, s) & _U32(1))), s)
+        else:
+            normal = _U32(shr32(_U32(a + round_bias + _U32(shr32(a, s) & _U32(1))), s)
+                          - rebias)
+            sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)
+            mag = normal if np.int32(a) >= threshold else sub
+        over = np.int32(mag) > maxmag32
+        is_nan = np.int32(a) > np.int32(0x7F800000)
+        code = big32 if over else _U32(mag)
+        if simple:
+            sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
+            if is_nan:
+                code, sign = nan32, _U32(sign & keep_nan_sign)
+            out[i] = _U32(code | sign)
+        else:
+            keep = keep_big if over else (_U32(1) if mag != _U32(0) else keep_zero)
+            if is_nan:
+                code, keep = nan32, keep_nan
+            out[i] = _U32(code | shl32(_U32(shr32(b, _U32(31)) & keep), top))
+        nans = _U32(nans + (_U32(1) if is_nan else _U32(0)))
+    return int(nans)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
+    """:func:`_rne32_loop` with the flags of the format ``P``."""
+    simple = P[NEGZERO] != 0
+    if P[T] == 10 and P[W] == 5 and P[EMIN] == -14 and P[NANKIND] == NAN_IEEE and simple:
+        return _rne32_loop(x, out, P, saturate, _HALF, True)
+    same = P[EMIN] == -126 and P[W] == 8
+    if same and simple:
+        return _rne32_loop(x, out, P, saturate, _SAME_EXPONENT, True)
+    if same:
+        return _rne32_loop(x, out, P, saturate, _SAME_EXPONENT, False)
+    if simple:
+        return _rne32_loop(x, out, P, saturate, _GENERAL, True)
+    return _rne32_loop(x, out, P, saturate, _GENERAL, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def _rne32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
+    """Codes of the float32 patterns ``bits`` (uint32); returns the NaN count."""
+    return _rne32_dispatch(bits, out, P, saturate)
+
+
+@numba.njit(cache=True, nogil=True)
+def _odd_pass(x: np.ndarray, bits: np.ndarray) -> None:
+    """``bits[i]`` = :func:`_odd32` of ``x[i]``."""
+    for i in range(x.size):
+        bits[i] = _odd32(x[i])
+
+
+#: float64 input is rounded to odd in pieces of this many elements (16 KiB of float32
+#: patterns: the second pass reads them from the L1 cache).
+_PIECE = 4096
+
+
+@numba.njit(cache=True, nogil=True)
+def _odd_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
+    """Codes of the float64 values ``x`` through float32 rounded to odd; returns the NaN
+    count."""
+    bits = np.empty(min(x.size, _PIECE), np.uint32)
+    nans = 0
+    for lo in range(0, x.size, _PIECE):
+        hi = min(x.size, lo + _PIECE)
+        piece = bits[:hi - lo]
+        _odd_pass(x[lo:hi], piece)
+        nans += _rne32_dispatch(piece, out[lo:hi], P, saturate)
+    return nans
+
+
+@numba.njit(cache=True, nogil=True)
+def _rne64_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
+    """Codes of the float64 values ``x`` by steps 1, 2 and 4 in 64-bit lanes (formats
+    :func:`_via32` rejects); returns the NaN count."""
+    maxmag, big, nan_code, t, big_signed, nan_signed, negzero, emin = _constants(
+        P, saturate)
+    s = _U64(52 - t)
+    round_bias = _U64((1 << (51 - t)) - 1)
+    eminb = emin + 1023
+    rebias = _U64((eminb - 1) << t)
+    threshold = _U64(eminb) << _U64(52)
+    c_bits = _U64(emin - t + 52 + 1023) << _U64(52)
+    c = bits_f64(c_bits)
+    maxmag64, big64, nan64 = _U64(maxmag), _U64(big), _U64(nan_code)
+    top = _U64(P[BITS] - 1)
+    keep_big = _U64(1 if big_signed else 0)
+    keep_nan = _U64(1 if nan_signed else 0)
+    keep_zero = _U64(negzero)
+    nans = 0
+    for i in range(x.size):
+        b = f64_bits(x[i])
+        a = b & _U64(0x7FFFFFFFFFFFFFFF)
+        neg = b >> _U64(63)
+        normal = ((a + round_bias + ((a >> s) & _U64(1))) >> s) - rebias
+        sub = f64_bits(bits_f64(a) + c) - c_bits
+        mag = normal if a >= threshold else sub
+        over = mag > maxmag64
+        is_nan = a > _U64(0x7FF0000000000000)
+        code = big64 if over else mag
+        keep = keep_big if over else (_U64(1) if mag != _U64(0) else keep_zero)
+        if is_nan:
+            code, keep = nan64, keep_nan
+        out[i] = code | ((neg & keep) << top)
+        nans += 1 if is_nan else 0
+    return nans
+
+
+@numba.njit(cache=True, nogil=True)
+def _via32(P: Any) -> bool:
+    """Whether float64 input may go through float32 rounded to odd: two spare
+    significand bits (``t <= 21``) and a quantum at least ``2**-147``."""
+    return P[T] <= 21 and P[EMIN] - P[T] >= -147 and P[EMIN] >= -126
+
+
+@numba.njit(cache=True, nogil=True)
+def _span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+          saturate: bool) -> int:
+    """Codes of ``x[start:stop]`` in blocks of :data:`CHUNK` (the block loops index
+    their slices from 0, so they need no negative-index wraparound and vectorize)."""
+    nans = 0
+    via32 = _via32(P)
+    for lo in range(start, stop, CHUNK):
+        hi = min(stop, lo + CHUNK)
+        if x.itemsize == 8 and via32:
+            nans += _odd_block(x[lo:hi], out[lo:hi], P, saturate)
+        elif x.itemsize == 8:
+            nans += _rne64_block(x[lo:hi], out[lo:hi], P, saturate)
+        else:
+            nans += _rne32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate)
+    return nans
+
+
+@numba.njit(cache=True, nogil=True)
+def rne_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
+    """Codes of float32/float64 ``x`` (contiguous, native byte order; a format that
+    :func:`fits` accepts) into ``out`` on this thread; returns the number of NaN inputs."""
+    return _span(x, out, 0, x.size, P, saturate)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rne_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
+    """:func:`rne_serial` on all threads."""
+    n = x.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    nans = np.zeros(chunks, np.int64)
+    for c in numba.prange(chunks):
+        nans[c] = _span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, saturate)
+    return nans.sum()

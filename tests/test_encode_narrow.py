@@ -1,0 +1,174 @@
+"""The round-to-nearest-even lane kernels (numerics.kernels.narrow) against references.
+
+Three independent checks:
+- every code, every tie and the float32 neighbours of both, for every format the kernels
+  take, against the exact reference ``encode_exact`` (Fractions; a sample) and the
+  general kernel ``round_pair`` (all of them), from float32 and from float64;
+- float64 inputs that are not float32s (where the round-to-odd step matters) against
+  ``encode_exact``;
+- ml_dtypes / numpy casts from float32 on the same grids (the peers).
+The exhaustive tier runs all 2**32 float32 patterns through the public ``encode``
+against ml_dtypes (tests/test_exhaustive.py).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies_core import ALL_FORMATS, float64_near_grid, magnitude_values
+
+import numerics
+from numerics.codec import encode_exact
+from numerics.formats import Format
+from numerics.kernels import codec as kcodec
+from numerics.kernels import narrow
+from numerics.kernels.rounding import MODE_RNE, format_params
+
+NARROW32 = [f for f in ALL_FORMATS if narrow.fits(format_params(f), False)]
+NARROW64 = [f for f in ALL_FORMATS if narrow.fits(format_params(f), True)]
+SMALL32 = [f for f in NARROW32 if f.bits <= 16]
+ML_DTYPES = {
+    "e4m3fn": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2,
+    "e4m3fnuz": ml_dtypes.float8_e4m3fnuz, "e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+    "e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz, "e2m1fn": ml_dtypes.float4_e2m1fn,
+    "e3m2fn": ml_dtypes.float6_e3m2fn, "e2m3fn": ml_dtypes.float6_e2m3fn,
+    "bfloat16": ml_dtypes.bfloat16, "binary16": np.float16,
+}
+
+
+def test_the_kernels_cover_the_standard_formats() -> None:
+    names = {f.name for f in NARROW32}
+    assert {"e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "e2m3fn", "bfloat16", "binary16",
+            "e4m3fnuz", "e5m2fnuz"} <= names
+    assert "e8m0fnu" not in names and "binary32" not in names
+
+
+def _grid_inputs(fmt: Format) -> np.ndarray:
+    """float32: every value, every midpoint (the tie), each moved one float32 ulp either
+    way, the virtual value past max and beyond, both signs, and the specials."""
+    vals = magnitude_values(fmt)
+    points = [Fraction(0)] + list(vals) + [(a + b) / 2 for a, b in zip(vals, vals[1:])]
+    with np.errstate(over="ignore"):  # bfloat16's virtual value past max is 2**128
+        f = np.array([float(p) for p in points], np.float32)
+    assert all(Fraction(float(v)) == p for v, p in zip(f[:50], points[:50]))  # exact
+    with np.errstate(over="ignore"):
+        near = [f, np.nextafter(f, np.float32(np.inf)), np.nextafter(f, np.float32(0)),
+                np.array([np.inf, np.nan, 2 * float(vals[-1]), 3e38, 1e-45, 1e-40],
+                         np.float32)]
+    x = np.concatenate(near)
+    return np.concatenate([x, -x])
+
+
+def _general(x: np.ndarray, fmt: Format, saturate: bool) -> np.ndarray:
+    out = np.empty(x.size, fmt.code_dtype)
+    kcodec.encode_float_serial(x, out, format_params(fmt), MODE_RNE, int(saturate),
+                               np.uint64(0), 1)
+    return out
+
+
+@pytest.mark.parametrize("fmt", SMALL32, ids=lambda f: f.name)
+@pytest.mark.parametrize("overflow", ["ieee", "saturate"])
+def test_grid_matches_the_general_kernel_and_the_exact_reference(fmt: Format,
+                                                                 overflow: str) -> None:
+    x = _grid_inputs(fmt)
+    got = numerics.encode(x, fmt, overflow=overflow, nan="zero")
+    want = _general(x, fmt, overflow == "saturate")
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(float(x[i]), hex(got[i]), hex(want[i])) for i in bad[:5]]
+    # the exact reference on a sample (every index for the small formats)
+    idx = np.arange(x.size) if x.size < 3000 else np.random.default_rng(0).choice(
+        x.size, 3000, replace=False)
+    for i in idx:
+        v = float(x[i])
+        exact = encode_exact(v, fmt, rounding="rne", overflow=overflow, nan="zero")
+        assert int(got[i]) == exact, (v, fmt.name, hex(int(got[i])), hex(exact))
+
+
+@pytest.mark.parametrize("fmt", SMALL32, ids=lambda f: f.name)
+def test_float64_grid_matches_float32(fmt: Format) -> None:
+    x = _grid_inputs(fmt)
+    with np.errstate(invalid="ignore"):
+        got64 = numerics.encode(x.astype(np.float64), fmt, nan="zero")
+    assert np.array_equal(got64, numerics.encode(x, fmt, nan="zero"))
+
+
+@pytest.mark.parametrize("fmt", [f for f in SMALL32 if f.name in ML_DTYPES],
+                         ids=lambda f: f.name)
+@pytest.mark.parametrize("overflow", ["ieee", "saturate"])
+def test_grid_matches_ml_dtypes(fmt: Format, overflow: str) -> None:
+    x = _grid_inputs(fmt)
+    x = x[~np.isnan(x)]
+    if overflow == "saturate":  # ml_dtypes saturates only in its own clip; compare in range
+        x = x[np.abs(x) <= float(magnitude_values(fmt)[-2])]
+    with np.errstate(all="ignore"):
+        peer = x.astype(ML_DTYPES[fmt.name]).view(fmt.code_dtype)
+    got = numerics.encode(x, fmt, overflow=overflow)
+    bad = np.flatnonzero(got != peer)
+    assert bad.size == 0, [(float(x[i]), hex(got[i]), hex(peer[i])) for i in bad[:5]]
+
+
+@pytest.mark.parametrize("fmt", NARROW64, ids=lambda f: f.name)
+def test_random_patterns_match_the_general_kernel(fmt: Format) -> None:
+    rng = np.random.default_rng(fmt.bits)
+    b32 = rng.integers(0, 2**32, 1 << 15, dtype=np.uint64).astype(np.uint32)
+    b64 = rng.integers(0, 2**63, 1 << 15, dtype=np.uint64) * np.uint64(2)
+    b64 |= rng.integers(0, 2, b64.size, dtype=np.uint64)
+    inputs = [b64.view(np.float64)]
+    if fmt in NARROW32:
+        inputs.append(b32.view(np.float32))
+    for x in inputs:
+        for saturate in (False, True):
+            out = np.empty(x.size, fmt.code_dtype)
+            nans = narrow.rne_serial(x, out, format_params(fmt), saturate)
+            assert nans == int(np.isnan(x).sum())
+            want = _general(x, fmt, saturate)
+            bad = np.flatnonzero(out != want)
+            assert bad.size == 0, [(x[i], hex(out[i]), hex(want[i])) for i in bad[:5]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), fmt=st.sampled_from(NARROW64))
+def test_float64_near_boundaries_matches_exact(data: st.DataObject, fmt: Format) -> None:
+    """float64 inputs a few ulps from ties, codes, the subnormal boundary and the overflow
+    threshold: the round-to-odd step through float32 must not move a result."""
+    x = data.draw(st.lists(float64_near_grid(fmt), min_size=1, max_size=16))
+    arr = np.array(x, np.float64)
+    got = numerics.encode(arr, fmt, nan="zero")
+    for v, g in zip(x, got.tolist()):
+        assert g == encode_exact(v, fmt, rounding="rne", nan="zero"), (v, fmt.name, hex(g))
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "bfloat16", "binary16", "e2m1fn"])
+def test_float64_between_float32s(name: str) -> None:
+    """Values just off a float32 tie: float32 would make them ties, float64 keeps them."""
+    fmt = numerics.get_format(name)
+    vals = magnitude_values(fmt)
+    mids = [float((a + b) / 2) for a, b in zip(vals[:200], vals[1:201])]
+    x = np.array([m * (1 + s * 2.0**-40) for m in mids for s in (1, -1)]
+                 + [m + s * 2.0**-1070 for m in mids[:3] for s in (1, -1)], np.float64)
+    got = numerics.encode(x, fmt)
+    for v, g in zip(x.tolist(), got.tolist()):
+        assert g == encode_exact(v, fmt, rounding="rne"), (v, name, hex(g))
+
+
+def test_parallel_matches_serial_and_counts_nans() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 2**32, 300_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    P = format_params("e2m1fn")
+    a, b = np.empty(x.size, np.uint8), np.empty(x.size, np.uint8)
+    assert narrow.rne_serial(x, a, P, False) == narrow.rne_parallel(x, b, P, False)
+    assert np.array_equal(a, b)
+    assert narrow.rne_serial(x, a, P, False) == int(np.isnan(x).sum())
+
+
+def test_nan_policy_still_raises_for_formats_without_nan() -> None:
+    x = np.array([1.0, math.nan], np.float32)
+    with pytest.raises(ValueError, match="NaN at flat index 1"):
+        numerics.encode(x, "e2m1fn")
+    assert numerics.encode(x, "e2m1fn", nan="zero").tolist() == [2, 0]
