@@ -97,8 +97,8 @@ def fits(P: np.ndarray, wide: bool) -> bool:
     """
     m, bias = (52, 1023) if wide else (23, 127)
     t, emin = int(P[T]), int(P[EMIN])
-    return (P[SIGNED] == 1 and P[SUBN] == 1 and 1 <= t < m and emin >= 1 - bias
-            and emin - t + m + bias >= 1 and int(P[BITS]) <= 32)
+    return bool(P[SIGNED] == 1 and P[SUBN] == 1 and 1 <= t < m and emin >= 1 - bias
+                and emin - t + m + bias >= 1 and int(P[BITS]) <= 32)
 
 
 @numba.njit(cache=True, nogil=True)
