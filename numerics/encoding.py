@@ -314,6 +314,12 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
         run = narrow.rne_parallel if n >= PARALLEL_MIN and _threads() > 1 else (
             narrow.rne_serial)
         nans = run(work, flat_out, P, ov == 1)
+    elif kind == "float" and mode >= _MODES["sr"] and bits <= 31 and rne32 and (
+            work.dtype.itemsize == 4):
+        narrow = _narrow_kernels()
+        run = narrow.sr_parallel if n >= PARALLEL_MIN and _threads() > 1 else (
+            narrow.sr_serial)
+        nans = run(work, flat_out, P, ov == 1, seed, bits, mode == _SR_EXACT)
     elif kind == "float":
         if not (fits64 if work.dtype.itemsize == 8 else fits32):
             if work.dtype.itemsize == 4 and fits64:

@@ -172,3 +172,51 @@ def test_nan_policy_still_raises_for_formats_without_nan() -> None:
     with pytest.raises(ValueError, match="NaN at flat index 1"):
         numerics.encode(x, "e2m1fn")
     assert numerics.encode(x, "e2m1fn", nan="zero").tolist() == [2, 0]
+
+
+@pytest.mark.parametrize("fmt", [f for f in NARROW32 if f.name in (
+    "e4m3fn", "e5m2", "e4m3fnuz", "e2m1fn", "bfloat16", "binary16", "tf32", "e3m2fn")],
+    ids=lambda f: f.name)
+@pytest.mark.parametrize("sr_bits", [1, 3, 8, 13, 23, 31])
+def test_stochastic_rounding_matches_the_general_kernel(fmt: Format, sr_bits: int) -> None:
+    """The lane kernel's stochastic rounding draws the same stream and rounds the same way
+    as the general kernel (itself pinned to encode_exact with the same draws), in both
+    compare rules, from random patterns, the grid and tiny values."""
+    rng = np.random.default_rng(sr_bits)
+    x = np.concatenate([
+        rng.integers(0, 2**32, 1 << 14, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        (rng.standard_normal(1 << 14) * 8).astype(np.float32),
+        (rng.standard_normal(1 << 12) * 1e-3).astype(np.float32),
+        _grid_inputs(fmt)[:1 << 14] if fmt.bits <= 16 else np.zeros(0, np.float32)])
+    P = format_params(fmt)
+    for exact in (False, True):
+        for saturate in (False, True):
+            got = np.empty(x.size, fmt.code_dtype)
+            want = np.empty(x.size, fmt.code_dtype)
+            narrow.sr_serial(x, got, P, saturate, np.uint64(99), sr_bits, exact)
+            kcodec.encode_float_serial(x, want, P, 7 if exact else 6, int(saturate),
+                                       np.uint64(99), sr_bits)
+            bad = np.flatnonzero(got != want)
+            assert bad.size == 0, [(x[i], hex(got[i]), hex(want[i])) for i in bad[:5]]
+
+
+def test_stochastic_rounding_matches_exact_reference_with_its_draws() -> None:
+    """Public encode (the lane kernel) against encode_exact fed the documented draws."""
+    x = np.array([1.0625, -1.0625, 300.0, 0.013671875, -3e-3, 465.0, 1e-9, 2.0**-9 * 1.5],
+                 np.float32)
+    x = np.tile(x, 40)
+    got = numerics.encode(x, "e4m3fn", rounding="sr", rng=7, sr_bits=8)
+    draws = kcodec.draws(np.uint64(7), x.size, 8)
+    for i, v in enumerate(x.tolist()):
+        want = encode_exact(v, "e4m3fn", rounding="sr", uniform=Fraction(int(draws[i]), 256),
+                            sr_bits=8)
+        assert int(got[i]) == want, (i, v)
+
+
+def test_stochastic_rounding_is_the_same_on_every_thread_count() -> None:
+    x = (np.random.default_rng(3).standard_normal(300_000) * 8).astype(np.float32)
+    P = format_params("e4m3fn")
+    a, b = np.empty(x.size, np.uint8), np.empty(x.size, np.uint8)
+    narrow.sr_serial(x, a, P, False, np.uint64(5), 8, False)
+    narrow.sr_parallel(x, b, P, False, np.uint64(5), 8, False)
+    assert np.array_equal(a, b)

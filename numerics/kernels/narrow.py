@@ -53,6 +53,7 @@ import numba
 import numpy as np
 
 from numerics.kernels.lanes import bits_of_f32, f16_bits_of_f32, f32_of_bits, shl32, shr32
+from numerics.kernels.random import GOLDEN, mix64
 from numerics.kernels.rounding import (
     BITS,
     EMIN,
@@ -73,7 +74,7 @@ from numerics.kernels.rounding import (
     f64_bits,
 )
 
-__all__ = ["CHUNK", "fits", "rne_parallel", "rne_serial"]
+__all__ = ["CHUNK", "fits", "rne_parallel", "rne_serial", "sr_parallel", "sr_serial"]
 
 #: Elements per block (and per parallel work item).
 CHUNK = 1 << 16
@@ -141,6 +142,35 @@ def _odd32(v: float) -> np.uint32:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _tail_constants(P: Any, saturate: bool) -> tuple[Any, ...]:
+    """The loop invariants of :func:`_finish` as 32-bit lane values."""
+    maxmag, big, nan_code, t, big_signed, nan_signed, negzero, emin = _constants(
+        P, saturate)
+    return (np.int32(maxmag), _U32(big), _U32(nan_code), _U32(P[BITS] - 1),
+            _U32(32 - P[BITS]), _U32(1 if big_signed else 0), _U32(1 if nan_signed else 0),
+            _U32(negzero), _U32(0xFFFFFFFF if nan_signed else 0))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], simple: bool) -> Any:
+    """Step 4: the code of the float32 pattern ``b`` whose magnitude rounded to magnitude
+    code ``mag`` (as if the exponent were unbounded): overflow, NaN, sign and signed zero.
+    ``simple`` (a literal) says that -0 exists (see :func:`_rne32_loop`)."""
+    maxmag32, big32, nan32, top, sign_shift, keep_big, keep_nan, keep_zero, keep_sign = K
+    over = np.int32(mag) > maxmag32
+    code = big32 if over else mag
+    if simple:
+        sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
+        if is_nan:
+            code, sign = nan32, _U32(sign & keep_sign)
+        return _U32(code | sign)
+    keep = keep_big if over else (_U32(1) if mag != _U32(0) else keep_zero)
+    if is_nan:
+        code, keep = nan32, keep_nan
+    return _U32(code | shl32(_U32(shr32(b, _U32(31)) & keep), top))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                 shape: int, simple: bool) -> int:
     """The encode loop, specialised by literal flags so each variant compiles to
@@ -152,8 +182,7 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
     ``simple`` says that -0 exists, so the sign bit is copied through except for a NaN
     of a format whose NaN is unsigned.  Returns the number of NaN inputs (fewer than
     2**32 per call)."""
-    maxmag, big, nan_code, t, big_signed, nan_signed, negzero, emin = _constants(
-        P, saturate)
+    t, emin = P[T], P[EMIN]
     s = _U32(23 - t)
     round_bias = _U32((1 << (22 - t)) - 1)
     eminb = emin + 127
@@ -161,13 +190,7 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
     threshold = np.int32(eminb << 23)
     c_bits = _U32((emin - t + 23 + 127) << 23)
     c = f32_of_bits(c_bits)
-    maxmag32, big32, nan32 = np.int32(maxmag), _U32(big), _U32(nan_code)
-    top = _U32(P[BITS] - 1)
-    sign_shift = _U32(32 - P[BITS])
-    keep_big = _U32(1 if big_signed else 0)
-    keep_nan = _U32(1 if nan_signed else 0)
-    keep_zero = _U32(negzero)
-    keep_nan_sign = _U32(0xFFFFFFFF if nan_signed else 0)
+    K = _tail_constants(P, saturate)
     nans = _U32(0)
     for i in range(x.size):
         b = _U32(x[i])
@@ -181,19 +204,8 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                           - rebias)
             sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)
             mag = normal if np.int32(a) >= threshold else sub
-        over = np.int32(mag) > maxmag32
         is_nan = np.int32(a) > np.int32(0x7F800000)
-        code = big32 if over else _U32(mag)
-        if simple:
-            sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
-            if is_nan:
-                code, sign = nan32, _U32(sign & keep_nan_sign)
-            out[i] = _U32(code | sign)
-        else:
-            keep = keep_big if over else (_U32(1) if mag != _U32(0) else keep_zero)
-            if is_nan:
-                code, keep = nan32, keep_nan
-            out[i] = _U32(code | shl32(_U32(shr32(b, _U32(31)) & keep), top))
+        out[i] = _finish(b, is_nan, _U32(mag), K, simple)
         nans = _U32(nans + (_U32(1) if is_nan else _U32(0)))
     return int(nans)
 
@@ -244,6 +256,103 @@ def _odd_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) ->
         _odd_pass(x[lo:hi], piece)
         nans += _rne32_dispatch(piece, out[lo:hi], P, saturate)
     return nans
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, base: int,
+               mixed_seed: Any, ubits: int, exact: bool, simple: bool) -> int:
+    """Stochastic rounding of the float32 patterns ``x`` (flat indices ``base`` on) with
+    ``ubits <= 31`` random bits: steps 1-2 of :func:`numerics.kernels.rounding.round_pair`
+    in 32-bit lanes.  The dropped bits ``rem`` of the significand, scaled to ``ubits``
+    bits, give ``F = floor(frac * 2**ubits)``; the magnitude rounds away from zero when the
+    element's draw ``u < F`` (or, when ``exact``, ``u == F`` with dropped bits below
+    ``F``'s last).  ``mixed_seed`` is ``mix64(seed)``, so the draw is
+    :func:`numerics.kernels.random.draw`'s."""
+    t, emin = P[T], P[EMIN]
+    s = np.int32(23 - t)
+    eminb = np.int32(emin + 127)
+    one_t = _U32(1 << t)
+    ub = np.int32(ubits)
+    drop = _U64(64 - ubits)
+    K = _tail_constants(P, saturate)
+    nans = _U32(0)
+    for i in range(x.size):
+        b = _U32(x[i])
+        a = _U32(b & _U32(0x7FFFFFFF))
+        field = np.int32(shr32(a, _U32(23)))
+        sig = _U32(_U32(a & _U32(0x7FFFFF)) | (_U32(0x800000) if field != 0 else _U32(0)))
+        f1 = max(field, np.int32(1))
+        bb = max(f1, eminb)
+        shift = np.int32(s + bb - f1)  # dropped bits: s in the normal range, more below
+        sc = _U32(min(shift, np.int32(31)))
+        kept = shr32(sig, sc)
+        rem = _U32(sig & _U32(shl32(_U32(1), sc) - _U32(1)))
+        c0 = _U32(_U32(shl32(_U32(bb - eminb + 1), _U32(t)) + kept) - one_t)
+        d = np.int32(shift - ub)
+        if d >= 0:
+            dd = _U32(min(d, np.int32(31)))
+            F = shr32(rem, dd)
+            sticky = _U32(rem & _U32(shl32(_U32(1), dd) - _U32(1))) != _U32(0)
+        else:
+            F = shl32(rem, _U32(-d))
+            sticky = False
+        u = _U32(mix64(mixed_seed ^ (_U64(base + i) * GOLDEN)) >> drop)
+        up = u < F
+        if exact:
+            up = up | ((u == F) & sticky)
+        mag = _U32(c0 + (_U32(1) if up else _U32(0)))
+        is_nan = np.int32(a) > np.int32(0x7F800000)
+        out[i] = _finish(b, is_nan, mag, K, simple)
+        nans = _U32(nans + (_U32(1) if is_nan else _U32(0)))
+    return int(nans)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sr32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                base: int, mixed_seed: Any, ubits: int, exact: bool) -> int:
+    """:func:`_sr32_loop` with the flags of the format ``P``; returns the NaN count."""
+    if P[NEGZERO] != 0:
+        if exact:
+            return _sr32_loop(bits, out, P, saturate, base, mixed_seed, ubits, True, True)
+        return _sr32_loop(bits, out, P, saturate, base, mixed_seed, ubits, False, True)
+    if exact:
+        return _sr32_loop(bits, out, P, saturate, base, mixed_seed, ubits, True, False)
+    return _sr32_loop(bits, out, P, saturate, base, mixed_seed, ubits, False, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sr_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+             saturate: bool, seed: Any, ubits: int, exact: bool) -> int:
+    nans = 0
+    mixed = mix64(_U64(seed))
+    for lo in range(start, stop, CHUNK):
+        hi = min(stop, lo + CHUNK)
+        nans += _sr32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate, lo, mixed,
+                            ubits, exact)
+    return nans
+
+
+@numba.njit(cache=True, nogil=True)
+def sr_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, seed: Any,
+              ubits: int, exact: bool) -> int:
+    """Stochastically rounded codes of float32 ``x`` (contiguous, native byte order; a
+    format :func:`fits` accepts; ``1 <= ubits <= 31``) into ``out`` on this thread, with
+    the stream of :mod:`numerics.kernels.random`: ``MODE_SR`` or, when ``exact``,
+    ``MODE_SR_EXACT``.  Returns the number of NaN inputs."""
+    return _sr_span(x, out, 0, x.size, P, saturate, seed, ubits, exact)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def sr_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, seed: Any,
+                ubits: int, exact: bool) -> int:
+    """:func:`sr_serial` on all threads (the same bits: each draw depends on the index)."""
+    n = x.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    nans = np.zeros(chunks, np.int64)
+    for c in numba.prange(chunks):
+        nans[c] = _sr_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, saturate, seed,
+                           ubits, exact)
+    return nans.sum()
 
 
 @numba.njit(cache=True, nogil=True)
