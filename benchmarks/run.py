@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-AREAS = ("codec", "ops", "accum", "hashing", "quant", "checkpoint")
+AREAS = ("codec", "scalar", "ops", "accum", "hashing", "quant", "checkpoint")
 
 
 def collect(areas: list[str], quick: bool) -> list[dict[str, Any]]:
@@ -40,6 +40,11 @@ def collect(areas: list[str], quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def _seconds(s: float) -> str:
+    """A time in ms, or in us below 0.1 ms (per-call rows)."""
+    return f"{s * 1e3:.1f} ms" if s >= 1e-4 else f"{s * 1e6:.2f} us"
+
+
 def render(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -50,8 +55,8 @@ def render(rows: list[dict[str, Any]]) -> None:
         table.add_column(col, justify="right" if col in ("ours", "peer time", "ratio") else "left")
     for r in rows:
         ok = r.get("ok")
-        table.add_row(r["group"], r["case"], f"{r['ours_s'] * 1e3:.1f} ms", r.get("peer") or "",
-                      "" if r.get("peer_s") is None else f"{r['peer_s'] * 1e3:.1f} ms",
+        table.add_row(r["group"], r["case"], _seconds(r["ours_s"]), r.get("peer") or "",
+                      "" if r.get("peer_s") is None else _seconds(r["peer_s"]),
                       "" if r["ratio"] is None else f"{r['ratio']:.2f}x",
                       r.get("target") or "",
                       {True: "[green]yes[/]", False: "[red]no[/]", None: ""}[ok])

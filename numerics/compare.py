@@ -20,7 +20,6 @@ never loaded whole) and reports:
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -321,6 +320,8 @@ def compare_codes(
 
     total = ComparePartial.empty(worst)
     if len(starts) > 1:
+        from concurrent.futures import ThreadPoolExecutor  # imported here: a few ms
+
         from numerics.threads import get_num_threads
 
         with ThreadPoolExecutor(max_workers=get_num_threads()) as pool:

@@ -1,35 +1,55 @@
-"""The numpy / ml_dtypes dtype of each registered format, where one exists."""
+"""The numpy / ml_dtypes dtype of each registered format, where one exists.
+
+ml_dtypes is imported on first need, not with this module: importing it costs
+most of a second, and a numpy dtype never needs it.  An ml_dtypes dtype can only
+exist once ml_dtypes is imported, so :func:`format_of_dtype` of any other dtype
+is answered from the numpy table alone (and of a dtype name such as
+``"bfloat16"``, which numpy learns from ml_dtypes, after importing it).
+"""
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from numerics.formats import Format, as_format
 
 __all__ = ["dtype_of", "format_of_dtype"]
 
-_NAMES: dict[str, object] = {
+#: Formats stored natively by numpy.
+_NUMPY_NAMES: dict[str, type[np.generic]] = {
     "binary64": np.float64,
     "binary32": np.float32,
     "binary16": np.float16,
-    "bfloat16": ml_dtypes.bfloat16,
-    "e5m2": ml_dtypes.float8_e5m2,
-    "e4m3": ml_dtypes.float8_e4m3,
-    "e3m4": ml_dtypes.float8_e3m4,
-    "e4m3fn": ml_dtypes.float8_e4m3fn,
-    "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
-    "e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
-    "e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz,
-    "e8m0fnu": ml_dtypes.float8_e8m0fnu,
-    "e2m3fn": ml_dtypes.float6_e2m3fn,
-    "e3m2fn": ml_dtypes.float6_e3m2fn,
-    "e2m1fn": ml_dtypes.float4_e2m1fn,
+}
+#: Formats stored natively by ml_dtypes: format name -> ml_dtypes type name.
+_ML_DTYPES_NAMES: dict[str, str] = {
+    "bfloat16": "bfloat16",
+    "e5m2": "float8_e5m2",
+    "e4m3": "float8_e4m3",
+    "e3m4": "float8_e3m4",
+    "e4m3fn": "float8_e4m3fn",
+    "e4m3fnuz": "float8_e4m3fnuz",
+    "e5m2fnuz": "float8_e5m2fnuz",
+    "e4m3b11fnuz": "float8_e4m3b11fnuz",
+    "e8m0fnu": "float8_e8m0fnu",
+    "e2m3fn": "float6_e2m3fn",
+    "e3m2fn": "float6_e3m2fn",
+    "e2m1fn": "float4_e2m1fn",
 }
 
+_BY_DTYPE: dict[np.dtype, str] = {np.dtype(scalar): name for name, scalar in _NUMPY_NAMES.items()}
+_ml_dtypes_added = False
 
-_BY_DTYPE: dict[np.dtype, str] = {np.dtype(scalar): name  # type: ignore[call-overload]
-                                  for name, scalar in _NAMES.items()}
+
+def _add_ml_dtypes() -> None:
+    """Import ml_dtypes and add its dtypes to ``_BY_DTYPE`` (once)."""
+    global _ml_dtypes_added
+    if not _ml_dtypes_added:
+        import ml_dtypes
+
+        for name, type_name in _ML_DTYPES_NAMES.items():
+            _BY_DTYPE[np.dtype(getattr(ml_dtypes, type_name))] = name
+        _ml_dtypes_added = True
 
 
 def dtype_of(fmt: Format | str) -> np.dtype | None:
@@ -51,8 +71,14 @@ def dtype_of(fmt: Format | str) -> np.dtype | None:
         return None
     if registered != fmt:
         return None
-    scalar = _NAMES.get(fmt.name)
-    return None if scalar is None else np.dtype(scalar)  # type: ignore[call-overload]
+    if fmt.name in _NUMPY_NAMES:
+        return np.dtype(_NUMPY_NAMES[fmt.name])
+    type_name = _ML_DTYPES_NAMES.get(fmt.name)
+    if type_name is None:
+        return None
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, type_name))
 
 
 def format_of_dtype(dtype: object) -> Format | None:
@@ -68,7 +94,15 @@ def format_of_dtype(dtype: object) -> Format | None:
     try:
         dt = np.dtype(dtype)  # type: ignore[call-overload]
     except TypeError:
-        return None
+        if not isinstance(dtype, str) or _ml_dtypes_added:
+            return None
+        _add_ml_dtypes()  # numpy knows names such as "bfloat16" once ml_dtypes is imported
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            return None
+    if not _ml_dtypes_added and dt.type.__module__.partition(".")[0] == "ml_dtypes":
+        _add_ml_dtypes()  # a dtype of ml_dtypes' (so ml_dtypes is imported already)
     if dt.byteorder == ">" or (dt.byteorder == "<" and not np.little_endian):
         dt = dt.newbyteorder("=")  # the same format in the other byte order
     name = _BY_DTYPE.get(dt)

@@ -61,8 +61,11 @@ MAX_DIMS = 32
 _MODES = {name: i for i, name in enumerate(ROUNDINGS)}  # "sr" -> 6 == MODE_SR
 _SR_EXACT = 7  # numerics.kernels.rounding.MODE_SR_EXACT
 _NAN_POLICIES = ("raise", "zero")
-#: Scalar types encoded by one kernel call (each exact as a float64).
-_FAST_SCALARS = frozenset({float, int, np.float64, np.float32, np.float16})
+#: Integer scalar types: encoded by one kernel call up to 2**53, decoded by one.
+_INT_SCALARS = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32,
+                          np.uint16, np.uint8})
+#: Scalar types encoded by one kernel call (each exact as a float64; ints up to 2**53).
+_FAST_SCALARS = frozenset({float, np.float64, np.float32, np.float16}) | _INT_SCALARS
 # Beyond these binary exponents every format overflows / underflows alike: a value is
 # replaced by a small stand-in with the same sign that rounds the same way.
 _HUGE_EXP, _TINY_EXP = 1100, -1200
@@ -120,6 +123,25 @@ def _plan(fmt: Format) -> tuple[Format, np.ndarray, bool, bool, bool, bool]:
 
 def _params(fmt: Format) -> np.ndarray:
     return _plan(fmt)[1]
+
+
+#: What the scalar fast paths need of a format argument, by the argument (a name) or
+#: its identity (a Format, dtype, ...; the entry holds it, so the id is not reused).
+_SCALAR_PLANS: dict[object, tuple[Any, Format, np.ndarray, Any, int]] = {}
+
+
+def _scalar_plan(fmt: Any) -> tuple[Any, Format, np.ndarray, Any, int]:
+    """(argument, its Format, parameter array, code scalar type, number of codes);
+    raises as :func:`numerics.as_format` does for a bad argument."""
+    plan = _SCALAR_PLANS.get(fmt if type(fmt) is str else id(fmt))
+    if plan is not None and (plan[0] is fmt or type(fmt) is str):
+        return plan
+    found = as_format(fmt)
+    plan = (fmt, found, _params(found), found.code_dtype.type, found.num_codes)
+    if len(_SCALAR_PLANS) > 1024:
+        _SCALAR_PLANS.clear()
+    _SCALAR_PLANS[fmt if type(fmt) is str else id(fmt)] = plan
+    return plan
 
 
 def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object) -> None:
@@ -434,13 +456,12 @@ def encode(
     >>> encode([0.1, 0.1], "e4m3fn", rounding="sr", rng=7, sr_bits=8).tolist()
     [29, 28]
     """
-    fmt = as_format(fmt)
-    if type(x) in _FAST_SCALARS and out is None and type(rounding) is str \
-            and rounding != "sr" and type(overflow) is str and sr_bits is None \
-            and (type(x) is not int or -(2**53) <= x <= 2**53):
-        code = _encode_float_scalar(float(x), fmt, rounding, overflow, nan)
+    if type(x) in _FAST_SCALARS and out is None and sr_bits is None:
+        plan = _scalar_plan(fmt)
+        code = _scalar_code(x, plan, rounding, overflow, nan)
         if code is not None:
-            return code
+            return plan[3](code)
+    fmt = as_format(fmt)
     _check_options(rounding, overflow, sr_bits, nan)
 
     tensor = _from_torch(x)
@@ -489,21 +510,44 @@ def _is_ml_float(dt: np.dtype) -> bool:
     return name.startswith(("bfloat16", "float8", "float6", "float4"))
 
 
-@lru_cache(maxsize=1)
-def _scalar_fn() -> Any:
-    return _kernels().encode_scalar
+_SCALAR_FNS: list[Any] = []
 
 
-def _encode_float_scalar(x: float, fmt: Format, rounding: str, overflow: str,
-                         nan: str) -> Any:
-    """The code of one Python float (deterministic modes), or None to take the long way."""
+def _scalar_fns() -> Any:
+    """(encode_scalar, decode_scalar) of the codec kernels, looked up once."""
+    if not _SCALAR_FNS:
+        k = _kernels()
+        _SCALAR_FNS.extend((k.encode_scalar, k.decode_scalar))
+    return _SCALAR_FNS
+
+
+def _signed(code: int) -> int:
+    """A 64-bit code as the int64 with the same bits: decode_scalar takes it so (numba
+    picks the int64 overload for a Python int of 2**63 or more once it has one, and
+    fails to convert it), and reads it back as uint64."""
+    return code - (1 << 64) if code >> 63 else code
+
+
+def _scalar_code(x: Any, plan: tuple[Any, Format, np.ndarray, Any, int], rounding: Any,
+                 overflow: Any, nan: Any) -> int | None:
+    """The code (an int) of one scalar of a ``_FAST_SCALARS`` type in the format of ``plan``
+    (deterministic modes, ints up to ``2**53``), or None to take the long way (which
+    checks the options and raises where they are wrong)."""
+    if type(rounding) is not str or type(overflow) is not str or type(nan) is not str:
+        return None
     mode = _MODES.get(rounding)
     if mode is None or mode >= 6 or overflow not in OVERFLOWS or nan not in _NAN_POLICIES:
         return None
-    if x != x and nan == "raise" and not fmt.has_nan:
-        return None
-    code = _scalar_fn()(x, _params(fmt), mode, 1 if overflow == "saturate" else 0)
-    return fmt.code_dtype.type(code)
+    if type(x) in _INT_SCALARS:
+        i = int(x)
+        if not -(2**53) <= i <= 2**53:
+            return None
+        f = float(i)
+    else:
+        f = float(x)
+        if f != f and nan == "raise" and not plan[1].has_nan:
+            return None
+    return int(_scalar_fns()[0](f, plan[2], mode, 1 if overflow == "saturate" else 0))
 
 
 # ---------------------------------------------------------------- exact pairs (internal API)
@@ -733,11 +777,6 @@ def _check_codes(codes: Any, fmt: Format) -> tuple[np.ndarray, bool]:
     return arr, scalar
 
 
-@lru_cache(maxsize=1)
-def _decode_scalar_fn() -> Any:
-    return _kernels().decode_scalar
-
-
 def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = None) -> Any:
     """Exact values of ``codes`` in ``fmt``.
 
@@ -775,9 +814,12 @@ def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = 
     >>> decode([0x3F80], "bf16", dtype=np.float32).dtype
     dtype('float32')
     """
+    if type(codes) in _INT_SCALARS and dtype is None and out is None:
+        _, _, P, _, num_codes = _scalar_plan(fmt)
+        code = int(codes)
+        if 0 <= code < num_codes:
+            return np.float64(_scalar_fns()[1](_signed(code), P))
     fmt = as_format(fmt)
-    if type(codes) is int and dtype is None and out is None and 0 <= codes < fmt.num_codes:
-        return np.float64(_decode_scalar_fn()(codes, _params(fmt)))
     dt = _value_dtype(dtype, out, fmt)
     arr, scalar = _check_codes(codes, fmt)
     if out is not None:
@@ -806,11 +848,12 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
     >>> float(round_to(0.1, "bfloat16", rounding="rtz"))
     0.099609375
     """
-    fmt = as_format(fmt)
-    if type(x) in _FAST_SCALARS and type(x) is not int and dtype is None and not options:
-        code = _encode_float_scalar(float(x), fmt, "rne", "ieee", "raise")
+    if type(x) in _FAST_SCALARS and dtype is None and not options:
+        plan = _scalar_plan(fmt)
+        code = _scalar_code(x, plan, "rne", "ieee", "raise")
         if code is not None:
-            return np.float64(_decode_scalar_fn()(int(code), _params(fmt)))
+            return np.float64(_scalar_fns()[1](_signed(code), plan[2]))
+    fmt = as_format(fmt)
     if type(x).__module__.split(".")[0] == "torch":
         return _round_torch(x, fmt, dtype, options)
     return decode(encode(x, fmt, **options), fmt, dtype=dtype)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from numerics.formats import Format, as_format
@@ -94,6 +93,8 @@ _NUMPY_DTYPES = {"binary64": np.float64, "binary32": np.float32, "binary16": np.
 def _dtype_of(fmt: Format) -> np.dtype | None:
     if fmt.name in _NUMPY_DTYPES:
         return np.dtype(_NUMPY_DTYPES[fmt.name])
+    import ml_dtypes  # imported here: it takes most of a second
+
     for name in (fmt.name, *fmt.aliases):
         candidate = getattr(ml_dtypes, name, None)
         if isinstance(candidate, type):

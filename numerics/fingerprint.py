@@ -20,7 +20,6 @@ there (a sign of zero, a NaN payload) compare equal.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,6 +150,8 @@ def fingerprint(
                             f"integers of at most {fmt.code_dtype.itemsize} byte(s)")
         name = fmt.name
         out_dtype = fmt.code_dtype.newbyteorder("<")
+    import hashlib  # imported here: a few ms
+
     h = hashlib.sha256(_MAGIC)
     h.update(json.dumps({"dtype": name, "shape": list(dims)}, separators=(",", ":")).encode())
     h.update(b"\n")

@@ -168,7 +168,7 @@ class Format:
         """Number of distinct codes, ``2**bits``."""
         return 1 << self.bits
 
-    @property
+    @cached_property
     def code_dtype(self) -> np.dtype:
         """Smallest unsigned numpy dtype that holds a code."""
         for width, dtype in ((8, np.uint8), (16, np.uint16), (32, np.uint32)):

@@ -28,7 +28,6 @@ of two not above it, and ``*_scaled`` fractions are those after multiplying by
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -423,6 +422,8 @@ def tensor_stats(
     starts = range(0, n, CHUNK)
     total = StatsPartial.empty(len(fmts))
     if len(starts) > 1:
+        from concurrent.futures import ThreadPoolExecutor  # imported here: a few ms
+
         from numerics.threads import get_num_threads
 
         with ThreadPoolExecutor(max_workers=get_num_threads()) as pool:

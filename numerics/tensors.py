@@ -25,11 +25,9 @@ from __future__ import annotations
 import json
 import os
 import struct
-import zipfile
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import ml_dtypes
 import numpy as np
 
 from numerics.dtypes import format_of_dtype
@@ -46,21 +44,47 @@ __all__ = [
     "safetensors_entries",
 ]
 
-#: safetensors dtype strings and the numpy/ml_dtypes dtypes their bytes are.
-SAFETENSORS_DTYPES: dict[str, np.dtype] = {
+#: safetensors dtype strings and the numpy dtypes (or ml_dtypes type names) their bytes are.
+#: ``SAFETENSORS_DTYPES`` (all numpy dtypes) is built from it on first use, since
+#: importing ml_dtypes takes most of a second.
+_SAFETENSORS: dict[str, np.dtype | str] = {
     "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
-    "BF16": np.dtype(ml_dtypes.bfloat16),
-    "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn),
-    "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2),
-    "F8_E4M3FNUZ": np.dtype(ml_dtypes.float8_e4m3fnuz),
-    "F8_E5M2FNUZ": np.dtype(ml_dtypes.float8_e5m2fnuz),
-    "F8_E8M0": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "BF16": "bfloat16",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "F8_E8M0": "float8_e8m0fnu",
     "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
     "U64": np.dtype("<u8"), "U32": np.dtype("<u4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1"),
     "BOOL": np.dtype("?"),
 }
 _SUFFIXES = (".npy", ".npz", ".safetensors")
 _MAX_HEADER = 100 * 2**20
+
+if TYPE_CHECKING:
+    #: safetensors dtype strings and the numpy/ml_dtypes dtypes their bytes are.
+    SAFETENSORS_DTYPES: dict[str, np.dtype]
+
+
+def _safetensors_dtype(code: str) -> np.dtype:
+    """The numpy dtype of safetensors dtype string ``code`` (a key of ``_SAFETENSORS``)."""
+    dtype = _SAFETENSORS[code]
+    if isinstance(dtype, str):
+        import ml_dtypes
+
+        dtype = np.dtype(getattr(ml_dtypes, dtype))
+    return dtype
+
+
+def __getattr__(name: str) -> Any:
+    # SAFETENSORS_DTYPES: safetensors dtype strings and the numpy/ml_dtypes dtypes their
+    # bytes are, built on first access (it imports ml_dtypes).
+    if name == "SAFETENSORS_DTYPES":
+        table = {code: _safetensors_dtype(code) for code in _SAFETENSORS}
+        globals()[name] = table
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TensorFileError(ValueError):
@@ -223,6 +247,8 @@ def list_tensors(path: str | os.PathLike[str]) -> list[str]:
             raise FileNotFoundError(f"No such file: {path!r}")
         return [""]
     if kind == ".npz":
+        import zipfile  # imported here: a few ms
+
         try:
             with zipfile.ZipFile(path) as z:
                 return sorted(n.removesuffix(".npy") for n in z.namelist())
@@ -299,12 +325,12 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
         except (KeyError, TypeError, ValueError):
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} with a malformed header entry") from None
-        if dtype_code not in SAFETENSORS_DTYPES:
+        if dtype_code not in _SAFETENSORS:
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} of safetensors dtype {dtype_code!r}, which is "
-                f"not supported (supported: {', '.join(SAFETENSORS_DTYPES)})"
+                f"not supported (supported: {', '.join(_SAFETENSORS)})"
             )
-        dtype = SAFETENSORS_DTYPES[dtype_code]
+        dtype = _safetensors_dtype(dtype_code)
         count = int(np.prod(shape, dtype=np.int64)) if all(n >= 0 for n in shape) else -1
         if end - begin != count * dtype.itemsize or begin < 0 or data_start + end > size:
             raise TensorFileError(

@@ -42,6 +42,23 @@ from numerics.formats import Format, as_format
 
 __all__ = ["next_down", "next_up", "ordinal", "ulp", "ulp_distance"]
 
+#: Scalar types that are exactly a float64 (``float(x)`` is exact).
+_FLOAT_SCALARS = frozenset({float, np.float64, np.float32, np.float16})
+#: Integer scalar types, exactly a float64 up to ``2**53``.
+_INT_SCALARS = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32,
+                          np.uint16, np.uint8})
+
+
+def _exact_float(x: object) -> float | None:
+    """``float(x)`` for a float scalar, or an int scalar up to ``2**53`` (exact); else None."""
+    if type(x) in _FLOAT_SCALARS:
+        return float(x)  # type: ignore[arg-type]
+    if type(x) in _INT_SCALARS:
+        i = int(x)  # type: ignore[call-overload]
+        if -(2**53) <= i <= 2**53:
+            return float(i)
+    return None
+
 
 def _scalar_or_array(out: np.ndarray, scalar: bool) -> Any:
     return out[()] if scalar else out
@@ -129,11 +146,13 @@ def ulp(x: object, fmt: Format | str) -> Any:
     2.0
     """
     fmt = as_format(fmt)
-    if type(x) is float:  # the common scalar: plain Python arithmetic
-        if not math.isfinite(x):
-            return np.float64(abs(x))
-        e = math.frexp(x)[1] - 1 if x else fmt.emin
-        return np.float64(math.ldexp(1.0, max(e, fmt.emin) - fmt.trailing_bits))
+    f = _exact_float(x)
+    if f is not None:  # the common scalar: plain Python arithmetic
+        if not math.isfinite(f):
+            return np.float64(abs(f))
+        emin = fmt.emin
+        e = math.frexp(f)[1] - 1 if f else emin
+        return np.float64(math.ldexp(1.0, max(e, emin) - fmt.trailing_bits))
     if isinstance(x, numbers.Rational) and not isinstance(x, (bool, np.integer)):
         a = abs(Fraction(int(x.numerator), int(x.denominator)))
         e = floor_log2(a) if a else fmt.emin
@@ -212,30 +231,51 @@ def _step_down_magnitude(a: np.ndarray, fmt: Format) -> np.ndarray:
     return down
 
 
+#: Per format (by identity; the entry holds it): the scalar kernels, the parameter
+#: array, the sign and magnitude masks and the largest finite magnitude code.
+_NEXT_PLANS: dict[int, tuple[Format, Any, Any, np.ndarray, int, int, int]] = {}
+
+
+def _next_plan(fmt: Format) -> tuple[Format, Any, Any, np.ndarray, int, int, int]:
+    plan = _NEXT_PLANS.get(id(fmt))
+    if plan is None or plan[0] is not fmt:
+        from numerics.kernels.codec import decode_scalar, encode_scalar  # imports numba
+        from numerics.kernels.rounding import format_params
+
+        plan = (fmt, encode_scalar, decode_scalar, format_params(fmt), fmt.sign_mask,
+                fmt.magnitude_mask, fmt.max_finite_code)
+        if len(_NEXT_PLANS) > 1024:
+            _NEXT_PLANS.clear()
+        _NEXT_PLANS[id(fmt)] = plan
+    return plan
+
+
 def _next_float(x: float, fmt: Format, direction: int) -> Any:
     """``next_up``/``next_down`` of one Python float away from the ends (zero, max,
     infinities) by stepping its code: None where the array path must decide."""
-    from numerics.kernels.codec import decode_scalar, encode_scalar
-    from numerics.kernels.rounding import format_params
-
     if not math.isfinite(x) or x == 0:
         return None
-    P = format_params(fmt)
+    _, encode_scalar, decode_scalar, P, sign_mask, magnitude_mask, max_finite = \
+        _next_plan(fmt)
     code = int(encode_scalar(x, P, 0, 0))
-    if decode_scalar(code, P) != x:
+    # decode_scalar reads its int64 argument as uint64: pass codes of 2**63 and up as the
+    # int64 with the same bits (numba fails to convert such a Python int to int64).
+    if decode_scalar(code - (1 << 64) if code >> 63 else code, P) != x:
         return None  # not representable: the array path names the value
-    mag = code & fmt.magnitude_mask
-    negative = fmt.signed and code & fmt.sign_mask != 0
+    mag = code & magnitude_mask
+    negative = code & sign_mask != 0  # sign_mask is 0 in unsigned formats
     step = 1 if (direction > 0) != negative else -1
     mag += step
-    if not 0 < mag <= fmt.max_finite_code:
+    if not 0 < mag <= max_finite:
         return None
-    return np.float64(decode_scalar((code & fmt.sign_mask) | mag, P))
+    code = (code & sign_mask) | mag
+    return np.float64(decode_scalar(code - (1 << 64) if code >> 63 else code, P))
 
 
 def _next(x: object, fmt: Format, direction: int) -> Any:
-    if type(x) is float:
-        found = _next_float(x, fmt, direction)
+    f = _exact_float(x)
+    if f is not None:
+        found = _next_float(f, fmt, direction)
         if found is not None:
             return found
     if isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f" \

@@ -33,7 +33,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from numerics.dtypes import format_of_dtype
@@ -391,6 +390,8 @@ def _torch_state(file: str) -> dict[str, Any]:
 
 
 def _torch_numpy_dtype(tdtype: Any) -> np.dtype | None:
+    import ml_dtypes  # imported here: it takes most of a second (and torch is loaded anyway)
+
     names: dict[str, Any] = {
         "float64": np.float64, "float32": np.float32, "float16": np.float16,
         "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,

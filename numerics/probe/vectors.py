@@ -8,7 +8,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from numerics.formats import Format
@@ -24,10 +23,13 @@ def input_dtype(fmt: Format) -> Any:
     binary64, binary32, binary16 and bfloat16 travel in their own dtype; any other
     format of at most binary32's precision and range in float32, else float64.
     """
-    own = {"binary64": np.float64, "binary32": np.float32, "binary16": np.float16,
-           "bfloat16": ml_dtypes.bfloat16}
+    own = {"binary64": np.float64, "binary32": np.float32, "binary16": np.float16}
     if fmt.name in own:
         return own[fmt.name]
+    if fmt.name == "bfloat16":
+        import ml_dtypes  # imported here: it takes most of a second
+
+        return ml_dtypes.bfloat16
     if fmt.precision <= 24 and fmt.emax <= 127 and fmt.emin - fmt.trailing_bits >= -149:
         return np.float32
     return np.float64
