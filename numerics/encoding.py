@@ -729,6 +729,11 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
         if flat.dtype != np.uint16:
             flat = flat.astype(np.uint16)
         (k.widen_parallel if parallel else k.widen_serial)(flat, flat_out.view(np.uint32), 16)
+    elif fmt.bits == 16 and fmt.exponent_bits == 5 and fmt.bias == 15 and (
+            fmt.nan.value == "ieee" and fmt.infinity.value == "ieee" and fmt.subnormals):
+        if flat.dtype != np.uint16:  # binary16: the processor's conversion
+            flat = flat.astype(np.uint16)
+        (k.half_parallel if parallel else k.half_serial)(flat, flat_out)
     elif fmt.bits <= 16:
         table = _table(fmt, dt)
         if flat.dtype.kind == "i" or flat.dtype.itemsize > 2:

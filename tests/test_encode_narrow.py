@@ -220,3 +220,24 @@ def test_stochastic_rounding_is_the_same_on_every_thread_count() -> None:
     narrow.sr_serial(x, a, P, False, np.uint64(5), 8, False)
     narrow.sr_parallel(x, b, P, False, np.uint64(5), 8, False)
     assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_binary16_decode_by_the_processor_matches_the_references(dtype: type) -> None:
+    """Every binary16 code: numpy's float16 widening (the peer) for numbers, the exact
+    reference on a sample, and quiet NaNs that keep sign and payload."""
+    from numerics.codec import decode_exact
+
+    codes = np.arange(1 << 16, dtype=np.uint16)
+    got = numerics.decode(codes, "binary16", dtype=dtype)
+    assert got.dtype == dtype
+    f16 = codes.view(np.float16)
+    num = ~np.isnan(f16)
+    assert np.array_equal(got[num], f16[num].astype(dtype))
+    for c in range(0, 1 << 16, 97):
+        if num[c]:
+            assert Fraction(float(got[c])) == Fraction(decode_exact(c, "binary16"))
+    bits = got[~num].astype(np.float32).view(np.uint32)
+    nan_codes = codes[~num].astype(np.uint32)
+    want = ((nan_codes & 0x8000) << 16) | 0x7FC00000 | ((nan_codes & 0x3FF) << 13)
+    assert np.array_equal(bits, want)

@@ -30,6 +30,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from numerics.kernels.lanes import f32_of_f16_bits
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     BITS,
@@ -83,6 +84,8 @@ __all__ = [
     "encode_stacked_parallel",
     "encode_stacked_serial",
     "fits_bits_kernel",
+    "half_parallel",
+    "half_serial",
     "lookup_parallel",
     "widen_parallel",
     "widen_serial",
@@ -518,6 +521,37 @@ def widen_parallel(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
     chunks = (n + CHUNK - 1) // CHUNK
     for c in numba.prange(chunks):
         _widen_span(codes, out, c * CHUNK, min(n, (c + 1) * CHUNK), pad)
+
+
+@numba.njit(cache=True, nogil=True)
+def _half_block(codes: np.ndarray, out: np.ndarray) -> None:
+    for i in range(codes.size):
+        out[i] = f32_of_f16_bits(codes[i])
+
+
+@numba.njit(cache=True, nogil=True)
+def _half_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> None:
+    """Values of binary16 codes by the processor's conversion (F16C ``vcvtph2ps``: exact;
+    a NaN keeps its sign and payload with the quiet bit set, as :func:`decode_one`
+    gives), in blocks that index from 0 so the loop vectorizes."""
+    for lo in range(start, stop, CHUNK):
+        hi = min(stop, lo + CHUNK)
+        _half_block(codes[lo:hi], out[lo:hi])
+
+
+@numba.njit(cache=True, nogil=True)
+def half_serial(codes: np.ndarray, out: np.ndarray) -> None:
+    """Values of binary16 ``codes`` (uint16) into float32/float64 ``out`` on this thread."""
+    _half_span(codes, out, 0, codes.size)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def half_parallel(codes: np.ndarray, out: np.ndarray) -> None:
+    """:func:`half_serial` on all threads."""
+    n = codes.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    for c in numba.prange(chunks):
+        _half_span(codes, out, c * CHUNK, min(n, (c + 1) * CHUNK))
 
 
 @numba.njit(cache=True, nogil=True)
