@@ -35,7 +35,6 @@ import decimal
 import math
 import numbers
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -98,10 +97,16 @@ def _threads() -> int:
 _PLANS: dict[int, tuple[Format, np.ndarray, bool, bool, bool, bool]] = {}
 
 
-def _narrow_kernels() -> Any:
-    from numerics.kernels import narrow
+_NARROW: list[Any] = []
 
-    return narrow
+
+def _narrow_kernels() -> Any:
+    """numerics.kernels.narrow, imported (and numba with it) on first use."""
+    if not _NARROW:
+        from numerics.kernels import narrow
+
+        _NARROW.append(narrow)
+    return _NARROW[0]
 
 
 def _plan(fmt: Format) -> tuple[Format, np.ndarray, bool, bool, bool, bool]:
@@ -461,6 +466,10 @@ def encode(
         code = _scalar_code(x, plan, rounding, overflow, nan)
         if code is not None:
             return plan[3](code)
+    if type(x) is np.ndarray and rounding == "rne" and sr_bits is None:
+        codes = _encode_rne_fast(x, fmt, overflow, nan, out)
+        if codes is not None:
+            return codes
     fmt = as_format(fmt)
     _check_options(rounding, overflow, sr_bits, nan)
 
@@ -500,6 +509,41 @@ def encode(
         raise TypeError(f"Got x with dtype {arr.dtype}; expected real numbers")
     codes = _encode_array(arr, fmt, rounding, overflow, rng, sr_bits, nan, out)
     return codes[()] if scalar else codes
+
+
+#: dtype.num of native float32 and float64.
+_FLOAT_NUMS = (np.dtype(np.float32).num, np.dtype(np.float64).num)
+
+
+def _encode_rne_fast(x: np.ndarray, fmt: Any, overflow: str, nan: str,
+                     out: np.ndarray | None) -> np.ndarray | None:
+    """Codes of a C-contiguous native float32/float64 array rounded to nearest-even by the
+    lane kernels, or None when any condition of that path fails (the caller then takes the
+    general path, which checks every argument): the common call costs one dispatch."""
+    dt = x.dtype
+    if dt.num not in _FLOAT_NUMS or not dt.isnative or not x.flags.c_contiguous \
+            or x.ndim > MAX_DIMS or (overflow != "ieee" and overflow != "saturate") \
+            or (nan != "raise" and nan != "zero"):
+        return None
+    _, found, P, _, _ = _scalar_plan(fmt)
+    plan = _plan(found)
+    if not plan[5 if dt.itemsize == 8 else 4]:
+        return None
+    if out is None:
+        codes = np.empty(x.shape, found.code_dtype)
+    elif type(out) is np.ndarray and out.dtype == found.code_dtype and out.shape == x.shape \
+            and out.flags.c_contiguous and out.flags.writeable:
+        codes = out
+    else:
+        return None
+    narrow = _narrow_kernels()
+    flat = x.reshape(-1)
+    run = narrow.rne_parallel if flat.size >= PARALLEL_MIN and _threads() > 1 else (
+        narrow.rne_serial)
+    if run(flat, codes.reshape(-1), P, overflow == "saturate") and nan == "raise" and (
+            not found.has_nan):
+        raise _nan_error(flat, found)
+    return codes
 
 
 def _is_ml_float(dt: np.dtype) -> bool:
@@ -687,11 +731,42 @@ def _fits_float32(fmt: Format) -> bool:
         and fmt.emin >= -126 - (23 - fmt.trailing_bits)
 
 
-@lru_cache(maxsize=128)
+#: Per format (by identity): (the Format, its decode kind, {dtype char: value table}).
+_DECODE_PLANS: dict[int, tuple[Format, str, dict[str, np.ndarray]]] = {}
+
+
+def _decode_plan(fmt: Format) -> tuple[Format, str, dict[str, np.ndarray]]:
+    plan = _DECODE_PLANS.get(id(fmt))
+    if plan is None or plan[0] is not fmt:
+        kind = "table" if fmt.bits <= 16 else "general"
+        if fmt.bits == 16 and fmt.signed and fmt.subnormals and fmt.nan.value == "ieee" \
+                and fmt.infinity.value == "ieee":
+            if fmt.exponent_bits == 8 and fmt.bias == 127:
+                kind = "bfloat16"
+            elif fmt.exponent_bits == 5 and fmt.bias == 15:
+                kind = "binary16"
+        plan = (fmt, kind, {})
+        if len(_DECODE_PLANS) > 1024:
+            _DECODE_PLANS.clear()
+        _DECODE_PLANS[id(fmt)] = plan
+    return plan
+
+
+def _decode_kind(fmt: Format) -> str:
+    """"bfloat16", "binary16" (a kernel of their own), "table" (up to 16 bits) or
+    "general"."""
+    return _decode_plan(fmt)[1]
+
+
 def _table(fmt: Format, dt: np.dtype) -> np.ndarray:
-    table = np.empty(fmt.num_codes, dt)
-    _kernels().decode_table(_params(fmt), table)
-    table.setflags(write=False)
+    """The value of every code of ``fmt`` (at most 16 bits) as ``dt`` (read-only, cached)."""
+    tables = _decode_plan(fmt)[2]
+    table = tables.get(dt.char)
+    if table is None:
+        table = np.empty(fmt.num_codes, dt)
+        _kernels().decode_table(_params(fmt), table)
+        table.setflags(write=False)
+        tables[dt.char] = table
     return table
 
 
@@ -724,14 +799,13 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
     flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(flat.size, dt)
     k = _kernels()
     parallel = flat.size >= PARALLEL_MIN and _threads() > 1
-    if dt == np.float32 and fmt.bits == 16 and fmt.exponent_bits == 8 and fmt.bias == 127 \
-            and fmt.nan.value == "ieee":  # bfloat16: float32's top half
+    kind = _decode_kind(fmt)
+    if kind == "bfloat16" and dt == np.float32:  # float32's top half
         if flat.dtype != np.uint16:
             flat = flat.astype(np.uint16)
         (k.widen_parallel if parallel else k.widen_serial)(flat, flat_out.view(np.uint32), 16)
-    elif fmt.bits == 16 and fmt.exponent_bits == 5 and fmt.bias == 15 and (
-            fmt.nan.value == "ieee" and fmt.infinity.value == "ieee" and fmt.subnormals):
-        if flat.dtype != np.uint16:  # binary16: the processor's conversion
+    elif kind == "binary16":  # the processor's conversion
+        if flat.dtype != np.uint16:
             flat = flat.astype(np.uint16)
         (k.half_parallel if parallel else k.half_serial)(flat, flat_out)
     elif fmt.bits <= 16:
@@ -824,6 +898,13 @@ def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = 
         code = int(codes)
         if 0 <= code < num_codes:
             return np.float64(_scalar_fns()[1](_signed(code), P))
+    if type(codes) is np.ndarray and dtype is None and out is None:
+        found = _scalar_plan(fmt)[1]
+        cdt = codes.dtype
+        # codes in the format's own code dtype that fills every bit need no range check
+        if cdt == found.code_dtype and cdt.itemsize * 8 == found.bits and cdt.isnative \
+                and codes.ndim <= MAX_DIMS:
+            return decode_codes(codes, found)
     fmt = as_format(fmt)
     dt = _value_dtype(dtype, out, fmt)
     arr, scalar = _check_codes(codes, fmt)

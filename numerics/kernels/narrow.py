@@ -137,8 +137,9 @@ def _odd32(v: float) -> np.uint32:
     f = np.float32(v)
     back = np.float64(f)
     b = bits_of_f32(f)
+    # a NaN compares unequal and not greater: its last bit is set, and it stays a NaN
     b = _U32(b - (_U32(1) if abs(back) > abs(v) else _U32(0)))
-    return _U32(b | (_U32(1) if back != v and v == v else _U32(0)))
+    return _U32(b | (_U32(1) if back != v else _U32(0)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
