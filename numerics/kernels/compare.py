@@ -39,11 +39,14 @@ __all__ = [
     "BINADES",
     "COMPARE_COUNTS",
     "HIST_BUCKETS",
+    "KEY_BITS",
     "L_COLUMNS",
     "NAN_KEY",
     "POW2",
     "compare",
+    "magnitude_extremes",
     "stats",
+    "stats_pass",
 ]
 
 #: Buckets of the ULP histogram: 0 for distance 0, k + 1 for ``2**(k-1) < d <= 2**k``.
@@ -186,25 +189,12 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
     errors[1] = emax_rel
 
 
-@numba.njit(cache=True, nogil=True)
-def key_scan(u, abs_mask, key_shift, rare, key_hist, where):  # pragma: no cover - compiled
-    """Count every magnitude's top 16 bits in ``key_hist``; list the rare keys' elements.
-
-    ``key_hist[(u & abs_mask) >> key_shift] += 1`` for every element (the bins,
-    an exponent field and a few leading trailing bits, are spread, so this runs
-    near memory speed), and the indices of the elements whose key is marked in
-    ``rare`` go to ``where``; returns how many.
-    """
-    mask = np.uint64(abs_mask)
-    shift = np.uint64(key_shift)
-    j = 0
-    for i in range(u.shape[0]):
-        key = (np.uint64(u[i]) & mask) >> shift
-        key_hist[key] += 1
-        if rare[key]:
-            where[j] = i
-            j += 1
-    return j
+#: Bits of a magnitude's key in :func:`stats_pass`: its exponent field and leading trailing bits.
+KEY_BITS = 16
+#: Elements per block of :func:`stats_pass` (a block stays in L2 between its two loops).
+_BLOCK = 1 << 16
+#: Elements between two flushes of :func:`stats_pass`'s int32 key counts.
+_FLUSH = 1 << 30
 
 
 @numba.njit(cache=True, nogil=True)
@@ -236,6 +226,102 @@ def magnitude_extremes(u, abs_mask, exp_mask, out):  # pragma: no cover - compil
             out[1] = small
     if big != 0 and big > out[0]:
         out[0] = big
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_keys(keys, special, ebits, hist):  # pragma: no cover - compiled
+    """Add the counts of the ordinary keys to ``hist``, and clear ``keys``.
+
+    An ordinary key (``special[key] == 0``) is a normal magnitude whose
+    ``k = KEY_BITS - ebits`` leading trailing bits are neither all zeros nor
+    all ones: its binade is its exponent field, and its ``L`` (leading ones)
+    is that of those ``k`` bits.
+    """
+    k = KEY_BITS - ebits
+    bias = (1 << (ebits - 1)) - 1
+    for key in range(1 << KEY_BITS):
+        c = np.int64(keys[key])
+        keys[key] = 0
+        if c == 0 or special[key]:
+            continue
+        top = key & ((1 << k) - 1)
+        ones = 0
+        while top & (1 << (k - 1 - ones)):
+            ones += 1
+        hist[(key >> k) - bias + BINADE_OFFSET, ones] += c
+
+
+@numba.njit(cache=True, nogil=True)
+def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, counts, extremes,
+               hist, over_counts):  # pragma: no cover - compiled
+    """The statistics of every element of ``u`` (arguments as for :func:`stats`).
+
+    Block by block (``_BLOCK`` elements): a vectorised pass finds the
+    extremes (:func:`magnitude_extremes`); a second loop counts every
+    magnitude's *key*, its exponent field and ``KEY_BITS - ebits`` leading
+    trailing bits, and lists the elements of the keys flagged in
+    ``special``.  An ordinary key settles the binade and ``L`` of every
+    element it counts (:func:`_add_keys`).  The listed elements (leading
+    trailing bits all zeros, a power of two perhaps, or all ones, ``L``
+    longer; zeros and subnormals; infinities and NaNs; magnitudes that may
+    overflow a candidate) are placed one by one: zeros and normal magnitudes
+    below ``min_over_bits`` here, the others by :func:`stats`.  ``special``
+    must flag every key of exponent field 0 or all ones, every key at or
+    above ``min_over_bits >> (mbits + ebits - KEY_BITS)``, and every key whose
+    leading trailing bits are all zeros or all ones.  Every figure is a count
+    or an extreme, so the blocks never change a result.
+    """
+    one = np.uint64(1)
+    mant_mask = (one << np.uint64(mbits)) - one
+    exp_mask = ((one << np.uint64(ebits)) - one) << np.uint64(mbits)
+    abs_mask = exp_mask | mant_mask
+    min_normal = one << np.uint64(mbits)
+    lim = min(np.uint64(min_over_bits), exp_mask)
+    key_shift = np.uint64(mbits + ebits - KEY_BITS)
+    top_shift = np.uint64(64 - mbits)
+    bias = (1 << (ebits - 1)) - 1
+    no_weights = np.empty(0, np.int64)
+    n = u.shape[0]
+    keys = np.zeros(1 << KEY_BITS, np.int32)
+    where = np.empty(min(n, _BLOCK), np.int64)
+    zero = 0
+    counted = 0
+    for b0 in range(0, n, _BLOCK):
+        b1 = min(b0 + _BLOCK, n)
+        magnitude_extremes(u[b0:b1], abs_mask, exp_mask, extremes)
+        j = 0
+        for i in range(b0, b1):
+            key = (np.uint64(u[i]) & abs_mask) >> key_shift
+            keys[key] += 1
+            if special[key]:
+                where[j] = i
+                j += 1
+        e = 0
+        for t in range(j):
+            i = where[t]
+            m = np.uint64(u[i]) & abs_mask
+            if m == 0:
+                zero += 1
+            elif m < min_normal or m >= lim:  # subnormal, inf, NaN, possible overflow
+                where[e] = i  # e <= t: the list is compacted in place
+                e += 1
+            else:
+                mant = m & mant_mask
+                row = np.int64(m >> np.uint64(mbits)) - bias + BINADE_OFFSET
+                if mant == 0:
+                    hist[row, POW2] += 1
+                    hist[row, 0] += 1
+                else:
+                    hist[row, np.int64(leading_zeros(~(mant << top_shift)))] += 1
+        if e:
+            stats(u, x, where[:e], no_weights, mbits, ebits, over, over_tie, min_over_bits,
+                  counts, extremes, hist, over_counts)
+        counted += b1 - b0
+        if counted >= _FLUSH:
+            _add_keys(keys, special, ebits, hist)
+            counted = 0
+    _add_keys(keys, special, ebits, hist)
+    counts[2] += zero
 
 
 @numba.njit(cache=True, nogil=True)
