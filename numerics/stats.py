@@ -169,12 +169,18 @@ class StatsPartial:
                    np.zeros((_BINADES, _POW2 + 1), np.int64), np.zeros(n_formats, np.int64))
 
     def add(self, other: StatsPartial) -> None:
-        """Merge ``other`` into this partial (in place)."""
+        """Merge ``other`` into this partial (in place).
+
+        Only the binades from ``other``'s smallest to its largest magnitude
+        can hold counts, so only those rows of ``hist`` are added.
+        """
         self.count += other.count
         self.counts += other.counts
         self.extremes[:] = (max(self.extremes[0], other.extremes[0]),
                             min(self.extremes[1], other.extremes[1]))
-        self.hist += other.hist
+        if other.extremes[0] > 0:
+            lo, hi = (int(e) - 1 + _BINADE_OFFSET for e in np.frexp(other.extremes[::-1])[1])
+            self.hist[lo:hi + 1] += other.hist[lo:hi + 1]
         self.over += other.over
 
     def merge(self, other: StatsPartial) -> StatsPartial:

@@ -509,7 +509,8 @@ def _rne_unbounded(x: Fraction, fmt_name: str) -> Fraction:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_stats_key_histogram_path_against_exact_rounding(dtype: type) -> None:
-    """float32 and float64 inputs take the 16-bit key histogram; every fraction stays exact."""
+    """float32 and float64 inputs take the key histogram of ``stats_pass``; every fraction stays
+    exact."""
     names = ("e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "bfloat16", "binary16", "binary32")
     edges: list[np.ndarray] = []
     for name in names:
@@ -584,6 +585,22 @@ def test_stats_one_pass_over_many_blocks_against_the_exact_path_and_numpy(dtype:
         k - 1074: int(c) for k, c in enumerate(per_binade) if c}
     pow2 = np.frexp(mags)[0] == 0.5
     assert int(fast.hist[:, 53].sum()) == int(pow2.sum())
+    # the extremes' keys move block by block: magnitudes ascending, descending, and a
+    # first block of NaNs only; the figures do not depend on the order
+    order = np.argsort(np.abs(x), kind="stable")
+    nan_first = np.concatenate([x[np.isnan(x)], np.full(70_000, np.nan, dtype), x[~np.isnan(x)]])
+    for y, extra_nan in ((x[order], 0), (x[order[::-1]], 0), (nan_first, 70_000)):
+        other = stats_chunk(y, fmts)
+        assert other.counts.tolist() == [exact.counts[0] + extra_nan, *exact.counts[1:]]
+        assert (other.hist == exact.hist).all() and other.over.tolist() == exact.over.tolist()
+        assert other.extremes.tolist() == fast.extremes.tolist()
+    # the largest and the smallest in later blocks than the first, in the keys of the
+    # first block's largest and smallest
+    step = np.finfo(dtype).eps
+    same = np.full(200_000, dtype(1.5 + 2 * step))
+    same[1::2] = dtype(4.5 + 8 * step)
+    same[150_001], same[180_000] = dtype(4.5 + 12 * step), dtype(1.5 + step)
+    assert stats_chunk(same, fmts).extremes.tolist() == [4.5 + 12 * step, 1.5 + step]
 
 
 def _over_thresholds(fmts: tuple[Any, ...]) -> list[float]:

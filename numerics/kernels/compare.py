@@ -252,24 +252,49 @@ def _add_keys(keys, special, ebits, hist):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _move_bounds(flags, extremes, key_shift, exp_mask, hi, lo):  # pragma: no cover - compiled
+    """Clear flag 2 below the largest finite magnitude's key and flag 4 above the smallest's.
+
+    ``hi`` and ``lo`` are the current bounds (flag 2 on keys ``>= hi``, flag 4
+    on keys ``<= lo``); returns the new ones.  The extremes only grow apart,
+    so every key is cleared at most once per call of :func:`stats_pass`.
+    """
+    big = np.uint64(extremes[0])
+    small = np.uint64(extremes[1])
+    if big != 0 and big < exp_mask:
+        new_hi = np.int64(big >> key_shift)
+        for k in range(hi, new_hi):
+            flags[k] &= 5
+        hi = max(hi, new_hi)
+    if small < exp_mask:
+        new_lo = np.int64(small >> key_shift)
+        for k in range(new_lo + 1, lo + 1):
+            flags[k] &= 3
+        lo = min(lo, new_lo)
+    return hi, lo
+
+
+@numba.njit(cache=True, nogil=True)
 def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, counts, extremes,
                hist, over_counts):  # pragma: no cover - compiled
     """The statistics of every element of ``u`` (arguments as for :func:`stats`).
 
-    Block by block (``_BLOCK`` elements): a vectorised pass finds the
-    extremes (:func:`magnitude_extremes`); a second loop counts every
-    magnitude's *key*, its exponent field and ``KEY_BITS - ebits`` leading
-    trailing bits, and lists the elements of the keys flagged in
-    ``special``.  An ordinary key settles the binade and ``L`` of every
-    element it counts (:func:`_add_keys`).  The listed elements (leading
-    trailing bits all zeros, a power of two perhaps, or all ones, ``L``
-    longer; zeros and subnormals; infinities and NaNs; magnitudes that may
-    overflow a candidate) are placed one by one: zeros and normal magnitudes
-    below ``min_over_bits`` here, the others by :func:`stats`.  ``special``
-    must flag every key of exponent field 0 or all ones, every key at or
-    above ``min_over_bits >> (mbits + ebits - KEY_BITS)``, and every key whose
-    leading trailing bits are all zeros or all ones.  Every figure is a count
-    or an extreme, so the blocks never change a result.
+    One loop over the elements, block by block (``_BLOCK`` elements), counts
+    every magnitude's *key* (its exponent field and ``KEY_BITS - ebits``
+    leading trailing bits) and lists the elements of flagged keys.  An
+    ordinary key settles the binade and ``L`` of every element it counts
+    (:func:`_add_keys`).  Flagged are the keys in ``special``, which must
+    flag every key of exponent field 0 or all ones, every key at or above
+    ``min_over_bits >> (mbits + ebits - KEY_BITS)``, and every key whose
+    leading trailing bits are all zeros (a power of two?) or all ones (``L``
+    longer); their elements are placed one by one: zeros and normal
+    magnitudes below ``min_over_bits`` here, the others (subnormals,
+    infinities, NaNs, possible overflows) by :func:`stats`.  Flagged too,
+    for the extremes, are the keys at or beyond the largest and smallest
+    magnitude's keys so far (:func:`_move_bounds`; the first block's
+    extremes come from a vectorised pass, :func:`magnitude_extremes`), so
+    only a few ordinary elements per block are listed for them.  Every
+    figure is a count or an extreme, so the blocks never change a result.
     """
     one = np.uint64(1)
     mant_mask = (one << np.uint64(mbits)) - one
@@ -284,19 +309,31 @@ def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, count
     n = u.shape[0]
     keys = np.zeros(1 << KEY_BITS, np.int32)
     where = np.empty(min(n, _BLOCK), np.int64)
+    # flags[key]: 1 special (as given), 2 at or above the largest magnitude's key so far,
+    # 4 at or below the smallest's: the elements of flagged keys are listed
+    flags = special.copy()
+    top_key = (1 << KEY_BITS) - 1
+    hi = 0  # keys >= hi carry flag 2
+    lo = top_key  # keys <= lo carry flag 4
+    for k in range(1 << KEY_BITS):
+        flags[k] |= 6
     zero = 0
     counted = 0
     for b0 in range(0, n, _BLOCK):
         b1 = min(b0 + _BLOCK, n)
-        magnitude_extremes(u[b0:b1], abs_mask, exp_mask, extremes)
+        if b0 == 0:  # the first block's extremes: few elements are listed for them after it
+            magnitude_extremes(u[b0:b1], abs_mask, exp_mask, extremes)
+            hi, lo = _move_bounds(flags, extremes, key_shift, exp_mask, hi, lo)
         j = 0
         for i in range(b0, b1):
             key = (np.uint64(u[i]) & abs_mask) >> key_shift
             keys[key] += 1
-            if special[key]:
+            if flags[key]:
                 where[j] = i
                 j += 1
         e = 0
+        big = np.uint64(extremes[0])
+        small = np.uint64(extremes[1])
         for t in range(j):
             i = where[t]
             m = np.uint64(u[i]) & abs_mask
@@ -306,16 +343,22 @@ def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, count
                 where[e] = i  # e <= t: the list is compacted in place
                 e += 1
             else:
-                mant = m & mant_mask
-                row = np.int64(m >> np.uint64(mbits)) - bias + BINADE_OFFSET
-                if mant == 0:
-                    hist[row, POW2] += 1
-                    hist[row, 0] += 1
-                else:
-                    hist[row, np.int64(leading_zeros(~(mant << top_shift)))] += 1
+                big = max(big, m)
+                small = min(small, m)
+                if special[m >> key_shift]:  # else only listed for the extremes
+                    mant = m & mant_mask
+                    row = np.int64(m >> np.uint64(mbits)) - bias + BINADE_OFFSET
+                    if mant == 0:
+                        hist[row, POW2] += 1
+                        hist[row, 0] += 1
+                    else:
+                        hist[row, np.int64(leading_zeros(~(mant << top_shift)))] += 1
+        extremes[0] = big
+        extremes[1] = small
         if e:
             stats(u, x, where[:e], no_weights, mbits, ebits, over, over_tie, min_over_bits,
                   counts, extremes, hist, over_counts)
+        hi, lo = _move_bounds(flags, extremes, key_shift, exp_mask, hi, lo)
         counted += b1 - b0
         if counted >= _FLUSH:
             _add_keys(keys, special, ebits, hist)
@@ -337,10 +380,10 @@ def stats(u, x, where, weights, mbits, ebits, over, over_tie, min_over_bits, cou
     ``hist[e + BINADE_OFFSET, L]`` and ``hist[..., POW2]`` as in the module
     docstring; ``over_counts[f]`` += elements with ``|v| > over[f]`` or
     ``|v| == over[f]`` and ``over_tie[f]`` (tested for magnitude bits
-    ``>= min_over_bits``).  :func:`numerics.stats.stats_chunk` sends here only
-    the elements the key histogram cannot place (zeros, subnormals, specials,
-    possible overflows, extremes, and keys whose leading trailing bits are
-    all ones or all zeros).
+    ``>= min_over_bits``).  :func:`stats_pass` sends here only the elements
+    its key histogram cannot place (subnormals, infinities, NaNs, possible
+    overflows); :func:`numerics.stats.stats_chunk` sends every code of a
+    narrow format, weighted by its count.
     """
     one = np.uint64(1)
     mant_mask = (one << np.uint64(mbits)) - one
