@@ -155,7 +155,10 @@ def _numpy_stats_pass(a: Path) -> tuple[float, float, float, int]:
 def _numpy_read_pass(a: Path) -> int:
     acc = 0
     for c in _chunks(a):
-        acc ^= int(np.bitwise_xor.reduce(c.view(np.uint64)))
+        b = c.view(np.uint8)
+        whole = b.size // 8 * 8
+        acc ^= int(np.bitwise_xor.reduce(b[:whole].view(np.uint64)))
+        acc ^= int(np.bitwise_xor.reduce(b[whole:])) if whole < b.size else 0
     return acc
 
 
