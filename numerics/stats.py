@@ -139,6 +139,7 @@ def _thresholds(fmt: Format) -> _Thresholds:
 _BINADE_OFFSET = 1074  # the kernel's layout (numerics.kernels.compare), without importing numba
 _BINADES = 2098
 _POW2 = 53
+_KEY_BITS = 16  # numerics.kernels.compare.KEY_BITS
 
 
 @dataclass
@@ -167,12 +168,18 @@ class StatsPartial:
                    np.zeros((_BINADES, _POW2 + 1), np.int64), np.zeros(n_formats, np.int64))
 
     def add(self, other: StatsPartial) -> None:
-        """Merge ``other`` into this partial (in place)."""
+        """Merge ``other`` into this partial (in place).
+
+        Only the binades from ``other``'s smallest to its largest magnitude
+        can hold counts, so only those rows of ``hist`` are added.
+        """
         self.count += other.count
         self.counts += other.counts
         self.extremes[:] = (max(self.extremes[0], other.extremes[0]),
                             min(self.extremes[1], other.extremes[1]))
-        self.hist += other.hist
+        if other.extremes[0] > 0:
+            lo, hi = (int(e) - 1 + _BINADE_OFFSET for e in np.frexp(other.extremes[::-1])[1])
+            self.hist[lo:hi + 1] += other.hist[lo:hi + 1]
         self.over += other.over
 
     def merge(self, other: StatsPartial) -> StatsPartial:
@@ -197,11 +204,11 @@ def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
     """Statistics of a 1-D chunk, in compiled passes.
 
     ``values`` are float32/float64 values, or with ``fmt`` (a format of at
-    most 16 bits) its codes, read through the format's value table.  One
-    pass counts the top 16 bits of every magnitude and lists the elements
-    whose key does not settle every figure; a vectorised pass finds the
-    extremes; the listed elements (a few percent at most in real data) then
-    take the exact path (:func:`numerics.kernels.compare.stats`).
+    most 16 bits) its codes, read through the format's value table (each code
+    counted once with its number of occurrences).  float32/float64 values
+    take one compiled pass (:func:`numerics.kernels.compare.stats_pass`);
+    only subnormals, infinities, NaNs and possible overflows go through the
+    exact per-element path (:func:`numerics.kernels.compare.stats`).
     """
     from numerics.kernels import compare as kernels
 
@@ -224,20 +231,12 @@ def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
     min_over_bits = _bits_at_most(min_over, x.dtype)
     if weights.size:
         where = np.arange(x.size, dtype=np.int32)
+        kernels.stats(bits, x, where, weights, mbits, ebits, over, tie, min_over_bits,
+                      part.counts, extremes, part.hist, part.over)
     else:
-        # every element into the 16-bit key histogram; those whose key it cannot place
-        # exactly (see _rare_keys) take the exact path
-        abs_mask = (1 << (mbits + ebits)) - 1
-        shift = mbits + ebits - 15
-        keys = np.zeros(1 << 15, np.int64)
-        rare = _rare_keys(mbits, ebits, min_over_bits >> shift)
-        where = np.empty(x.size, np.int32 if x.size < 2**31 else np.int64)
-        where = where[:kernels.key_scan(bits, abs_mask, shift, rare, keys, where)]
-        kernels.magnitude_extremes(bits, abs_mask, ((1 << ebits) - 1) << mbits, extremes)
-        keys[rare.astype(bool)] = 0
-        _add_key_hist(part.hist, keys, mbits, ebits)
-    kernels.stats(bits, x, where, weights, mbits, ebits, over, tie, min_over_bits, part.counts,
-                  extremes, part.hist, part.over)
+        special = _special_keys(mbits, ebits, min_over_bits)
+        kernels.stats_pass(bits, x, special, mbits, ebits, over, tie, min_over_bits,
+                           part.counts, extremes, part.hist, part.over)
     if extremes[0]:
         amax, amin = extremes.astype(bits.dtype).view(x.dtype).astype(np.float64).tolist()
         part.extremes[:] = (amax, amin)
@@ -255,42 +254,19 @@ def _bits_at_most(v: float, dtype: np.dtype) -> int:
 
 
 @lru_cache(maxsize=64)
-def _rare_keys(mbits: int, ebits: int, min_over_key: int) -> np.ndarray:
-    """16-bit keys whose elements take the kernel's exact path (``kernels.compare.stats``)."""
-    k = 15 - ebits
-    key = np.arange(1 << 15)
+def _special_keys(mbits: int, ebits: int, min_over_bits: int) -> np.ndarray:
+    """The keys (15 top magnitude bits) that :func:`numerics.kernels.compare.stats_pass`
+    does not settle from the key alone: exponent field 0 or all ones, leading
+    trailing bits all zeros or all ones, and keys that may overflow a candidate."""
+    k = _KEY_BITS - ebits
+    key = np.arange(1 << _KEY_BITS)
     ef, top = key >> k, key & ((1 << k) - 1)
-    rare = (ef == 0) | (ef == (1 << ebits) - 1) | (top == 0) | (top == (1 << k) - 1) \
-        | (key >= min_over_key)
-    out = rare.astype(np.uint8)
+    lim = min(min_over_bits, ((1 << ebits) - 1) << mbits)
+    special = (ef == 0) | (ef == (1 << ebits) - 1) | (top == 0) | (top == (1 << k) - 1) \
+        | (key >= lim >> (mbits + ebits - _KEY_BITS))
+    out = special.astype(np.uint8)
     out.setflags(write=False)
     return out
-
-
-@lru_cache(maxsize=2)
-def _key_layout(mbits: int, ebits: int) -> tuple[np.ndarray, np.ndarray]:
-    """For every 16-bit key: its row of ``hist`` and its number ``L`` of leading ones."""
-    k = 15 - ebits
-    key = np.arange(1 << 15)
-    ef, top = key >> k, key & ((1 << k) - 1)
-    ones = np.array([_leading_ones(int(t), k) for t in top], np.int64)
-    bias = (1 << (ebits - 1)) - 1
-    rows = np.clip(ef - bias + _BINADE_OFFSET, 0, _BINADES - 1)
-    return rows, ones
-
-
-def _leading_ones(v: int, width: int) -> int:
-    n = 0
-    while n < width and v & (1 << (width - 1 - n)):
-        n += 1
-    return n
-
-
-def _add_key_hist(hist: np.ndarray, keys: np.ndarray, mbits: int, ebits: int) -> None:
-    """Fold the key histogram (the kernel cleared the keys it counted exactly) into ``hist``."""
-    rows, ones = _key_layout(mbits, ebits)
-    use = keys != 0
-    np.add.at(hist, (rows[use], ones[use]), keys[use])
 
 
 def _count_at_most(cum: np.ndarray, pow2: np.ndarray, k: int) -> int:

@@ -307,15 +307,20 @@ def test_streaming_chunks_and_threads_do_not_change_the_answer(tmp_path: Path) -
     assert {k: getattr(whole.tensors[0], k) for k in ref} == ref
     st = stats_source(tmp_path / "a.safetensors", chunk=1 << 22, threads=1)
     assert stats_source(tmp_path / "a.safetensors", chunk=999, threads=2) == st
-    h = hash_source(tmp_path / "a.safetensors", chunk=1 << 22)
-    assert hash_source(tmp_path / "a.safetensors", chunk=1001, threads=2) == h
     seen: list[int] = []
     diff_sources(tmp_path / "a.safetensors", tmp_path / "b.safetensors", chunk=10_000,
                  progress=seen.append)
     assert sum(seen) == 2 * (x.nbytes + 40) and len(seen) == 21 + 1
+    # the hash reads whole 1 MiB blocks (262144 float32): 700_003 elements are 3 blocks
+    big = rng.standard_normal(700_003).astype(np.float32)
+    save_file({"big": big, "z": x[:10]}, str(tmp_path / "c.safetensors"))
+    h = hash_source(tmp_path / "c.safetensors", chunk=1 << 22, threads=1)
+    assert hash_source(tmp_path / "c.safetensors", chunk=1, threads=2) == h
+    assert hash_source(tmp_path / "c.safetensors", chunk=600_000, threads=3) == h
+    assert h.tensors[0][1].digest == fingerprint(big.view(np.uint32), fmt="binary32").digest
     seen.clear()
-    hash_source(tmp_path / "a.safetensors", chunk=10_000, progress=seen.append, threads=2)
-    assert sum(seen) == x.nbytes + 40 and len(seen) == 21 + 1  # chunk by chunk
+    hash_source(tmp_path / "c.safetensors", chunk=1, progress=seen.append, threads=2)
+    assert sorted(seen) == [40, 4 * 175_715, 2**20, 2**20]  # block by block
 
 
 def test_keys_only_in_one_side_and_shape_mismatches(tmp_path: Path) -> None:
@@ -389,7 +394,7 @@ def test_hash_depends_on_names_dtypes_shapes_bits_not_sharding(tmp_path: Path) -
     # the documented preimage, from hashlib and the per-tensor fingerprints
     lines = b"".join((json.dumps([k, fingerprint(_codes(w[k]), fmt=_fmt(w[k])).digest])
                       + "\n").encode() for k in sorted(w))
-    assert h.digest == hashlib.sha256(b"numerics.checkpoint/1\n" + lines).hexdigest()
+    assert h.digest == hashlib.sha256(b"numerics.checkpoint/2\n" + lines).hexdigest()
     v = {k: x.copy() for k, x in w.items()}
     v["embed"].view(np.uint32)[0, 0] ^= 1
     assert hash_source(_shard(tmp_path / "flip", v, 3)).digest != h.digest
@@ -504,7 +509,8 @@ def _rne_unbounded(x: Fraction, fmt_name: str) -> Fraction:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_stats_key_histogram_path_against_exact_rounding(dtype: type) -> None:
-    """float32 and float64 inputs take the 16-bit key histogram; every fraction stays exact."""
+    """float32 and float64 inputs take the key histogram of ``stats_pass``; every fraction stays
+    exact."""
     names = ("e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "bfloat16", "binary16", "binary32")
     edges: list[np.ndarray] = []
     for name in names:
@@ -533,6 +539,83 @@ def test_stats_key_histogram_path_against_exact_rounding(dtype: type) -> None:
         n_sub = sum(1 for q, _ in r if 0 < q < Fraction(fit.format.smallest_normal))
         assert (fit.saturate, fit.flush_to_zero, fit.subnormal) == (sat / n, ftz / n, n_sub / n), \
             fit.format.name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_stats_one_pass_over_many_blocks_against_the_exact_path_and_numpy(dtype: type) -> None:
+    """``stats_pass`` (keys, listed elements, blocks of 2**16) on 300_000 elements with
+    zeros, subnormals, powers of two, long runs of leading ones, infinities, NaNs and
+    overflows scattered over every block gives the exact path's figures (every element
+    through ``kernels.compare.stats``) bit for bit, and numpy's exponent histogram."""
+    from numerics.kernels import compare as kernels
+    from numerics.stats import CANDIDATE_FORMATS, StatsPartial, stats_chunk
+
+    rng = np.random.default_rng(17)
+    n = 300_000
+    x = (rng.lognormal(-2, 6, n) * rng.choice([-1, 1], n)).astype(dtype)
+    tiny = np.finfo(dtype).smallest_subnormal
+    values = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 0.5, 2.0**-20, 448.0, 464.0, 57344.0,
+              6.0, 7.0, 1.9999999, 3 * tiny, tiny, -tiny]
+    specials: np.ndarray = np.array(values, dtype)
+    at = rng.choice(n, 30_000, replace=False)
+    x[at] = specials[rng.integers(0, specials.size, at.size)]
+    x[:1000] = 0.0  # a run of zeros, and a whole block of one value
+    x[70_000:140_000] = dtype(1.5)
+    fmts = tuple(get_format(f) for f in CANDIDATE_FORMATS) + (get_format("binary32"),)
+    fast = stats_chunk(x, fmts)
+    wide = x.dtype == np.float64
+    bits = x.view(np.uint64 if wide else np.uint32)
+    mbits, ebits = (52, 11) if wide else (23, 8)
+    exact = StatsPartial.empty(len(fmts))
+    over = np.array([fast_over for fast_over in _over_thresholds(fmts)])
+    tie = np.array([bool(f.max_finite_code & 1) for f in fmts])
+    extremes = np.array([0, 2**64 - 1], np.uint64)
+    kernels.stats(bits, x, np.arange(n, dtype=np.int64), np.empty(0, np.int64), mbits, ebits,
+                  over, tie, 0, exact.counts, extremes, exact.hist, exact.over)
+    assert fast.counts.tolist() == exact.counts.tolist()
+    assert (fast.hist == exact.hist).all()
+    assert fast.over.tolist() == exact.over.tolist()
+    mags = np.abs(x[np.isfinite(x) & (x != 0)]).astype(np.float64)
+    assert fast.extremes.tolist() == [mags.max(), mags.min()]
+    assert fast.counts.tolist() == [np.isnan(x).sum(), np.isinf(x).sum(), (x == 0).sum()]
+    e = np.frexp(mags)[1] - 1  # 2**e <= |x| < 2**(e + 1)
+    binades, counts = np.unique(e, return_counts=True)
+    per_binade = fast.hist[:, :53].sum(axis=1)
+    assert {int(b): int(c) for b, c in zip(binades, counts)} == {
+        k - 1074: int(c) for k, c in enumerate(per_binade) if c}
+    pow2 = np.frexp(mags)[0] == 0.5
+    assert int(fast.hist[:, 53].sum()) == int(pow2.sum())
+    # the extremes' keys move block by block: magnitudes ascending, descending, and a
+    # first block of NaNs only; the figures do not depend on the order
+    order = np.argsort(np.abs(x), kind="stable")
+    nan_first = np.concatenate([x[np.isnan(x)], np.full(70_000, np.nan, dtype), x[~np.isnan(x)]])
+    for y, extra_nan in ((x[order], 0), (x[order[::-1]], 0), (nan_first, 70_000)):
+        other = stats_chunk(y, fmts)
+        assert other.counts.tolist() == [exact.counts[0] + extra_nan, *exact.counts[1:]]
+        assert (other.hist == exact.hist).all() and other.over.tolist() == exact.over.tolist()
+        assert other.extremes.tolist() == fast.extremes.tolist()
+    # the largest and the smallest in later blocks than the first, in the keys of the
+    # first block's largest and smallest
+    step = np.finfo(dtype).eps
+    same = np.full(200_000, dtype(1.5 + 2 * step))
+    same[1::2] = dtype(4.5 + 8 * step)
+    same[150_001], same[180_000] = dtype(4.5 + 12 * step), dtype(1.5 + step)
+    assert stats_chunk(same, fmts).extremes.tolist() == [4.5 + 12 * step, 1.5 + step]
+
+
+def _over_thresholds(fmts: tuple[Any, ...]) -> list[float]:
+    """|x| above this rounds (to nearest, unbounded exponent) beyond the format's max."""
+    out = []
+    for f in fmts:
+        top = Fraction(f.max_exact)
+        e = top.numerator.bit_length() - top.denominator.bit_length()
+        while Fraction(2) ** e > top:
+            e -= 1
+        try:
+            out.append(float(top + Fraction(2) ** (e - f.trailing_bits) / 2))
+        except OverflowError:
+            out.append(float("inf"))
+    return out
 
 
 @pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0fnu", "e2m1fn",

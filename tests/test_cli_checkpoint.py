@@ -150,7 +150,7 @@ def test_stats_and_hash_on_checkpoints(ckpt: Path) -> None:
     assert doc["total"]["count"] == 21 and doc["total"]["zero"] == 2
     code, text = render("hash", "a")
     first = text.splitlines()[0]
-    assert first.startswith("sha256:") and first.endswith("checkpoint of 3 tensors  a")
+    assert first.startswith("xxh64-sha256:") and first.endswith("checkpoint of 3 tensors  a")
     one = render("hash", "a", "--json")[1]
     same: dict[str, np.ndarray] = {"w": np.arange(12, dtype=np.float32).reshape(3, 4) / 8,
                                    "b": np.ones(5, np.float32),

@@ -20,6 +20,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
@@ -287,10 +288,12 @@ def test_fingerprint_is_the_documented_sha256_and_ignores_the_container(tmp_path
     b = load_tensor(tmp_path / "x.safetensors")
     fa = fingerprint(a.codes, a.shape, fmt=a.format)
     fb = fingerprint(b.codes, b.shape, fmt=b.format)
-    pre = (b"numerics.fingerprint/1\n" + json.dumps({"dtype": "bfloat16", "shape": [2, 2]},
+    pre = (b"numerics.fingerprint/2\n" + json.dumps({"dtype": "bfloat16", "shape": [2, 2]},
                                                     separators=(",", ":")).encode()
-           + b"\n" + x.view(np.uint16).astype("<u2").tobytes())
+           + b"\n" + xxhash.xxh64(x.view(np.uint16).astype("<u2").tobytes()).intdigest()
+           .to_bytes(8, "little"))
     assert fa.digest == fb.digest == hashlib.sha256(pre).hexdigest()
+    assert fa.algorithm == "xxh64-sha256"
     assert fingerprint(x.view(np.uint16).reshape(4), fmt=a.format).digest != fa.digest  # shape
     y = x.copy()
     y.view(np.uint16)[0, 1] = 0            # +0 for -0
@@ -303,3 +306,32 @@ def test_fingerprint_is_the_documented_sha256_and_ignores_the_container(tmp_path
     assert ints.digest == fingerprint(np.arange(3, dtype="<i4")).digest
     with pytest.raises(TypeError, match="integer"):
         fingerprint(np.ones(2))
+
+
+def _preimage(dtype: str, shape: list[int], stream: bytes) -> bytes:
+    """The documented preimage: XXH64 (the xxhash package) of each 1 MiB block of the stream."""
+    blocks = [stream[i:i + 2**20] for i in range(0, len(stream), 2**20)]
+    return (b"numerics.fingerprint/2\n"
+            + json.dumps({"dtype": dtype, "shape": shape}, separators=(",", ":")).encode()
+            + b"\n" + b"".join(xxhash.xxh64(b).intdigest().to_bytes(8, "little") for b in blocks))
+
+
+@pytest.mark.parametrize("chunk", [1, 300_001, 1 << 22])
+def test_fingerprint_blocks_against_xxhash_for_any_chunk(chunk: int) -> None:
+    """Several 1 MiB blocks and a short last one, in 1-, 2- and 8-byte elements, and a
+    4-bit format (one byte per code); the chunks read never change the digest."""
+    rng = np.random.default_rng(5)
+    i8 = rng.integers(-128, 128, 3 * 2**20 + 5, dtype=np.int8)
+    assert fingerprint(i8, chunk=chunk).digest == hashlib.sha256(
+        _preimage("int8", [i8.size], i8.tobytes())).hexdigest()
+    bf = rng.integers(0, 2**16, (3, 200_001), dtype=np.uint16)
+    assert fingerprint(bf, fmt="bfloat16", chunk=chunk).digest == hashlib.sha256(
+        _preimage("bfloat16", [3, 200_001], bf.astype("<u2").tobytes())).hexdigest()
+    i64 = rng.integers(-2**63, 2**63, 262_147, dtype=np.int64).astype(">i8")
+    assert fingerprint(i64, chunk=chunk).digest == hashlib.sha256(
+        _preimage("int64", [i64.size], i64.astype("<i8").tobytes())).hexdigest()
+    fp4 = rng.integers(0, 16, 2**20 + 3, dtype=np.uint8)
+    assert fingerprint(fp4, fmt="e2m1fn", chunk=chunk).digest == hashlib.sha256(
+        _preimage("e2m1fn", [fp4.size], fp4.tobytes())).hexdigest()
+    assert fingerprint(np.zeros(0, np.int32)).digest == hashlib.sha256(
+        _preimage("int32", [0], b"")).hexdigest()

@@ -262,10 +262,13 @@ examples:
     _add_common(p)
 
     p = sub.add_parser("hash", formatter_class=raw, help="fingerprint tensors or a checkpoint",
-                       description="SHA-256 of a tensor's element type, shape and bits (not the "
-                                   "file's path, name or container). On a checkpoint: one digest "
-                                   "per tensor and one of all (names, dtypes, shapes and bits; "
-                                   "not the sharding or the order in files).",
+                       description="Fingerprint of a tensor's element type, shape and bits "
+                                   "(not the file's path, name or container): XXH64 of each "
+                                   "1 MiB block of its codes, on all cores, and SHA-256 over "
+                                   "those. On a checkpoint: one digest per tensor and one of all "
+                                   "(names, dtypes, shapes and bits; not the sharding or the "
+                                   "order in files). For telling changed checkpoints apart, not "
+                                   "against an adversary.",
                        epilog="examples:\n  fpinspect hash out.npy\n"
                               "  fpinspect hash out.safetensors:logits --canonical\n"
                               "  fpinspect hash ./sharded-model/ | head -1\n")
@@ -598,7 +601,8 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
                          "bytes as it")
     if len(src.tensors) == 1:
         ref = src.tensors[0]
-        fp = tensor_fingerprint(ref, canonicalize=args.canonical)
+        with _progress(args, ref.nbytes) as advance:
+            fp = tensor_fingerprint(ref, canonicalize=args.canonical, progress=advance)
         out(jsonout.hash_json(label, ref, fp) if args.json else views.hash_view(label, fp))
         return EXIT_OK
     client = _client(args)

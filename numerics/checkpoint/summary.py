@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +12,15 @@ import numpy as np
 
 from numerics.checkpoint.run import Progress, execute
 from numerics.checkpoint.sources import Source, TensorFileError, TensorRef, open_source
-from numerics.fingerprint import Fingerprint, fingerprint
+from numerics.fingerprint import (
+    ALGORITHM,
+    BLOCK_BYTES,
+    Fingerprint,
+    block_digests,
+    code_stream,
+    combine_digests,
+    hashed_dtype,
+)
 from numerics.formats import Format, as_format
 from numerics.stats import (
     CANDIDATE_FORMATS,
@@ -31,9 +38,11 @@ __all__ = [
     "stats_source",
 ]
 
-#: Elements per chunk: one task each (small enough that a chunk's passes stay in cache).
-CHUNK = 1 << 20
-_MAGIC = b"numerics.checkpoint/1\n"
+#: Elements per chunk: one task each (large enough that the tasks' overhead is small).
+CHUNK = 1 << 22
+_MAGIC = b"numerics.checkpoint/2\n"
+#: Elements converted to float64 at a time by a stats task (bounds its temporaries).
+_CONVERT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -54,17 +63,21 @@ class CheckpointStats:
 class CheckpointHash:
     """A checkpoint's fingerprint and each tensor's.
 
-    ``digest`` is SHA-256 over ``b"numerics.checkpoint/1\\n"`` and one line
-    ``json.dumps([name, tensor digest]) + "\\n"`` per tensor in name order:
-    it depends on the names, dtypes, shapes and bits of the tensors only, not
-    on how they are sharded or ordered in files.
+    ``digest`` is SHA-256 over ``b"numerics.checkpoint/2\\n"`` and one line
+    ``json.dumps([name, tensor digest]) + "\\n"`` per tensor in name order,
+    each tensor's digest its :func:`numerics.fingerprint.fingerprint` (XXH64
+    over each 1 MiB block of the tensor's codes, SHA-256 over those): it
+    depends on the names, dtypes, shapes and bits of the tensors only, not on
+    how they are sharded or ordered in files.  Meant to tell changed
+    checkpoints apart, not to resist an adversary (XXH64 is not
+    cryptographic).
     """
 
     path: str
     digest: str
     tensors: tuple[tuple[TensorRef, Fingerprint], ...]
     canonical: bool
-    algorithm: str = "sha256"
+    algorithm: str = ALGORITHM
 
 
 def _values(ref: TensorRef, x: np.ndarray) -> tuple[np.ndarray, Format | None]:
@@ -84,8 +97,15 @@ def _values(ref: TensorRef, x: np.ndarray) -> tuple[np.ndarray, Format | None]:
 def _stats_item(item: tuple[TensorRef, int, int, tuple[Format, ...]], mmap: bool) \
         -> StatsPartial:
     ref, start, stop, formats = item
-    values, fmt = _values(ref, ref.read(start, stop, mmap=mmap))
-    return stats_chunk(values, formats, fmt=fmt)
+    x = ref.read(start, stop, mmap=mmap)
+    if x.dtype in (np.float32, np.float64) or ref.format is not None and ref.format.bits <= 16:
+        values, fmt = _values(ref, x)  # read in place: the whole chunk in one call
+        return stats_chunk(values, formats, fmt=fmt)
+    part = StatsPartial.empty(len(formats))
+    for s in range(0, x.size, _CONVERT):  # converted to float64 a part at a time
+        values, fmt = _values(ref, x[s:s + _CONVERT])
+        part.add(stats_chunk(values, formats, fmt=fmt))
+    return part
 
 
 def _source(src: Source | str | os.PathLike[str], raw_format: Format | str | None) -> Source:
@@ -157,29 +177,83 @@ def stats_source(
                                          for t in s.tensors), finish_stats(total, fmts))
 
 
+#: A hash task: a tensor, canonicalise?, and its elements [start, stop) (whole blocks).
+_HashItem = tuple[TensorRef, bool, int, int]
+
+
+def _codes(ref: TensorRef, x: np.ndarray) -> np.ndarray:
+    """Elements as read, as the fingerprint takes them (codes of a float format)."""
+    if ref.format is None:
+        return x
+    return x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(ref.format.code_dtype, copy=False)
+
+
+def _hashed(ref: TensorRef) -> tuple[str, np.dtype]:
+    return hashed_dtype(_codes(ref, np.empty(0, ref.dtype)).dtype, ref.format)
+
+
+def _hash_item(item: _HashItem, mmap: bool) -> np.ndarray:
+    ref, canonical, start, stop = item
+    codes = _codes(ref, ref.read(start, stop, mmap=mmap))
+    stream_dtype = _hashed(ref)[1]
+    if not canonical:  # hashed in place
+        return block_digests(code_stream(codes, ref.format, stream_dtype))
+    per = BLOCK_BYTES // stream_dtype.itemsize  # canonical codes are a copy: a block at a time
+    return np.concatenate([np.empty(0, np.uint64)] + [
+        block_digests(code_stream(codes[s:s + per], ref.format, stream_dtype, canonicalize=True))
+        for s in range(0, codes.size, per)])
+
+
+def _fingerprints(tensors: tuple[TensorRef, ...], canonicalize: bool, chunk: int,
+                  threads: int | None, client: Any,
+                  progress: Progress | None) -> dict[str, Fingerprint]:
+    """Each tensor's fingerprint; every run of whole blocks of every tensor is one task."""
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
+    items: list[_HashItem] = []
+    for t in tensors:
+        per_block = BLOCK_BYTES // _hashed(t)[1].itemsize
+        per = max(1, chunk // per_block) * per_block
+        canonical = bool(canonicalize) and t.format is not None
+        items += [(t, canonical, start, min(start + per, t.size))
+                  for start in range(0, t.size, per)]
+    sizes = [(stop - start) * t.dtype.itemsize for t, _, start, stop in items]
+    parts: dict[str, dict[int, np.ndarray]] = {t.name: {} for t in tensors}
+
+    def fold(item: _HashItem, digests: np.ndarray) -> None:
+        parts[item[0].name][item[2]] = digests
+
+    execute(_hash_item, items, fold, sizes=sizes, threads=threads, client=client,
+            progress=progress)
+    out = {}
+    for t in tensors:
+        name = _hashed(t)[0]
+        blocks = [parts[t.name][k] for k in sorted(parts[t.name])]
+        out[t.name] = Fingerprint(combine_digests(name, t.shape, blocks), name, t.shape,
+                                  bool(canonicalize) and t.format is not None)
+    return out
+
+
 def tensor_fingerprint(ref: TensorRef, *, canonicalize: bool = False, chunk: int = CHUNK,
-                       mmap: bool = True, progress: Progress | None = None) -> Fingerprint:
+                       threads: int | None = None,
+                       progress: Progress | None = None) -> Fingerprint:
     """The :func:`numerics.fingerprint.fingerprint` of one tensor, streamed from its file.
 
-    ``progress`` is called with the bytes of each chunk read.
+    Runs of whole blocks are hashed on ``threads`` threads; ``progress`` is
+    called with the bytes of each run.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from numerics.fingerprint import fingerprint
+    >>> d = tempfile.mkdtemp()
+    >>> x = np.arange(600_000, dtype=np.int32)
+    >>> np.save(os.path.join(d, "x.npy"), x)
+    >>> ref = open_source(os.path.join(d, "x.npy")).tensors[0]
+    >>> tensor_fingerprint(ref, chunk=1).digest == fingerprint(x).digest
+    True
     """
-    fmt = ref.format
-
-    def get(start: int, stop: int) -> np.ndarray:
-        x = ref.read(start, stop, mmap=mmap)
-        if progress is not None and x.size:
-            progress(x.nbytes)
-        if fmt is None:
-            return x
-        return x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(fmt.code_dtype, copy=False)
-
-    return fingerprint(get, ref.shape, fmt=fmt, canonicalize=canonicalize and fmt is not None,
-                       chunk=chunk)
-
-
-def _hash_item(item: tuple[TensorRef, bool, int], mmap: bool) -> Fingerprint:
-    ref, canonical, chunk = item
-    return tensor_fingerprint(ref, canonicalize=canonical, chunk=chunk, mmap=mmap)
+    return _fingerprints((ref,), canonicalize, chunk, threads, None, progress)[ref.name]
 
 
 def hash_source(
@@ -194,7 +268,10 @@ def hash_source(
 ) -> CheckpointHash:
     """Fingerprint every tensor of a source, and the source as a whole (:class:`CheckpointHash`).
 
-    Each tensor is one task (SHA-256 is sequential); tensors run in parallel.
+    Every run of ``chunk`` elements (whole 1 MiB blocks) of every tensor is
+    one task; the runs' block digests are combined in order (see
+    :class:`CheckpointHash`), so neither ``chunk`` nor ``threads`` nor a
+    Dask ``client`` changes a digest.
 
     Examples
     --------
@@ -210,31 +287,8 @@ def hash_source(
     ...     hash_source(os.path.join(d, "two")).digest
     True
     """
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
     s = _source(src, raw_format)
-    prints: dict[str, Fingerprint] = {}
-    items = [(t, bool(canonicalize), chunk) for t in s.tensors]
-    sizes = [t.nbytes for t in s.tensors]
-
-    def fold(item: tuple[TensorRef, bool, int], fp: Fingerprint) -> None:
-        prints[item[0].name] = fp
-
-    if client is None and progress is not None:  # local threads report chunk by chunk
-        lock = threading.Lock()
-
-        def report(n: int) -> None:
-            with lock:
-                progress(n)
-
-        def local(item: tuple[TensorRef, bool, int], mmap: bool) -> Fingerprint:
-            return tensor_fingerprint(item[0], canonicalize=item[1], chunk=item[2], mmap=mmap,
-                                      progress=report)
-
-        execute(local, items, fold, sizes=[0] * len(items), threads=threads)
-    else:
-        execute(_hash_item, items, fold, sizes=sizes, threads=threads, client=client,
-                progress=progress)
+    prints = _fingerprints(s.tensors, canonicalize, chunk, threads, client, progress)
     h = hashlib.sha256(_MAGIC)
     for t in s.tensors:
         h.update((json.dumps([t.name, prints[t.name].digest]) + "\n").encode())

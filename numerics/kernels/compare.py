@@ -39,11 +39,14 @@ __all__ = [
     "BINADES",
     "COMPARE_COUNTS",
     "HIST_BUCKETS",
+    "KEY_BITS",
     "L_COLUMNS",
     "NAN_KEY",
     "POW2",
     "compare",
+    "magnitude_extremes",
     "stats",
+    "stats_pass",
 ]
 
 #: Buckets of the ULP histogram: 0 for distance 0, k + 1 for ``2**(k-1) < d <= 2**k``.
@@ -186,25 +189,12 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
     errors[1] = emax_rel
 
 
-@numba.njit(cache=True, nogil=True)
-def key_scan(u, abs_mask, key_shift, rare, key_hist, where):  # pragma: no cover - compiled
-    """Count every magnitude's top 16 bits in ``key_hist``; list the rare keys' elements.
-
-    ``key_hist[(u & abs_mask) >> key_shift] += 1`` for every element (the bins,
-    an exponent field and a few leading trailing bits, are spread, so this runs
-    near memory speed), and the indices of the elements whose key is marked in
-    ``rare`` go to ``where``; returns how many.
-    """
-    mask = np.uint64(abs_mask)
-    shift = np.uint64(key_shift)
-    j = 0
-    for i in range(u.shape[0]):
-        key = (np.uint64(u[i]) & mask) >> shift
-        key_hist[key] += 1
-        if rare[key]:
-            where[j] = i
-            j += 1
-    return j
+#: Bits of a magnitude's key in :func:`stats_pass`: its exponent field and leading trailing bits.
+KEY_BITS = 16
+#: Elements per block of :func:`stats_pass` (a block stays in L2 between its two loops).
+_BLOCK = 1 << 16
+#: Elements between two flushes of :func:`stats_pass`'s int32 key counts.
+_FLUSH = 1 << 30
 
 
 @numba.njit(cache=True, nogil=True)
@@ -239,6 +229,145 @@ def magnitude_extremes(u, abs_mask, exp_mask, out):  # pragma: no cover - compil
 
 
 @numba.njit(cache=True, nogil=True)
+def _add_keys(keys, special, ebits, hist):  # pragma: no cover - compiled
+    """Add the counts of the ordinary keys to ``hist``, and clear ``keys``.
+
+    An ordinary key (``special[key] == 0``) is a normal magnitude whose
+    ``k = KEY_BITS - ebits`` leading trailing bits are neither all zeros nor
+    all ones: its binade is its exponent field, and its ``L`` (leading ones)
+    is that of those ``k`` bits.
+    """
+    k = KEY_BITS - ebits
+    bias = (1 << (ebits - 1)) - 1
+    for key in range(1 << KEY_BITS):
+        c = np.int64(keys[key])
+        keys[key] = 0
+        if c == 0 or special[key]:
+            continue
+        top = key & ((1 << k) - 1)
+        ones = 0
+        while top & (1 << (k - 1 - ones)):
+            ones += 1
+        hist[(key >> k) - bias + BINADE_OFFSET, ones] += c
+
+
+@numba.njit(cache=True, nogil=True)
+def _move_bounds(flags, extremes, key_shift, exp_mask, hi, lo):  # pragma: no cover - compiled
+    """Clear flag 2 below the largest finite magnitude's key and flag 4 above the smallest's.
+
+    ``hi`` and ``lo`` are the current bounds (flag 2 on keys ``>= hi``, flag 4
+    on keys ``<= lo``); returns the new ones.  The extremes only grow apart,
+    so every key is cleared at most once per call of :func:`stats_pass`.
+    """
+    big = np.uint64(extremes[0])
+    small = np.uint64(extremes[1])
+    if big != 0 and big < exp_mask:
+        new_hi = np.int64(big >> key_shift)
+        for k in range(hi, new_hi):
+            flags[k] &= 5
+        hi = max(hi, new_hi)
+    if small < exp_mask:
+        new_lo = np.int64(small >> key_shift)
+        for k in range(new_lo + 1, lo + 1):
+            flags[k] &= 3
+        lo = min(lo, new_lo)
+    return hi, lo
+
+
+@numba.njit(cache=True, nogil=True)
+def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, counts, extremes,
+               hist, over_counts):  # pragma: no cover - compiled
+    """The statistics of every element of ``u`` (arguments as for :func:`stats`).
+
+    One loop over the elements, block by block (``_BLOCK`` elements), counts
+    every magnitude's *key* (its exponent field and ``KEY_BITS - ebits``
+    leading trailing bits) and lists the elements of flagged keys.  An
+    ordinary key settles the binade and ``L`` of every element it counts
+    (:func:`_add_keys`).  Flagged are the keys in ``special``, which must
+    flag every key of exponent field 0 or all ones, every key at or above
+    ``min_over_bits >> (mbits + ebits - KEY_BITS)``, and every key whose
+    leading trailing bits are all zeros (a power of two?) or all ones (``L``
+    longer); their elements are placed one by one: zeros and normal
+    magnitudes below ``min_over_bits`` here, the others (subnormals,
+    infinities, NaNs, possible overflows) by :func:`stats`.  Flagged too,
+    for the extremes, are the keys at or beyond the largest and smallest
+    magnitude's keys so far (:func:`_move_bounds`; the first block's
+    extremes come from a vectorised pass, :func:`magnitude_extremes`), so
+    only a few ordinary elements per block are listed for them.  Every
+    figure is a count or an extreme, so the blocks never change a result.
+    """
+    one = np.uint64(1)
+    mant_mask = (one << np.uint64(mbits)) - one
+    exp_mask = ((one << np.uint64(ebits)) - one) << np.uint64(mbits)
+    abs_mask = exp_mask | mant_mask
+    min_normal = one << np.uint64(mbits)
+    lim = min(np.uint64(min_over_bits), exp_mask)
+    key_shift = np.uint64(mbits + ebits - KEY_BITS)
+    top_shift = np.uint64(64 - mbits)
+    bias = (1 << (ebits - 1)) - 1
+    no_weights = np.empty(0, np.int64)
+    n = u.shape[0]
+    keys = np.zeros(1 << KEY_BITS, np.int32)
+    where = np.empty(min(n, _BLOCK), np.int64)
+    # flags[key]: 1 special (as given), 2 at or above the largest magnitude's key so far,
+    # 4 at or below the smallest's: the elements of flagged keys are listed
+    flags = special.copy()
+    top_key = (1 << KEY_BITS) - 1
+    hi = 0  # keys >= hi carry flag 2
+    lo = top_key  # keys <= lo carry flag 4
+    for k in range(1 << KEY_BITS):
+        flags[k] |= 6
+    zero = 0
+    counted = 0
+    for b0 in range(0, n, _BLOCK):
+        b1 = min(b0 + _BLOCK, n)
+        if b0 == 0:  # the first block's extremes: few elements are listed for them after it
+            magnitude_extremes(u[b0:b1], abs_mask, exp_mask, extremes)
+            hi, lo = _move_bounds(flags, extremes, key_shift, exp_mask, hi, lo)
+        j = 0
+        for i in range(b0, b1):
+            key = (np.uint64(u[i]) & abs_mask) >> key_shift
+            keys[key] += 1
+            if flags[key]:
+                where[j] = i
+                j += 1
+        e = 0
+        big = np.uint64(extremes[0])
+        small = np.uint64(extremes[1])
+        for t in range(j):
+            i = where[t]
+            m = np.uint64(u[i]) & abs_mask
+            if m == 0:
+                zero += 1
+            elif m < min_normal or m >= lim:  # subnormal, inf, NaN, possible overflow
+                where[e] = i  # e <= t: the list is compacted in place
+                e += 1
+            else:
+                big = max(big, m)
+                small = min(small, m)
+                if special[m >> key_shift]:  # else only listed for the extremes
+                    mant = m & mant_mask
+                    row = np.int64(m >> np.uint64(mbits)) - bias + BINADE_OFFSET
+                    if mant == 0:
+                        hist[row, POW2] += 1
+                        hist[row, 0] += 1
+                    else:
+                        hist[row, np.int64(leading_zeros(~(mant << top_shift)))] += 1
+        extremes[0] = big
+        extremes[1] = small
+        if e:
+            stats(u, x, where[:e], no_weights, mbits, ebits, over, over_tie, min_over_bits,
+                  counts, extremes, hist, over_counts)
+        hi, lo = _move_bounds(flags, extremes, key_shift, exp_mask, hi, lo)
+        counted += b1 - b0
+        if counted >= _FLUSH:
+            _add_keys(keys, special, ebits, hist)
+            counted = 0
+    _add_keys(keys, special, ebits, hist)
+    counts[2] += zero
+
+
+@numba.njit(cache=True, nogil=True)
 def stats(u, x, where, weights, mbits, ebits, over, over_tie, min_over_bits, counts, extremes,
           hist, over_counts):  # pragma: no cover - compiled
     """The exact statistics of elements ``where`` of float values given by their bits ``u``.
@@ -251,10 +380,10 @@ def stats(u, x, where, weights, mbits, ebits, over, over_tie, min_over_bits, cou
     ``hist[e + BINADE_OFFSET, L]`` and ``hist[..., POW2]`` as in the module
     docstring; ``over_counts[f]`` += elements with ``|v| > over[f]`` or
     ``|v| == over[f]`` and ``over_tie[f]`` (tested for magnitude bits
-    ``>= min_over_bits``).  :func:`numerics.stats.stats_chunk` sends here only
-    the elements the key histogram cannot place (zeros, subnormals, specials,
-    possible overflows, extremes, and keys whose leading trailing bits are
-    all ones or all zeros).
+    ``>= min_over_bits``).  :func:`stats_pass` sends here only the elements
+    its key histogram cannot place (subnormals, infinities, NaNs, possible
+    overflows); :func:`numerics.stats.stats_chunk` sends every code of a
+    narrow format, weighted by its count.
     """
     one = np.uint64(1)
     mant_mask = (one << np.uint64(mbits)) - one

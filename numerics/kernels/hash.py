@@ -1,5 +1,7 @@
-"""Hash loops: byte hashes over the rows of a key matrix, and the spatial and
-polynomial hashes in uint32 or emulated float arithmetic.
+"""Hash loops: byte hashes over the rows of a key matrix, the spatial and
+polynomial hashes in uint32 or emulated float arithmetic, and XXH64 over the
+fixed-size blocks of a byte buffer (the block digests of
+:mod:`numerics.fingerprint`).
 
 Each kernel runs one key (row) per iteration of a ``prange`` loop; a key's hash
 depends only on its own bytes, so the bits are the same for every thread count.
@@ -44,6 +46,7 @@ __all__ = [
     "round_to_precision",
     "spatial_rows",
     "xxh32_rows",
+    "xxh64_blocks",
 ]
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -337,3 +340,96 @@ def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
             h = np.float32(int_mod(h, m_int))  # fmod: exact, and representable
         out[r] = np.uint32(np.uint64(int_mod_2_32(h)) % modulus)
     return out, bad
+
+
+# ============================================================================ XXH64 blocks
+_P64_1 = np.uint64(0x9E3779B185EBCA87)
+_P64_2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P64_3 = np.uint64(0x165667B19E3779F9)
+_P64_4 = np.uint64(0x85EBCA77C2B2AE63)
+_P64_5 = np.uint64(0x27D4EB2F165667C5)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rotl64(x: np.uint64, r: int) -> np.uint64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _round64(acc: np.uint64, lane: np.uint64) -> np.uint64:
+    acc = acc + lane * _P64_2
+    return _rotl64(acc, 31) * _P64_1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merge64(h: np.uint64, acc: np.uint64) -> np.uint64:
+    h ^= _round64(np.uint64(0), acc)
+    return h * _P64_1 + _P64_4
+
+
+@numba.njit(cache=True, nogil=True)
+def _xxh64(words: np.ndarray, data: np.ndarray, start: int, length: int) -> np.uint64:
+    """XXH64 with seed 0 of ``data[start:start + length]`` (``start`` a multiple of 8;
+    ``words`` is ``data`` read as little-endian uint64)."""
+    w = start // 8
+    p = start
+    end = start + length
+    if length >= 32:
+        v1 = _P64_1 + _P64_2
+        v2 = _P64_2
+        v3 = np.uint64(0)
+        v4 = np.uint64(0) - _P64_1
+        stripes = length // 32
+        for s in range(stripes):
+            k = w + 4 * s
+            v1 = _round64(v1, words[k])
+            v2 = _round64(v2, words[k + 1])
+            v3 = _round64(v3, words[k + 2])
+            v4 = _round64(v4, words[k + 3])
+        w += 4 * stripes
+        p += 32 * stripes
+        h = _rotl64(v1, 1) + _rotl64(v2, 7) + _rotl64(v3, 12) + _rotl64(v4, 18)
+        h = _merge64(h, v1)
+        h = _merge64(h, v2)
+        h = _merge64(h, v3)
+        h = _merge64(h, v4)
+    else:
+        h = _P64_5
+    h += np.uint64(length)
+    while p + 8 <= end:
+        h ^= _round64(np.uint64(0), words[w])
+        h = _rotl64(h, 27) * _P64_1 + _P64_4
+        w += 1
+        p += 8
+    if p + 4 <= end:
+        k32 = (np.uint64(data[p]) | (np.uint64(data[p + 1]) << np.uint64(8))
+               | (np.uint64(data[p + 2]) << np.uint64(16))
+               | (np.uint64(data[p + 3]) << np.uint64(24)))
+        h ^= k32 * _P64_1
+        h = _rotl64(h, 23) * _P64_2 + _P64_3
+        p += 4
+    while p < end:
+        h ^= np.uint64(data[p]) * _P64_5
+        h = _rotl64(h, 11) * _P64_1
+        p += 1
+    h ^= h >> np.uint64(33)
+    h *= _P64_2
+    h ^= h >> np.uint64(29)
+    h *= _P64_3
+    h ^= h >> np.uint64(32)
+    return h
+
+
+@numba.njit(cache=True, nogil=True)
+def xxh64_blocks(words: np.ndarray, data: np.ndarray, block: int, out: np.ndarray) -> None:
+    """``out[b]`` = XXH64 (seed 0) of bytes ``[b * block, (b + 1) * block)`` of ``data``.
+
+    ``block`` is a multiple of 32; the last block may be shorter; ``words``
+    is ``data`` read as little-endian uint64 (``len(data) // 8`` words).  The
+    loop follows the XXH64 specification (four lanes over 32-byte stripes,
+    the lanes merged, the remaining 8-, 4- and 1-byte pieces, the avalanche).
+    """
+    n = data.shape[0]
+    for b in range(out.shape[0]):
+        start = b * block
+        out[b] = _xxh64(words, data, start, min(block, n - start))
