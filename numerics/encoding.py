@@ -727,8 +727,7 @@ def _value_dtype(dtype: Any, out: Any, fmt: Format) -> np.dtype:
 
 def _fits_float32(fmt: Format) -> bool:
     """Whether every value of ``fmt`` is a float32 value."""
-    return fmt.precision <= 24 and fmt.emax <= 127 and fmt.emin - fmt.trailing_bits >= -149 \
-        and fmt.emin >= -126 - (23 - fmt.trailing_bits)
+    return fmt.float32_exact
 
 
 #: Per format (by identity): (the Format, its decode kind, {dtype char: value table}).

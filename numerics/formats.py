@@ -168,6 +168,20 @@ class Format:
         """Number of distinct codes, ``2**bits``."""
         return 1 << self.bits
 
+    @property
+    def float32_exact(self) -> bool:
+        """Whether every value of the format is a float32 value (so float32 can hold
+        decoded values and results exactly).
+
+        Examples
+        --------
+        >>> get_format("bfloat16").float32_exact, get_format("binary64").float32_exact
+        (True, False)
+        """
+        return self.precision <= 24 and self.emax <= 127 \
+            and self.emin - self.trailing_bits >= -149 \
+            and self.emin >= -126 - (23 - self.trailing_bits)
+
     @cached_property
     def code_dtype(self) -> np.dtype:
         """Smallest unsigned numpy dtype that holds a code."""

@@ -701,3 +701,64 @@ def test_rng_seeds() -> None:
         ops.add(a, b, "bfloat16", rounding="sr", rng=-1)
     with pytest.raises(TypeError, match="rng='x'"):
         ops.add(a, b, "bfloat16", rounding="sr", rng="x")
+
+
+# ----------------------------------------------------------------------------- float32 lanes
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+@pytest.mark.parametrize("name", ["binary32", "bfloat16", "binary16", "e4m3fn", "e5m2",
+                                  "e4m3fnuz", "e3m4", "e2m3fn"])
+def test_float32_lane_path(name: str, op: str) -> None:
+    """``+ - *`` rounded to nearest without flags take the float32 lane loop
+    (numerics.kernels.ops.apply_lean) for float32 operands and for codes: every element
+    against the Fraction reference, with float32 and float64 results, both overflow rules,
+    and the same bits as the general path (flags=True)."""
+    from numerics.dtypes import dtype_of
+    from numerics.kernels.ops import lean_fits
+
+    fmt = get_format(name)
+    assert fmt.float32_exact
+    rng = np.random.default_rng(zlib.crc32(repr((name, op, "lanes")).encode()))
+    xs = hard_operands(fmt, op, rng, 60)
+    specials = [0.0, fmt.max, -fmt.max, fmt.smallest_subnormal, -fmt.smallest_subnormal,
+                1.0, fmt.smallest_normal, fmt.max / 2]
+    if fmt.has_nan:
+        specials.append(math.nan)
+    if fmt.has_negative_zero:
+        specials.append(-0.0)
+    if fmt.has_infinity:
+        specials += [math.inf, -math.inf]
+    sp = np.array(specials)
+    grid = np.meshgrid(sp, sp, indexing="ij")
+    xs = [np.concatenate([x, g.reshape(-1)]) for x, g in zip(xs, grid)]
+    native = dtype_of(fmt)
+    for overflow in ("ieee", "saturate"):
+        want = [reference(op, (float(xs[0][i]), float(xs[1][i])), fmt, "rne", overflow,
+                          "after")[0] for i in range(xs[0].size)]
+        general, _ = getattr(ops, op)(*xs, fmt, overflow=overflow, flags=True)
+        inputs = [[x.astype(np.float32) for x in xs]]
+        if native is not None:
+            inputs.append([x.astype(native) for x in xs])
+        for operands in inputs:
+            for dtype in (np.float32, np.float64):
+                got = getattr(ops, op)(*operands, fmt, overflow=overflow, dtype=dtype)
+                assert got.dtype == dtype
+                for i, w in enumerate(want):
+                    args = (float(xs[0][i]), float(xs[1][i]))
+                    assert same(w, float(got[i])), (name, op, overflow, args, w, got[i])
+                    assert same(float(general[i]), float(got[i]))
+    # bfloat16 products can underflow float32: they take the general path
+    assert lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax, 1 if op == "mul" else 0) == (
+        not (op == "mul" and name == "bfloat16"))
+
+
+def test_result_dtype_option() -> None:
+    assert ops.add(np.float32([1.5]), np.float32([2.0]), "bfloat16",
+                   dtype=np.float32).dtype == np.float32
+    assert ops.div(1.0, 3.0, "binary32", dtype=np.float32).dtype == np.float32
+    assert ops.add(1.0, 2.0, "e4m3fn").dtype == np.float64
+    with pytest.raises(ValueError, match="binary64"):
+        ops.add(1.0, 2.0, "binary64", dtype=np.float32)
+    with pytest.raises(ValueError, match="float32 and float64"):
+        ops.mul(1.0, 2.0, "bfloat16", dtype=np.int32)
+    with pytest.raises(TypeError, match="dtype"):
+        ops.mul(1.0, 2.0, "bfloat16", dtype="nonsense-type")

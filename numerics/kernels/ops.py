@@ -59,9 +59,11 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32, shr32
 from numerics.kernels.random import draw
 
-__all__ = ["FLAG_BITS", "OPS", "apply", "decode_all", "first_unrepresentable", "unpack_flags"]
+__all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "decode_all", "first_unrepresentable",
+           "lean_fits", "unpack_flags"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
@@ -482,6 +484,48 @@ def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
 
 # ----------------------------------------------------------------------------- the loop
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def apply_lean(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, P: np.ndarray,
+               overflow: int, shift: int, decode: int, out: np.ndarray) -> None:
+    """``out[i] = a[i] + b[i]``, ``a[i] * b[i]`` or ``a[i] - b[i]`` (``op`` 0, 1, 2)
+    rounded to nearest-even into the format ``P``, which :func:`lean_fits` accepts,
+    without flags (:func:`_lean_chunk`); float32 operands or codes (``decode``,
+    ``shift``, ``table`` of float32 values), of the result's length or of length 1; ``out``
+    float32 or float64.  Chunks run on the threads."""
+    n = out.size
+    m = min(n, _CHUNK)
+    if a.size != n:
+        a = np.full(m, a[0])
+    if b.size != n:
+        b = np.full(m, b[0])
+    t, emin = P[rnd.T], P[rnd.EMIN]
+    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
+    big = _big_value(P, overflow, maxval)
+    negzero = P[rnd.NEGZERO] != 0
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    for ch in prange(chunks):
+        start = ch * _CHUNK
+        stop = min(start + _CHUNK, n)
+        aa = a[start:stop] if a.size == n else a[:stop - start]
+        bb = b[start:stop] if b.size == n else b[:stop - start]
+        _lean_chunk(op, aa, bb, table, shift, decode, t, emin, maxval, big, negzero,
+                    out[start:stop])
+
+
+@numba.njit(cache=True, nogil=True)
+def _big_value(P: np.ndarray, overflow: int, maxval: float) -> float:
+    """The magnitude a result beyond ``max`` takes under round to nearest (the rule of
+    :func:`numerics.kernels.rounding.round_pair`): ``max`` when saturating, else
+    infinity, else NaN, else ``max``."""
+    if overflow == rnd.OVERFLOW_SATURATE:
+        return maxval
+    if P[rnd.INFMAG] >= 0:
+        return np.inf
+    if P[rnd.NANKIND] != rnd.NAN_NONE:
+        return np.nan
+    return maxval
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
           table: np.ndarray, P: np.ndarray, mode: int, overflow: int, tiny_after: bool,
           seed: Any, ubits: int, want: bool, shift: int, out: np.ndarray, fl: np.ndarray
@@ -611,6 +655,123 @@ def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.nda
                                                maxval)
             bad += bad_i
     return bad
+
+
+def _load32(arr, i, table, shift, decode):  # type: ignore[no-untyped-def,unused-ignore]
+    """Element ``i`` of an operand as float32: a float32 as it is; a code through a shift
+    into a float32 pattern (``decode == 1``, see :func:`_values`) or the float32 value
+    table (``decode == 2``)."""
+
+
+@overload(_load32, jit_options=_JIT, inline="always")
+def _load32_impl(arr, i, table, shift, decode):  # type: ignore[no-untyped-def,unused-ignore]
+    if isinstance(arr.dtype, types.Float):
+        return lambda arr, i, table, shift, decode: arr[i]
+
+    def load(arr, i, table, shift, decode):  # type: ignore[no-untyped-def,unused-ignore]
+        if decode == 1:
+            return f32_of_bits(shl32(np.uint32(arr[i]), np.uint32(shift)))
+        return table[arr[i]]
+    return load
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift: int,
+               decode: int, exact32: bool, t: int, emin: int, maxval: Any, big: Any,
+               negzero: bool, out: np.ndarray) -> None:
+    """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 2 sub),
+    ``decode`` and ``exact32`` (binary32 itself: ``h`` is the result)."""
+    s = np.uint32(23 - t)
+    round_bias = np.uint32((1 << (22 - t)) - 1) if t < 23 else np.uint32(0)
+    keep = np.uint32(~((1 << (23 - t)) - 1) & 0xFFFFFFFF)
+    threshold = np.float32(math.ldexp(1.0, emin))
+    c = np.float32(math.ldexp(1.0, emin - t + 23))
+    for i in range(out.size):
+        x = _load32(a, i, table, shift, decode)
+        y = _load32(b, i, table, shift, decode)
+        if op == 0:
+            h = x + y
+        elif op == 2:
+            h = x - y
+        else:
+            h = x * y
+        if exact32:
+            v = h
+        else:
+            bits = bits_of_f32(h)
+            normal = f32_of_bits(np.uint32(np.uint32(
+                bits + round_bias + np.uint32(shr32(bits, s) & np.uint32(1))) & keep))
+            ah = abs(h)
+            v = normal if ah >= threshold else np.float32(math.copysign((ah + c) - c, h))
+        v = np.float32(math.copysign(big, h)) if abs(v) > maxval else v
+        if not negzero:
+            v = v + np.float32(0.0)  # -0 + 0 = +0 in round to nearest
+        out[i] = _NAN if h != h else v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift: int,
+                decode: int, t: int, emin: int, maxval: float, big: float, negzero: bool,
+                out: np.ndarray) -> None:
+    """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes that
+    decode through ``shift`` or the float32 ``table``) rounded to nearest-even into a
+    format whose values, sums and products :func:`lean_fits` keeps within float32,
+    without flags: one straight loop of 32-bit lanes per case.
+
+    The float32 result ``h`` is the exact one rounded once to 24 bits, and rounding it
+    to the format's ``p = t + 1`` bits gives the exact result's rounding:
+
+    * a product of two ``p``-bit numbers has at most ``2p <= 24`` bits and, by
+      :func:`lean_fits`, lies in float32's normal range or is zero: exact;
+    * a sum below ``2**emin`` is a multiple of the quantum ``2**(emin - t)`` (so are
+      both operands) with at most ``p`` bits: exact; above, ``24 >= 2p + 1`` makes the
+      double rounding innocuous (Figueroa; ``proofs/double_rounding.md`` D1);
+    * binary32 itself (``t = 23``) is the hardware operation.
+
+    The second rounding is :mod:`numerics.kernels.narrow`'s: add ``2**(s-1) - 1`` plus
+    the last kept bit and clear the ``s = 23 - t`` low bits in the normal range, and
+    ``(|h| + C) - C`` with ``C = 2**(emin - t + 23)`` (rounded to the quantum by the
+    addition) below ``2**emin``.  A magnitude beyond ``maxval`` (an infinite result
+    too) becomes ``big`` with the sign (``encode``'s overflow rule), a NaN becomes the
+    one quiet NaN, and a zero of a format without -0 is +0."""
+    m = np.float32(maxval)
+    g = np.float32(big)
+    # every (op, decode) pair a call with literal flags, so each loop compiles straight
+    if t == 23 and op == 0:
+        _lean_loop(0, a, b, table, shift, 0, True, t, emin, m, g, negzero, out)
+    elif t == 23 and op == 1:
+        _lean_loop(1, a, b, table, shift, 0, True, t, emin, m, g, negzero, out)
+    elif t == 23 and op == 2:
+        _lean_loop(2, a, b, table, shift, 0, True, t, emin, m, g, negzero, out)
+    elif op == 0 and decode == 0:
+        _lean_loop(0, a, b, table, shift, 0, False, t, emin, m, g, negzero, out)
+    elif op == 0 and decode == 1:
+        _lean_loop(0, a, b, table, shift, 1, False, t, emin, m, g, negzero, out)
+    elif op == 0 and decode == 2:
+        _lean_loop(0, a, b, table, shift, 2, False, t, emin, m, g, negzero, out)
+    elif op == 1 and decode == 0:
+        _lean_loop(1, a, b, table, shift, 0, False, t, emin, m, g, negzero, out)
+    elif op == 1 and decode == 1:
+        _lean_loop(1, a, b, table, shift, 1, False, t, emin, m, g, negzero, out)
+    elif op == 1 and decode == 2:
+        _lean_loop(1, a, b, table, shift, 2, False, t, emin, m, g, negzero, out)
+    elif op == 2 and decode == 0:
+        _lean_loop(2, a, b, table, shift, 0, False, t, emin, m, g, negzero, out)
+    elif op == 2 and decode == 1:
+        _lean_loop(2, a, b, table, shift, 1, False, t, emin, m, g, negzero, out)
+    elif op == 2 and decode == 2:
+        _lean_loop(2, a, b, table, shift, 2, False, t, emin, m, g, negzero, out)
+
+
+def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
+    """Whether :func:`_lean_chunk` computes ``op`` (0 add or sub, 1 mul) for a format: binary32
+    itself, or ``p <= 11`` with every value, and for ``*`` every product of two values,
+    a float32 number (normal, for a non-zero product) or beyond float32's max."""
+    if t == 23 and emin == -126 and emax == 127:
+        return True
+    if t > 10 or emin < -126 or emax > 127 or emin - t < -149:
+        return False
+    return op == 0 or (2 * (emin - t) >= -126 and 2 * (emax + 1) <= 128)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

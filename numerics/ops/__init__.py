@@ -92,7 +92,7 @@ import numpy as np
 # _operands.py takes operands in (exact values of the format, flat, one dtype);
 # _driver.py calls the compiled loop numerics.kernels.ops.apply (special values,
 # the exact pair, the one rounding and the flags, element by element).
-from numerics.formats import as_format
+from numerics.formats import Format, as_format
 from numerics.ops._driver import FLAG_NAMES, check_values, run
 from numerics.ops._operands import is_scalar, operands
 from numerics.rounding import check_overflow, check_rounding
@@ -138,17 +138,36 @@ def _check_options(rounding: object, overflow: object, tininess: object, sr_bits
         raise TypeError(f"Got flags={flags!r}, expected True or False")
 
 
+def _result_dtype(dtype: Any, fmt: Format) -> np.dtype:
+    """float64 by default; float32 when asked for a format whose values it holds."""
+    if dtype is None:
+        return np.dtype(np.float64)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"Got dtype={dtype!r}; expected numpy.float32 or numpy.float64") \
+            from None
+    if dt != np.float32 and dt != np.float64:
+        raise ValueError(f"Got dtype={dtype!r}, but the only valid values are float32 and "
+                         "float64")
+    if dt == np.float32 and not fmt.float32_exact:
+        raise ValueError(f"Got dtype=float32 for format {fmt.name}, whose values are not all "
+                         "float32 values (it needs float64)")
+    return dt
+
+
 def _run(op: str, xs: list[Any], names: list[str], fmt_in: Any, rounding: str,
          overflow: str, tininess: str, flags: bool, rng: Any, sr_bits: int | None,
-         src: Any = None) -> Any:
+         src: Any = None, dtype: Any = None) -> Any:
     """Check the options and the operands (values of ``src``, default ``fmt``), run
     the kernel, and wrap the flags."""
     fmt = as_format(fmt_in)
     src_fmt = fmt if src is None else as_format(src)
     _check_options(rounding, overflow, tininess, sr_bits, flags)
+    result_dtype = _result_dtype(dtype, fmt)
     flat, shape = operands(xs, names, src_fmt, check_values(src_fmt))
     res, fl = run(op, flat, names, shape, is_scalar(xs), fmt, src_fmt, rounding, overflow,
-                  tininess, bool(flags), rng, sr_bits)
+                  tininess, bool(flags), rng, sr_bits, result_dtype)
     return res if fl is None else (res, Flags(**fl))
 
 
@@ -171,10 +190,14 @@ _DOC_OPTIONS = """
     sr_bits : int, optional
         Random bits per stochastic rounding (the rounding probability is
         truncated to ``sr_bits`` bits).
+    dtype : numpy.float64 or numpy.float32, optional
+        The result's dtype (default float64); float32 for a format whose values
+        are all float32 values (``fmt.float32_exact``), which halves the memory
+        written.
 
     Returns
     -------
-    numpy.ndarray of float64 (or a float64 scalar), or (result, Flags)
+    numpy.ndarray of float64 (or ``dtype``; a scalar of it), or (result, Flags)
         Exactly representable values of ``fmt``.
 
     Raises
@@ -191,7 +214,7 @@ _DOC_OPTIONS = """
 
 def add(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
-        sr_bits: int | None = None) -> Any:
+        sr_bits: int | None = None, dtype: Any = None) -> Any:
     """``a + b`` rounded once into ``fmt``.
 
     Parameters
@@ -207,12 +230,12 @@ def add(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "iee
     -0.0
     """
     return _run("add", [a, b], ["a", "b"], fmt, rounding, overflow, tininess, flags, rng,
-                sr_bits)
+                sr_bits, dtype=dtype)
 
 
 def sub(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
-        sr_bits: int | None = None) -> Any:
+        sr_bits: int | None = None, dtype: Any = None) -> Any:
     """``a - b`` rounded once into ``fmt``.
 
     Parameters
@@ -226,12 +249,12 @@ def sub(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "iee
     0.9999999403953552
     """
     return _run("sub", [a, b], ["a", "b"], fmt, rounding, overflow, tininess, flags, rng,
-                sr_bits)
+                sr_bits, dtype=dtype)
 
 
 def mul(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
-        sr_bits: int | None = None) -> Any:
+        sr_bits: int | None = None, dtype: Any = None) -> Any:
     """``a * b`` rounded once into ``fmt``.
 
     Parameters
@@ -245,12 +268,12 @@ def mul(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "iee
     2.0
     """
     return _run("mul", [a, b], ["a", "b"], fmt, rounding, overflow, tininess, flags, rng,
-                sr_bits)
+                sr_bits, dtype=dtype)
 
 
 def div(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
         tininess: str = "after", flags: bool = False, rng: Any = None,
-        sr_bits: int | None = None) -> Any:
+        sr_bits: int | None = None, dtype: Any = None) -> Any:
     """``a / b`` rounded once into ``fmt``; ``x / 0`` is +-inf with ``divide_by_zero``.
 
     Parameters
@@ -264,12 +287,12 @@ def div(a: Any, b: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "iee
     0.333984375
     """
     return _run("div", [a, b], ["a", "b"], fmt, rounding, overflow, tininess, flags, rng,
-                sr_bits)
+                sr_bits, dtype=dtype)
 
 
 def fma(a: Any, b: Any, c: Any, fmt: Any, *, rounding: str = "rne",
         overflow: str = "ieee", tininess: str = "after", flags: bool = False, rng: Any = None,
-        sr_bits: int | None = None) -> Any:
+        sr_bits: int | None = None, dtype: Any = None) -> Any:
     """``a * b + c`` with a single rounding into ``fmt``.
 
     Parameters
@@ -283,12 +306,12 @@ def fma(a: Any, b: Any, c: Any, fmt: Any, *, rounding: str = "rne",
     -1.4210854715202004e-14
     """
     return _run("fma", [a, b, c], ["a", "b", "c"], fmt, rounding, overflow, tininess, flags,
-                rng, sr_bits)
+                rng, sr_bits, dtype=dtype)
 
 
 def sqrt(a: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
          tininess: str = "after", flags: bool = False, rng: Any = None,
-         sr_bits: int | None = None) -> Any:
+         sr_bits: int | None = None, dtype: Any = None) -> Any:
     """Square root rounded once into ``fmt``; ``sqrt(-0) = -0``, negative -> NaN, invalid.
 
     Parameters
@@ -301,12 +324,13 @@ def sqrt(a: Any, fmt: Any, *, rounding: str = "rne", overflow: str = "ieee",
     >>> float(sqrt(2.0, "bfloat16"))
     1.4140625
     """
-    return _run("sqrt", [a], ["a"], fmt, rounding, overflow, tininess, flags, rng, sr_bits)
+    return _run("sqrt", [a], ["a"], fmt, rounding, overflow, tininess, flags, rng, sr_bits,
+                dtype=dtype)
 
 
 def convert(x: Any, from_fmt: Any, to_fmt: Any, *, rounding: str = "rne",
             overflow: str = "ieee", tininess: str = "after", flags: bool = False,
-            rng: Any = None, sr_bits: int | None = None) -> Any:
+            rng: Any = None, sr_bits: int | None = None, dtype: Any = None) -> Any:
     """Round values of ``from_fmt`` once into ``to_fmt`` (IEEE convertFormat).
 
     Parameters
@@ -324,7 +348,7 @@ def convert(x: Any, from_fmt: Any, to_fmt: Any, *, rounding: str = "rne",
     65504.0
     """
     return _run("convert", [x], ["x"], to_fmt, rounding, overflow, tininess, flags, rng,
-                sr_bits, src=from_fmt)
+                sr_bits, src=from_fmt, dtype=dtype)
 
 
 for _f in (add, sub, mul, div, fma, sqrt, convert):

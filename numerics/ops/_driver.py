@@ -54,15 +54,29 @@ def _code_shift(fmt: Format) -> int:
     return 23 - fmt.trailing_bits if float32_top else -1
 
 
+def _lean(op: str, src: Format, fmt: Format, dtype: np.dtype) -> bool:
+    """Whether ``+ - *`` may take the float32 loop: operands that are float32 numbers or
+    codes of ``src`` (the result's format), a format :func:`lean_fits` accepts."""
+    from numerics.kernels.ops import lean_fits
+
+    if op not in ("add", "sub", "mul"):
+        return False
+    operands_ok = dtype == np.float32 or (dtype.kind == "u" and src == fmt)
+    return operands_ok and lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax,
+                                     0 if op != "mul" else 1)
+
+
 def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
         scalar: bool, fmt: Format, src: Format, rounding: str, overflow: str, tininess: str,
-        flags: bool, rng: Any, sr_bits: int | None) -> tuple[Any, dict[str, Any] | None]:
+        flags: bool, rng: Any, sr_bits: int | None,
+        dtype: np.dtype = np.dtype(np.float64)) -> tuple[Any, dict[str, Any] | None]:
     """``op`` on the flat operands ``xs`` (values of ``src``) rounded once into ``fmt``.
 
-    Returns the result (the broadcast ``shape``, a numpy scalar when ``scalar``) and,
-    with ``flags``, a dict of boolean arrays (or scalars) named by :data:`FLAG_NAMES`.
+    Returns the result (the broadcast ``shape`` in ``dtype``, float32 only for a format
+    whose values are float32 values; a numpy scalar when ``scalar``) and, with
+    ``flags``, a dict of boolean arrays (or scalars) named by :data:`FLAG_NAMES`.
     """
-    from numerics.kernels.ops import OPS, apply
+    from numerics.kernels.ops import OPS, apply, apply_lean
     from numerics.kernels.rounding import format_params, mode_code, overflow_code
 
     n = math.prod(shape)
@@ -72,12 +86,23 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     table = decode_table(src) if xs[0].dtype.kind == "u" else np.zeros(1)
     p = format_params(fmt)
     seed = np.uint64(sr_seed(rng) if rounding == "sr" else 0)
-    out = np.empty(n, np.float64)
-    fl = np.empty(n, np.uint8)
-    if n:
+    lean = not flags and rounding == "rne" and _lean(op, src, fmt, xs[0].dtype)
+    out = np.empty(n, dtype if lean else np.float64)
+    fl = np.empty(n if not lean else 0, np.uint8)
+    if n and lean:
+        shift = _code_shift(src)
+        decode = 0 if a.dtype == np.float32 else (1 if shift >= 0 else 2)
+        with np.errstate(invalid="ignore"):  # signalling NaN codes: NaN either way
+            table32 = table.astype(np.float32) if decode == 2 else np.zeros(1, np.float32)
+        apply_lean({"add": 0, "mul": 1, "sub": 2}[op], a, b, table32, p,
+                   overflow_code(overflow), shift, decode, out)
+    elif n:
         apply(code, op == "sub", a, b, c, table, p, mode_code(rounding),
               overflow_code(overflow), tininess == "after", seed,
-              53 if sr_bits is None else int(sr_bits), bool(flags), _code_shift(src), out, fl)
+              53 if sr_bits is None else int(sr_bits), bool(flags), _code_shift(src),
+              out, fl)
+    if out.dtype != dtype:
+        out = out.astype(dtype)
     if not fmt.has_nan and n and np.isnan(out).any():
         i = int(np.flatnonzero(np.isnan(out))[0])
         vals = [float(x[i if x.size == n else 0]) if x.dtype.kind == "f"
