@@ -241,3 +241,21 @@ def test_binary16_decode_by_the_processor_matches_the_references(dtype: type) ->
     nan_codes = codes[~num].astype(np.uint32)
     want = ((nan_codes & 0x8000) << 16) | 0x7FC00000 | ((nan_codes & 0x3FF) << 13)
     assert np.array_equal(bits, want)
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "bfloat16", "binary16", "e2m1fn",
+                                  "e3m2fn"])
+def test_D6_round_to_odd(name: str) -> None:
+    """D6 (proofs/double_rounding.md): float64 input goes through binary32 rounded to odd;
+    values just off a binary32 tie of the format, binary32's odd maximum and float64s
+    beyond binary32's range round as the exact reference says."""
+    fmt = numerics.get_format(name)
+    vals = magnitude_values(fmt)
+    mids = [float((a + b) / 2) for a, b in zip(vals[:300], vals[1:301])]
+    eps = [2.0**-30, 2.0**-45, 2.0**-52]
+    x = [m * (1 + s * e) for m in mids for s in (1, -1) for e in eps]
+    x += [3.4028234663852886e38, 3.5e38, 1e300, -1e300, 2.0**-149 * 1.5, 1e-300, -1e-300]
+    arr = np.array(x, np.float64)
+    got = numerics.encode(arr, fmt, nan="zero")
+    for v, g in zip(x, got.tolist()):
+        assert g == encode_exact(v, fmt, rounding="rne", nan="zero"), (v, name, hex(g))

@@ -762,3 +762,39 @@ def test_result_dtype_option() -> None:
         ops.mul(1.0, 2.0, "bfloat16", dtype=np.int32)
     with pytest.raises(TypeError, match="dtype"):
         ops.mul(1.0, 2.0, "bfloat16", dtype="nonsense-type")
+
+
+def test_D5_binary32_lanes() -> None:
+    """D5: + - * of e4m3fn values through binary32, every pair of finite codes, against
+    the Fraction reference (the lane loop of ops)."""
+    fmt = get_format("e4m3fn")
+    codes = np.arange(256, dtype=np.uint8)
+    vals = decode_codes(codes, fmt)
+    finite = codes[np.isfinite(vals)]
+    a = np.repeat(finite, finite.size)
+    b = np.tile(finite, finite.size)
+    va, vb = decode_codes(a, fmt), decode_codes(b, fmt)
+    for op, f in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)):
+        got = getattr(ops, op)(va.astype(np.float32), vb.astype(np.float32), fmt,
+                               dtype=np.float32)
+        with np.errstate(all="ignore"):
+            h = f(va.astype(np.float32), vb.astype(np.float32))  # RN_24
+        if op == "mul":  # D5.2: the products are exact in binary32
+            assert np.array_equal(h.astype(np.float64), f(va, vb))
+        for i in range(0, a.size, 7):
+            want, _ = reference(op, (float(va[i]), float(vb[i])), fmt, "rne")
+            assert same(want, float(got[i])), (op, float(va[i]), float(vb[i]))
+
+
+@given(st.integers(0, 2**16 - 1), st.integers(0, 2**16 - 1),
+       st.sampled_from(["binary16", "bfloat16"]), st.sampled_from(["add", "sub", "mul"]))
+@settings(max_examples=300, deadline=None)
+def test_D5_binary32_lanes_16bit(ca: int, cb: int, name: str, op: str) -> None:
+    """D5 for binary16 and bfloat16 codes (bfloat16 products take the general path)."""
+    fmt = get_format(name)
+    a, b = (float(v) for v in decode_codes(np.array([ca, cb], np.uint16), fmt))
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return
+    want, _ = reference(op, (a, b), fmt, "rne")
+    got = getattr(ops, op)(np.float32([a]), np.float32([b]), fmt, dtype=np.float32)
+    assert same(want, float(got[0])), (name, op, a, b)
