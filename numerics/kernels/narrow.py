@@ -74,7 +74,8 @@ from numerics.kernels.rounding import (
     f64_bits,
 )
 
-__all__ = ["CHUNK", "fits", "rne_parallel", "rne_serial", "sr_parallel", "sr_serial"]
+__all__ = ["CHUNK", "fits", "fits_one", "rne_code", "rne_constants", "rne_parallel", "rne_serial",
+           "sr_parallel", "sr_serial"]
 
 #: Elements per block (and per parallel work item).
 CHUNK = 1 << 16
@@ -169,6 +170,46 @@ def _finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], simple: bool) ->
     if is_nan:
         code, keep = nan32, keep_nan
     return _U32(code | shl32(_U32(shr32(b, _U32(31)) & keep), top))
+
+
+@numba.njit(cache=True, nogil=True)
+def rne_constants(P: Any, saturate: bool) -> tuple[Any, ...]:
+    """The loop invariants of :func:`rne_code` for the format ``P`` (a
+    ``format_params`` array or tuple that :func:`fits` accepts for float64 input with
+    ``t <= 21`` and ``emin - t >= -147``, the conditions of D6)."""
+    t, emin = P[T], P[EMIN]
+    eminb = emin + 127
+    c_bits = _U32((emin - t + 23 + 127) << 23)
+    return (_U32(23 - t), _U32((1 << (22 - t)) - 1), _U32((eminb - 1) << t),
+            np.int32(eminb << 23), c_bits, f32_of_bits(c_bits), _tail_constants(P, saturate))
+
+
+@numba.njit(cache=True, nogil=True)
+def rne_code(v: float, C: tuple[Any, ...]) -> Any:
+    """The code of the float64 ``v`` rounded to nearest-even (``C`` from
+    :func:`rne_constants`): one element of the loops above, for kernels that round one
+    value at a time (block quantization).  Branch-free, so a caller's loop can still
+    vectorize."""
+    s, round_bias, rebias, threshold, c_bits, c, K = C
+    b = _odd32(v)
+    a = _U32(b & _U32(0x7FFFFFFF))
+    normal = _U32(shr32(_U32(a + round_bias + _U32(shr32(a, s) & _U32(1))), s) - rebias)
+    sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)
+    mag = normal if np.int32(a) >= threshold else sub
+    return _finish(b, np.int32(a) > np.int32(0x7F800000), mag, K, False)
+
+
+def fits_one(P: np.ndarray) -> bool:
+    """Whether :func:`rne_code` takes the format ``P`` (float64 values).
+
+    Examples
+    --------
+    >>> from numerics.kernels.rounding import format_params
+    >>> fits_one(format_params("e2m1fn")), fits_one(format_params("binary32"))
+    (True, False)
+    """
+    return fits(P, True) and int(P[T]) <= 21 and int(P[EMIN]) - int(P[T]) >= -147 \
+        and int(P[EMIN]) >= -126
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

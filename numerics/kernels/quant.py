@@ -35,6 +35,7 @@ import numba
 import numpy as np
 
 from numerics.formats import Format
+from numerics.kernels.narrow import rne_code, rne_constants
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     MODE_RNE,
@@ -135,18 +136,53 @@ def _round_int_element(y: float, qmin: int, qmax: int, inv_quantum: float) -> in
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
+def _mx_runs(x: np.ndarray, P: Params, emax_elem: int, t: int, max_elem: float, mode: int,
+             codes: np.ndarray, ecodes: np.ndarray) -> None:
+    """:func:`mx_quantize` for contiguous blocks (the blocked axis last) and an element
+    format :func:`numerics.kernels.narrow.fits_one` takes: block ``k`` is
+    ``x[32k : 32k + 32]``, its scale code ``ecodes[k]``; the same steps in loops over
+    runs, which vectorize."""
+    for blk in numba.prange(ecodes.size):
+        base = blk * 32
+        run = x[base:base + 32]
+        out = codes[base:base + 32]
+        amax = 0.0
+        nan_seen = False
+        for i in range(32):
+            v = abs(np.float64(run[i]))
+            nan_seen |= v != v
+            amax = max(amax, v)  # a NaN in the block is caught by nan_seen
+        e = NAN_EXPONENT if nan_seen else shared_exponent(amax, mode, emax_elem, t, max_elem)
+        if e == NAN_EXPONENT:
+            ecodes[blk] = 0xFF
+            out[:] = 0
+            continue
+        ecodes[blk] = e + 127
+        inv = math.ldexp(1.0, -e)
+        C = rne_constants(P, True)
+        for i in range(32):  # exact product: a power of two
+            out[i] = rne_code(np.float64(run[i]) * inv, C)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
 def mx_quantize(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
                 qmax: int, inv_quantum: float, emax_elem: int, t: int,
-                max_elem: float, mode: int, codes3: np.ndarray,
+                max_elem: float, mode: int, lean: bool, codes3: np.ndarray,
                 ecodes3: np.ndarray) -> None:
     """MX-quantize ``x3`` (shape ``(A, L, B)``, blocks of 32 along ``L``) into element codes
     ``codes3`` (same shape) and E8M0 scale codes ``ecodes3`` (``(A, L // 32, B)``).
 
     ``P`` is the element format's ``format_params`` (unused for integer elements, which use
-    ``qmin``, ``qmax`` and ``inv_quantum``)."""
+    ``qmin``, ``qmax`` and ``inv_quantum``); ``lean`` (a float element format that
+    :func:`numerics.kernels.narrow.fits_one` takes) rounds with
+    :func:`numerics.kernels.narrow.rne_code` instead of the general ``round_pair``."""
     A, L, B = x3.shape
     nlb = L // 32
     per_a = nlb * B
+    if lean and B == 1 and x3.flags.c_contiguous:  # blocks are runs of 32: flat loops
+        _mx_runs(x3.reshape(-1), P, emax_elem, t, max_elem, mode, codes3.reshape(-1),
+                 ecodes3.reshape(-1))
+        return
     for blk in numba.prange(A * per_a):
         a = blk // per_a
         r = blk - a * per_a
@@ -169,6 +205,11 @@ def mx_quantize(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
             continue
         ecodes3[a, lb, b] = e + 127
         inv = math.ldexp(1.0, -e)
+        if lean:
+            C = rne_constants(P, True)  # (a tuple cannot enter the parallel loop)
+            for i in range(32):  # exact product: a power of two
+                codes3[a, base + i, b] = rne_code(np.float64(x3[a, base + i, b]) * inv, C)
+            continue
         for i in range(32):
             y = np.float64(x3[a, base + i, b]) * inv  # exact: a power of two
             if int_element:

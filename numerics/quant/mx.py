@@ -200,15 +200,20 @@ def mx(x: object, name: str, axis: int = -1, *, scale_mode: str = "floor") -> Qu
     codes = np.empty(arr.shape, dtype=np.uint8)
     scale_codes = np.empty(tuple(n // b for n, b in zip(arr.shape, block)), dtype=np.uint8)
     if codes.size:
+        from numerics.kernels.narrow import fits_one
+        from numerics.kernels.rounding import format_params
+
         if isinstance(fmt, Format):
             params, int_element = kq.params_tuple(fmt), False
             qmin, qmax, inv_quantum = 0, 0, 1.0
+            lean = fits_one(format_params(fmt))
         else:  # the MXINT8 element: the float params are unused
             params, int_element = kq.params_tuple(as_format("e4m3fn")), True
             qmin, qmax, inv_quantum = fmt.qmin, fmt.qmax, 1.0 / fmt.quantum
+            lean = False
         kq.mx_quantize(blocks3(xk, ax), params, int_element, qmin, qmax, inv_quantum,
                        emax_elem, trailing_bits(fmt), float(fmt.max),
-                       SCALE_MODES.index(scale_mode), blocks3(codes, ax),
+                       SCALE_MODES.index(scale_mode), lean, blocks3(codes, ax),
                        blocks3(scale_codes, ax))
     bad = scale_codes == 0xFF
     scales = np.where(bad, np.nan, np.ldexp(1.0, scale_codes.astype(np.int64) - 127))
