@@ -8,7 +8,8 @@ work a conversion can: a ratio well below 1 is expected, and the targets are abs
 best over several batches of process CPU time (steadier than wall time on a shared
 machine) divided by the calls in a batch.
 
-Run alone: ``python benchmarks/bench_scalar.py`` (prints microseconds per call).
+Run alone: ``python benchmarks/bench_scalar.py`` (prints microseconds per call and the
+ratio ml_dtypes time / our time, as benchmarks/run.py).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def _cases() -> list[tuple[str, Callable[[], Any], Callable[[], Any], bool]]:
     v = 1.5  # a bfloat16 value (next_up needs one)
     a = np.linspace(-3.0, 3.0, 1000)
     av = a.astype(bf16).astype(np.float64)  # bfloat16 values
+    a32, av32 = a.astype(np.float32), av.astype(np.float32)
     codes = numerics.encode(a, "bf16")
     code = int(codes[7])
     return [
@@ -68,6 +70,17 @@ def _cases() -> list[tuple[str, Callable[[], Any], Callable[[], Any], bool]]:
         ("ulp(1k float64)", lambda: numerics.ulp(a, "bf16"), lambda: a.astype(bf16), True),
         ("next_up(1k float64)", lambda: numerics.next_up(av, "bf16"), lambda: a.astype(bf16),
          True),
+        ("next_down(1k float64)", lambda: numerics.next_down(av, "bf16"),
+         lambda: a.astype(bf16), True),
+        ("encode(1k float32)", lambda: numerics.encode(a32, "bf16"), lambda: a32.astype(bf16),
+         True),
+        ("round_to(1k float32)", lambda: numerics.round_to(a32, "bf16"),
+         lambda: a32.astype(bf16), True),
+        ("round_to(1k, e4m3fn)", lambda: numerics.round_to(a, "e4m3fn"),
+         lambda: a.astype(ml_dtypes.float8_e4m3fn), True),
+        ("ulp(1k float32)", lambda: numerics.ulp(a32, "bf16"), lambda: a32.astype(bf16), True),
+        ("next_up(1k float32)", lambda: numerics.next_up(av32, "bf16"),
+         lambda: a32.astype(bf16), True),
     ]
 
 
@@ -88,4 +101,5 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     for r in run():
         print(f"{r['case']:24s} {r['ours_s'] * 1e6:7.2f} us   ml_dtypes {r['peer_s'] * 1e6:6.2f} us"
-              f"   {r['target']}: {'yes' if r['ok'] else 'no'}")
+              f"   peer/ours {r['peer_s'] / r['ours_s']:5.2f}x   {r['target']}: "
+              f"{'yes' if r['ok'] else 'no'}")

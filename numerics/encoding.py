@@ -938,10 +938,72 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
         code = _scalar_code(x, plan, "rne", "ieee", "raise")
         if code is not None:
             return np.float64(_scalar_fns()[1](_signed(code), plan[2]))
+    if type(x) is np.ndarray and (dtype is None or dtype is np.float64 or dtype is np.float32) \
+            and options.get("rounding", "rne") == "rne" and options.keys() <= _ROUND_OPTIONS:
+        values = _round_rne_fast(x, fmt, dtype, options.get("overflow", "ieee"),
+                                 options.get("nan", "raise"))
+        if values is not None:
+            return values
     fmt = as_format(fmt)
     if type(x).__module__.split(".")[0] == "torch":
         return _round_torch(x, fmt, dtype, options)
     return decode(encode(x, fmt, **options), fmt, dtype=dtype)
+
+
+#: The options :func:`round_to`'s array fast path takes (rounding only as "rne").
+_ROUND_OPTIONS = frozenset({"rounding", "overflow", "nan"})
+
+
+#: Per (format argument, input item size, dtype argument): the argument, its Format, the
+#: parameter array and the value table of the fused kernel (None where it does not apply).
+_ROUND_PLANS: dict[tuple[object, int, Any], tuple[Any, Format, np.ndarray,
+                                                  np.ndarray | None]] = {}
+
+
+def _round_plan(fmt: Any, itemsize: int, dtype: Any) -> tuple[Any, Format, np.ndarray,
+                                                                np.ndarray | None]:
+    """What :func:`_round_rne_fast` needs, cached by the format argument (a name) or its
+    identity; raises as :func:`numerics.as_format` does for a bad argument."""
+    key = (fmt if type(fmt) is str else id(fmt), itemsize, dtype)
+    plan = _ROUND_PLANS.get(key)
+    if plan is None or (plan[0] is not fmt and type(fmt) is not str):
+        _, found, P, _, _ = _scalar_plan(fmt)
+        value_dt = np.dtype(np.float64 if dtype is None else dtype)
+        table = None
+        if found.bits <= 16 and _plan(found)[5 if itemsize == 8 else 4] and (
+                value_dt == np.float64 or _fits_float32(found)):
+            table = _table(found, value_dt)
+        plan = (fmt, found, P, table)
+        if len(_ROUND_PLANS) > 1024:
+            _ROUND_PLANS.clear()
+        _ROUND_PLANS[key] = plan
+    return plan
+
+
+def _round_rne_fast(x: np.ndarray, fmt: Any, dtype: Any, overflow: Any,
+                    nan: Any) -> np.ndarray | None:
+    """The values a C-contiguous native float32/float64 array rounds to (nearest-even) in a
+    format of at most 16 bits the lane kernels take, by one fused kernel call (the code of
+    each element, then its value from the format's table), or None when any condition
+    fails (the caller then takes the general path, which checks every argument)."""
+    dt = x.dtype
+    if dt.num not in _FLOAT_NUMS or not dt.isnative or not x.flags.c_contiguous \
+            or x.ndim > MAX_DIMS or type(overflow) is not str or type(nan) is not str \
+            or (overflow != "ieee" and overflow != "saturate") \
+            or (nan != "raise" and nan != "zero"):
+        return None
+    _, found, P, table = _round_plan(fmt, dt.itemsize, dtype)
+    if table is None:
+        return None
+    values = np.empty(x.shape, table.dtype)
+    flat, flat_values = (x, values) if x.ndim == 1 else (x.reshape(-1), values.reshape(-1))
+    narrow = _narrow_kernels()
+    run = narrow.round_rne_parallel if flat.size >= PARALLEL_MIN and _threads() > 1 else (
+        narrow.round_rne_serial)
+    if run(flat, flat_values, P, overflow == "saturate", table) and nan == "raise" \
+            and not found.has_nan:
+        raise _nan_error(flat, found)
+    return values
 
 
 def _round_torch(x: Any, fmt: Format, dtype: Any, options: dict[str, Any]) -> Any:

@@ -103,6 +103,74 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
     return out, arr.ndim == 0
 
 
+#: From this many elements on, the kernels run on all threads.
+PARALLEL_MIN = 1 << 17
+#: numpy handles at most this many dimensions.
+_MAX_DIMS = 32
+#: dtype.num of float32 and float64 (the kernels read them without a copy).
+_FLOAT_NUMS = (np.dtype(np.float32).num, np.dtype(np.float64).num)
+
+#: Per format argument (a name, or the identity of anything else; the entry holds the
+#: argument): the Format, the kernel module and the format's parameter array.
+_KERNEL_PLANS: dict[object, tuple[object, Format, Any, np.ndarray]] = {}
+
+
+def _kernel_plan(fmt: Any) -> tuple[Format, Any, np.ndarray]:
+    """(the Format, numerics.kernels.ulp, its parameter array) of a format argument,
+    cached by the argument (a name) or its identity; raises as :func:`as_format` does."""
+    key = fmt if type(fmt) is str else id(fmt)
+    plan = _KERNEL_PLANS.get(key)
+    if plan is None or (plan[0] is not fmt and type(fmt) is not str):
+        from numerics.kernels import ulp as kernels  # imports numba
+
+        found = as_format(fmt)
+        Q = kernels.ulp_params(1 if found.signed else 0, found.trailing_bits, found.emin,
+                               found.max, found.has_nan, found.has_infinity,
+                               found.has_negative_zero, found.subnormals)
+        plan = (fmt, found, kernels, Q)
+        if len(_KERNEL_PLANS) > 1024:
+            _KERNEL_PLANS.clear()
+        _KERNEL_PLANS[key] = plan
+    return plan[1], plan[2], plan[3]
+
+
+def _run(arr: np.ndarray, fmt: Any, direction: int) -> np.ndarray:
+    """``ulp`` (``direction == 0``), ``next_up`` (1) or ``next_down`` (-1) of the
+    C-contiguous native float32/float64 ``arr`` by one kernel call, as a float64 array of
+    its shape; ValueError naming the first element that is not a value of ``fmt``."""
+    found, kernels, Q = _kernel_plan(fmt)
+    out = np.empty(arr.shape, np.float64)
+    flat, flat_out = (arr, out) if arr.ndim == 1 else (arr.reshape(-1), out.reshape(-1))
+    parallel = flat.size >= PARALLEL_MIN and _threads() > 1
+    if direction == 0:
+        (kernels.ulp_parallel if parallel else kernels.ulp_serial)(flat, flat_out, Q)
+    elif (kernels.next_parallel if parallel else kernels.next_serial)(flat, flat_out, Q,
+                                                                       direction):
+        idx = int(kernels.first_unrepresentable(flat, Q))
+        where = f"x[{idx}]" if arr.ndim else "x"
+        raise ValueError(
+            f"Got {where}={float(flat[idx])!r}, which is not a value of {found.name}")
+    return out
+
+
+def _threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def _c_order(arr: np.ndarray) -> np.ndarray:
+    """``arr`` in C order (a copy only where it is not; 0-d stays 0-d)."""
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+def _is_native_floats(x: object) -> bool:
+    """Whether ``x`` is a C-contiguous native float32/float64 ndarray (the kernels read it
+    as it is)."""
+    return type(x) is np.ndarray and x.dtype.num in _FLOAT_NUMS and x.dtype.isnative \
+        and x.flags.c_contiguous and x.ndim <= _MAX_DIMS
+
+
 def _is_ml_float(dt: np.dtype) -> bool:
     """Whether ``dt`` is an ml_dtypes floating type (bfloat16, float8_*, ...)."""
     return dt.kind == "V" and dt.names is None and dt.name.startswith(
@@ -145,6 +213,8 @@ def ulp(x: object, fmt: Format | str) -> Any:
     >>> float(ulp(3.0, "e8m0fnu"))
     2.0
     """
+    if _is_native_floats(x):
+        return _scalar_or_array(_run(x, fmt, 0), x.ndim == 0)  # type: ignore[arg-type]
     fmt = as_format(fmt)
     f = _exact_float(x)
     if f is not None:  # the common scalar: plain Python arithmetic
@@ -163,10 +233,7 @@ def ulp(x: object, fmt: Format | str) -> Any:
         return _ulp_longdouble(np.asarray(x), fmt, np.ndim(x) == 0 and
                                not isinstance(x, np.ndarray))
     arr, scalar = _to_float64(x, "x")
-    a = np.abs(arr)
-    finite = np.isfinite(a)
-    q = _quantum(np.where(finite, a, 0.0), fmt)
-    out = np.where(finite, q, a)  # inf -> inf, nan -> nan
+    out = _run(_c_order(arr), fmt, 0)  # inf -> inf, nan -> |nan|
     return _scalar_or_array(out, scalar)
 
 
@@ -210,25 +277,6 @@ def _check_representable(arr: np.ndarray, fmt: Format, name: str) -> None:
         raise ValueError(
             f"Got {where}={float(arr.ravel()[idx])!r}, which is not a value of {fmt.name}"
         )
-
-
-def _step_up_magnitude(a: np.ndarray, fmt: Format) -> np.ndarray:
-    """Next larger magnitude after finite representable ``a >= 0`` (inf/nan past max)."""
-    beyond = np.inf if fmt.has_infinity else np.nan
-    up = a + _quantum(a, fmt)
-    return np.where(a >= fmt.max, beyond, up)
-
-
-def _step_down_magnitude(a: np.ndarray, fmt: Format) -> np.ndarray:
-    """Next smaller magnitude before finite representable ``a > 0``."""
-    q = _quantum(a, fmt)
-    safe = np.where(a > 0, a, 1.0)
-    mant, _ = np.frexp(safe)
-    power_of_two = (mant == 0.5) & (_binade(safe) > fmt.emin)
-    down = a - np.where(power_of_two, q / 2, q)
-    if not fmt.signed:
-        down = np.where(a <= fmt.smallest_normal, np.nan, down)
-    return down
 
 
 #: Per format (by identity; the entry holds it): the scalar kernels, the parameter
@@ -282,29 +330,7 @@ def _next(x: object, fmt: Format, direction: int) -> Any:
             and x.dtype.itemsize > 8:
         return _next_longdouble(np.asarray(x), fmt, direction, not isinstance(x, np.ndarray))
     arr, scalar = _to_float64(x, "x")
-    _check_representable(arr, fmt, "x")
-    with np.errstate(invalid="ignore", over="ignore"):
-        if not fmt.signed:  # e8m0fnu: positive finite values and NaN only
-            af = np.where(np.isfinite(arr), arr, 1.0)
-            step = _step_up_magnitude if direction > 0 else _step_down_magnitude
-            res = np.where(np.isnan(arr), np.nan, step(af, fmt))
-            return _scalar_or_array(res.astype(np.float64), scalar)
-        # next_down(x) == -next_up(-x): work on y = direction * x.
-        y = arr * direction
-        finite = np.isfinite(y)
-        af = np.where(finite & (y != 0), np.abs(y), 1.0)
-        down = _step_down_magnitude(af, fmt)
-        neg_zero = -0.0 if fmt.has_negative_zero else 0.0
-        res = np.where(y > 0, _step_up_magnitude(af, fmt), np.where(down == 0, neg_zero, -down))
-        res = np.where(y == 0, fmt.smallest_subnormal, res)
-        res = np.where(np.isposinf(y), np.inf, res)
-        res = np.where(np.isneginf(y), -fmt.max, res)
-        res = np.where(np.isnan(y), np.nan, res)
-        if direction < 0:
-            res = -res
-            if not fmt.has_negative_zero:
-                res = res + 0.0  # -0.0 + 0.0 is +0.0
-    return _scalar_or_array(res.astype(np.float64), scalar)
+    return _scalar_or_array(_run(_c_order(arr), fmt, direction), scalar)
 
 
 def _next_longdouble(arr: np.ndarray, fmt: Format, direction: int, scalar: bool) -> Any:
@@ -346,6 +372,8 @@ def next_up(x: object, fmt: Format | str) -> Any:
     >>> float(next_up(57344.0, "e5m2")), float(next_up(-0.001953125, "e4m3fn"))
     (inf, -0.0)
     """
+    if _is_native_floats(x):
+        return _scalar_or_array(_run(x, fmt, 1), x.ndim == 0)  # type: ignore[arg-type]
     return _next(x, as_format(fmt), +1)
 
 
@@ -361,6 +389,8 @@ def next_down(x: object, fmt: Format | str) -> Any:
     >>> float(next_down(2.0**-127, "e8m0fnu")), float(next_down(1.0, "e8m0fnu"))
     (nan, 0.5)
     """
+    if _is_native_floats(x):
+        return _scalar_or_array(_run(x, fmt, -1), x.ndim == 0)  # type: ignore[arg-type]
     return _next(x, as_format(fmt), -1)
 
 

@@ -75,7 +75,7 @@ from numerics.kernels.rounding import (
 )
 
 __all__ = ["CHUNK", "fits", "fits_one", "rne_code", "rne_constants", "rne_parallel", "rne_serial",
-           "sr_parallel", "sr_serial"]
+           "round_rne_parallel", "round_rne_serial", "sr_parallel", "sr_serial"]
 
 #: Elements per block (and per parallel work item).
 CHUNK = 1 << 16
@@ -474,4 +474,45 @@ def rne_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) 
     nans = np.zeros(chunks, np.int64)
     for c in numba.prange(chunks):
         nans[c] = _span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, saturate)
+    return nans.sum()
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_span(x: np.ndarray, values: np.ndarray, start: int, stop: int, P: np.ndarray,
+                saturate: bool, table: np.ndarray) -> int:
+    """``values[i] = table[code of x[i]]`` for ``start <= i < stop``, the codes going
+    through a scratch piece of :data:`_PIECE` elements (read back from the L1 cache)."""
+    nans = 0
+    codes = np.empty(min(max(stop - start, 0), _PIECE), np.uint32)
+    for lo in range(start, stop, _PIECE):
+        hi = min(stop, lo + _PIECE)
+        piece = codes[:hi - lo]
+        nans += _span(x[lo:hi], piece, 0, hi - lo, P, saturate)
+        v = values[lo:hi]
+        for i in range(hi - lo):
+            v[i] = table[piece[i]]
+    return nans
+
+
+@numba.njit(cache=True, nogil=True)
+def round_rne_serial(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
+                     table: np.ndarray) -> int:
+    """The values float32/float64 ``x`` (contiguous, native byte order; a format that
+    :func:`fits` accepts, of at most 16 bits) round to, nearest-even: ``values[i] =
+    table[c]`` where ``c`` is the code :func:`rne_serial` gives and ``table`` the value of
+    every code (float32 or float64).  One pass on this thread; returns the number of NaN
+    inputs."""
+    return _round_span(x, values, 0, x.size, P, saturate, table)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def round_rne_parallel(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
+                       table: np.ndarray) -> int:
+    """:func:`round_rne_serial` on all threads."""
+    n = x.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    nans = np.zeros(chunks, np.int64)
+    for c in numba.prange(chunks):
+        nans[c] = _round_span(x, values, c * CHUNK, min(n, (c + 1) * CHUNK), P, saturate,
+                              table)
     return nans.sum()

@@ -1,0 +1,259 @@
+"""``ulp``, ``next_up`` and ``next_down`` of float32 / float64 arrays in one pass.
+
+The definitions are those of :mod:`numerics.ulp` (its module docstring); these loops
+compute them element by element in float64 arithmetic that is exact, with the same
+bits as the float64 formulas there (NaN signs included), so the tests pin them to
+those formulas, to the sorted line of every value of each format up to 16 bits and
+to numpy's ``nextafter`` / ``spacing``.
+
+A format is passed as the float64 array ``Q = ulp_params(fmt)`` (indices below).
+
+The quantum of the binade of a finite ``a >= 0`` is ``2**k`` with
+``k = max(e, emin) - t``, where ``e`` is the unbiased exponent field of ``a``'s
+float64 bits (``-1023`` for zero and float64 subnormals, below every format's
+``emin``, so they get the format's subnormal quantum).  ``k`` lies in
+``[-1074, 1023]`` for every format (all lie inside binary64), so ``2**k`` is built
+from its bits: a normal float64 for ``k >= -1022``, a subnormal one below.
+
+Examples
+--------
+>>> import numpy as np
+>>> Q = ulp_params(1, 7, -126, 3.3895313892515355e+38, True, True, True, True)
+>>> out = np.empty(3)
+>>> ulp_serial(np.array([1.0, 0.0, np.inf]), out, Q)
+>>> out.tolist() == [2.0**-7, 2.0**-133, np.inf]
+True
+>>> int(next_serial(np.array([1.0, -0.0]), out[:2], Q, 1)), out[:2].tolist()
+(0, [1.0078125, 9.183549615799121e-41])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from numerics.kernels.rounding import bits_f64, f64_bits
+
+__all__ = [
+    "CHUNK",
+    "first_unrepresentable",
+    "next_parallel",
+    "next_serial",
+    "ulp_params",
+    "ulp_parallel",
+    "ulp_serial",
+]
+
+#: Elements per parallel work item.
+CHUNK = 1 << 16
+
+# Indices into the parameter array.
+EMIN, T, MAX, SUBNORMAL, NORMAL, SIGNED, HAS_NAN, HAS_INF, NEGZERO, BEYOND = range(10)
+
+_U64 = np.uint64
+_ABS = _U64(0x7FFFFFFFFFFFFFFF)
+_SIGN = _U64(0x8000000000000000)
+_INF_BITS = _U64(0x7FF0000000000000)
+_FRAC = _U64(0x000FFFFFFFFFFFFF)
+#: numpy's ``np.nan`` (positive, quiet, no payload): the NaN these functions return.
+_NAN_BITS = _U64(0x7FF8000000000000)
+
+
+def ulp_params(signed: int, t: int, emin: int, max_value: float, has_nan: bool,
+               has_inf: bool, negzero: bool, subnormals: bool) -> np.ndarray:
+    """The parameter array of a format with these properties (see :mod:`numerics.ulp`):
+    sign bit, trailing bits, smallest normal exponent, largest finite value, whether
+    it has NaN, infinities, -0 and subnormals.
+
+    Examples
+    --------
+    >>> ulp_params(1, 3, -6, 448.0, True, False, True, True)[:3].tolist()
+    [-6.0, 3.0, 448.0]
+    """
+    Q = np.zeros(10, np.float64)
+    Q[EMIN], Q[T], Q[MAX] = emin, t, max_value
+    Q[SUBNORMAL] = 2.0 ** (emin - t) if subnormals and t > 0 else 2.0**emin
+    Q[NORMAL] = 2.0**emin
+    Q[SIGNED], Q[HAS_NAN], Q[HAS_INF], Q[NEGZERO] = signed, has_nan, has_inf, negzero
+    Q[BEYOND] = math.inf if has_inf else math.nan
+    return Q
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _quantum(b: Any, emin: int, t: int) -> float:
+    """``2**(max(e, emin) - t)`` for the bits ``b`` of a finite float64 ``>= 0``."""
+    e = np.int64(b >> _U64(52)) - 1023
+    k = max(e, emin) - t
+    normal = _U64(k + 1023) << _U64(52)
+    sub = _U64(1) << _U64(min(k + 1074, 63))
+    return bits_f64(normal if k >= -1022 else sub)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _on_grid(b: Any, emin: int, t: int) -> bool:
+    """Whether the finite float64 ``>= 0`` with bits ``b`` is a multiple of its binade's
+    quantum ``2**k``.  With float64 significand ``sig`` (an integer) and exponent ``ue``
+    (the value is ``sig * 2**ue``), that is: the low ``k - ue`` bits of ``sig`` are zero
+    (``k >= ue`` always; from 63 on only zero qualifies, and a mask of 63 bits says so,
+    as ``sig < 2**53``)."""
+    field = np.int64(b >> _U64(52))
+    sig = (b & _FRAC) | (_U64(1) << _U64(52) if field != 0 else _U64(0))
+    k = max(field - 1023, emin) - t
+    d = k - (max(field, np.int64(1)) - 1075)
+    return (sig & ((_U64(1) << _U64(min(d, 63))) - _U64(1))) == _U64(0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _ulp_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarray) -> None:
+    emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
+    xs, os_ = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        a = abs(np.float64(xs[i]))
+        b = f64_bits(a)
+        finite = b < _INF_BITS
+        q = _quantum(b if finite else _U64(0), emin, t)
+        os_[i] = q if finite else a
+
+
+@numba.njit(cache=True, nogil=True)
+def ulp_serial(x: np.ndarray, out: np.ndarray, Q: np.ndarray) -> None:
+    """``out[i] = ulp(x[i])`` (float32/float64 ``x``, float64 ``out``, both flat) on this
+    thread: the quantum of ``|x[i]|``'s binade; ``inf`` for infinities, ``|x[i]|`` (a NaN)
+    for NaN."""
+    _ulp_span(x, out, 0, x.size, Q)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def ulp_parallel(x: np.ndarray, out: np.ndarray, Q: np.ndarray) -> None:
+    """:func:`ulp_serial` on all threads."""
+    n = x.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    for c in numba.prange(chunks):
+        _ulp_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), Q)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _representable(v: float, emin: int, t: int, top: float, normal: float, signed: bool,
+                   has_nan: bool, has_inf: bool) -> bool:
+    """Whether the float64 ``v`` is a value of the format (NaN counts where it has NaN;
+    -0 counts as zero in a signed format without -0)."""
+    b = f64_bits(v) & _ABS
+    a = bits_f64(b)
+    ok = (b < _INF_BITS) & _on_grid(b, emin, t) & (a <= top)
+    if not signed:
+        ok = ok & (v > 0) & (a >= normal)
+    ok = ok | ((b > _INF_BITS) & has_nan)
+    return ok | ((b == _INF_BITS) & has_inf & ((v > 0) | signed))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _step_down(af: float, emin: int, t: int) -> float:
+    """The next smaller magnitude below the finite ``af > 0`` on the format's grid."""
+    b = f64_bits(af)
+    q = _quantum(b, emin, t)
+    power_of_two = ((b & _FRAC) == _U64(0)) & (np.int64(b >> _U64(52)) - 1023 > emin)
+    return af - (q * 0.5 if power_of_two else q)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: bool) -> int:
+    """``next_up`` (``up``) or ``next_down`` of ``x`` into ``out``; returns how many
+    elements are not values of the format (their results are meaningless).  ``up`` and
+    ``signed`` are literals, so each variant compiles to a straight loop."""
+    emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
+    top, beyond, normal = Q[MAX], Q[BEYOND], Q[NORMAL]
+    has_nan, has_inf = Q[HAS_NAN] != 0, Q[HAS_INF] != 0
+    nan = bits_f64(_NAN_BITS)
+    bad = 0
+    if signed:
+        # next_down(x) == -next_up(-x): work on y = direction * x
+        tiny = Q[SUBNORMAL]
+        negzero = Q[NEGZERO] != 0
+        zero_bits = _SIGN if negzero else _U64(0)
+        flip = _U64(0) if up else _SIGN
+        for i in range(x.size):
+            v = np.float64(x[i])
+            bad += 0 if _representable(v, emin, t, top, normal, True, has_nan, has_inf) else 1
+            # the magnitude and the sign of y; zero, infinities and NaN are decided
+            # below, whatever the arithmetic gives for them
+            yb = f64_bits(v) ^ flip
+            ab = yb & _ABS
+            a = bits_f64(ab)
+            q = _quantum(ab, emin, t)
+            power_of_two = ((ab & _FRAC) == _U64(0)) & (
+                np.int64(ab >> _U64(52)) - 1023 > emin)
+            down = a - (q * 0.5 if power_of_two else q)
+            stepped = beyond if a >= top else a + q
+            if yb >> _U64(63) == _U64(0):
+                rb = f64_bits(stepped)
+                rb = _INF_BITS if ab == _INF_BITS else rb
+            else:
+                rb = zero_bits if down == 0 else f64_bits(down) | _SIGN
+                rb = (f64_bits(top) | _SIGN) if ab == _INF_BITS else rb
+            rb = f64_bits(tiny) if ab == _U64(0) else rb
+            rb = _NAN_BITS if ab > _INF_BITS else rb
+            if not up:
+                rb = rb ^ _SIGN
+                if not negzero:
+                    rb = _U64(0) if rb == _SIGN else rb
+            out[i] = bits_f64(rb)
+    else:  # e8m0fnu: positive finite values and NaN only
+        for i in range(x.size):
+            v = np.float64(x[i])
+            bad += 0 if _representable(v, emin, t, top, normal, signed, has_nan, has_inf) else 1
+            af = v if f64_bits(abs(v)) < _INF_BITS else 1.0
+            if up:
+                r = beyond if af >= top else af + _quantum(f64_bits(af), emin, t)
+            else:
+                r = nan if af <= normal else _step_down(af, emin, t)
+            out[i] = nan if v != v else r
+    return bad
+
+
+@numba.njit(cache=True, nogil=True)
+def _next_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarray,
+               direction: int) -> int:
+    xs, os_ = x[start:stop], out[start:stop]
+    if Q[SIGNED] != 0:
+        if direction > 0:
+            return _next_loop(xs, os_, Q, True, True)
+        return _next_loop(xs, os_, Q, False, True)
+    if direction > 0:
+        return _next_loop(xs, os_, Q, True, False)
+    return _next_loop(xs, os_, Q, False, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def next_serial(x: np.ndarray, out: np.ndarray, Q: np.ndarray, direction: int) -> int:
+    """``next_up`` (``direction > 0``) or ``next_down`` of the flat float32/float64 ``x``
+    into the flat float64 ``out`` on this thread; returns the number of elements that are
+    not values of the format (:func:`first_unrepresentable` finds the first)."""
+    return _next_span(x, out, 0, x.size, Q, direction)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def next_parallel(x: np.ndarray, out: np.ndarray, Q: np.ndarray, direction: int) -> int:
+    """:func:`next_serial` on all threads."""
+    n = x.size
+    chunks = (n + CHUNK - 1) // CHUNK
+    bad = np.zeros(chunks, np.int64)
+    for c in numba.prange(chunks):
+        bad[c] = _next_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), Q, direction)
+    return bad.sum()
+
+
+@numba.njit(cache=True, nogil=True)
+def first_unrepresentable(x: np.ndarray, Q: np.ndarray) -> int:
+    """The flat index of the first element of ``x`` that is not a value of the format,
+    or -1."""
+    emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
+    top, normal, signed = Q[MAX], Q[NORMAL], Q[SIGNED] != 0
+    has_nan, has_inf = Q[HAS_NAN] != 0, Q[HAS_INF] != 0
+    for i in range(x.size):
+        if not _representable(np.float64(x[i]), emin, t, top, normal, signed, has_nan,
+                              has_inf):
+            return i
+    return -1
