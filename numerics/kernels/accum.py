@@ -38,6 +38,10 @@ from typing import Any
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.extending import intrinsic
 
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
@@ -438,153 +442,315 @@ def exponents(x: np.ndarray, emin: int, out: np.ndarray) -> None:
 
 
 # ----------------------------------------------------------------------------------
-# float32 rows into a format with binary32's exponent range (bfloat16, tf32): SIMD
+# float32 rows, nearest even, into a narrow format with infinities: binary32 lanes
 # ----------------------------------------------------------------------------------
+#
+# Why one binary32 operation and one rounding to the format is the correctly rounded
+# operation (proofs/double_rounding.md, D5): for values x, y of a format F of
+# precision p <= 11 whose exponent range lies inside binary32's (emin >= -126),
+#     RN_F(RN_24(x +- y)) == RN_F(x +- y),
+# including F's subnormals and its overflow to infinity: above 2**emin this is
+# Figueroa's theorem (24 >= 2p + 2) with unbounded exponents, and the overflow of F is
+# decided on that unbounded result; below 2**emin the exact x +- y is a multiple of
+# F's smallest subnormal below 2**emin, so it has at most p - 1 bits and RN_24 is
+# exact.  A float32 input is rounded once (RN_F of its exact value).
 
-_LANES = 16  # rows summed side by side in float32 lanes
-_CHUNK = 64  # terms per row copied (transposed) into a lane buffer at once
+_LANES = 64  # rows summed side by side: eight AVX2 vectors of binary32
+_CHUNK = 128  # terms of each row transposed into the lane buffer at once
+_STACK = 64  # pairwise partial sums: one per level, n < 2**64
+_PREFETCH = 128  # the transpose asks for each row's terms this far ahead
+
+
+def _host_has_f16c() -> bool:
+    """Whether numba compiles for this host and the host converts binary16 in hardware
+    (else ``fptrunc`` to ``half`` would need a runtime library call)."""
+    from numba.core import config
+
+    if getattr(config, "CPU_NAME", None) is not None \
+            or getattr(config, "CPU_FEATURES", None) is not None:
+        return False
+    try:
+        from llvmlite import binding
+
+        return bool(binding.get_host_cpu_features().get("f16c", False))
+    except Exception:  # pragma: no cover - a host without the query
+        return False
+
+
+_HAS_F16C = _host_has_f16c()
+
+
+@intrinsic
+def _rne_bits(typingctx: object, x: types.Type, d: types.Type) -> tuple[Any, Any] | None:
+    """The binary32 ``x`` rounded to nearest even to ``23 - d`` fraction bits (``1 <= d
+    <= 23``, int32) by add-and-mask on its encoding ``u``: ``(u + 2**(d-1) - 1 +
+    bit_d(u)) & -2**d``, in 32-bit lanes.  The encoding is monotone in the magnitude,
+    so this rounds binary32 subnormals on the coarser subnormal grid of a format with
+    ``emin = -126`` and carries its largest value's upper half-ulp into the infinity's
+    code, as RNE with IEEE overflow does.  A NaN whose low ``d`` fraction bits are zero
+    (the quiet NaNs ``0x7FC00000``, ``0xFFC00000`` that :func:`_intake` and binary32
+    arithmetic on them produce) is returned unchanged; other NaNs are not inputs."""
+    if x != types.float32 or d != types.int32:
+        return None
+    sig = types.float32(types.float32, types.int32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        v, dd = args
+        i32 = ir.IntType(32)
+        one = ir.Constant(i32, 1)
+        u = builder.bitcast(v, i32)
+        lsb = builder.and_(builder.lshr(u, dd), one)
+        half = builder.sub(builder.shl(one, builder.sub(dd, one)), one)
+        mask = builder.shl(ir.Constant(i32, 0xFFFFFFFF), dd)
+        r = builder.and_(builder.add(builder.add(u, half), lsb), mask)
+        return builder.bitcast(r, ir.FloatType())
+
+    return sig, codegen
+
+
+@intrinsic
+def _via_binary16(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
+    """The binary32 ``x`` converted to binary16 and back (``fptrunc``/``fpext``: F16C's
+    ``vcvtps2ph``/``vcvtph2ps``, nearest even under the default MXCSR, with binary16's
+    subnormals and overflow to infinity).  Only where :data:`_HAS_F16C`."""
+    if x != types.float32:
+        return None
+    sig = types.float32(types.float32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.fpext(builder.fptrunc(args[0], ir.HalfType()), ir.FloatType())
+
+    return sig, codegen
+
+
+@intrinsic
+def _transpose8(typingctx: object, src: types.Type, i: types.Type, j: types.Type,
+                dst: types.Type, a: types.Type, b: types.Type) -> tuple[Any, Any] | None:
+    """``dst[a + c, b + r] = src[i + r, j + c]`` for ``r, c < 8``: eight 8-wide loads,
+    24 shuffles, eight 8-wide stores (2-D C-contiguous float32; the caller keeps the
+    indices in bounds)."""
+    f32_2d = types.Array(types.float32, 2, "C")
+    if src != f32_2d or dst != f32_2d:
+        return None
+    sig = types.void(src, types.intp, types.intp, dst, types.intp, types.intp)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        sa, si, sj, da, dk, dl = args  # dst row dk = a, column dl = b
+        vec = ir.VectorType(ir.FloatType(), 8)
+
+        def row_ptr(aty: Any, a: Any, r: Any, c: Any) -> Any:
+            ary = context.make_array(aty)(context, builder, a)
+            p = cgutils.get_item_pointer2(
+                context, builder, ary.data, cgutils.unpack_tuple(builder, ary.shape),
+                cgutils.unpack_tuple(builder, ary.strides), "C", [r, c], wraparound=False)
+            return builder.bitcast(p, vec.as_pointer())
+
+        def shuffle(a: Any, b: Any, mask: list[int]) -> Any:
+            return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), 8),
+                                                            mask))
+
+        rows = []
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        for r in range(8):
+            p = row_ptr(src, sa, builder.add(si, ir.Constant(si.type, r)), sj)
+            rows.append(builder.load(p, align=4))
+            # the same row _PREFETCH terms on (a hint: never faults, even past the end)
+            ahead = builder.bitcast(builder.gep(p, [ir.Constant(ir.IntType(64),
+                                                                _PREFETCH // 8)]), i8p)
+            builder.call(prefetch, [ahead, ir.Constant(i32, 0), ir.Constant(i32, 3),
+                                    ir.Constant(i32, 1)])
+        t = []  # interleave row pairs: t[2h] = (r0 c0, r1 c0, r0 c1, r1 c1 | c4 .. c5)
+        for r in range(0, 8, 2):
+            t.append(shuffle(rows[r], rows[r + 1], [0, 8, 1, 9, 4, 12, 5, 13]))
+            t.append(shuffle(rows[r], rows[r + 1], [2, 10, 3, 11, 6, 14, 7, 15]))
+        u = []  # column c and c + 4 of four rows: u[c] rows 0-3, u[c + 4] rows 4-7
+        for a, b in ((0, 2), (1, 3), (4, 6), (5, 7)):
+            u.append(shuffle(t[a], t[b], [0, 1, 8, 9, 4, 5, 12, 13]))
+            u.append(shuffle(t[a], t[b], [2, 3, 10, 11, 6, 7, 14, 15]))
+        for c in range(4):
+            lo = shuffle(u[c], u[c + 4], [0, 1, 2, 3, 8, 9, 10, 11])
+            hi = shuffle(u[c], u[c + 4], [4, 5, 6, 7, 12, 13, 14, 15])
+            builder.store(lo, row_ptr(dst, da, builder.add(dk, ir.Constant(dk.type, c)), dl),
+                          align=4)
+            builder.store(hi, row_ptr(dst, da, builder.add(dk, ir.Constant(dk.type, c + 4)),
+                                      dl), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _round_lanes(w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int, narrow: bool,
-                 tiny: float, C: float, top: float) -> None:
-    """Round the binary32 values ``w`` (``wu`` their bits) to nearest even, keeping
-    ``23 - d`` fraction bits: ``(u + 2**(d-1) - 1 + lsb) & mask``, NaN kept.  For a
-    ``narrow`` format (``emin > -126``) a value below ``tiny = 2**emin`` is rounded on the
-    subnormal grid instead, ``(|v| + C) - C`` with ``C = 1.5 * 2**(emin - t + 23)``, and
-    a result beyond ``top`` (the largest finite value) becomes an infinity."""
-    if narrow:
-        for q in range(w.size):
-            v = w[q]
-            a = abs(v)
-            if a < tiny:
-                w[q] = np.copysign((a + np.float32(C)) - np.float32(C), v)
-                continue
-            u = wu[q]
-            r = (u + half + ((u >> d) & np.uint32(1))) & mask
-            wu[q] = r if v == v else u
-            if abs(w[q]) > top:
-                w[q] = np.copysign(np.float32(np.inf), v)
-        return
-    for q in range(w.size):
-        u = wu[q]
-        r = (u + half + ((u >> d) & np.uint32(1))) & mask
-        wu[q] = r if w[q] == w[q] else u
+def _rne_wide(v: float, prm: tuple[Any, ...]) -> float:
+    """RN_F of the binary32 ``v`` for ``emin = -126`` (bfloat16, tf32)."""
+    return _rne_bits(v, prm[0])  # type: ignore[call-arg]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rne_binary16(v: float, prm: tuple[Any, ...]) -> float:
+    """RN_binary16 of the binary32 ``v``, in hardware (a quiet NaN stays itself)."""
+    return _via_binary16(v)  # type: ignore[call-arg]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rne_narrow(v: float, prm: tuple[Any, ...]) -> float:
+    """RN_F of the binary32 ``v`` for ``emin > -126``: add-and-mask at or above
+    ``tiny = 2**emin``; below it ``(|v| + C) - C`` with ``C = 1.5 * 2**(emin - t + 23)``
+    (binary32's quantum at ``C`` is F's subnormal quantum); beyond ``top`` (F's largest
+    finite value) an infinity.  Branch-free selects; a NaN as in :func:`_rne_bits`."""
+    d, tiny, C, top = prm
+    a = abs(v)
+    r: Any = _rne_bits(v, d)  # type: ignore[call-arg]
+    sub = np.float32(np.copysign((a + C) - C, v))
+    r = sub if a < tiny else r
+    return np.float32(np.copysign(np.float32(np.inf), v)) if abs(r) > top else r
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _intake(v: float, prm: tuple[Any, ...], rnd: Any) -> float:
+    """An input rounded once by ``rnd``; a NaN becomes the quiet NaN with its sign (as
+    :func:`numerics.kernels.rounding.round_pair` gives the format's canonical NaN)."""
+    r = rnd(v, prm)
+    return r if v == v else np.float32(np.copysign(np.float32(np.nan), v))
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top: float,
                  value: np.ndarray, abs_sum: np.ndarray) -> None:
-    """:func:`sum_rows` for float32 ``X``, nearest even, into a format with infinities,
-    IEEE NaNs, ``p = 24 - drop <= 11`` and ``-126 <= emin`` (bfloat16, tf32, binary16);
-    ``top`` is its largest finite value.
+    """:func:`sum_rows` for C-contiguous float32 ``X`` (batch, n), nearest even, into a
+    format with infinities, IEEE NaNs, ``p = 24 - drop <= 11`` and ``-126 <= emin``
+    (bfloat16, tf32, binary16, e5m2); ``top`` is its largest finite value.
 
-    Each operation is computed in binary32 (``RN24``) and rounded to ``p`` bits by
-    integer add-and-mask on its encoding: ``RN_p(RN24(a + b)) = RN_p(a + b)`` for
-    ``p``-bit ``a``, ``b`` as ``24 >= 2p + 2``; the encodings are monotone, so the
-    add-and-mask rounds subnormals and carries into infinity exactly as the format
-    does (a narrower exponent range rounds its subnormals and overflow as
-    :func:`_round_lanes` says).  16 rows run side by side in float32 lanes (their terms
-    copied transposed in chunks of 64), in the documented order of each algorithm
-    (recursive, pairwise with the same tree as :func:`sum_rows`, Kahan).
+    Each operation is computed in binary32 and rounded once to the format (the comment
+    above this section: the pair is the correctly rounded operation): add-and-mask on
+    the encoding for ``emin = -126``, F16C's conversion for binary16 (where the host has
+    it), add-and-mask with a subnormal grid and an overflow test otherwise.  Up to 64
+    rows run side by side in binary32 lanes, their terms transposed into a lane
+    buffer 128 at a time; each row follows the documented order of its algorithm
+    (recursive; pairwise with :func:`sum_rows`'s tree; Kahan), so the bits equal
+    :func:`sum_rows`'s, for every thread count.  ``abs_sum`` is ``sum |x_i|`` of the
+    rounded terms, in float64 in index order.
     """
-    batch, n = X.shape
-    R = _LANES
-    half = np.uint32((1 << (drop - 1)) - 1)
-    mask = np.uint32((0xFFFFFFFF >> drop) << drop)
-    d = np.uint32(drop)
-    narrow = emin > -126
-    tiny = _pow2(emin)
-    C = 1.5 * _pow2(emin - (23 - drop) + 23)
-    for tile in numba.prange((batch + R - 1) // R):
-        r0 = tile * R
-        Rt = min(R, batch - r0)
-        buf = np.zeros((_CHUNK, R), np.float32)
-        bufu = buf.view(np.uint32)
-        s = np.zeros(R, np.float32)
-        c = np.zeros(R, np.float32)
-        y = np.zeros(R, np.float32)
-        w = np.zeros(R, np.float32)
-        wu = w.view(np.uint32)
-        stack = np.zeros((64, R), np.float32)
-        level = np.zeros(64, np.int64)
-        depth = 0
-        acc = np.zeros(R)
-        for i0 in range(0, n, _CHUNK):
-            m = min(_CHUNK, n - i0)
-            for q in range(Rt):
-                for k in range(m):
-                    buf[k, q] = X[r0 + q, i0 + k]
-            for k in range(m):
-                x = buf[k]
-                # the term, rounded once
-                _round_lanes(x, bufu[k], half, mask, d, narrow, tiny, C, top)
-                for q in range(R):
-                    acc[q] += abs(np.float64(x[q]))
-                i = i0 + k
-                if i == 0:
-                    s[:] = x
-                    continue
-                if alg == ALG_RECURSIVE:
-                    for q in range(R):
-                        w[q] = s[q] + x[q]
-                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
-                    s[:] = w
-                elif alg == ALG_KAHAN:
-                    for q in range(R):
-                        w[q] = x[q] - c[q]
-                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
-                    y[:] = w
-                    for q in range(R):
-                        w[q] = s[q] + y[q]
-                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
-                    for q in range(R):
-                        c[q] = w[q] - s[q]  # t - s, rounded below
-                        s[q] = w[q]  # s = t
-                    w[:] = c
-                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
-                    for q in range(R):
-                        w[q] = w[q] - y[q]
-                    _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
-                    c[:] = w
-                else:  # pairwise: s is the running block sum
-                    if i % block != 0:
-                        for q in range(R):
-                            w[q] = s[q] + x[q]
-                        _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
-                        s[:] = w
-                        continue
-                    depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d, narrow,
-                                        tiny, C, top)
-                    s[:] = x
-        if alg == ALG_PAIRWISE:
-            depth = _push_lanes(stack, level, depth, s, w, wu, half, mask, d, narrow,
-                                        tiny, C, top)
-            while depth >= 2:
-                for q in range(R):
-                    w[q] = stack[depth - 2, q] + stack[depth - 1, q]
-                _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
-                stack[depth - 2] = w
-                depth -= 1
-            s[:] = stack[0]
-        for q in range(Rt):
-            value[r0 + q] = s[q]
-            abs_sum[r0 + q] = acc[q]
+    batch = X.shape[0]
+    R = min(_LANES, (batch + 7) // 8 * 8)
+    tiles = (batch + R - 1) // R if R > 0 else 0
+    prm = (np.int32(drop), np.float32(_pow2(emin)),
+           np.float32(1.5 * _pow2(emin - (23 - drop) + 23)), np.float32(top))
+    if emin == -126:
+        for tile in numba.prange(tiles):
+            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_wide)
+    elif _HAS_F16C and drop == 13 and emin == -14 and top == 65504.0:
+        for tile in numba.prange(tiles):
+            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_binary16)
+    else:
+        for tile in numba.prange(tiles):
+            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_narrow)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _push_lanes(stack: np.ndarray, level: np.ndarray, depth: int, s: np.ndarray,
-                w: np.ndarray, wu: np.ndarray, half: int, mask: int, d: int, narrow: bool,
-                tiny: float, C: float, top: float) -> int:
-    """Push a completed block sum and merge equal levels (:func:`sum_rows`'s tree)."""
-    stack[depth] = s
-    level[depth] = 0
-    depth += 1
-    while depth >= 2 and level[depth - 1] == level[depth - 2]:
-        for q in range(s.size):
-            w[q] = stack[depth - 2, q] + stack[depth - 1, q]
-        _round_lanes(w, wu, half, mask, d, narrow, tiny, C, top)
-        stack[depth - 2] = w
-        level[depth - 2] += 1
+def _load_chunk(X: np.ndarray, r0: int, Rt: int, i0: int, m: int, buf: np.ndarray) -> None:
+    """``buf[k, q] = X[r0 + q, i0 + k]`` for ``q < Rt``, ``k < m``: whole 8x8 blocks by
+    :func:`_transpose8`, the edges one by one."""
+    for q0 in range(0, Rt, 8):
+        k0 = 0
+        if q0 + 8 <= Rt:
+            while k0 + 8 <= m:
+                _transpose8(X, r0 + q0, i0 + k0, buf, k0, q0)  # type: ignore[call-arg,arg-type]
+                k0 += 8
+        for q in range(q0, min(q0 + 8, Rt)):
+            for k in range(k0, m):
+                buf[k, q] = X[r0 + q, i0 + k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _round_all(buf: np.ndarray, size: int, prm: tuple[Any, ...], rnd: Any) -> None:
+    """The first ``size`` values of ``buf`` (C order) rounded in place by
+    :func:`_intake`."""
+    flat = buf.reshape(buf.size)
+    for i in range(size):
+        flat[i] = _intake(flat[i], prm, rnd)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...],
+               value: np.ndarray, abs_sum: np.ndarray, tile: int, rnd: Any) -> None:
+    """Rows ``R tile .. R tile + R - 1`` of :func:`sum_rows_f32` in ``R`` lanes (lanes
+    past the last row sum zeros), every operation rounded by ``rnd``."""
+    batch, n = X.shape
+    r0 = tile * R
+    Rt = min(R, batch - r0)
+    xs = np.zeros((_CHUNK, R), np.float32)  # the chunk's inputs transposed, then rounded
+    s = np.zeros(R, np.float32)  # the running (block) sum
+    c = np.zeros(R, np.float32)  # Kahan's compensation
+    acc = np.zeros(R)
+    stack = np.zeros((_STACK, R), np.float32)
+    level = np.zeros(_STACK, np.int64)
+    depth = 0
+    left = block  # pairwise: terms left in the current block
+    for i0 in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - i0)
+        _load_chunk(X, r0, Rt, i0, m, xs)
+        _round_all(xs, m * R, prm, rnd)
+        for k in range(m):
+            for q in range(R):
+                acc[q] += abs(np.float64(xs[k, q]))
+        k0 = 0
+        if i0 == 0:
+            for q in range(R):
+                s[q] = xs[0, q]
+            k0 = 1
+            left -= 1
+        if alg == ALG_RECURSIVE:
+            for k in range(k0, m):
+                for q in range(R):
+                    s[q] = rnd(s[q] + xs[k, q], prm)
+        elif alg == ALG_KAHAN:
+            for k in range(k0, m):
+                for q in range(R):
+                    y = rnd(xs[k, q] - c[q], prm)
+                    t = rnd(s[q] + y, prm)
+                    c[q] = rnd(rnd(t - s[q], prm) - y, prm)
+                    s[q] = t
+        else:  # pairwise: s is the running block sum
+            for k in range(k0, m):
+                if left > 0:
+                    for q in range(R):
+                        s[q] = rnd(s[q] + xs[k, q], prm)
+                else:  # a block is complete: push it, start the next one with this term
+                    depth = _push_lanes(stack, level, depth, s, R, prm, rnd)
+                    for q in range(R):
+                        s[q] = xs[k, q]
+                    left = block
+                left -= 1
+    if alg == ALG_PAIRWISE:
+        depth = _push_lanes(stack, level, depth, s, R, prm, rnd)
+        while depth >= 2:  # the leftovers, from the right
+            for q in range(R):
+                stack[depth - 2, q] = rnd(stack[depth - 2, q] + stack[depth - 1, q], prm)
+            depth -= 1
+        for q in range(R):
+            s[q] = stack[0, q]
+    for q in range(Rt):
+        value[r0 + q] = s[q]
+        abs_sum[r0 + q] = acc[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _push_lanes(stack: np.ndarray, level: np.ndarray, depth: int, s: np.ndarray, R: int,
+                prm: tuple[Any, ...], rnd: Any) -> int:
+    """Push the completed block sum ``s``, first merging it into the stack's top while
+    their levels are equal (:func:`sum_rows`'s tree: older + newer); ``s`` is used as
+    the carry.  Returns the new depth."""
+    lev = 0
+    while depth >= 1 and level[depth - 1] == lev:
+        for q in range(R):
+            s[q] = rnd(stack[depth - 1, q] + s[q], prm)
+        lev += 1
         depth -= 1
-    return depth
+    for q in range(R):
+        stack[depth, q] = s[q]
+    level[depth] = lev
+    return depth + 1

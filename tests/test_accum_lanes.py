@@ -1,0 +1,143 @@
+"""The binary32-lane summation kernel (float32 rows, nearest even, bfloat16 and binary16)
+against the exact references of ``accum_reference``, on data aimed at its weak spots:
+ties of the input cast and of the sums, subnormals, overflow to infinity, NaN."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Callable
+
+import accum_reference as ref
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numerics import accum
+
+_FMTS = {"bfloat16": (8, -126, 127), "binary16": (11, -14, 15)}
+_ALGS = ["recursive", "pairwise", "kahan"]
+
+
+def _fl(fmt: str) -> Callable[[Any], Any]:
+    """One rounding into ``fmt`` (the reference's ``rnd``), letting infinities and NaNs
+    (Python floats once a sum has overflowed) pass through as IEEE arithmetic makes them."""
+    p, emin, emax = _FMTS[fmt]
+
+    def fl(v: Any) -> Any:
+        if isinstance(v, float):  # inf or nan: Fraction + inf is a float
+            return v
+        return ref.rnd(Fraction(v), p, emin, emax, "rne")
+    return fl
+
+
+def _want(alg: str, row: np.ndarray, fmt: str, block: int) -> float:
+    fl = _fl(fmt)
+    xs = [fl(Fraction(float(v))) if np.isfinite(v) else float(v) for v in row]
+    if alg == "recursive":
+        return float(ref.ref_recursive(xs, fl))
+    if alg == "pairwise":
+        return float(ref.ref_pairwise(xs, fl, block))
+    return float(ref.ref_kahan(xs, fl))
+
+
+@st.composite
+def _terms(draw: st.DrawFn, fmt: str) -> float:
+    """A float32 term: a value of ``fmt``, a midpoint between two of its neighbours (a
+    tie of the input cast), or any float32, with exponents crowding the subnormal range
+    and the top of the range."""
+    p, emin, emax = _FMTS[fmt]
+    e = draw(st.sampled_from([emin - 1, emin, emin + 1, emax - 1, emax])
+             | st.integers(emin - 2, emax))
+    sign = draw(st.sampled_from([1.0, -1.0]))
+    kind = draw(st.sampled_from(["value", "tie", "any"]))
+    q = 2.0 ** (max(e, emin) - p + 1)  # the quantum of the binade
+    if kind == "any":
+        big = min(2.0 ** (emax + 1), float(np.finfo(np.float32).max))
+        return float(draw(st.floats(width=32, allow_nan=False, allow_infinity=False,
+                                    min_value=-big, max_value=big)))
+    m = draw(st.integers(0, 2**p - 1) | st.sampled_from([0, 1, 2**(p - 1), 2**p - 1]))
+    v = m * q + (q / 2 if kind == "tie" else 0.0)
+    return sign * float(np.float32(v))
+
+
+@st.composite
+def _matrix(draw: st.DrawFn, fmt: str) -> np.ndarray:
+    rows = draw(st.integers(1, 11))
+    n = draw(st.integers(1, 20))
+    vals = draw(st.lists(_terms(fmt), min_size=rows * n, max_size=rows * n))
+    return np.array(vals, np.float32).reshape(rows, n)
+
+
+@pytest.mark.parametrize("fmt", list(_FMTS))
+@pytest.mark.parametrize("alg", _ALGS)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_lanes_match_the_exact_reference(fmt: str, alg: str, data: st.DataObject) -> None:
+    x = data.draw(_matrix(fmt))
+    block = data.draw(st.sampled_from([1, 2, 3, 8]))
+    got = accum.sum(x, fmt, algorithm=alg, block_size=block).value
+    for r in range(x.shape[0]):
+        want = _want(alg, x[r], fmt, block)
+        if np.isnan(want):
+            assert np.isnan(got[r]), (r, x[r])
+        else:
+            assert got[r] == want, (r, x[r], got[r], want)
+
+
+@pytest.mark.parametrize("fmt", list(_FMTS))
+def test_lanes_sum_ties_overflow_and_subnormals(fmt: str) -> None:
+    """Fixed rows: a stall at a tie, overflow to inf and back to NaN, sums that land on
+    the subnormal grid, the largest finite value plus half an ulp (a tie that rounds
+    to infinity) and just below it."""
+    p, emin, emax = _FMTS[fmt]
+    top = (2 - 2.0 ** (1 - p)) * 2.0**emax
+    half_ulp = 2.0 ** (emax - p)
+    tiny = 2.0 ** (emin - p + 1)  # the smallest subnormal
+    rows = [
+        [2.0**p, 1.0, 1.0, 1.0, 1.0, 1.0],  # 2**p + 1 is a tie: stalls
+        [top, half_ulp, 0.0, 0.0, 0.0, 0.0],  # a tie at the top: rounds to inf
+        [top, half_ulp / 2, half_ulp / 4, 0.0, 0.0, 0.0],  # below the tie each time
+        [top, top, -top, 0.0, 0.0, 0.0],  # inf, then inf - top stays inf
+        [tiny, tiny / 2, tiny / 2, tiny * 3, -tiny, tiny / 2],  # input ties to even
+        [2.0**emin, -tiny, tiny / 2, 2.0**emin * 1.5, -(2.0**emin), 3 * tiny],
+    ]
+    x = np.array(rows, np.float32)
+    x = np.concatenate([x] * 3)  # 18 rows: two full transposed blocks and a tail
+    for alg in _ALGS:
+        got = accum.sum(x, fmt, algorithm=alg).value
+        for r in range(x.shape[0]):
+            want = _want(alg, x[r], fmt, 1)
+            assert got[r] == want or (np.isnan(got[r]) and np.isnan(want)), (alg, r)
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e5m2"])
+def test_lanes_many_tiles_and_chunks_equal_the_general_kernel(fmt: str) -> None:
+    """130 rows (three tiles of lanes, the last with 2 rows) of 300 terms (three chunks,
+    the last partial) through the lanes and, as float64, through the general kernel."""
+    rng = np.random.default_rng(5)
+    lo, hi = (-130, 120) if fmt == "bfloat16" else (-26, 14)
+    x = rng.standard_normal((130, 300)) * np.exp2(rng.integers(lo, hi, (130, 300)))
+    x = x.astype(np.float32)
+    for alg, block in (("recursive", None), ("pairwise", None), ("pairwise", 7),
+                       ("kahan", None)):
+        got = accum.sum(x, fmt, algorithm=alg, block_size=block)
+        want = accum.sum(x.astype(np.float64), fmt, algorithm=alg, block_size=block)
+        np.testing.assert_array_equal(got.value.view(np.uint64), want.value.view(np.uint64))
+        np.testing.assert_array_equal(got.bound, want.bound)
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e5m2"])
+def test_lanes_nan_payloads_become_the_quiet_nan(fmt: str) -> None:
+    """NaN inputs with payloads (quiet and signalling, both signs) give the same bits as
+    the general kernel: the canonical quiet NaN with the input's sign."""
+    bits = np.array([0x7FFFFFFF, 0xFF800001, 0x7F800001, 0xFFC00001], np.uint32)
+    x = np.ones((len(bits), 9), np.float32)
+    x[np.arange(len(bits)), 3] = bits.view(np.float32)
+    with np.errstate(invalid="ignore"):  # casting a signalling NaN
+        x64 = x.astype(np.float64)
+    for alg in _ALGS:
+        got = accum.sum(x, fmt, algorithm=alg).value
+        want = accum.sum(x64, fmt, algorithm=alg).value
+        assert np.all(np.isnan(got))
+        np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
