@@ -160,3 +160,20 @@ def test_A5_kahan_factor_first_order() -> None:
     """A5: K = 4u + 6nu**2 to first order."""
     u = 2.0**-24
     assert bounds.kahan_factor(1000, u) == pytest.approx(4 * u + 6 * 1000 * u * u, rel=1e-3)
+
+
+def test_bounds_beyond_float64_are_infinite_not_errors() -> None:
+    """n = 2**24 bfloat16 terms: the bounds' growth factors overflow float64; the bound is
+    inf (no finite bound), never an OverflowError (found by the 1-D benchmark)."""
+    import numpy as np
+
+    from numerics import accum
+    from numerics.accum.bounds import kahan_factor
+
+    assert kahan_factor(2**24, 2.0**-8) == float("inf")
+    assert kahan_factor(4096, 2.0**-8) < 1
+    x = np.ones(2**24, np.float32)
+    for algorithm in ("recursive", "kahan", "neumaier"):
+        r = accum.sum(x, "bfloat16", algorithm=algorithm)
+        assert float(r.bound) == float("inf")
+        assert np.isfinite(r.value)

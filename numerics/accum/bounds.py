@@ -41,6 +41,17 @@ __all__ = [
 _NEAREST = ("rne", "rna")
 
 
+
+def _exp(x: float) -> float:
+    """``exp(x)``, infinite instead of OverflowError (a bound that float64 cannot hold)."""
+    return math.inf if x > 709.0 else math.exp(x)
+
+
+def _expm1(x: float) -> float:
+    """``expm1(x)``, infinite instead of OverflowError."""
+    return math.inf if x > 709.0 else math.expm1(x)
+
+
 def unit_roundoff(fmt: Format | str, rounding: str) -> float:
     """``u`` for ``fmt`` and ``rounding``: ``2**-p`` (nearest) or ``2**(1-p)``.
 
@@ -156,7 +167,10 @@ def kahan_factor(n: int, u: float) -> float:
     beta = q / (1 - q)
     b = 2 * a * beta + k2
     r = a * beta + k2
-    m = (a + (n - 1) * b) * math.exp((n - 2) * math.log1p(r))
+    growth = (n - 2) * math.log1p(r)
+    if growth > 700.0:  # (1 + r)**(n-2) beyond float64: no finite bound
+        return math.inf
+    m = (a + (n - 1) * b) * _exp(growth)
     return (1 + beta) * m + 2 * beta
 
 
@@ -201,7 +215,7 @@ def probabilistic_factor(us: list[tuple[int, float]], n_terms: int,
     umax = max(u for _, u in us)
     lam = math.sqrt(2 * math.log(2 * n_terms / (1 - confidence))) / (1 - umax)
     s2 = math.fsum(k * u * u for k, u in us)
-    return math.expm1(lam * math.sqrt(s2) + s2 / (1 - umax))
+    return _expm1(lam * math.sqrt(s2) + s2 / (1 - umax))
 
 
 def _inflate(b: np.ndarray, n: int) -> np.ndarray:
@@ -236,7 +250,7 @@ def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm
         if kind == "probabilistic":
             factor = probabilistic_factor([(kb, u), (nb, up)], n, confidence)
         else:
-            factor = math.expm1(kb * math.log1p(u) + nb * math.log1p(up))
+            factor = _expm1(kb * math.log1p(u) + nb * math.log1p(up))
     else:
         k = chain_length(algorithm, n, block_size=block_size, tree=tree)
         factor = _chain_factor(kind, k, u, n, confidence)
@@ -272,13 +286,13 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
             if kind == "probabilistic":
                 f1 = probabilistic_factor([(kb + 1, u), (nb, up)], n, confidence)
             else:
-                f1 = math.expm1((kb + 1) * math.log1p(u) + nb * math.log1p(up))
-            grow = math.exp(kb * math.log1p(u) + nb * math.log1p(up))
+                f1 = _expm1((kb + 1) * math.log1p(u) + nb * math.log1p(up))
+            grow = _exp(kb * math.log1p(u) + nb * math.log1p(up))
             b = f1 * S + T * grow
         else:
             L = chain_length(algorithm, n, block_size=block_size, tree=tree)
             if algorithm == "exact":
                 L = 1
             b = _chain_factor(kind, L + 1, u, n, confidence) * S \
-                + T * math.exp(L * math.log1p(u))
+                + T * _exp(L * math.log1p(u))
         return _inflate(b, n), conf
