@@ -107,8 +107,9 @@ def test_every_float32_pattern_bits_kernel_matches_round_pair(name: str, roundin
     """The branch-free float kernel against the scalar rounding step (round_pair, pinned
     to the exact reference by tests/test_encode_rounding.py): every sign and exponent of
     float32, the trailing bits sampled (stride 32, two phases: an exact low part and a
-    sticky one), in every deterministic mode.  Under rne every pattern already goes
-    through this kernel in test_every_float32_pattern_matches_ml_dtypes."""
+    sticky one), in every deterministic mode (rne included: public encode rounds to
+    nearest with the lane kernels of numerics.kernels.narrow, which the ml_dtypes sweeps
+    above and test_every_float32_pattern_lane_kernel_matches_bits_kernel cover)."""
     from numerics.kernels import codec as kc
     from numerics.kernels import rounding as kr
 
@@ -129,3 +130,31 @@ def test_every_float32_pattern_bits_kernel_matches_round_pair(name: str, roundin
             kc.encode_bits_parallel(x, a, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
             kc.encode_float_parallel(x, b, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
             assert np.array_equal(a, b), (name, rounding, overflow, lo)
+
+
+@pytest.mark.parametrize("name", ["tf32", "e4m3", "e3m4", "binary8p3", "binary8p5"])
+@pytest.mark.parametrize("saturate", [False, True])
+def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
+                                                               saturate: bool) -> None:
+    """The round-to-nearest-even lane kernel (numerics.kernels.narrow) on every float32
+    pattern, for the formats ml_dtypes lacks, against the branch-free bits kernel (pinned
+    to round_pair above), under both overflow rules; NaN counts too."""
+    from numerics.kernels import codec as kc
+    from numerics.kernels import narrow
+    from numerics.kernels import rounding as kr
+
+    fmt = get_format(name)
+    P = kr.format_params(fmt)
+    assert narrow.fits(P, False)
+    base = np.arange(CHUNK, dtype=np.uint32)
+    a = np.empty(CHUNK, fmt.code_dtype)
+    b = np.empty(CHUNK, fmt.code_dtype)
+    for lo in range(0, 1 << 32, CHUNK):
+        x = (base + np.uint32(lo)).view(np.float32)
+        nans = narrow.rne_serial(x, a, P, saturate)
+        assert nans == kc.encode_bits_serial(x, b, P, kr.MODE_RNE, int(saturate),
+                                             np.uint64(0), 1)
+        if not np.array_equal(a, b):
+            i = int(np.flatnonzero(a != b)[0])
+            raise AssertionError(f"{name}: {int(x.view(np.uint32)[i]):#010x} lane "
+                                 f"{int(a[i]):#x} bits {int(b[i]):#x}")
