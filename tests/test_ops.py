@@ -746,6 +746,18 @@ def test_float32_lane_path(name: str, op: str) -> None:
                     args = (float(xs[0][i]), float(xs[1][i]))
                     assert same(w, float(got[i])), (name, op, overflow, args, w, got[i])
                     assert same(float(general[i]), float(got[i]))
+            # with flags: the lanes' flags equal the general path's (float64 operands)
+            for tininess in ("after", "before"):
+                _, want_fl = getattr(ops, op)(*xs, fmt, overflow=overflow, flags=True,
+                                              tininess=tininess)
+                _, got_fl = getattr(ops, op)(*operands, fmt, overflow=overflow, flags=True,
+                                             tininess=tininess, dtype=np.float32)
+                for flag in ("inexact", "underflow", "overflow", "invalid",
+                             "divide_by_zero"):
+                    g, w = getattr(got_fl, flag), getattr(want_fl, flag)
+                    bad = np.flatnonzero(g != w)
+                    assert bad.size == 0, (name, op, overflow, tininess, flag, [
+                        (float(xs[0][i]), float(xs[1][i]), bool(g[i])) for i in bad[:4]])
     # bfloat16 products can underflow float32: they take the general path
     assert lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax, 1 if op == "mul" else 0) == (
         not (op == "mul" and name == "bfloat16"))
@@ -798,3 +810,20 @@ def test_D5_binary32_lanes_16bit(ca: int, cb: int, name: str, op: str) -> None:
     want, _ = reference(op, (a, b), fmt, "rne")
     got = getattr(ops, op)(np.float32([a]), np.float32([b]), fmt, dtype=np.float32)
     assert same(want, float(got[0])), (name, op, a, b)
+
+
+def test_float32_lanes_flag_signalling_nans() -> None:
+    """A signalling NaN operand raises invalid in the lanes too (float32 bits and bfloat16
+    codes keep the quiet bit); a quiet NaN raises nothing; inf - inf is invalid."""
+    import ml_dtypes
+
+    snan = np.array([0x7F800001, 0x7FC00000, 0x7F800000], np.uint32).view(np.float32)
+    other = np.array([1.0, 1.0, np.inf], np.float32)
+    r, fl = ops.sub(snan, other, "binary32", flags=True)
+    assert np.isnan(r).all()
+    assert fl.invalid.tolist() == [True, False, True]
+    assert not fl.inexact.any()
+    codes = np.array([0x7F81, 0x7FC0, 0x3F80], np.uint16).view(ml_dtypes.bfloat16)
+    r, fl = ops.add(codes, codes, "bfloat16", flags=True)
+    assert fl.invalid.tolist() == [True, False, False]
+    assert float(r[2]) == 2.0

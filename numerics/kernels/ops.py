@@ -485,12 +485,13 @@ def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
 # ----------------------------------------------------------------------------- the loop
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def apply_lean(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, P: np.ndarray,
-               overflow: int, shift: int, decode: int, out: np.ndarray) -> None:
+               overflow: int, shift: int, decode: int, want: bool, tiny_after: bool,
+               out: np.ndarray, fl: np.ndarray) -> None:
     """``out[i] = a[i] + b[i]``, ``a[i] * b[i]`` or ``a[i] - b[i]`` (``op`` 0, 1, 2)
-    rounded to nearest-even into the format ``P``, which :func:`lean_fits` accepts,
-    without flags (:func:`_lean_chunk`); float32 operands or codes (``decode``,
-    ``shift``, ``table`` of float32 values), of the result's length or of length 1; ``out``
-    float32 or float64.  Chunks run on the threads."""
+    rounded to nearest-even into the format ``P``, which :func:`lean_fits` accepts
+    (:func:`_lean_chunk`), with the flag bits in ``fl`` when ``want``; float32 operands
+    or codes (``decode``, ``shift``, ``table`` of float32 values), of the result's length
+    or of length 1; ``out`` float32 or float64.  Chunks run on the threads."""
     n = out.size
     m = min(n, _CHUNK)
     if a.size != n:
@@ -507,8 +508,8 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, P: np.n
         stop = min(start + _CHUNK, n)
         aa = a[start:stop] if a.size == n else a[:stop - start]
         bb = b[start:stop] if b.size == n else b[:stop - start]
-        _lean_chunk(op, aa, bb, table, shift, decode, t, emin, maxval, big, negzero,
-                    out[start:stop])
+        _lean_chunk(op, aa, bb, table, shift, decode, t, emin, maxval, big, negzero, want,
+                    tiny_after, out[start:stop], fl[start:stop] if want else fl)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -676,11 +677,53 @@ def _load32_impl(arr, i, table, shift, decode):  # type: ignore[no-untyped-def,u
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, threshold: Any,
+                maxval: Any, tiny_after: bool) -> np.uint8:
+    """The flag bits (:data:`FLAG_BITS`) of one element of :func:`_lean_loop`: ``h`` is
+    the binary32 result of ``x op y``, ``v`` its rounding into the format before the
+    overflow rule, ``unbounded`` the rounding with unbounded exponent (the bits step).
+
+    * invalid: a signalling NaN operand (quiet bit clear), or a NaN from numbers
+      (``inf - inf``, ``0 * inf``);
+    * the exact result is ``h`` plus TwoSum's error for ``+ -`` (binary32 is exact for the
+      products :func:`lean_fits` admits), and every result below ``2**emin`` is exact in
+      binary32 (claim D5), so tininess before rounding is ``0 < |h| < 2**emin`` and after
+      rounding ``0 < |unbounded| < 2**emin``;
+    * overflow: ``|unbounded|`` beyond ``max``, or an infinite ``h`` from finite operands;
+    * inexact: ``v`` differs from the exact result, or overflow; underflow: tiny and
+      inexact.
+    """
+    # bitwise operators on booleans throughout: no branches, so the loop vectorizes
+    xnan = x != x
+    ynan = y != y
+    xquiet = (bits_of_f32(x) & np.uint32(0x400000)) != 0
+    yquiet = (bits_of_f32(y) & np.uint32(0x400000)) != 0
+    snan = (xnan & ~xquiet) | (ynan & ~yquiet)
+    invalid = snan | ((h != h) & ~xnan & ~ynan)
+    big32 = np.float32(3.4028234663852886e38)
+    finite = (abs(x) <= big32) & (abs(y) <= big32)
+    err = np.float32(0.0)
+    if op != 1:  # TwoSum (Knuth): h + err == x + y exactly when h is finite
+        yy = y if op == 0 else -y
+        bb = h - x
+        err = (x - (h - bb)) + (yy - bb)
+    h_inf = abs(h) == np.float32(np.inf)
+    over = finite & (h_inf | (abs(unbounded) > maxval))
+    inexact = finite & (over | (v != h) | (err != 0))
+    mag = abs(unbounded) if tiny_after else abs(h)
+    under = inexact & (mag > 0) & (mag < threshold)
+    return np.uint8(np.uint8(inexact) | (np.uint8(under) << 1) | (np.uint8(over) << 2)
+                    | (np.uint8(invalid) << 3))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift: int,
                decode: int, exact32: bool, t: int, emin: int, maxval: Any, big: Any,
-               negzero: bool, out: np.ndarray) -> None:
+               negzero: bool, want: bool, tiny_after: bool, out: np.ndarray,
+               fl: np.ndarray) -> None:
     """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 2 sub),
-    ``decode`` and ``exact32`` (binary32 itself: ``h`` is the result)."""
+    ``decode``, ``exact32`` (binary32 itself: ``h`` is the result) and ``want`` (also
+    the flags, :func:`_lean_flags`)."""
     s = np.uint32(23 - t)
     round_bias = np.uint32((1 << (22 - t)) - 1) if t < 23 else np.uint32(0)
     keep = np.uint32(~((1 << (23 - t)) - 1) & 0xFFFFFFFF)
@@ -697,12 +740,15 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift: 
             h = x * y
         if exact32:
             v = h
+            normal = h
         else:
             bits = bits_of_f32(h)
             normal = f32_of_bits(np.uint32(np.uint32(
                 bits + round_bias + np.uint32(shr32(bits, s) & np.uint32(1))) & keep))
             ah = abs(h)
             v = normal if ah >= threshold else np.float32(math.copysign((ah + c) - c, h))
+        if want:
+            fl[i] = _lean_flags(op, x, y, h, v, normal, threshold, maxval, tiny_after)
         v = np.float32(math.copysign(big, h)) if abs(v) > maxval else v
         if not negzero:
             v = v + np.float32(0.0)  # -0 + 0 = +0 in round to nearest
@@ -712,11 +758,12 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift: 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift: int,
                 decode: int, t: int, emin: int, maxval: float, big: float, negzero: bool,
-                out: np.ndarray) -> None:
+                want: bool, tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes that
     decode through ``shift`` or the float32 ``table``) rounded to nearest-even into a
-    format whose values, sums and products :func:`lean_fits` keeps within float32,
-    without flags: one straight loop of 32-bit lanes per case.
+    format whose values, sums and products :func:`lean_fits` keeps within float32: one
+    straight loop of 32-bit lanes per case; with ``want``, ``fl[i]`` gets the flag bits
+    (:func:`_lean_flags`, tininess after rounding when ``tiny_after``).
 
     The float32 result ``h`` is the exact one rounded once to 24 bits, and rounding it
     to the format's ``p = t + 1`` bits gives the exact result's rounding:
@@ -736,31 +783,79 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift:
     one quiet NaN, and a zero of a format without -0 is +0."""
     m = np.float32(maxval)
     g = np.float32(big)
-    # every (op, decode) pair a call with literal flags, so each loop compiles straight
-    if t == 23 and op == 0:
-        _lean_loop(0, a, b, table, shift, 0, True, t, emin, m, g, negzero, out)
-    elif t == 23 and op == 1:
-        _lean_loop(1, a, b, table, shift, 0, True, t, emin, m, g, negzero, out)
-    elif t == 23 and op == 2:
-        _lean_loop(2, a, b, table, shift, 0, True, t, emin, m, g, negzero, out)
-    elif op == 0 and decode == 0:
-        _lean_loop(0, a, b, table, shift, 0, False, t, emin, m, g, negzero, out)
-    elif op == 0 and decode == 1:
-        _lean_loop(0, a, b, table, shift, 1, False, t, emin, m, g, negzero, out)
-    elif op == 0 and decode == 2:
-        _lean_loop(0, a, b, table, shift, 2, False, t, emin, m, g, negzero, out)
-    elif op == 1 and decode == 0:
-        _lean_loop(1, a, b, table, shift, 0, False, t, emin, m, g, negzero, out)
-    elif op == 1 and decode == 1:
-        _lean_loop(1, a, b, table, shift, 1, False, t, emin, m, g, negzero, out)
-    elif op == 1 and decode == 2:
-        _lean_loop(1, a, b, table, shift, 2, False, t, emin, m, g, negzero, out)
-    elif op == 2 and decode == 0:
-        _lean_loop(2, a, b, table, shift, 0, False, t, emin, m, g, negzero, out)
-    elif op == 2 and decode == 1:
-        _lean_loop(2, a, b, table, shift, 1, False, t, emin, m, g, negzero, out)
-    elif op == 2 and decode == 2:
-        _lean_loop(2, a, b, table, shift, 2, False, t, emin, m, g, negzero, out)
+    # every (op, decode, want) a call with literal flags, so each loop compiles straight
+    if not want and t == 23 and op == 0:
+        _lean_loop(0, a, b, table, shift, 0, True, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and t == 23 and op == 1:
+        _lean_loop(1, a, b, table, shift, 0, True, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and t == 23 and op == 2:
+        _lean_loop(2, a, b, table, shift, 0, True, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 0 and decode == 0:
+        _lean_loop(0, a, b, table, shift, 0, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 0 and decode == 1:
+        _lean_loop(0, a, b, table, shift, 1, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 0 and decode == 2:
+        _lean_loop(0, a, b, table, shift, 2, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 1 and decode == 0:
+        _lean_loop(1, a, b, table, shift, 0, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 1 and decode == 1:
+        _lean_loop(1, a, b, table, shift, 1, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 1 and decode == 2:
+        _lean_loop(1, a, b, table, shift, 2, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 2 and decode == 0:
+        _lean_loop(2, a, b, table, shift, 0, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 2 and decode == 1:
+        _lean_loop(2, a, b, table, shift, 1, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif not want and op == 2 and decode == 2:
+        _lean_loop(2, a, b, table, shift, 2, False, t, emin, m, g, negzero, False,
+                   tiny_after, out, fl)
+    elif want and t == 23 and op == 0:
+        _lean_loop(0, a, b, table, shift, 0, True, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and t == 23 and op == 1:
+        _lean_loop(1, a, b, table, shift, 0, True, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and t == 23 and op == 2:
+        _lean_loop(2, a, b, table, shift, 0, True, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 0 and decode == 0:
+        _lean_loop(0, a, b, table, shift, 0, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 0 and decode == 1:
+        _lean_loop(0, a, b, table, shift, 1, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 0 and decode == 2:
+        _lean_loop(0, a, b, table, shift, 2, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 1 and decode == 0:
+        _lean_loop(1, a, b, table, shift, 0, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 1 and decode == 1:
+        _lean_loop(1, a, b, table, shift, 1, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 1 and decode == 2:
+        _lean_loop(1, a, b, table, shift, 2, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 2 and decode == 0:
+        _lean_loop(2, a, b, table, shift, 0, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 2 and decode == 1:
+        _lean_loop(2, a, b, table, shift, 1, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
+    elif want and op == 2 and decode == 2:
+        _lean_loop(2, a, b, table, shift, 2, False, t, emin, m, g, negzero, True,
+                   tiny_after, out, fl)
 
 
 def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:

@@ -54,14 +54,21 @@ def _code_shift(fmt: Format) -> int:
     return 23 - fmt.trailing_bits if float32_top else -1
 
 
-def _lean(op: str, src: Format, fmt: Format, dtype: np.dtype) -> bool:
+def _lean(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> bool:
     """Whether ``+ - *`` may take the float32 loop: operands that are float32 numbers or
-    codes of ``src`` (the result's format), a format :func:`lean_fits` accepts."""
+    codes of ``src`` (the result's format), a format :func:`lean_fits` accepts.  With
+    flags, the loop must see signalling NaNs (float32 operands, or codes decoded by a
+    shift, or a format without IEEE NaNs) and binary32 products take the general path
+    (their exact value below binary32's normal range is unknown to the loop)."""
     from numerics.kernels.ops import lean_fits
 
     if op not in ("add", "sub", "mul"):
         return False
-    operands_ok = dtype == np.float32 or (dtype.kind == "u" and src == fmt)
+    if flags and op == "mul" and fmt.trailing_bits == 23:
+        return False
+    if flags and dtype.kind == "u" and _code_shift(src) < 0 and fmt.nan is NaNEncoding.IEEE:
+        return False
+    operands_ok = dtype == np.float32 or (dtype.kind == "u" and (src is fmt or src == fmt))
     return operands_ok and lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax,
                                      0 if op != "mul" else 1)
 
@@ -86,16 +93,17 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     table = decode_table(src) if xs[0].dtype.kind == "u" else np.zeros(1)
     p = format_params(fmt)
     seed = np.uint64(sr_seed(rng) if rounding == "sr" else 0)
-    lean = not flags and rounding == "rne" and _lean(op, src, fmt, xs[0].dtype)
+    lean = rounding == "rne" and _lean(op, src, fmt, xs[0].dtype, bool(flags))
     out = np.empty(n, dtype if lean else np.float64)
-    fl = np.empty(n if not lean else 0, np.uint8)
+    fl = np.empty(n if flags or not lean else 0, np.uint8)
     if n and lean:
         shift = _code_shift(src)
         decode = 0 if a.dtype == np.float32 else (1 if shift >= 0 else 2)
         with np.errstate(invalid="ignore"):  # signalling NaN codes: NaN either way
             table32 = table.astype(np.float32) if decode == 2 else np.zeros(1, np.float32)
         apply_lean({"add": 0, "mul": 1, "sub": 2}[op], a, b, table32, p,
-                   overflow_code(overflow), shift, decode, out)
+                   overflow_code(overflow), shift, decode, bool(flags), tininess == "after",
+                   out, fl)
     elif n:
         apply(code, op == "sub", a, b, c, table, p, mode_code(rounding),
               overflow_code(overflow), tininess == "after", seed,
