@@ -214,7 +214,7 @@ def ulp(x: object, fmt: Format | str) -> Any:
     2.0
     """
     if _is_native_floats(x):
-        return _scalar_or_array(_run(x, fmt, 0), x.ndim == 0)  # type: ignore[arg-type]
+        return _scalar_or_array(_run(x, fmt, 0), x.ndim == 0)  # type: ignore[arg-type,attr-defined]
     fmt = as_format(fmt)
     f = _exact_float(x)
     if f is not None:  # the common scalar: plain Python arithmetic
@@ -373,7 +373,7 @@ def next_up(x: object, fmt: Format | str) -> Any:
     (inf, -0.0)
     """
     if _is_native_floats(x):
-        return _scalar_or_array(_run(x, fmt, 1), x.ndim == 0)  # type: ignore[arg-type]
+        return _scalar_or_array(_run(x, fmt, 1), x.ndim == 0)  # type: ignore[arg-type,attr-defined]
     return _next(x, as_format(fmt), +1)
 
 
@@ -390,7 +390,7 @@ def next_down(x: object, fmt: Format | str) -> Any:
     (nan, 0.5)
     """
     if _is_native_floats(x):
-        return _scalar_or_array(_run(x, fmt, -1), x.ndim == 0)  # type: ignore[arg-type]
+        return _scalar_or_array(_run(x, fmt, -1), x.ndim == 0)  # type: ignore[arg-type,attr-defined]
     return _next(x, as_format(fmt), -1)
 
 

@@ -26,7 +26,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, cast
 
 from llvmlite import ir
 from numba import types
@@ -41,7 +41,7 @@ def _u32(context: Any, builder: Any, value: Any, ty: types.Type) -> Any:
 
 
 @intrinsic
-def shl32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
+def _shl32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
     """``(x << s) mod 2**32`` in a 32-bit lane, for ``0 <= s < 32``."""
     sig = types.uint32(x, s)
 
@@ -54,7 +54,7 @@ def shl32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
 
 
 @intrinsic
-def shr32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
+def _shr32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
     """``x >> s`` (logical) in a 32-bit lane, for ``0 <= s < 32``."""
     sig = types.uint32(x, s)
 
@@ -67,7 +67,7 @@ def shr32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
 
 
 @intrinsic
-def f32_of_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
+def _f32_of_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
     """The float32 whose bits are the low 32 bits of ``x``."""
     sig = types.float32(x)
 
@@ -79,7 +79,7 @@ def f32_of_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
 
 
 @intrinsic
-def bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
+def _bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
     """The bits of a float32 as a uint32."""
     if x != types.float32:
         return None
@@ -92,7 +92,7 @@ def bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
 
 
 @intrinsic
-def f16_bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
+def _f16_bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
     """The binary16 bits of a float32 rounded to nearest-even (the hardware conversion:
     F16C's ``vcvtps2ph`` on x86).  A NaN keeps its sign and the top of its payload, quiet
     bit set; callers that want a canonical NaN replace it."""
@@ -109,7 +109,7 @@ def f16_bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
 
 
 @intrinsic
-def f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
+def _f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
     """The float32 value of the binary16 bits in the low 16 bits of ``x`` (exact; a NaN
     keeps its sign and payload, quiet bit set)."""
     sig = types.float32(x)
@@ -120,3 +120,13 @@ def f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
         return builder.fpext(half, context.get_value_type(types.float32))
 
     return sig, codegen
+
+
+# The intrinsics as plain callables for type checkers (their Python signature carries
+# numba's typing context); at run time these are the intrinsic objects themselves.
+shl32 = cast(Callable[[Any, Any], Any], _shl32)
+shr32 = cast(Callable[[Any, Any], Any], _shr32)
+f32_of_bits = cast(Callable[[Any], Any], _f32_of_bits)
+bits_of_f32 = cast(Callable[[Any], Any], _bits_of_f32)
+f16_bits_of_f32 = cast(Callable[[Any], Any], _f16_bits_of_f32)
+f32_of_f16_bits = cast(Callable[[Any], Any], _f32_of_f16_bits)

@@ -409,7 +409,7 @@ def _rne64_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) 
     rebias = _U64((eminb - 1) << t)
     threshold = _U64(eminb) << _U64(52)
     c_bits = _U64(emin - t + 52 + 1023) << _U64(52)
-    c = bits_f64(c_bits)
+    c: Any = bits_f64(c_bits)  # type: ignore[call-arg]
     maxmag64, big64, nan64 = _U64(maxmag), _U64(big), _U64(nan_code)
     top = _U64(P[BITS] - 1)
     keep_big = _U64(1 if big_signed else 0)

@@ -89,7 +89,7 @@ def _quantum(b: Any, emin: int, t: int) -> float:
     k = max(e, emin) - t
     normal = _U64(k + 1023) << _U64(52)
     sub = _U64(1) << _U64(min(k + 1074, 63))
-    return bits_f64(normal if k >= -1022 else sub)
+    return bits_f64(normal if k >= -1022 else sub)  # type: ignore[call-arg]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -112,7 +112,7 @@ def _ulp_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarr
     xs, os_ = x[start:stop], out[start:stop]
     for i in range(xs.size):
         a = abs(np.float64(xs[i]))
-        b = f64_bits(a)
+        b: Any = f64_bits(a)  # type: ignore[call-arg]
         finite = b < _INF_BITS
         q = _quantum(b if finite else _U64(0), emin, t)
         os_[i] = q if finite else a
@@ -140,7 +140,7 @@ def _representable(v: float, emin: int, t: int, top: float, normal: float, signe
                    has_nan: bool, has_inf: bool) -> bool:
     """Whether the float64 ``v`` is a value of the format (NaN counts where it has NaN;
     -0 counts as zero in a signed format without -0)."""
-    b = f64_bits(v) & _ABS
+    b: Any = f64_bits(v) & _ABS  # type: ignore[call-arg]
     a = bits_f64(b)
     ok = (b < _INF_BITS) & _on_grid(b, emin, t) & (a <= top)
     if not signed:
@@ -152,7 +152,7 @@ def _representable(v: float, emin: int, t: int, top: float, normal: float, signe
 @numba.njit(cache=True, nogil=True, inline="always")
 def _step_down(af: float, emin: int, t: int) -> float:
     """The next smaller magnitude below the finite ``af > 0`` on the format's grid."""
-    b = f64_bits(af)
+    b: Any = f64_bits(af)  # type: ignore[call-arg]
     q = _quantum(b, emin, t)
     power_of_two = ((b & _FRAC) == _U64(0)) & (np.int64(b >> _U64(52)) - 1023 > emin)
     return af - (q * 0.5 if power_of_two else q)
@@ -166,7 +166,7 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
     emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
     top, beyond, normal = Q[MAX], Q[BEYOND], Q[NORMAL]
     has_nan, has_inf = Q[HAS_NAN] != 0, Q[HAS_INF] != 0
-    nan = bits_f64(_NAN_BITS)
+    nan: Any = bits_f64(_NAN_BITS)  # type: ignore[call-arg]
     bad = 0
     if signed:
         # next_down(x) == -next_up(-x): work on y = direction * x
