@@ -325,11 +325,12 @@ def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, count
             magnitude_extremes(u[b0:b1], abs_mask, exp_mask, extremes)
             hi, lo = _move_bounds(flags, extremes, key_shift, exp_mask, hi, lo)
         j = 0
-        for i in range(b0, b1):
-            key = (np.uint64(u[i]) & abs_mask) >> key_shift
+        block = u[b0:b1]  # indices from 0: no negative-index wraparound in the hot loop
+        for i in range(block.shape[0]):
+            key = (np.uint64(block[i]) & abs_mask) >> key_shift
             keys[key] += 1
             if flags[key]:
-                where[j] = i
+                where[j] = b0 + i
                 j += 1
         e = 0
         big = np.uint64(extremes[0])
