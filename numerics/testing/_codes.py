@@ -21,48 +21,24 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from numerics.formats import Format, NaNEncoding
+from numerics.dtypes import dtype_of, format_of_dtype
+from numerics.formats import Format, NaNEncoding, get_format
 
 __all__: list[str] = []
 
-_ML_DTYPE_NAMES: dict[str, str] = {
-    "binary64": "float64",
-    "binary32": "float32",
-    "binary16": "float16",
-    "bfloat16": "bfloat16",
-    "e5m2": "float8_e5m2",
-    "e4m3": "float8_e4m3",
-    "e3m4": "float8_e3m4",
-    "e4m3fn": "float8_e4m3fn",
-    "e4m3fnuz": "float8_e4m3fnuz",
-    "e5m2fnuz": "float8_e5m2fnuz",
-    "e4m3b11fnuz": "float8_e4m3b11fnuz",
-    "e8m0fnu": "float8_e8m0fnu",
-    "e2m3fn": "float6_e2m3fn",
-    "e3m2fn": "float6_e3m2fn",
-    "e2m1fn": "float4_e2m1fn",
-}
-
-
 def native_dtype(fmt: Format) -> np.dtype | None:
     """The numpy / ml_dtypes dtype holding ``fmt``'s values, or None (codes only)."""
-    name = _ML_DTYPE_NAMES.get(fmt.name)
-    if name is None:
+    try:
+        registered = get_format(fmt.name)
+    except ValueError:
         return None
-    if name in ("float64", "float32", "float16"):
-        return np.dtype(name)
-    import ml_dtypes
-
-    dtype = getattr(ml_dtypes, name, None)
-    return None if dtype is None else np.dtype(dtype)
+    return dtype_of(registered)
 
 
 def dtype_format_name(dtype: np.dtype) -> str | None:
     """The registry name of a float dtype, or None when no format matches."""
-    for fmt_name, dtype_name in _ML_DTYPE_NAMES.items():
-        if dtype.name == dtype_name:
-            return fmt_name
-    return None
+    fmt = format_of_dtype(dtype)
+    return None if fmt is None else fmt.name
 
 
 def subnormal_mags(fmt: Format) -> tuple[int, int] | None:
