@@ -703,17 +703,43 @@ def test_rng_seeds() -> None:
         ops.add(a, b, "bfloat16", rounding="sr", rng="x")
 
 
-# ----------------------------------------------------------------------------- float32 lanes
-@pytest.mark.parametrize("op", ["add", "sub", "mul"])
-@pytest.mark.parametrize("name", ["binary32", "bfloat16", "binary16", "e4m3fn", "e5m2",
-                                  "e4m3fnuz", "e3m4", "e2m3fn"])
-def test_float32_lane_path(name: str, op: str) -> None:
-    """``+ - *`` rounded to nearest without flags take the float32 lane loop
-    (numerics.kernels.ops.apply_lean) for float32 operands and for codes: every element
-    against the Fraction reference, with float32 and float64 results, both overflow rules,
-    and the same bits as the general path (flags=True)."""
+# ----------------------------------------------------------------------------- lane loops
+LANE_FORMATS = ["binary32", "bfloat16", "binary16", "e4m3fn", "e5m2", "e4m3fnuz", "e3m4",
+                "e2m3fn", "binary8p3"]
+
+
+def _midpoint_fma(fmt: Format, rng: np.random.Generator, n: int) -> list[np.ndarray]:
+    """fma operands whose product ``a*b`` is exactly half-way between two values of
+    ``fmt`` and whose ``c`` is far below its ulp: rounding ``a*b + c`` once in binary64
+    lands on the midpoint (where the format's range allows a ``c`` that small) and
+    rounds to even, the case that round to odd exists for.  ``a = 3 * 2**k`` and
+    ``b = B * 2**-t`` with ``B`` odd and ``2**p <= 3B < 2**(p+1)``: ``a*b`` has exactly
+    ``p + 1`` bits and ends in a 1."""
+    from numerics import round_to
+
+    p = fmt.trailing_bits + 1
+    lo, hi = -(-(1 << p) // 3), min(((1 << (p + 1)) - 1) // 3, (1 << p) - 1)
+    big = rng.integers(lo, hi + 1, n) | 1
+    big = np.where(big > hi, big - 2, big)
+    a = np.ldexp(3.0, rng.integers(-2, 3, n)) * rng.choice([1.0, -1.0], n)
+    b = np.ldexp(big.astype(np.float64), -fmt.trailing_bits)
+    keep = (np.asarray(round_to(a, fmt)) == a) & (np.abs(a * b) < fmt.max)
+    a, b = a[keep], b[keep]
+    c = np.ldexp(np.abs(a * b), -60 - rng.integers(0, 8, a.size))
+    c = np.asarray(round_to(np.maximum(c, fmt.smallest_subnormal), fmt, rounding="rtz"))
+    return [a, b, c * rng.choice([1.0, -1.0], a.size)]
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "fma"])
+@pytest.mark.parametrize("name", LANE_FORMATS)
+def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """D5 and D7: rounded to nearest, ``+ - * / fma`` in a format of float32 values take
+    the float32 lanes (numerics.kernels.ops.apply_lean: ``+ - *`` on float32 operands or codes) or
+    the float64 lanes (numerics.kernels.ops_wide: the rest, float64 operands too).
+    Every element against the Fraction reference, with float32 and float64 results and
+    both overflow rules; with flags, flag for flag against the general loop."""
+    import numerics.ops._driver as driver
     from numerics.dtypes import dtype_of
-    from numerics.kernels.ops import lean_fits
 
     fmt = get_format(name)
     assert fmt.float32_exact
@@ -728,39 +754,119 @@ def test_float32_lane_path(name: str, op: str) -> None:
     if fmt.has_infinity:
         specials += [math.inf, -math.inf]
     sp = np.array(specials)
-    grid = np.meshgrid(sp, sp, indexing="ij")
+    grid = np.meshgrid(*([sp] * len(xs)), indexing="ij")
     xs = [np.concatenate([x, g.reshape(-1)]) for x, g in zip(xs, grid)]
+    if op == "fma":
+        xs = [np.concatenate([x, m]) for x, m in zip(xs, _midpoint_fma(fmt, rng, 40))]
+    if not fmt.has_nan:  # an invalid operation has no result: keep to valid ones
+        with np.errstate(all="ignore"):
+            ok = np.isfinite(xs[0]) & np.isfinite(xs[1])
+            ok &= (xs[1] != 0) if op == "div" else (xs[0] * xs[1] == xs[0] * xs[1])
+        xs = [x[ok] for x in xs]
     native = dtype_of(fmt)
+    operand_sets = [("float64", xs), ("float32", [x.astype(np.float32) for x in xs])]
+    if native is not None and native.itemsize <= 2:
+        operand_sets.append(("codes", [x.astype(native) for x in xs]))
+    fn = getattr(ops, op)
     for overflow in ("ieee", "saturate"):
-        want = [reference(op, (float(xs[0][i]), float(xs[1][i])), fmt, "rne", overflow,
-                          "after")[0] for i in range(xs[0].size)]
-        general, _ = getattr(ops, op)(*xs, fmt, overflow=overflow, flags=True)
-        inputs = [[x.astype(np.float32) for x in xs]]
-        if native is not None:
-            inputs.append([x.astype(native) for x in xs])
-        for operands in inputs:
+        want = [reference(op, tuple(float(x[i]) for x in xs), fmt, "rne", overflow)[0]
+                for i in range(xs[0].size)]
+        with monkeypatch.context() as m:
+            m.setattr(driver, "_lanes", lambda *args: "")
+            general = {t: fn(*xs, fmt, overflow=overflow, flags=True, tininess=t)[1]
+                       for t in ("after", "before")}
+        for kind, operands in operand_sets:
+            lane = driver._lanes(op, fmt, fmt, operands[0].dtype if kind != "codes"
+                                 else np.dtype(np.uint16), False)
+            assert lane == ("lean" if op in ("add", "sub", "mul") and kind != "float64"
+                            and not (op == "mul" and name == "bfloat16") else "wide")
             for dtype in (np.float32, np.float64):
-                got = getattr(ops, op)(*operands, fmt, overflow=overflow, dtype=dtype)
+                got = fn(*operands, fmt, overflow=overflow, dtype=dtype)
                 assert got.dtype == dtype
                 for i, w in enumerate(want):
-                    args = (float(xs[0][i]), float(xs[1][i]))
-                    assert same(w, float(got[i])), (name, op, overflow, args, w, got[i])
-                    assert same(float(general[i]), float(got[i]))
-            # with flags: the lanes' flags equal the general path's (float64 operands)
+                    args = tuple(float(x[i]) for x in xs)
+                    assert same(w, float(got[i])), (name, op, kind, overflow, args, w, got[i])
             for tininess in ("after", "before"):
-                _, want_fl = getattr(ops, op)(*xs, fmt, overflow=overflow, flags=True,
-                                              tininess=tininess)
-                _, got_fl = getattr(ops, op)(*operands, fmt, overflow=overflow, flags=True,
-                                             tininess=tininess, dtype=np.float32)
+                got_v, got_fl = fn(*operands, fmt, overflow=overflow, flags=True,
+                                   tininess=tininess)
+                for i, w in enumerate(want):
+                    assert same(w, float(got_v[i]))
                 for flag in ("inexact", "underflow", "overflow", "invalid",
                              "divide_by_zero"):
-                    g, w = getattr(got_fl, flag), getattr(want_fl, flag)
+                    g, w = getattr(got_fl, flag), getattr(general[tininess], flag)
                     bad = np.flatnonzero(g != w)
-                    assert bad.size == 0, (name, op, overflow, tininess, flag, [
-                        (float(xs[0][i]), float(xs[1][i]), bool(g[i])) for i in bad[:4]])
-    # bfloat16 products can underflow float32: they take the general path
-    assert lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax, 1 if op == "mul" else 0) == (
-        not (op == "mul" and name == "bfloat16"))
+                    assert bad.size == 0, (name, op, kind, overflow, tininess, flag, [
+                        tuple(float(x[i]) for x in xs) + (bool(g[i]),) for i in bad[:4]])
+
+
+def test_code_decoding() -> None:
+    """The lanes decode codes by arithmetic (numerics.kernels.unpack): for every format
+    of at most 16 bits that it takes, every code gives the decode table's value, the
+    sign of each zero, and each NaN, signalling exactly when the table's is."""
+    from numerics.kernels.ops import decode_all
+    from numerics.kernels.rounding import format_params
+    from numerics.kernels.unpack import decode_codes as unpack_codes
+    from numerics.kernels.unpack import plan
+
+    taken = []
+    for name in FORMATS:
+        fmt = get_format(name)
+        if fmt.bits > 16:
+            continue
+        table = decode_all(format_params(fmt))
+        d = plan(format_params(fmt), table)
+        if d is None:
+            continue
+        taken.append(name)
+        got = unpack_codes(np.arange(table.size, dtype=np.uint16), d)
+        nan = np.isnan(table)
+        assert np.array_equal(np.isnan(got), nan), name
+        quiet_want = (table[nan].view(np.uint64) >> np.uint64(51)) & np.uint64(1)
+        quiet_got = (got[nan].view(np.uint32) >> np.uint32(22)) & np.uint32(1)
+        assert np.array_equal(quiet_want, quiet_got.astype(np.uint64)), name
+        assert np.array_equal(got[~nan].astype(np.float64), table[~nan]), name
+        assert np.array_equal(np.signbit(got[~nan]), np.signbit(table[~nan])), name
+    assert {"bfloat16", "binary16", "e4m3fn", "e5m2", "e4m3fnuz", "binary8p3",
+            "e2m1fn"} <= set(taken)
+
+
+def test_D1_division_double_rounding() -> None:
+    """D1 for division: the binary64 quotient of two numbers of at most p <= 25 bits rounds to the
+    same value of a p-bit format as the exact quotient: every fifth pair of finite
+    non-zero e4m3fn codes, and binary16 and bfloat16 pairs, against the Fraction reference;
+    binary32 (p = 24) in test_D1_division_binary32."""
+    from numerics import round_to
+
+    for name, count in (("e4m3fn", None), ("binary16", 4000), ("bfloat16", 4000)):
+        fmt = get_format(name)
+        vals = decode_codes(np.arange(1 << fmt.bits), fmt)
+        vals = vals[np.isfinite(vals) & (vals != 0)]
+        if count is None:
+            a, b = np.repeat(vals, vals.size), np.tile(vals, vals.size)
+        else:
+            rng = np.random.default_rng(7)
+            a, b = rng.choice(vals, count), rng.choice(vals, count)
+        q = a / b  # binary64: the exact quotient rounded once to 53 bits
+        got = np.asarray(round_to(q, fmt, overflow="saturate"))
+        for i in range(0, a.size, 1 if count else 5):
+            exact = Fraction(float(a[i])) / Fraction(float(b[i]))
+            want, _ = reference("div", (float(a[i]), float(b[i])), fmt, "rne", "saturate")
+            assert same(want, float(got[i])), (name, float(a[i]), float(b[i]), exact)
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
+@settings(max_examples=500, deadline=None)
+def test_D1_division_binary32(xa: int, xb: int) -> None:
+    """D1 for division with p = 24: float32 operands, binary64 quotient rounded to binary32 (numpy's
+    conversion) equals the correctly rounded binary32 quotient (the hardware's), for
+    random bit patterns including subnormal operands and results."""
+    a, b = np.array([xa, xb], np.uint32).view(np.float32).astype(np.float64)
+    if not (math.isfinite(a) and math.isfinite(b)) or b == 0:
+        return
+    want, _ = reference("div", (float(a), float(b)), get_format("binary32"), "rne")
+    with np.errstate(all="ignore"):
+        got = float(np.float32(a / b))
+    assert same(want, got), (a, b)
 
 
 def test_result_dtype_option() -> None:
@@ -802,7 +908,7 @@ def test_D5_binary32_lanes() -> None:
        st.sampled_from(["binary16", "bfloat16"]), st.sampled_from(["add", "sub", "mul"]))
 @settings(max_examples=300, deadline=None)
 def test_D5_binary32_lanes_16bit(ca: int, cb: int, name: str, op: str) -> None:
-    """D5 for binary16 and bfloat16 codes (bfloat16 products take the general path)."""
+    """D5 for binary16 and bfloat16 codes (bfloat16 products take the float64 lanes)."""
     fmt = get_format(name)
     a, b = (float(v) for v in decode_codes(np.array([ca, cb], np.uint16), fmt))
     if not (math.isfinite(a) and math.isfinite(b)):

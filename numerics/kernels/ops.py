@@ -59,8 +59,9 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
-from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32, shr32
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shr32
 from numerics.kernels.random import draw
+from numerics.kernels.unpack import constants, decode32
 
 __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "decode_all", "first_unrepresentable",
            "lean_fits", "unpack_flags"]
@@ -82,6 +83,7 @@ _SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
 #: Elements per chunk of the parallel loop (whole chunks run on one thread).
 _CHUNK = 1 << 12
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
+_U32 = np.uint32
 
 
 # ----------------------------------------------------------------------------- operands
@@ -484,14 +486,15 @@ def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
 
 # ----------------------------------------------------------------------------- the loop
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def apply_lean(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, P: np.ndarray,
-               overflow: int, shift: int, decode: int, want: bool, tiny_after: bool,
-               out: np.ndarray, fl: np.ndarray) -> None:
+def apply_lean(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarray,
+               overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
+               fl: np.ndarray) -> None:
     """``out[i] = a[i] + b[i]``, ``a[i] * b[i]`` or ``a[i] - b[i]`` (``op`` 0, 1, 2)
     rounded to nearest-even into the format ``P``, which :func:`lean_fits` accepts
     (:func:`_lean_chunk`), with the flag bits in ``fl`` when ``want``; float32 operands
-    or codes (``decode``, ``shift``, ``table`` of float32 values), of the result's length
-    or of length 1; ``out`` float32 or float64.  Chunks run on the threads."""
+    or uint16 codes (decoded by the :func:`numerics.kernels.unpack.plan` array ``d``),
+    of the result's length or of length 1; ``out`` float32 or float64.  Chunks run on
+    the threads."""
     n = out.size
     m = min(n, _CHUNK)
     if a.size != n:
@@ -508,8 +511,8 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, P: np.n
         stop = min(start + _CHUNK, n)
         aa = a[start:stop] if a.size == n else a[:stop - start]
         bb = b[start:stop] if b.size == n else b[:stop - start]
-        _lean_chunk(op, aa, bb, table, shift, decode, t, emin, maxval, big, negzero, want,
-                    tiny_after, out[start:stop], fl[start:stop] if want else fl)
+        _lean_chunk(op, aa, bb, d, t, emin, maxval, big, negzero, want, tiny_after,
+                    out[start:stop], fl[start:stop] if want else fl)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -658,22 +661,16 @@ def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.nda
     return bad
 
 
-def _load32(arr, i, table, shift, decode):  # type: ignore[no-untyped-def,unused-ignore]
-    """Element ``i`` of an operand as float32: a float32 as it is; a code through a shift
-    into a float32 pattern (``decode == 1``, see :func:`_values`) or the float32 value
-    table (``decode == 2``)."""
+def _load32(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+    """Element ``i`` of an operand as float32: a float32 as it is, a code by
+    :func:`numerics.kernels.unpack.decode32`."""
 
 
 @overload(_load32, jit_options=_JIT, inline="always")
-def _load32_impl(arr, i, table, shift, decode):  # type: ignore[no-untyped-def,unused-ignore]
+def _load32_impl(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
     if isinstance(arr.dtype, types.Float):
-        return lambda arr, i, table, shift, decode: arr[i]
-
-    def load(arr, i, table, shift, decode):  # type: ignore[no-untyped-def,unused-ignore]
-        if decode == 1:
-            return f32_of_bits(shl32(np.uint32(arr[i]), np.uint32(shift)))
-        return table[arr[i]]
-    return load
+        return lambda arr, i, D: arr[i]
+    return lambda arr, i, D: decode32(arr[i], D)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -717,53 +714,61 @@ def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, thresho
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift: int,
-               decode: int, exact32: bool, t: int, emin: int, maxval: Any, big: Any,
-               negzero: bool, want: bool, tiny_after: bool, out: np.ndarray,
-               fl: np.ndarray) -> None:
+def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, D: Any, exact32: bool, t: int,
+               emin: int, maxval: Any, big: Any, negzero: bool, want: bool,
+               tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 2 sub),
-    ``decode``, ``exact32`` (binary32 itself: ``h`` is the result) and ``want`` (also
-    the flags, :func:`_lean_flags`)."""
-    s = np.uint32(23 - t)
-    round_bias = np.uint32((1 << (22 - t)) - 1) if t < 23 else np.uint32(0)
-    keep = np.uint32(~((1 << (23 - t)) - 1) & 0xFFFFFFFF)
+    ``exact32`` (binary32 itself: ``h`` is the result) and ``want`` (also the flags,
+    :func:`_lean_flags`); ``out`` is float32.  Signs, the overflow rule and NaNs are
+    bit operations on the float32 pattern (a branch or a float64 select would keep the
+    loop from vectorizing)."""
+    s = _U32(23 - t)
+    round_bias = _U32((1 << (22 - t)) - 1) if t < 23 else _U32(0)
+    keep = _U32(~((1 << (23 - t)) - 1) & 0xFFFFFFFF)
     threshold = np.float32(math.ldexp(1.0, emin))
+    threshold_bits = bits_of_f32(threshold)
     c = np.float32(math.ldexp(1.0, emin - t + 23))
+    max_bits = bits_of_f32(np.float32(maxval))
+    big_bits = _U32(bits_of_f32(np.float32(big)) & _U32(0x7FFFFFFF))
+    zero_sign = _U32(0x80000000) if negzero else _U32(0)
+    nan = np.float32(np.nan)
     for i in range(out.size):
-        x = _load32(a, i, table, shift, decode)
-        y = _load32(b, i, table, shift, decode)
+        x = _load32(a, i, D)
+        y = _load32(b, i, D)
         if op == 0:
             h = x + y
         elif op == 2:
             h = x - y
         else:
             h = x * y
+        bits = bits_of_f32(h)
+        sign = _U32(bits & _U32(0x80000000))
+        m = _U32(bits & _U32(0x7FFFFFFF))
         if exact32:
-            v = h
-            normal = h
+            mag = m
+            normal = m
         else:
-            bits = bits_of_f32(h)
-            normal = f32_of_bits(np.uint32(np.uint32(
-                bits + round_bias + np.uint32(shr32(bits, s) & np.uint32(1))) & keep))
-            ah = abs(h)
-            v = normal if ah >= threshold else np.float32(math.copysign((ah + c) - c, h))
+            normal = _U32(_U32(m + round_bias + _U32(shr32(m, s) & _U32(1))) & keep)
+            sub = bits_of_f32((f32_of_bits(m) + c) - c)
+            mag = normal if m >= threshold_bits else sub
         if want:
-            fl[i] = _lean_flags(op, x, y, h, v, normal, threshold, maxval, tiny_after)
-        v = np.float32(math.copysign(big, h)) if abs(v) > maxval else v
-        if not negzero:
-            v = v + np.float32(0.0)  # -0 + 0 = +0 in round to nearest
-        out[i] = _NAN if h != h else v
+            fl[i] = _lean_flags(op, x, y, h, f32_of_bits(_U32(mag | sign)),
+                                f32_of_bits(_U32(normal | sign)), threshold, maxval,
+                                tiny_after)
+        res = big_bits if mag > max_bits else mag
+        sign = sign if mag != _U32(0) else _U32(sign & zero_sign)
+        out[i] = nan if m > _U32(0x7F800000) else f32_of_bits(_U32(res | sign))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift: int,
-                decode: int, t: int, emin: int, maxval: float, big: float, negzero: bool,
-                want: bool, tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
-    """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes that
-    decode through ``shift`` or the float32 ``table``) rounded to nearest-even into a
-    format whose values, sums and products :func:`lean_fits` keeps within float32: one
-    straight loop of 32-bit lanes per case; with ``want``, ``fl[i]`` gets the flag bits
-    (:func:`_lean_flags`, tininess after rounding when ``tiny_after``).
+def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int, emin: int,
+                maxval: float, big: float, negzero: bool, want: bool, tiny_after: bool,
+                out: np.ndarray, fl: np.ndarray) -> None:
+    """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes
+    decoded by the :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
+    into a format whose values, sums and products :func:`lean_fits` keeps within
+    float32: one straight loop of 32-bit lanes per case; with ``want``, ``fl[i]`` gets
+    the flag bits (:func:`_lean_flags`, tininess after rounding when ``tiny_after``).
 
     The float32 result ``h`` is the exact one rounded once to 24 bits, and rounding it
     to the format's ``p = t + 1`` bits gives the exact result's rounding:
@@ -781,81 +786,64 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, shift:
     addition) below ``2**emin``.  A magnitude beyond ``maxval`` (an infinite result
     too) becomes ``big`` with the sign (``encode``'s overflow rule), a NaN becomes the
     one quiet NaN, and a zero of a format without -0 is +0."""
+    D = constants(d)
     m = np.float32(maxval)
     g = np.float32(big)
-    # every (op, decode, want) a call with literal flags, so each loop compiles straight
-    if not want and t == 23 and op == 0:
-        _lean_loop(0, a, b, table, shift, 0, True, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and t == 23 and op == 1:
-        _lean_loop(1, a, b, table, shift, 0, True, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and t == 23 and op == 2:
-        _lean_loop(2, a, b, table, shift, 0, True, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 0 and decode == 0:
-        _lean_loop(0, a, b, table, shift, 0, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 0 and decode == 1:
-        _lean_loop(0, a, b, table, shift, 1, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 0 and decode == 2:
-        _lean_loop(0, a, b, table, shift, 2, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 1 and decode == 0:
-        _lean_loop(1, a, b, table, shift, 0, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 1 and decode == 1:
-        _lean_loop(1, a, b, table, shift, 1, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 1 and decode == 2:
-        _lean_loop(1, a, b, table, shift, 2, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 2 and decode == 0:
-        _lean_loop(2, a, b, table, shift, 0, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 2 and decode == 1:
-        _lean_loop(2, a, b, table, shift, 1, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif not want and op == 2 and decode == 2:
-        _lean_loop(2, a, b, table, shift, 2, False, t, emin, m, g, negzero, False,
-                   tiny_after, out, fl)
-    elif want and t == 23 and op == 0:
-        _lean_loop(0, a, b, table, shift, 0, True, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and t == 23 and op == 1:
-        _lean_loop(1, a, b, table, shift, 0, True, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and t == 23 and op == 2:
-        _lean_loop(2, a, b, table, shift, 0, True, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 0 and decode == 0:
-        _lean_loop(0, a, b, table, shift, 0, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 0 and decode == 1:
-        _lean_loop(0, a, b, table, shift, 1, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 0 and decode == 2:
-        _lean_loop(0, a, b, table, shift, 2, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 1 and decode == 0:
-        _lean_loop(1, a, b, table, shift, 0, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 1 and decode == 1:
-        _lean_loop(1, a, b, table, shift, 1, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 1 and decode == 2:
-        _lean_loop(1, a, b, table, shift, 2, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 2 and decode == 0:
-        _lean_loop(2, a, b, table, shift, 0, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 2 and decode == 1:
-        _lean_loop(2, a, b, table, shift, 1, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
-    elif want and op == 2 and decode == 2:
-        _lean_loop(2, a, b, table, shift, 2, False, t, emin, m, g, negzero, True,
-                   tiny_after, out, fl)
+    dst = _staging(out)
+    _lean_ops(op, a, b, D, t, emin, m, g, negzero, want, tiny_after, dst, fl)
+    _unstage(dst, out)
+
+
+def _staging(out):  # type: ignore[no-untyped-def,unused-ignore]
+    """``out`` itself when it is float32, else a float32 buffer of its size."""
+
+
+@overload(_staging, jit_options=_JIT)
+def _staging_impl(out):  # type: ignore[no-untyped-def,unused-ignore]
+    if out.dtype == types.float32:
+        return lambda out: out
+    return lambda out: np.empty(out.size, np.float32)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _unstage(dst: np.ndarray, out: np.ndarray) -> None:
+    """``out[:] = dst`` unless they are the same array."""
+    if dst.itemsize != out.itemsize:
+        for i in range(out.size):
+            out[i] = dst[i]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lean_ops(op: int, a: np.ndarray, b: np.ndarray, D: Any, t: int, emin: int, m: Any,
+              g: Any, negzero: bool, want: bool, tiny_after: bool, out: np.ndarray,
+              fl: np.ndarray) -> None:
+    """:func:`_lean_loop` into float32 ``out``, its flags as literals."""
+    # every (op, exact32, want) a call with literal flags, so each loop compiles straight
+    if t == 23:
+        if want and op == 0:
+            _lean_loop(0, a, b, D, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif want and op == 1:
+            _lean_loop(1, a, b, D, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif want:
+            _lean_loop(2, a, b, D, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif op == 0:
+            _lean_loop(0, a, b, D, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        elif op == 1:
+            _lean_loop(1, a, b, D, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        else:
+            _lean_loop(2, a, b, D, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+    elif want and op == 0:
+        _lean_loop(0, a, b, D, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif want and op == 1:
+        _lean_loop(1, a, b, D, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif want:
+        _lean_loop(2, a, b, D, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif op == 0:
+        _lean_loop(0, a, b, D, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+    elif op == 1:
+        _lean_loop(1, a, b, D, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+    else:
+        _lean_loop(2, a, b, D, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
 
 
 def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
@@ -864,7 +852,9 @@ def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
     a float32 number (normal, for a non-zero product) or beyond float32's max."""
     if t == 23 and emin == -126 and emax == 127:
         return True
-    if t > 10 or emin < -126 or emax > 127 or emin - t < -149:
+    # (t = 0: the last kept bit of the float32 pattern is its exponent's, whose parity
+    # need not be the code's, so ties to even would go wrong)
+    if t < 1 or t > 10 or emin < -126 or emax > 127 or emin - t < -149:
         return False
     return op == 0 or (2 * (emin - t) >= -126 and 2 * (emax + 1) <= 128)
 

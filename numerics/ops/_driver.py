@@ -19,7 +19,7 @@ from numerics.formats import Format, NaNEncoding
 from numerics.ops._operands import index_text
 from numerics.rounding import sr_seed
 
-__all__ = ["FLAG_NAMES", "check_values", "decode_table", "run"]
+__all__ = ["FLAG_NAMES", "check_values", "code_plan", "decode_table", "run"]
 
 #: The IEEE 754-2019 exception flags, in the order of :class:`numerics.ops.Flags`.
 FLAG_NAMES = ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")
@@ -54,23 +54,52 @@ def _code_shift(fmt: Format) -> int:
     return 23 - fmt.trailing_bits if float32_top else -1
 
 
-def _lean(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> bool:
-    """Whether ``+ - *`` may take the float32 loop: operands that are float32 numbers or
-    codes of ``src`` (the result's format), a format :func:`lean_fits` accepts.  With
-    flags, the loop must see signalling NaNs (float32 operands, or codes decoded by a
-    shift, or a format without IEEE NaNs) and binary32 products take the general path
-    (their exact value below binary32's normal range is unknown to the loop)."""
-    from numerics.kernels.ops import lean_fits
+@lru_cache(maxsize=64)
+def code_plan(fmt: Format) -> np.ndarray | None:
+    """The arithmetic decode of ``fmt``'s codes for the lane loops
+    (:func:`numerics.kernels.unpack.plan`), or None."""
+    from numerics.kernels.rounding import format_params
+    from numerics.kernels.unpack import plan
 
-    if op not in ("add", "sub", "mul"):
-        return False
-    if flags and op == "mul" and fmt.trailing_bits == 23:
-        return False
-    if flags and dtype.kind == "u" and _code_shift(src) < 0 and fmt.nan is NaNEncoding.IEEE:
-        return False
-    operands_ok = dtype == np.float32 or (dtype.kind == "u" and (src is fmt or src == fmt))
-    return operands_ok and lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax,
-                                     0 if op != "mul" else 1)
+    d = plan(format_params(fmt), decode_table(fmt))
+    if d is not None:
+        d.setflags(write=False)
+    return d
+
+
+@lru_cache(maxsize=1)
+def _no_plan() -> np.ndarray:
+    """The plan argument of the lane loops when the operands are numbers (unused)."""
+    from numerics.kernels.unpack import PLAN_SIZE
+
+    return np.zeros(PLAN_SIZE, np.uint32)
+
+
+def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> str:
+    """Which loop rounds ``op`` to nearest: ``"lean"`` (``+ - *`` in float32 lanes,
+    :func:`numerics.kernels.ops.lean_fits`), ``"wide"`` (``+ - * / fma`` in float64
+    lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
+    Operands: float32 or float64 numbers, or codes of the result's format that decode
+    by arithmetic (:func:`code_plan`); float64 operands take the wide loop.  With
+    flags, binary32 products take the wide loop (their exact value below binary32's
+    normal range is unknown to the float32 lanes)."""
+    from numerics.kernels.ops import lean_fits
+    from numerics.kernels.ops_wide import fits
+
+    if op not in ("add", "sub", "mul", "div", "fma"):
+        return ""
+    if dtype.kind == "u" and not ((src is fmt or src == fmt) and code_plan(src) is not None):
+        return ""
+    if dtype.kind == "f" and dtype not in (np.float32, np.float64):
+        return ""
+    lean = (op in ("add", "sub", "mul") and dtype != np.float64
+            and not (flags and op == "mul" and fmt.trailing_bits == 23)
+            and lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax, 0 if op != "mul" else 1))
+    if lean:
+        return "lean"
+    if fits(fmt.trailing_bits, fmt.emin, fmt.emax, fmt.signed, fmt.subnormals):
+        return "wide"
+    return ""
 
 
 def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
@@ -84,6 +113,8 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     ``flags``, a dict of boolean arrays (or scalars) named by :data:`FLAG_NAMES`.
     """
     from numerics.kernels.ops import OPS, apply, apply_lean
+    from numerics.kernels.ops_wide import OPS as WIDE_OPS
+    from numerics.kernels.ops_wide import apply_wide
     from numerics.kernels.rounding import format_params, mode_code, overflow_code
 
     n = math.prod(shape)
@@ -93,17 +124,18 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     table = decode_table(src) if xs[0].dtype.kind == "u" else np.zeros(1)
     p = format_params(fmt)
     seed = np.uint64(sr_seed(rng) if rounding == "sr" else 0)
-    lean = rounding == "rne" and _lean(op, src, fmt, xs[0].dtype, bool(flags))
-    out = np.empty(n, dtype if lean else np.float64)
-    fl = np.empty(n if flags or not lean else 0, np.uint8)
-    if n and lean:
-        shift = _code_shift(src)
-        decode = 0 if a.dtype == np.float32 else (1 if shift >= 0 else 2)
-        with np.errstate(invalid="ignore"):  # signalling NaN codes: NaN either way
-            table32 = table.astype(np.float32) if decode == 2 else np.zeros(1, np.float32)
-        apply_lean({"add": 0, "mul": 1, "sub": 2}[op], a, b, table32, p,
-                   overflow_code(overflow), shift, decode, bool(flags), tininess == "after",
-                   out, fl)
+    lanes = _lanes(op, src, fmt, xs[0].dtype, bool(flags)) if rounding == "rne" else ""
+    # (the float64 loops write float64: one compiled loop fewer per operand dtype)
+    out = np.empty(n, dtype if lanes == "lean" else np.float64)
+    fl = np.empty(n if flags or not lanes else 0, np.uint8)
+    plan = code_plan(src) if lanes and a.dtype.kind == "u" else None
+    d = _no_plan() if plan is None else plan
+    if n and lanes == "lean":
+        apply_lean({"add": 0, "mul": 1, "sub": 2}[op], a, b, d, p, overflow_code(overflow),
+                   bool(flags), tininess == "after", out, fl)
+    elif n and lanes == "wide":
+        apply_wide(WIDE_OPS[op], a, b, c, d, p, overflow_code(overflow), bool(flags),
+                   tininess == "after", out, fl)
     elif n:
         apply(code, op == "sub", a, b, c, table, p, mode_code(rounding),
               overflow_code(overflow), tininess == "after", seed,

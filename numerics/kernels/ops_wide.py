@@ -1,0 +1,252 @@
+"""``+ - * / fma`` rounded to nearest-even in float64 lanes, with IEEE flags.
+
+For a format whose values are all float32 values (``p = t + 1 <= 24`` significant
+bits, exponents within float32's, subnormals; :func:`fits`), one element is:
+
+1. **Operands** as float64: float32 and float64 numbers as they are, codes by
+   :func:`numerics.kernels.unpack.decode32`.  A signalling NaN is noted before the
+   conversion (which would quiet it).
+2. **``h``, the exact result rounded to 53 bits, to odd or harmlessly:**
+
+   * ``x * y``: exact (at most ``2p <= 48`` bits, inside binary64's range);
+   * ``x + y``, ``x - y`` and ``fma(x, y, z) = (x*y) + z``: the binary64 sum and its
+     error by TwoSum (Knuth), then round to odd (the sum truncated, its last bit set
+     when inexact: claim D6 of ``proofs/double_rounding.md``);
+   * ``x / y``: the binary64 quotient, whose second rounding is innocuous (claim D7).
+
+3. **One rounding** of ``h`` to ``p`` bits on its binary64 bits: add
+   ``2**(s-1) - 1`` plus the last kept bit and clear the ``s = 52 - t`` low bits
+   (the rounding with unbounded exponent, also what the flags need), or below
+   ``2**emin`` ``(|h| + C) - C`` with ``C = 2**(emin - t + 52)``.  A magnitude
+   beyond ``max`` becomes the overflow rule's value, a NaN the one quiet NaN, and a
+   zero of a format without -0 is +0.
+4. **Flags** from the same quantities: ``inexact`` when the rounded value differs
+   from ``h`` (for ``/``: when ``v * y != x``, exact in binary64), ``underflow``
+   (tiny and inexact: before rounding ``0 < |h| < 2**emin``, or ``|x| < 2**emin |y|``
+   for ``/``; after rounding judged on the unbounded rounding), ``overflow`` (the
+   unbounded rounding beyond ``max``), ``invalid`` (a signalling NaN operand, a NaN
+   from numbers, ``0 * inf`` in fma) and ``divide_by_zero``.
+
+The tests pin every element and flag to the general loop of
+:mod:`numerics.kernels.ops` and to the Fraction reference.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, cast
+
+import numba
+import numpy as np
+from numba import prange
+from numba.core import types
+from numba.extending import overload
+
+import numerics.kernels.rounding as rnd
+from numerics.kernels.lanes import bits_of_f32
+from numerics.kernels.rounding import bits_f64 as _bits_f64
+from numerics.kernels.rounding import f64_bits as _f64_bits
+from numerics.kernels.unpack import constants, decode32
+
+__all__ = ["OPS", "apply_wide", "fits"]
+
+#: Operation codes of :func:`apply_wide`.
+OPS = {"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}
+_ADD, _MUL, _SUB, _DIV, _FMA = range(5)
+_CHUNK = 1 << 12
+_JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
+_U64 = np.uint64
+_NAN = np.float64(np.nan)
+_SIGN = np.uint64(1 << 63)
+_INF_BITS = np.uint64(0x7FF0000000000000)
+_MAX = 1.7976931348623157e308
+# the intrinsics as plain callables for type checkers (numba's typing context is their
+# first parameter in Python)
+f64_bits = cast(Callable[[Any], Any], _f64_bits)
+bits_f64 = cast(Callable[[Any], Any], _bits_f64)
+
+
+def fits(t: int, emin: int, emax: int, signed: bool, subnormals: bool) -> bool:
+    """Whether :func:`apply_wide` takes a format: every value a float32 value, signed,
+    with subnormals (step 3 rounds below ``2**emin`` to the subnormal quantum) and at
+    least one trailing bit (with none, the last kept bit of a binary64 pattern is an
+    exponent bit, whose parity need not be the code's: ties to even would go wrong).
+
+    Examples
+    --------
+    >>> fits(7, -126, 127, True, True), fits(52, -1022, 1023, True, True)
+    (True, False)
+    """
+    return 1 <= t <= 23 and emin >= -126 and emax <= 127 and emin - t >= -149 and signed \
+        and subnormals
+
+
+def _load(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+    """Element ``i`` of an operand as float64, and whether it is a signalling NaN."""
+
+
+@overload(_load, jit_options=_JIT, inline="always")
+def _load_impl(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+    if arr.dtype == types.float64:
+        def load64(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+            v = arr[i]
+            quiet = (f64_bits(v) & _U64(1 << 51)) != _U64(0)
+            return v, (v != v) & ~quiet
+        return load64
+
+    if arr.dtype == types.float32:
+        def load32(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+            v = arr[i]
+            quiet = (bits_of_f32(v) & np.uint32(0x400000)) != np.uint32(0)
+            return np.float64(v), (v != v) & ~quiet
+        return load32
+
+    def load_code(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+        v = decode32(arr[i], D)
+        quiet = (bits_of_f32(v) & np.uint32(0x400000)) != np.uint32(0)
+        return np.float64(v), (v != v) & ~quiet
+    return load_code
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _to_odd(s: float, err: float) -> float:
+    """``s + err`` (``s`` the binary64 sum, ``err`` its exact error) rounded to odd:
+    ``s`` when exact, else the truncation with its last bit set."""
+    inexact = (err != 0) & (err == err)  # (an infinite sum has a NaN error)
+    toward_zero = inexact & ((err < 0) != (s < 0))
+    b = f64_bits(s) - (_U64(1) if toward_zero else _U64(0))
+    return bits_f64(b | (_U64(1) if inexact else _U64(0)))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
+               emin: int, maxval: float, big: float, negzero: bool, want: bool,
+               tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
+    """Steps 1 to 4 for literal ``op`` and ``want`` (also the flags)."""
+    s = _U64(52 - t)
+    round_bias = _U64((1 << (51 - t)) - 1)
+    keep = ~_U64((1 << (52 - t)) - 1)
+    threshold = math.ldexp(1.0, emin)
+    threshold_bits = f64_bits(threshold)
+    cc = math.ldexp(1.0, emin - t + 52)
+    max_bits = f64_bits(maxval)
+    big_bits = f64_bits(abs(big))
+    zero_sign = _SIGN if negzero else _U64(0)
+    for i in range(out.size):
+        x, xs = _load(a, i, D)
+        y, ys = _load(b, i, D)
+        z, zs = _load(c, i, D) if op == _FMA else (0.0, False)
+        if op == _MUL:
+            h = x * y
+        elif op == _DIV:
+            h = x / y
+        else:
+            p = x * y if op == _FMA else x
+            q = z if op == _FMA else (-y if op == _SUB else y)
+            sm = p + q
+            bb = sm - p
+            h = _to_odd(sm, (p - (sm - bb)) + (q - bb))
+        # step 3 on the bits (a branch or a float select would keep the loop scalar)
+        hb = f64_bits(h)
+        sign = hb & _SIGN
+        m = hb & ~_SIGN
+        unbounded = (m + round_bias + ((m >> s) & _U64(1))) & keep
+        sub = f64_bits((bits_f64(m) + cc) - cc)
+        mag = unbounded if m >= threshold_bits else sub
+        if want:
+            v = bits_f64(mag | sign)
+            ub = bits_f64(unbounded)
+            xnan, ynan, znan = x != x, y != y, z != z
+            finite = (abs(x) <= _MAX) & (abs(y) <= _MAX) & (abs(z) <= _MAX)
+            invalid = xs | ys | zs | ((h != h) & ~xnan & ~ynan & ~znan)
+            divide = False
+            if op == _DIV:
+                divide = finite & (y == 0) & (x != 0)
+                finite = finite & (y != 0)
+                exact = v * y == x
+                tiny = (x != 0) & (abs(x) < threshold * abs(y))
+            else:
+                exact = v == h
+                tiny = (m > _U64(0)) & (m < threshold_bits)
+            if op == _FMA:
+                invalid = invalid | ((x == 0) & (abs(y) == np.inf)) | \
+                    ((abs(x) == np.inf) & (y == 0))
+            if tiny_after:
+                tiny = (ub > 0) & (ub < threshold)
+            over = finite & (ub > maxval)
+            inexact = finite & (over | ~exact)
+            under = inexact & tiny
+            fl[i] = np.uint8(np.uint8(inexact) | (np.uint8(under) << 1)
+                             | (np.uint8(over) << 2) | (np.uint8(invalid) << 3)
+                             | (np.uint8(divide) << 4))
+        res = big_bits if mag > max_bits else mag
+        sign = sign if mag != _U64(0) else sign & zero_sign
+        out[i] = _NAN if m > _INF_BITS else bits_f64(res | sign)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, t: int,
+                emin: int, maxval: float, big: float, negzero: bool, want: bool,
+                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
+    """:func:`_wide_loop` with ``op`` and ``want`` as literals (one straight loop each)."""
+    D = constants(d)
+    if want:
+        if op == _ADD:
+            _wide_loop(0, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+        elif op == _MUL:
+            _wide_loop(1, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+        elif op == _SUB:
+            _wide_loop(2, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+        elif op == _DIV:
+            _wide_loop(3, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+        else:
+            _wide_loop(4, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+    elif op == _ADD:
+        _wide_loop(0, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+    elif op == _MUL:
+        _wide_loop(1, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+    elif op == _SUB:
+        _wide_loop(2, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+    elif op == _DIV:
+        _wide_loop(3, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+    else:
+        _wide_loop(4, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+               P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
+               fl: np.ndarray) -> None:
+    """``out[i] = op(a[i], b[i][, c[i]])`` (``op`` from :data:`OPS`) rounded to nearest-even
+    into the format ``P`` that :func:`fits` accepts, with the flag bits in ``fl`` when
+    ``want``.  Operands: one dtype (float64, float32, or uint16 codes decoded by the
+    :func:`numerics.kernels.unpack.plan` array ``d``), each of the result's length or of
+    length 1; ``out`` float64.  Chunks run on the threads."""
+    n = out.size
+    m = min(n, _CHUNK)
+    if a.size != n:
+        a = np.full(m, a[0])
+    if b.size != n:
+        b = np.full(m, b[0])
+    if c.size != n:
+        c = np.full(m, c[0])
+    t, emin = P[rnd.T], P[rnd.EMIN]
+    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
+    if overflow == rnd.OVERFLOW_SATURATE:
+        big = maxval
+    elif P[rnd.INFMAG] >= 0:
+        big = np.inf
+    elif P[rnd.NANKIND] != rnd.NAN_NONE:
+        big = np.nan
+    else:
+        big = maxval
+    negzero = P[rnd.NEGZERO] != 0
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    for ch in prange(chunks):
+        start = ch * _CHUNK
+        stop = min(start + _CHUNK, n)
+        aa = a[start:stop] if a.size == n else a[:stop - start]
+        bb = b[start:stop] if b.size == n else b[:stop - start]
+        cc = c[start:stop] if c.size == n else c[:stop - start]
+        _wide_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
+                    out[start:stop], fl[start:stop] if want else fl)

@@ -1,0 +1,156 @@
+"""Codes of a narrow format as float32 values in 32-bit lanes, by arithmetic.
+
+A table lookup per element (an AVX2 gather) is the slow part of a loop over 8-bit
+codes.  For a format whose values are float32 values and whose codes are laid out
+as IEEE 754 interchange formats are (sign, biased exponent, trailing significand;
+exponent field 0 for zero and subnormals) the value follows from the code's bits:
+
+1. A normal code: shift the magnitude bits left by ``23 - t``, add ``127 - bias`` to
+   the exponent field and put the sign in bit 31.
+2. A subnormal code (exponent field 0): its trailing bits as a float32 integer times
+   ``2**(emin - t)``, which is a normal float32 when the format's subnormals are
+   float32 normals; otherwise (``bfloat16``, whose subnormals are float32's) step 1
+   already gives the pattern.  No float32 subnormal enters an operation (they are
+   slow on x86: a microcode assist per element).
+3. IEEE specials: a magnitude at or above the all-ones exponent field is an
+   infinity or a NaN with its trailing bits (so the quiet bit of a NaN is float32's).
+4. Up to :data:`EXCEPTIONS` single codes with their own value (``e4m3fn``'s NaN,
+   P3109's NaN and infinities, the ``fnuz`` NaN at the negative-zero code).
+
+:func:`plan` builds the constants and checks the recipe against the format's decode
+table on every code; a format it does not fit (no subnormals, more special codes
+than fit) gets ``None`` and keeps the table.
+
+Examples
+--------
+>>> import numpy as np
+>>> from numerics.kernels.ops import decode_all
+>>> from numerics.kernels.rounding import format_params
+>>> P = format_params("e4m3fn")
+>>> D = plan(P, decode_all(P))
+>>> [float(v) for v in decode_codes(np.array([0x38, 0x01, 0xFE, 0x7F], np.uint16), D)]
+[1.0, 0.001953125, -448.0, nan]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32
+from numerics.kernels.rounding import BIAS, BITS, EMIN, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
+
+__all__ = ["EXCEPTIONS", "PLAN_SIZE", "constants", "decode32", "decode_codes", "plan"]
+
+#: Codes with a value of their own that the recipe can carry.
+EXCEPTIONS = 4
+_NONE = 0xFFFFFFFF  # an exception slot that no 16-bit code matches
+_EXC = 9  # where the exception codes start in a plan array
+#: Entries of a :func:`plan` array.
+PLAN_SIZE = _EXC + 2 * EXCEPTIONS
+_U32 = np.uint32
+
+
+def _recipe(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Steps 1 to 4 on uint32 ``codes`` in numpy: float32 values (the reference for the
+    compiled :func:`decode32`)."""
+    s, sign_mask, sign_shift, mag_mask, top, t_mask, rebias, sub_top, sub_scale = (
+        int(v) for v in d[:9])
+    sign = ((codes & sign_mask) << sign_shift).astype(np.uint32)
+    mag = codes & mag_mask
+    normal = (((mag << s) + rebias) & 0xFFFFFFFF | sign).astype(np.uint32)
+    sub = (mag.astype(np.float32) * np.uint32(sub_scale).view(np.float32)).view(np.uint32) | sign
+    v = np.where((mag < sub_top) & (sub_scale != 0), sub, normal)
+    special = ((mag & t_mask) << s | sign | 0x7F800000).astype(np.uint32)
+    v = np.where(mag >= top, special, v)
+    for k in range(EXCEPTIONS):
+        v = np.where(codes == d[_EXC + k], d[_EXC + EXCEPTIONS + k], v)
+    return v.astype(np.uint32).view(np.float32)
+
+
+def plan(P: np.ndarray, table: np.ndarray) -> np.ndarray | None:
+    """The constants of :func:`decode32` for the format ``P``
+    (:func:`numerics.kernels.rounding.format_params`) whose float64 decode table is
+    ``table`` (signalling NaN codes as signalling NaNs), or None where the recipe does
+    not reproduce every code: each value exactly, the sign of each zero, and each NaN
+    as a NaN that is signalling exactly when the table's is."""
+    t, w, bias, bits = int(P[T]), int(P[W]), int(P[BIAS]), int(P[BITS])
+    emin = int(P[EMIN])
+    if not (0 <= t <= 23 and bits <= 16 and -126 <= 127 - bias <= 127):
+        return None
+    signed = int(P[SIGNED]) == 1
+    top = ((1 << w) - 1) << t if int(P[NANKIND]) == NAN_IEEE else 1 << 16
+    sub_scale = np.float32(2.0 ** (emin - t)) if emin - t >= -126 else np.float32(0)
+    d = np.array([23 - t, (1 << (bits - 1)) if signed else 0, 32 - bits,
+                  int(P[MAGMASK]), top, (1 << t) - 1, ((127 - bias) << 23) & 0xFFFFFFFF,
+                  1 << t, int(sub_scale.view(np.uint32))]
+                 + [_NONE] * (2 * EXCEPTIONS), np.uint32)
+    codes = np.arange(table.size, dtype=np.uint32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = table.astype(np.float32)  # (NaNs lose their signalling bit here)
+    want_nan = np.isnan(table)
+    want_quiet = (table.view(np.uint64) >> np.uint64(51)) & np.uint64(1) == 1
+
+    def wrong(v: np.ndarray) -> np.ndarray:
+        quiet = (v.view(np.uint32) >> np.uint32(22)) & np.uint32(1) == 1
+        same_nan = want_nan & np.isnan(v) & (quiet == want_quiet)
+        with np.errstate(invalid="ignore"):
+            same_num = ~want_nan & (v.astype(np.float64) == table) \
+                & (np.signbit(v) == np.signbit(want))
+        return ~(same_nan | same_num)
+
+    bad = np.flatnonzero(wrong(_recipe(codes, d)))
+    if bad.size > EXCEPTIONS:
+        return None
+    for k, code in enumerate(bad):
+        d[_EXC + k] = code
+        d[_EXC + EXCEPTIONS + k] = 0x7FC00000 if want_nan[code] else want[code].view(np.uint32)
+    return None if wrong(_recipe(codes, d)).any() else d
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def constants(d: np.ndarray) -> tuple[Any, ...]:
+    """The entries of a :func:`plan` array as 32-bit loop invariants (so that a loop
+    keeps them in registers)."""
+    return (_U32(d[0]), _U32(d[1]), _U32(d[2]), _U32(d[3]), _U32(d[4]), _U32(d[5]),
+            _U32(d[6]), _U32(d[7]), f32_of_bits(_U32(d[8])),
+            (_U32(d[9]), _U32(d[10]), _U32(d[11]), _U32(d[12])),
+            (_U32(d[13]), _U32(d[14]), _U32(d[15]), _U32(d[16])))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pick(cond: bool, yes: Any, no: Any) -> Any:
+    """``yes if cond else no`` on uint32 bits, by masks (no branch, no phi node)."""
+    mask = _U32(_U32(0) - _U32(cond))
+    return _U32((yes & mask) | (no & ~mask))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def decode32(code: Any, D: tuple[Any, ...]) -> Any:
+    """The float32 value of one code (steps 1 to 4; ``D`` from :func:`constants`).
+    Branch-free, so a loop over codes vectorizes."""
+    s, sign_mask, sign_shift, mag_mask, top, t_mask, rebias, sub_top, sub_scale, exc, val = D
+    c = _U32(code)
+    sign = shl32(_U32(c & sign_mask), sign_shift)
+    mag = _U32(c & mag_mask)
+    v = _U32(_U32(shl32(mag, s) + rebias) | sign)
+    sub = _U32(bits_of_f32(np.float32(np.int32(mag)) * sub_scale) | sign)
+    v = _pick((mag < sub_top) & (sub_scale != 0), sub, v)
+    special = _U32(shl32(_U32(mag & t_mask), s) | sign | _U32(0x7F800000))
+    v = _pick(mag >= top, special, v)
+    v = _pick(c == exc[0], val[0], v)
+    v = _pick(c == exc[1], val[1], v)
+    v = _pick(c == exc[2], val[2], v)
+    return f32_of_bits(_pick(c == exc[3], val[3], v))
+
+
+@numba.njit(cache=True, nogil=True)
+def decode_codes(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """float32 values of ``codes`` by :func:`decode32` (a loop for tests and examples)."""
+    D = constants(d)
+    out = np.empty(codes.size, np.float32)
+    for i in range(codes.size):
+        out[i] = decode32(codes[i], D)
+    return out
