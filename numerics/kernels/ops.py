@@ -61,7 +61,7 @@ from numba.extending import overload
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shr32
 from numerics.kernels.random import draw
-from numerics.kernels.unpack import constants, decode32
+from numerics.kernels.unpack import constants, decode32, decode_top
 
 __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "decode_all", "first_unrepresentable",
            "lean_fits", "unpack_flags"]
@@ -663,13 +663,16 @@ def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.nda
 
 def _load32(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
     """Element ``i`` of an operand as float32: a float32 as it is, a code by
-    :func:`numerics.kernels.unpack.decode32`."""
+    :func:`numerics.kernels.unpack.decode32` (uint16) or
+    :func:`numerics.kernels.unpack.decode_top` (int16)."""
 
 
 @overload(_load32, jit_options=_JIT, inline="always")
 def _load32_impl(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
     if isinstance(arr.dtype, types.Float):
         return lambda arr, i, D: arr[i]
+    if arr.dtype == types.int16:  # codes that are float32 top halves (bfloat16)
+        return lambda arr, i, D: decode_top(arr[i])
     return lambda arr, i, D: decode32(arr[i], D)
 
 

@@ -4,7 +4,8 @@ For a format whose values are all float32 values (``p = t + 1 <= 24`` significan
 bits, exponents within float32's, subnormals; :func:`fits`), one element is:
 
 1. **Operands** as float64: float32 and float64 numbers as they are, codes by
-   :func:`numerics.kernels.unpack.decode32`.  A signalling NaN is noted before the
+   :func:`numerics.kernels.unpack.decode32` (uint16) or ``decode_top`` (int16: codes
+   that are float32 top halves, bfloat16).  A signalling NaN is noted before the
    conversion (which would quiet it).
 2. **``h``, the exact result rounded to 53 bits, to odd or harmlessly:**
 
@@ -46,7 +47,7 @@ import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
-from numerics.kernels.unpack import constants, decode32
+from numerics.kernels.unpack import constants, decode32, decode_top
 
 __all__ = ["OPS", "apply_wide", "fits"]
 
@@ -100,6 +101,13 @@ def _load_impl(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
             quiet = (bits_of_f32(v) & np.uint32(0x400000)) != np.uint32(0)
             return np.float64(v), (v != v) & ~quiet
         return load32
+
+    if arr.dtype == types.int16:  # codes that are float32 top halves (bfloat16)
+        def load_top(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+            v = decode_top(arr[i])
+            quiet = (bits_of_f32(v) & np.uint32(0x400000)) != np.uint32(0)
+            return np.float64(v), (v != v) & ~quiet
+        return load_top
 
     def load_code(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
         v = decode32(arr[i], D)
@@ -221,7 +229,8 @@ def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     into the format ``P`` that :func:`fits` accepts, with the flag bits in ``fl`` when
     ``want``.  Operands: one dtype (float64, float32, or uint16 codes decoded by the
     :func:`numerics.kernels.unpack.plan` array ``d``), each of the result's length or of
-    length 1; ``out`` float64.  Chunks run on the threads."""
+    length 1; ``out`` float64.  (uint16 codes decode by the plan, int16 codes by the
+    shift of :func:`numerics.kernels.unpack.decode_top`.)  Chunks run on the threads."""
     n = out.size
     m = min(n, _CHUNK)
     if a.size != n:

@@ -19,7 +19,10 @@ exponent field 0 for zero and subnormals) the value follows from the code's bits
 
 :func:`plan` builds the constants and checks the recipe against the format's decode
 table on every code; a format it does not fit (no subnormals, more special codes
-than fit) gets ``None`` and keeps the table.
+than fit) gets ``None`` and keeps the table.  A 16-bit format whose codes are the top
+halves of the float32 patterns of their values (bfloat16, :func:`top_half`) needs
+only the shift (:func:`decode_top`); the lane loops take its codes as ``int16`` to
+tell the two apart by type.
 
 Examples
 --------
@@ -42,7 +45,8 @@ import numpy as np
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32
 from numerics.kernels.rounding import BIAS, BITS, EMIN, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 
-__all__ = ["EXCEPTIONS", "PLAN_SIZE", "constants", "decode32", "decode_codes", "plan"]
+__all__ = ["EXCEPTIONS", "PLAN_SIZE", "constants", "decode32", "decode_codes", "decode_top",
+           "plan", "top_half"]
 
 #: Codes with a value of their own that the recipe can carry.
 EXCEPTIONS = 4
@@ -108,6 +112,43 @@ def plan(P: np.ndarray, table: np.ndarray) -> np.ndarray | None:
         d[_EXC + k] = code
         d[_EXC + EXCEPTIONS + k] = 0x7FC00000 if want_nan[code] else want[code].view(np.uint32)
     return None if wrong(_recipe(codes, d)).any() else d
+
+
+def _same(v: np.ndarray, table: np.ndarray) -> bool:
+    """Whether the float32 ``v`` are the values of ``table`` code for code: each value,
+    the sign of each zero, each NaN signalling exactly when the table's is."""
+    want_nan = np.isnan(table)
+    quiet = (v.view(np.uint32) >> np.uint32(22)) & np.uint32(1) == 1
+    want_quiet = (table.view(np.uint64) >> np.uint64(51)) & np.uint64(1) == 1
+    nan_ok = np.isnan(v) == want_nan
+    with np.errstate(invalid="ignore"):
+        num_ok = (v.astype(np.float64) == table) & (np.signbit(v) == np.signbit(table))
+    return bool(np.all(nan_ok & np.where(want_nan, quiet == want_quiet, num_ok)))
+
+
+def top_half(P: np.ndarray, table: np.ndarray) -> bool:
+    """Whether every code of a 16-bit format (``P`` and its float64 decode ``table``, as
+    for :func:`plan`) is the top half of its value's float32 pattern.
+
+    Examples
+    --------
+    >>> from numerics.kernels.ops import decode_all
+    >>> from numerics.kernels.rounding import format_params
+    >>> [top_half(format_params(f), decode_all(format_params(f)))
+    ...  for f in ("bfloat16", "binary16")]
+    [True, False]
+    """
+    if int(P[BITS]) != 16:
+        return False
+    codes = np.arange(1 << 16, dtype=np.uint32)
+    return _same((codes << np.uint32(16)).view(np.float32), table)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def decode_top(code: Any) -> Any:
+    """The float32 whose bits are the 16-bit ``code`` followed by 16 zeros (any integer
+    type: the shift drops a sign extension)."""
+    return f32_of_bits(shl32(code, _U32(16)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -67,6 +67,16 @@ def code_plan(fmt: Format) -> np.ndarray | None:
     return d
 
 
+@lru_cache(maxsize=64)
+def top_half(fmt: Format) -> bool:
+    """Whether the codes of ``fmt`` are the top halves of its values' float32 patterns
+    (:func:`numerics.kernels.unpack.top_half`: bfloat16)."""
+    from numerics.kernels.rounding import format_params
+    from numerics.kernels.unpack import top_half as kernel_top_half
+
+    return fmt.bits == 16 and kernel_top_half(format_params(fmt), decode_table(fmt))
+
+
 @lru_cache(maxsize=1)
 def _no_plan() -> np.ndarray:
     """The plan argument of the lane loops when the operands are numbers (unused)."""
@@ -130,6 +140,8 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     fl = np.empty(n if flags or not lanes else 0, np.uint8)
     plan = code_plan(src) if lanes and a.dtype.kind == "u" else None
     d = _no_plan() if plan is None else plan
+    if plan is not None and top_half(src):  # codes decode by a shift: int16 says so
+        a, b, c = (x.view(np.int16) for x in (a, b, c))
     if n and lanes == "lean":
         apply_lean({"add": 0, "mul": 1, "sub": 2}[op], a, b, d, p, overflow_code(overflow),
                    bool(flags), tininess == "after", out, fl)
