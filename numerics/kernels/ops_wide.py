@@ -221,6 +221,31 @@ def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
         _wide_loop(4, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
 
 
+def _staging(out):  # type: ignore[no-untyped-def,unused-ignore]
+    """``out`` itself when it is float64, else a float64 buffer of its size."""
+
+
+@overload(_staging, jit_options=_JIT)
+def _staging_impl(out):  # type: ignore[no-untyped-def,unused-ignore]
+    if out.dtype == types.float64:
+        return lambda out: out
+    return lambda out: np.empty(out.size, np.float64)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _wide_into(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, t: int,
+               emin: int, maxval: float, big: float, negzero: bool, want: bool,
+               tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
+    """:func:`_wide_chunk` into float64 ``out``, or through a float64 buffer into float32
+    ``out`` (exact: the format's values are float32 values); the loops compile once per
+    operand dtype whatever the result's."""
+    buf = _staging(out)
+    _wide_chunk(op, a, b, c, d, t, emin, maxval, big, negzero, want, tiny_after, buf, fl)
+    if buf.itemsize != out.itemsize:
+        for i in range(out.size):
+            out[i] = buf[i]
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
@@ -229,7 +254,7 @@ def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     into the format ``P`` that :func:`fits` accepts, with the flag bits in ``fl`` when
     ``want``.  Operands: one dtype (float64, float32, or uint16 codes decoded by the
     :func:`numerics.kernels.unpack.plan` array ``d``), each of the result's length or of
-    length 1; ``out`` float64.  (uint16 codes decode by the plan, int16 codes by the
+    length 1; ``out`` float32 or float64.  (uint16 codes decode by the plan, int16 codes by the
     shift of :func:`numerics.kernels.unpack.decode_top`.)  Chunks run on the threads."""
     n = out.size
     m = min(n, _CHUNK)
@@ -257,5 +282,5 @@ def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
         aa = a[start:stop] if a.size == n else a[:stop - start]
         bb = b[start:stop] if b.size == n else b[:stop - start]
         cc = c[start:stop] if c.size == n else c[:stop - start]
-        _wide_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
-                    out[start:stop], fl[start:stop] if want else fl)
+        _wide_into(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
+                   out[start:stop], fl[start:stop] if want else fl)

@@ -135,8 +135,7 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     p = format_params(fmt)
     seed = np.uint64(sr_seed(rng) if rounding == "sr" else 0)
     lanes = _lanes(op, src, fmt, xs[0].dtype, bool(flags)) if rounding == "rne" else ""
-    # (the float64 loops write float64: one compiled loop fewer per operand dtype)
-    out = np.empty(n, dtype if lanes == "lean" else np.float64)
+    out = np.empty(n, dtype if lanes else np.float64)
     fl = np.empty(n if flags or not lanes else 0, np.uint8)
     plan = code_plan(src) if lanes and a.dtype.kind == "u" else None
     d = _no_plan() if plan is None else plan
