@@ -45,6 +45,12 @@ int64 array, so one compiled loop serves every format; operands are float64,
 float32 or uint16 (codes) arrays, all of one dtype, flat, each either of the
 result's length or of length 1 (broadcast).  Chunks of :data:`_CHUNK` elements
 run in parallel; nothing depends on which thread runs them.
+
+Rounded to nearest, a format whose values are float32 values skips these steps
+for two straight lane loops: :func:`apply_lean` (``+ - *`` in float32 lanes, claim
+D5 of ``proofs/double_rounding.md``) and :mod:`numerics.kernels.ops_wide` (``+ - *
+/ fma`` in float64 lanes, claim D7).  Both decode codes by arithmetic
+(:mod:`numerics.kernels.unpack`); ``numerics.ops`` picks the loop.
 """
 
 from __future__ import annotations
