@@ -67,7 +67,7 @@ from numba.extending import overload
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shr32
 from numerics.kernels.random import draw
-from numerics.kernels.unpack import constants, decode32, decode_top
+from numerics.kernels.unpack import constants, values32
 
 __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "decode_all", "first_unrepresentable",
            "lean_fits", "unpack_flags"]
@@ -667,21 +667,6 @@ def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.nda
     return bad
 
 
-def _load32(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
-    """Element ``i`` of an operand as float32: a float32 as it is, a code by
-    :func:`numerics.kernels.unpack.decode32` (uint16) or
-    :func:`numerics.kernels.unpack.decode_top` (int16)."""
-
-
-@overload(_load32, jit_options=_JIT, inline="always")
-def _load32_impl(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
-    if isinstance(arr.dtype, types.Float):
-        return lambda arr, i, D: arr[i]
-    if arr.dtype == types.int16:  # codes that are float32 top halves (bfloat16)
-        return lambda arr, i, D: decode_top(arr[i])
-    return lambda arr, i, D: decode32(arr[i], D)
-
-
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, threshold: Any,
                 maxval: Any, tiny_after: bool) -> np.uint8:
@@ -723,7 +708,7 @@ def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, thresho
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, D: Any, exact32: bool, t: int,
+def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, exact32: bool, t: int,
                emin: int, maxval: Any, big: Any, negzero: bool, want: bool,
                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 2 sub),
@@ -742,8 +727,8 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, D: Any, exact32: bool, t: 
     zero_sign = _U32(0x80000000) if negzero else _U32(0)
     nan = np.float32(np.nan)
     for i in range(out.size):
-        x = _load32(a, i, D)
-        y = _load32(b, i, D)
+        x = a[i]
+        y = b[i]
         if op == 0:
             h = x + y
         elif op == 2:
@@ -773,8 +758,9 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, D: Any, exact32: bool, t: 
 def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int, emin: int,
                 maxval: float, big: float, negzero: bool, want: bool, tiny_after: bool,
                 out: np.ndarray, fl: np.ndarray) -> None:
-    """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes
-    decoded by the :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
+    """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes,
+    first decoded into float32 by :func:`numerics.kernels.unpack.values32` with the
+    :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
     into a format whose values, sums and products :func:`lean_fits` keeps within
     float32: one straight loop of 32-bit lanes per case; with ``want``, ``fl[i]`` gets
     the flag bits (:func:`_lean_flags`, tininess after rounding when ``tiny_after``).
@@ -799,7 +785,8 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int, em
     m = np.float32(maxval)
     g = np.float32(big)
     dst = _staging(out)
-    _lean_ops(op, a, b, D, t, emin, m, g, negzero, want, tiny_after, dst, fl)
+    _lean_ops(op, values32(a, D), values32(b, D), t, emin, m, g, negzero, want,
+              tiny_after, dst, fl)
     _unstage(dst, out)
 
 
@@ -823,36 +810,36 @@ def _unstage(dst: np.ndarray, out: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _lean_ops(op: int, a: np.ndarray, b: np.ndarray, D: Any, t: int, emin: int, m: Any,
+def _lean_ops(op: int, a: np.ndarray, b: np.ndarray, t: int, emin: int, m: Any,
               g: Any, negzero: bool, want: bool, tiny_after: bool, out: np.ndarray,
               fl: np.ndarray) -> None:
     """:func:`_lean_loop` into float32 ``out``, its flags as literals."""
     # every (op, exact32, want) a call with literal flags, so each loop compiles straight
     if t == 23:
         if want and op == 0:
-            _lean_loop(0, a, b, D, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+            _lean_loop(0, a, b, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
         elif want and op == 1:
-            _lean_loop(1, a, b, D, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+            _lean_loop(1, a, b, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
         elif want:
-            _lean_loop(2, a, b, D, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+            _lean_loop(2, a, b, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
         elif op == 0:
-            _lean_loop(0, a, b, D, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+            _lean_loop(0, a, b, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
         elif op == 1:
-            _lean_loop(1, a, b, D, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+            _lean_loop(1, a, b, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
         else:
-            _lean_loop(2, a, b, D, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+            _lean_loop(2, a, b, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
     elif want and op == 0:
-        _lean_loop(0, a, b, D, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        _lean_loop(0, a, b, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
     elif want and op == 1:
-        _lean_loop(1, a, b, D, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        _lean_loop(1, a, b, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
     elif want:
-        _lean_loop(2, a, b, D, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        _lean_loop(2, a, b, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
     elif op == 0:
-        _lean_loop(0, a, b, D, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(0, a, b, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
     elif op == 1:
-        _lean_loop(1, a, b, D, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(1, a, b, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
     else:
-        _lean_loop(2, a, b, D, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(2, a, b, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
 
 
 def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:

@@ -3,7 +3,8 @@
 For a format whose values are all float32 values (``p = t + 1 <= 24`` significant
 bits, exponents within float32's, subnormals; :func:`fits`), one element is:
 
-1. **Operands** as float64: float32 and float64 numbers as they are, codes by
+1. **Operands** as float64: float32 and float64 numbers as they are; codes are first
+   decoded into float32 per chunk, 8 lanes at a time, by
    :func:`numerics.kernels.unpack.decode32` (uint16) or ``decode_top`` (int16: codes
    that are float32 top halves, bfloat16).  A signalling NaN is noted before the
    conversion (which would quiet it).
@@ -47,7 +48,7 @@ import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
-from numerics.kernels.unpack import constants, decode32, decode_top
+from numerics.kernels.unpack import constants, values32
 
 __all__ = ["OPS", "apply_wide", "fits"]
 
@@ -82,38 +83,24 @@ def fits(t: int, emin: int, emax: int, signed: bool, subnormals: bool) -> bool:
         and subnormals
 
 
-def _load(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
-    """Element ``i`` of an operand as float64, and whether it is a signalling NaN."""
+def _load(arr, i):  # type: ignore[no-untyped-def,unused-ignore]
+    """Element ``i`` of a float operand as float64, and whether it is a signalling NaN."""
 
 
 @overload(_load, jit_options=_JIT, inline="always")
-def _load_impl(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+def _load_impl(arr, i):  # type: ignore[no-untyped-def,unused-ignore]
     if arr.dtype == types.float64:
-        def load64(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+        def load64(arr, i):  # type: ignore[no-untyped-def,unused-ignore]
             v = arr[i]
             quiet = (f64_bits(v) & _U64(1 << 51)) != _U64(0)
             return v, (v != v) & ~quiet
         return load64
 
-    if arr.dtype == types.float32:
-        def load32(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
-            v = arr[i]
-            quiet = (bits_of_f32(v) & np.uint32(0x400000)) != np.uint32(0)
-            return np.float64(v), (v != v) & ~quiet
-        return load32
-
-    if arr.dtype == types.int16:  # codes that are float32 top halves (bfloat16)
-        def load_top(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
-            v = decode_top(arr[i])
-            quiet = (bits_of_f32(v) & np.uint32(0x400000)) != np.uint32(0)
-            return np.float64(v), (v != v) & ~quiet
-        return load_top
-
-    def load_code(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
-        v = decode32(arr[i], D)
+    def load32(arr, i):  # type: ignore[no-untyped-def,unused-ignore]
+        v = arr[i]
         quiet = (bits_of_f32(v) & np.uint32(0x400000)) != np.uint32(0)
         return np.float64(v), (v != v) & ~quiet
-    return load_code
+    return load32
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -127,7 +114,7 @@ def _to_odd(s: float, err: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
+def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int,
                emin: int, maxval: float, big: float, negzero: bool, want: bool,
                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """Steps 1 to 4 for literal ``op`` and ``want`` (also the flags)."""
@@ -141,9 +128,9 @@ def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: 
     big_bits = f64_bits(abs(big))
     zero_sign = _SIGN if negzero else _U64(0)
     for i in range(out.size):
-        x, xs = _load(a, i, D)
-        y, ys = _load(b, i, D)
-        z, zs = _load(c, i, D) if op == _FMA else (0.0, False)
+        x, xs = _load(a, i)
+        y, ys = _load(b, i)
+        z, zs = _load(c, i) if op == _FMA else (0.0, False)
         if op == _MUL:
             h = x * y
         elif op == _DIV:
@@ -193,32 +180,31 @@ def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: 
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, t: int,
-                emin: int, maxval: float, big: float, negzero: bool, want: bool,
-                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
+def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int, emin: int,
+                maxval: float, big: float, negzero: bool, want: bool, tiny_after: bool,
+                out: np.ndarray, fl: np.ndarray) -> None:
     """:func:`_wide_loop` with ``op`` and ``want`` as literals (one straight loop each)."""
-    D = constants(d)
     if want:
         if op == _ADD:
-            _wide_loop(0, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+            _wide_loop(0, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
         elif op == _MUL:
-            _wide_loop(1, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+            _wide_loop(1, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
         elif op == _SUB:
-            _wide_loop(2, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+            _wide_loop(2, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
         elif op == _DIV:
-            _wide_loop(3, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+            _wide_loop(3, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
         else:
-            _wide_loop(4, a, b, c, D, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+            _wide_loop(4, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
     elif op == _ADD:
-        _wide_loop(0, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+        _wide_loop(0, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
     elif op == _MUL:
-        _wide_loop(1, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+        _wide_loop(1, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
     elif op == _SUB:
-        _wide_loop(2, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+        _wide_loop(2, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
     elif op == _DIV:
-        _wide_loop(3, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+        _wide_loop(3, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
     else:
-        _wide_loop(4, a, b, c, D, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+        _wide_loop(4, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
 
 
 def _staging(out):  # type: ignore[no-untyped-def,unused-ignore]
@@ -237,10 +223,14 @@ def _wide_into(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
                emin: int, maxval: float, big: float, negzero: bool, want: bool,
                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """:func:`_wide_chunk` into float64 ``out``, or through a float64 buffer into float32
-    ``out`` (exact: the format's values are float32 values); the loops compile once per
-    operand dtype whatever the result's."""
+    ``out`` (exact: the format's values are float32 values); codes are first decoded
+    into float32 buffers by a loop of 8-wide lanes (:func:`_values`).  The loops
+    compile once per operand dtype (float32, float64) whatever the result's."""
     buf = _staging(out)
-    _wide_chunk(op, a, b, c, d, t, emin, maxval, big, negzero, want, tiny_after, buf, fl)
+    D = constants(d)
+    cc = c if op == _FMA else c[:1]  # (only fma reads c)
+    _wide_chunk(op, values32(a, D), values32(b, D), values32(cc, D), t, emin, maxval, big,
+                negzero, want, tiny_after, buf, fl)
     if buf.itemsize != out.itemsize:
         for i in range(out.size):
             out[i] = buf[i]
