@@ -70,7 +70,7 @@ from numerics.kernels.random import draw
 from numerics.kernels.unpack import constants, values32
 
 __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "decode_all", "first_unrepresentable",
-           "lean_fits", "unpack_flags"]
+           "lean_fits", "overflow_value", "unpack_flags"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
@@ -509,7 +509,7 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarr
         b = np.full(m, b[0])
     t, emin = P[rnd.T], P[rnd.EMIN]
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
-    big = _big_value(P, overflow, maxval)
+    big = overflow_value(P, overflow, maxval)
     negzero = P[rnd.NEGZERO] != 0
     chunks = (n + _CHUNK - 1) // _CHUNK
     for ch in prange(chunks):
@@ -522,7 +522,7 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarr
 
 
 @numba.njit(cache=True, nogil=True)
-def _big_value(P: np.ndarray, overflow: int, maxval: float) -> float:
+def overflow_value(P: np.ndarray, overflow: int, maxval: float) -> float:
     """The magnitude a result beyond ``max`` takes under round to nearest (the rule of
     :func:`numerics.kernels.rounding.round_pair`): ``max`` when saturating, else
     infinity, else NaN, else ``max``."""

@@ -46,6 +46,7 @@ from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32
+from numerics.kernels.ops import overflow_value
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
 from numerics.kernels.unpack import constants, values32
@@ -256,14 +257,7 @@ def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
         c = np.full(m, c[0])
     t, emin = P[rnd.T], P[rnd.EMIN]
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
-    if overflow == rnd.OVERFLOW_SATURATE:
-        big = maxval
-    elif P[rnd.INFMAG] >= 0:
-        big = np.inf
-    elif P[rnd.NANKIND] != rnd.NAN_NONE:
-        big = np.nan
-    else:
-        big = maxval
+    big = overflow_value(P, overflow, maxval)
     negzero = P[rnd.NEGZERO] != 0
     chunks = (n + _CHUNK - 1) // _CHUNK
     for ch in prange(chunks):
