@@ -212,7 +212,7 @@ def fits_one(P: np.ndarray) -> bool:
         and int(P[EMIN]) >= -126
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                 shape: int, simple: bool) -> int:
     """The encode loop, specialised by literal flags so each variant compiles to
@@ -296,11 +296,11 @@ def _odd_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) ->
         hi = min(x.size, lo + _PIECE)
         piece = bits[:hi - lo]
         _odd_pass(x[lo:hi], piece)
-        nans += _rne32_dispatch(piece, out[lo:hi], P, saturate)
+        nans += _rne32_block(piece, out[lo:hi], P, saturate)
     return nans
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, base: int,
                mixed_seed: Any, ubits: int, exact: bool, simple: bool) -> int:
     """Stochastic rounding of the float32 patterns ``x`` (flat indices ``base`` on) with

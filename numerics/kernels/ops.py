@@ -707,7 +707,7 @@ def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, thresho
                     | (np.uint8(invalid) << 3))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, exact32: bool, t: int,
                emin: int, maxval: Any, big: Any, negzero: bool, want: bool,
                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:

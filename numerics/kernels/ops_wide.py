@@ -114,7 +114,7 @@ def _to_odd(s: float, err: float) -> float:
     return bits_f64(b | (_U64(1) if inexact else _U64(0)))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int,
                emin: int, maxval: float, big: float, negzero: bool, want: bool,
                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:

@@ -158,7 +158,7 @@ def _step_down(af: float, emin: int, t: int) -> float:
     return af - (q * 0.5 if power_of_two else q)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: bool) -> int:
     """``next_up`` (``up``) or ``next_down`` of ``x`` into ``out``; returns how many
     elements are not values of the format (their results are meaningless).  ``up`` and
