@@ -134,21 +134,27 @@ def _two_prod(a: float, b: float) -> tuple[float, float]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add_fast(a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
-              maxval: float, seed: int, index: int) -> float:
-    """``fl(a + b)`` to nearest even for ``p <= 25``: ``RN_p(RN64(a + b))`` (module
-    docstring); ``round_pair`` of ``RN64(a + b)`` beyond the format's range."""
+def _add(fast: bool, a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
+         maxval: float, seed: int, index: int) -> float:
+    """``fl(a + b)``.  ``fast`` (round to nearest even, ``p <= 25``): ``RN_p(RN64(a + b))``
+    (module docstring) inline, within the format's range; the rest by
+    :func:`_add_slow`."""
     s = a + b
-    r, ok = _rne_fast(s, t, emin, maxval)
-    if not ok:
-        r = _round_slow(s, 0.0, P, mode, seed, index)
-    return r
+    if fast:
+        r, ok = _rne_fast(s, t, emin, maxval)
+        if ok:
+            return r
+    return _add_slow(fast, a, b, s, P, mode, seed, index)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _add_exact(a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
-               maxval: float, seed: int, index: int) -> float:
-    """``fl(a + b)`` in any mode: ``round_pair`` of the TwoSum pair."""
+@numba.njit(cache=True, nogil=True)
+def _add_slow(fast: bool, a: float, b: float, s: float, P: np.ndarray, mode: int, seed: int,
+              index: int) -> float:
+    """``fl(a + b)`` by :func:`round_pair`: of ``s = RN64(a + b)`` when ``fast`` (beyond the
+    format's range: the module docstring's theorem still applies), else of the TwoSum
+    pair, in any mode."""
+    if fast:
+        return _round_slow(s, 0.0, P, mode, seed, index)
     hi, lo = _two_sum(a, b)
     return _round_slow(hi, lo, P, mode, seed, index)
 
@@ -164,7 +170,7 @@ def _cast(x: float, P: np.ndarray, t: int, emin: int, maxval: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, add: Any,
+def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, fast: bool,
           P: np.ndarray, mode: int, t: int, emin: int, maxval: float,
           seed: int, index: int) -> tuple[float, float]:
     """Term ``i`` of row ``r`` (the input rounded to nearest even; for a dot product the
@@ -174,7 +180,7 @@ def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, add: Any,
         return x, abs(x)
     y = _cast(np.float64(Y[r, i]), P, t, emin, maxval)
     if t <= 25:  # p <= 26: the product is exact in float64
-        return add(x * y, -0.0, P, mode, t, emin, maxval, seed, index), abs(x * y)
+        return _add(fast, x * y, -0.0, P, mode, t, emin, maxval, seed, index), abs(x * y)
     p, lo = _two_prod(x, y)
     return _round_slow(p, lo, P, mode, seed, index), abs(p)
 
@@ -191,21 +197,16 @@ def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
     ``ALG_*`` codes, ``block`` the pairwise block length.
     """
     tiles = (X.shape[0] + _TILE - 1) // _TILE
-    if mode == MODE_RNE and P[T] <= 24:
-        for tile in numba.prange(tiles):
-            _tile(X, Y, dot, alg, block, P, mode, maxval, seed, value, abs_sum, tiny, tile,
-                  _add_fast)
-    else:
-        for tile in numba.prange(tiles):
-            _tile(X, Y, dot, alg, block, P, mode, maxval, seed, value, abs_sum, tiny, tile,
-                  _add_exact)
+    fast = mode == MODE_RNE and P[T] <= 24
+    for tile in numba.prange(tiles):
+        _tile(X, Y, dot, alg, block, P, mode, maxval, seed, value, abs_sum, tiny, tile, fast)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
           P: np.ndarray, mode: int, maxval: float, seed: int, value: np.ndarray,
-          abs_sum: np.ndarray, tiny: np.ndarray, tile: int, add: Any) -> None:
-    """Rows ``8 tile .. 8 tile + 7``, summed side by side with the addition ``add``."""
+          abs_sum: np.ndarray, tiny: np.ndarray, tile: int, fast: bool) -> None:
+    """Rows ``8 tile .. 8 tile + 7``, summed side by side with :func:`_add`."""
     batch, n = X.shape
     t = P[T]
     emin = P[EMIN]
@@ -225,7 +226,7 @@ def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
     for q in range(R):
         r = r0 + q
         j[q] = np.uint64(r)
-        t0, a0 = _term(X, Y, r, 0, dot, add, P, mode, t, emin, maxval, seed, j[q])
+        t0, a0 = _term(X, Y, r, 0, dot, fast, P, mode, t, emin, maxval, seed, j[q])
         if dot:
             j[q] += B
         acc_abs[q] = a0
@@ -236,7 +237,7 @@ def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
             r = r0 + q
             x = 0.0
             if i < n:
-                x, ax = _term(X, Y, r, i, dot, add, P, mode, t, emin, maxval, seed, j[q])
+                x, ax = _term(X, Y, r, i, dot, fast, P, mode, t, emin, maxval, seed, j[q])
                 if dot:
                     j[q] += B
                 acc_abs[q] += ax
@@ -244,35 +245,35 @@ def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
                     ntiny[q] += 1
             if alg == ALG_RECURSIVE:
                 if i < n:
-                    s[q] = add(s[q], x, P, mode, t, emin, maxval, seed, j[q])
+                    s[q] = _add(fast, s[q], x, P, mode, t, emin, maxval, seed, j[q])
                     j[q] += B
             elif alg == ALG_KAHAN:
                 if i < n:
-                    y = add(x, -c[q], P, mode, t, emin, maxval, seed, j[q])
-                    tt = add(s[q], y, P, mode, t, emin, maxval, seed, j[q] + B)
-                    d = add(tt, -s[q], P, mode, t, emin, maxval, seed, j[q] + 2 * B)
-                    c[q] = add(d, -y, P, mode, t, emin, maxval, seed, j[q] + 3 * B)
+                    y = _add(fast, x, -c[q], P, mode, t, emin, maxval, seed, j[q])
+                    tt = _add(fast, s[q], y, P, mode, t, emin, maxval, seed, j[q] + B)
+                    d = _add(fast, tt, -s[q], P, mode, t, emin, maxval, seed, j[q] + 2 * B)
+                    c[q] = _add(fast, d, -y, P, mode, t, emin, maxval, seed, j[q] + 3 * B)
                     j[q] += 4 * B
                     s[q] = tt
             elif alg == ALG_NEUMAIER:
                 if i < n:
                     sq = s[q]
-                    tt = add(sq, x, P, mode, t, emin, maxval, seed, j[q])
+                    tt = _add(fast, sq, x, P, mode, t, emin, maxval, seed, j[q])
                     if abs(sq) >= abs(x):
-                        d = add(sq, -tt, P, mode, t, emin, maxval, seed, j[q] + B)
-                        d = add(d, x, P, mode, t, emin, maxval, seed, j[q] + 2 * B)
+                        d = _add(fast, sq, -tt, P, mode, t, emin, maxval, seed, j[q] + B)
+                        d = _add(fast, d, x, P, mode, t, emin, maxval, seed, j[q] + 2 * B)
                     else:
-                        d = add(x, -tt, P, mode, t, emin, maxval, seed, j[q] + B)
-                        d = add(d, sq, P, mode, t, emin, maxval, seed, j[q] + 2 * B)
-                    c[q] = add(c[q], d, P, mode, t, emin, maxval, seed, j[q] + 3 * B)
+                        d = _add(fast, x, -tt, P, mode, t, emin, maxval, seed, j[q] + B)
+                        d = _add(fast, d, sq, P, mode, t, emin, maxval, seed, j[q] + 2 * B)
+                    c[q] = _add(fast, c[q], d, P, mode, t, emin, maxval, seed, j[q] + 3 * B)
                     j[q] += 4 * B
                     s[q] = tt
                 else:
-                    s[q] = add(s[q], c[q], P, mode, t, emin, maxval, seed, j[q])
+                    s[q] = _add(fast, s[q], c[q], P, mode, t, emin, maxval, seed, j[q])
                     j[q] += B
             else:  # pairwise: s is the running block sum
                 if i % block != 0 and i < n:
-                    s[q] = add(s[q], x, P, mode, t, emin, maxval, seed, j[q])
+                    s[q] = _add(fast, s[q], x, P, mode, t, emin, maxval, seed, j[q])
                     j[q] += B
                     continue
                 # a block is complete: push it, merging equal levels
@@ -281,14 +282,14 @@ def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
                 level[q, dq] = 0
                 dq += 1
                 while dq >= 2 and level[q, dq - 1] == level[q, dq - 2]:
-                    stack[q, dq - 2] = add(stack[q, dq - 2], stack[q, dq - 1], P, mode, t,
+                    stack[q, dq - 2] = _add(fast, stack[q, dq - 2], stack[q, dq - 1], P, mode, t,
                                            emin, maxval, seed, j[q])
                     j[q] += B
                     level[q, dq - 2] += 1
                     dq -= 1
                 if i == n:
                     while dq >= 2:
-                        stack[q, dq - 2] = add(stack[q, dq - 2], stack[q, dq - 1], P, mode,
+                        stack[q, dq - 2] = _add(fast, stack[q, dq - 2], stack[q, dq - 1], P, mode,
                                                t, emin, maxval, seed, j[q])
                         j[q] += B
                         dq -= 1
