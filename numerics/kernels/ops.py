@@ -610,60 +610,67 @@ def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.nda
     ``residual=False`` (round to nearest even, ``p <= 25``, ``+ - / sqrt``, no flags
     wanted) rounds ``h`` alone: Figueroa's theorem (``proofs/double_rounding.md``, D1)
     makes ``RNE_p(RNE_53(x)) == RNE_p(x)``; the inexact flag would need the residual."""
-    bad = 0
     sign = -1.0 if negate_b else 1.0
+    # every (op, residual) a call with literal flags: one straight loop each
     if op == 0 and residual:
-        for i in range(out.size):
-            h, lo = _two_sum(_load(a, i, table), sign * _load(b, i, table))
-            out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval)
-            bad += bad_i
-    elif op == 0:
-        for i in range(out.size):
-            h = _load(a, i, table) + sign * _load(b, i, table)
-            out[i], fl[i], bad_i = _fast_value(h, 0.0, cut, mode, lo_normal, maxval)
-            bad += bad_i
-    elif op == 1:
-        for i in range(out.size):
-            h = _load(a, i, table) * _load(b, i, table)
-            out[i], fl[i], bad_i = _fast_value(h, 0.0, cut, mode, lo_normal, maxval)
-            bad += bad_i
-    elif op == 2 and not residual:
-        for i in range(out.size):
-            q = _load(a, i, table) / _load(b, i, table)
-            out[i], fl[i], bad_i = _fast_value(q, 0.0, cut, mode, lo_normal, maxval)
-            bad += bad_i
-    elif op == 4 and not residual:
-        for i in range(out.size):
-            s = math.sqrt(_load(a, i, table))
-            out[i], fl[i], bad_i = _fast_value(s, 0.0, cut, mode, lo_normal, maxval)
-            bad += bad_i
-    elif op == 2:
-        for i in range(out.size):
-            x = _load(a, i, table)
+        return _fast_loop(0, True, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+    if op == 0:
+        return _fast_loop(0, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out,
+                          fl)
+    if op == 1:
+        return _fast_loop(1, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out,
+                          fl)
+    if op == 2 and residual:
+        return _fast_loop(2, True, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+    if op == 2:
+        return _fast_loop(2, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out,
+                          fl)
+    if op == 3:
+        return _fast_loop(3, True, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+    if op == 4 and residual:
+        return _fast_loop(4, True, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+    if op == 4:
+        return _fast_loop(4, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out,
+                          fl)
+    return _fast_loop(5, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fast_loop(op: int, residual: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+               table: np.ndarray, sign: float, cut: int, mode: int, lo_normal: float,
+               maxval: float, out: np.ndarray, fl: np.ndarray) -> int:
+    """The loop of :func:`_fast_chunk` for literal ``op`` and ``residual``: ``h`` (and
+    with ``residual`` its exact error ``lo``) of each element, rounded by
+    :func:`_fast_value`; returns the number of sentinels."""
+    bad = 0
+    for i in range(out.size):
+        x = _load(a, i, table)
+        lo = 0.0
+        if op == 0 and residual:
+            h, lo = _two_sum(x, sign * _load(b, i, table))
+        elif op == 0:
+            h = x + sign * _load(b, i, table)
+        elif op == 1:
+            h = x * _load(b, i, table)
+        elif op == 2 and residual:
             y = _load(b, i, table)
-            q = x / y
-            p, e = _two_prod(q, y)
-            out[i], fl[i], bad_i = _fast_value(q, ((x - p) - e) / y, cut, mode, lo_normal,
-                                               maxval)
-            bad += bad_i
-    elif op == 3:
-        for i in range(out.size):
-            h, lo = _two_sum(_load(a, i, table) * _load(b, i, table), _load(c, i, table))
-            out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval)
-            bad += bad_i
-    elif op == 4:
-        for i in range(out.size):
-            x = _load(a, i, table)
-            s = math.sqrt(x)
-            p, e = _two_prod(s, s)
-            out[i], fl[i], bad_i = _fast_value(s, ((x - p) - e) / (2.0 * s), cut, mode,
-                                               lo_normal, maxval)
-            bad += bad_i
-    else:
-        for i in range(out.size):
-            out[i], fl[i], bad_i = _fast_value(_load(a, i, table), 0.0, cut, mode, lo_normal,
-                                               maxval)
-            bad += bad_i
+            h = x / y
+            p, e = _two_prod(h, y)
+            lo = ((x - p) - e) / y
+        elif op == 2:
+            h = x / _load(b, i, table)
+        elif op == 3:
+            h, lo = _two_sum(x * _load(b, i, table), _load(c, i, table))
+        elif op == 4 and residual:
+            h = math.sqrt(x)
+            p, e = _two_prod(h, h)
+            lo = ((x - p) - e) / (2.0 * h)
+        elif op == 4:
+            h = math.sqrt(x)
+        else:
+            h = x
+        out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval)
+        bad += bad_i
     return bad
 
 
