@@ -49,6 +49,31 @@ def test_explicit_and_random_seeds(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([f"*SEED {seed}*"])
 
 
+def test_xdist_workers_share_the_random_seed(pytester: pytest.Pytester,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # each worker writes the seed it used; all must equal the controller's header
+    pytester.makepyfile(test_inner="""
+import os
+
+def _write(name, seed):
+    with open(os.path.join(os.environ["SEED_DIR"], name), "w") as f:
+        f.write(str(seed))
+
+def test_a(numerics_seed):
+    _write("a", numerics_seed)
+
+def test_b(numerics_seed):
+    _write("b", numerics_seed)
+""")
+    out = pytester.mkdir("seeds")
+    monkeypatch.setenv("SEED_DIR", str(out))
+    result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "--numerics-seed=random")
+    result.assert_outcomes(passed=2)
+    header = [ln for ln in result.stdout.lines if ln.startswith("numerics: --numerics-seed=")]
+    seed = header[0].split("=")[1]
+    assert (out / "a").read_text() == (out / "b").read_text() == seed
+
+
 def test_bad_seed_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest(*PLUGIN, "--numerics-seed=abc")

@@ -6,7 +6,8 @@ Options
     The seed of the ``numerics_seed`` and ``numerics_rng`` fixtures.  The
     default is 0, so every run is reproducible without flags;
     ``--numerics-seed=random`` draws a fresh seed, which the header shows so a
-    failing run can be replayed.
+    failing run can be replayed.  Under pytest-xdist every worker uses the seed
+    the controller drew and printed.
 
 The seed is printed in the report header (``numerics: --numerics-seed=0``)
 and added as a "numerics" section to the report of every failing test that
@@ -83,9 +84,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # a pytest-xdist worker takes the seed its controller chose (pytest_configure_node),
+    # so that --numerics-seed=random gives every worker the seed the header shows
+    given = getattr(config, "workerinput", {}).get("numerics_seed")
+    if given is not None:
+        config.stash[_KEY] = int(given)
+        return
     raw = config.getoption("numerics_seed", default="0")
     seed = _parse_seed(str(raw))
     config.stash[_KEY] = secrets.randbits(32) if seed == "random" else int(seed)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist (when installed): hand the session's seed to each worker."""
+    node.workerinput["numerics_seed"] = _seed(node.config)
 
 
 def _seed(config: pytest.Config) -> int:
