@@ -56,9 +56,10 @@ def _peer_jobs(x: np.ndarray) -> dict[str, Callable[[], Any]]:
                 return fn()
         return run
 
-    jobs: dict[str, Callable[[], Any]] = {
-        name: job(lambda e=e: mx_tensor.to_mx(t, e, 32).dequantize(torch.float32))
-        for name, e in elem.items()}
+    def mx_job(e: Any) -> Callable[[], Any]:
+        return job(lambda: mx_tensor.to_mx(t, e, 32).dequantize(torch.float32))
+
+    jobs: dict[str, Callable[[], Any]] = {name: mx_job(e) for name, e in elem.items()}
     jobs["nvfp4"] = job(lambda: nvfp4_tensor.to_nvfp4(t).dequantize(torch.float32))
     return jobs
 
@@ -78,8 +79,10 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         if torch is not None:
             torch[0].set_num_threads(1)
         t_copy = best_of(lambda: x.copy(), 3)
-        ours_jobs: dict[str, Callable[[], Any]] = {
-            name: (lambda name=name: mx(x, name).dequantize(np.float32)) for name in MX_NAMES}
+        def ours_job(name: str) -> Callable[[], Any]:
+            return lambda: mx(x, name).dequantize(np.float32)
+
+        ours_jobs: dict[str, Callable[[], Any]] = {name: ours_job(name) for name in MX_NAMES}
         ours_jobs["nvfp4"] = lambda: nvfp4(x).dequantize(np.float32)
         for name, fn in ours_jobs.items():
             ours = best_of(fn, repeat)

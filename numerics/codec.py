@@ -238,7 +238,7 @@ def encode_exact(
     *,
     rounding: str = "rne",
     overflow: str = "ieee",
-    uniform: float | None = None,
+    uniform: float | Fraction | None = None,
     sr_bits: int | None = None,
     nan: str = "raise",
 ) -> int:
@@ -255,8 +255,8 @@ def encode_exact(
         Rounding mode (see :mod:`numerics.rounding`).
     overflow : {"ieee", "saturate"}
         Overflow rule (see :mod:`numerics.rounding`).
-    uniform : float, optional
-        Required for ``rounding="sr"``: the draw ``u`` in ``[0, 1)``.  The
+    uniform : float or Fraction, optional
+        Required for ``rounding="sr"``: the draw ``u`` in ``[0, 1)``, taken exactly.  The
         value rounds away from zero iff ``u < frac`` where ``frac`` is the
         exact distance from the truncated value in quanta.
     sr_bits : int, optional

@@ -288,7 +288,7 @@ def _encode_objects(x: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
         uniform = None if uniforms is None else Fraction(int(uniforms[i]), 2**bits)
         try:
             out[i] = codec.encode_exact(exact, fmt, rounding=rounding, overflow=overflow,
-                                        uniform=uniform,  # type: ignore[arg-type]
+                                        uniform=uniform,
                                         sr_bits=sr_bits, nan=nan)
         except ValueError as err:
             where = "x" if index is None else f"x[{index}]"

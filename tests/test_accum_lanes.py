@@ -33,7 +33,7 @@ def _fl(fmt: str) -> Callable[[Any], Any]:
 
 def _want(alg: str, row: np.ndarray, fmt: str, block: int) -> float:
     fl = _fl(fmt)
-    xs = [fl(Fraction(float(v))) if np.isfinite(v) else float(v) for v in row]
+    xs: list[Any] = [fl(Fraction(float(v))) if np.isfinite(v) else float(v) for v in row]
     if alg == "recursive":
         return float(ref.ref_recursive(xs, fl))
     if alg == "pairwise":

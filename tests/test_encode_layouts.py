@@ -19,6 +19,7 @@ import sys
 import time
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -86,7 +87,7 @@ def test_same_bits_for_every_thread_count() -> None:
 @pytest.mark.parametrize(("name", "rounding", "sr_bits"), CASES)
 def test_same_bits_for_every_layout(name: str, rounding: str, sr_bits: int | None) -> None:
     x = sample(4000, 3).reshape(40, 100)
-    opts = {"rounding": rounding, "rng": 5, "sr_bits": sr_bits, "nan": "zero"}
+    opts: dict[str, Any] = {"rounding": rounding, "rng": 5, "sr_bits": sr_bits, "nan": "zero"}
     want = numerics.encode(x, name, **opts)
     big = x.astype(">f4")
     assert np.array_equal(numerics.encode(big, name, **opts), want)
@@ -190,8 +191,9 @@ def test_issue13_decimal_negative_zero() -> None:
 
 def test_issue13_big_endian_dtypes() -> None:
     """(7) big-endian dtypes have their format; SR of big-endian input = little-endian."""
-    assert numerics.format_of_dtype(np.dtype(">f4")).name == "binary32"
-    assert numerics.format_of_dtype(np.dtype(">f8")).name == "binary64"
+    f4, f8 = (numerics.format_of_dtype(np.dtype(d)) for d in (">f4", ">f8"))
+    assert f4 is not None and f4.name == "binary32"
+    assert f8 is not None and f8.name == "binary64"
     x = np.linspace(0.1, 0.9, 1000, dtype=np.float32)
     a = numerics.encode(x, "e4m3fn", rounding="sr", rng=3)
     b = numerics.encode(x.astype(">f4"), "e4m3fn", rounding="sr", rng=3)
@@ -277,9 +279,11 @@ def test_issue13_round_to_torch_returns_torch() -> None:
     (lambda: numerics.encode([[1.0, 2.0], [3.0]], "bf16"), "x .*rectangular", ValueError),
     (lambda: numerics.ulp([[1.0, 2.0], [3.0]], "bf16"), "x .*rectangular", ValueError),
     (lambda: numerics.next_down([[1.0, 2.0], [3.0]], "bf16"), "x .*rectangular", ValueError),
-    (lambda: numerics.encode(1.0, "bf16", rounding=np.array(["rne"])), "rounding=", ValueError),
+    (lambda: numerics.encode(1.0, "bf16", rounding=np.array(["rne"])),  # type: ignore[arg-type]
+     "rounding=", ValueError),
     (lambda: numerics.encode([1.0], "bf16", rounding="sr", rng=-1), "rng=-1", ValueError),
-    (lambda: encode_exact(0.1, "bf16", rounding="sr", uniform="0.5"), "uniform='0.5'",
+    (lambda: encode_exact(0.1, "bf16", rounding="sr", uniform="0.5"),  # type: ignore[arg-type]
+     "uniform='0.5'",
      TypeError),
     (lambda: numerics.encode(1 + 2j, "bf16"), "complex", TypeError),
     (lambda: numerics.encode(np.array([1 + 2j]), "bf16"), "complex", TypeError),

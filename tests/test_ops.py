@@ -876,7 +876,7 @@ def test_D1_division_binary32(xa: int, xb: int) -> None:
 
 
 def test_result_dtype_option() -> None:
-    assert ops.add(np.float32([1.5]), np.float32([2.0]), "bfloat16",
+    assert ops.add(np.array([1.5], np.float32), np.array([2.0], np.float32), "bfloat16",
                    dtype=np.float32).dtype == np.float32
     assert ops.div(1.0, 3.0, "binary32", dtype=np.float32).dtype == np.float32
     assert ops.add(1.0, 2.0, "e4m3fn").dtype == np.float64
@@ -920,7 +920,8 @@ def test_D5_binary32_lanes_16bit(ca: int, cb: int, name: str, op: str) -> None:
     if not (math.isfinite(a) and math.isfinite(b)):
         return
     want, _ = reference(op, (a, b), fmt, "rne")
-    got = getattr(ops, op)(np.float32([a]), np.float32([b]), fmt, dtype=np.float32)
+    got = getattr(ops, op)(np.array([a], np.float32), np.array([b], np.float32), fmt,
+                           dtype=np.float32)
     assert same(want, float(got[0])), (name, op, a, b)
 
 

@@ -152,7 +152,7 @@ def test_nvfp4_recipe_exact() -> None:
     q = nvfp4(x)
     amax = Fraction(float(np.max(np.abs(x))))
     g = Fraction(decode_exact(encode_exact(amax / 2688, "binary32"), "binary32"))
-    assert q.global_scale is not None and Fraction(q.global_scale) == g
+    assert q.global_scale is not None and Fraction(float(q.global_scale)) == g
     for r in range(3):
         for b in range(4):
             blk = x[r, 16 * b:16 * b + 16]

@@ -58,7 +58,7 @@ def format_and_float(draw: st.DrawFn) -> tuple[Format, Any]:
 def test_encode_float_scalars_match_reference(case: tuple[Format, Any], rounding: str,
                                               overflow: str, nan: str) -> None:
     fmt, x = case
-    options = {"rounding": rounding, "overflow": overflow, "nan": nan}
+    options: dict[str, Any] = {"rounding": rounding, "overflow": overflow, "nan": nan}
     if math.isnan(x) and not fmt.has_nan and nan == "raise":
         with pytest.raises(ValueError, match="has no NaN"):
             numerics.encode(x, fmt, **options)
