@@ -338,15 +338,11 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
     ov = 1 if overflow == "saturate" else 0
     if kind == "float" and mode == 0 and (rne64 if work.dtype.itemsize == 8 else rne32):
         narrow = _narrow_kernels()
-        run = narrow.rne_parallel if n >= PARALLEL_MIN and _threads() > 1 else (
-            narrow.rne_serial)
-        nans = run(work, flat_out, P, ov == 1)
+        nans = narrow.rne(work, flat_out, P, ov == 1)
     elif kind == "float" and mode >= _MODES["sr"] and bits <= 31 and rne32 and (
             work.dtype.itemsize == 4):
         narrow = _narrow_kernels()
-        run = narrow.sr_parallel if n >= PARALLEL_MIN and _threads() > 1 else (
-            narrow.sr_serial)
-        nans = run(work, flat_out, P, ov == 1, seed, bits, mode == _SR_EXACT)
+        nans = narrow.sr(work, flat_out, P, ov == 1, seed, bits, mode == _SR_EXACT)
     elif kind == "float":
         if not (fits64 if work.dtype.itemsize == 8 else fits32):
             if work.dtype.itemsize == 4 and fits64:
@@ -538,9 +534,7 @@ def _encode_rne_fast(x: np.ndarray, fmt: Any, overflow: str, nan: str,
         return None
     narrow = _narrow_kernels()
     flat = x.reshape(-1)
-    run = narrow.rne_parallel if flat.size >= PARALLEL_MIN and _threads() > 1 else (
-        narrow.rne_serial)
-    if run(flat, codes.reshape(-1), P, overflow == "saturate") and nan == "raise" and (
+    if narrow.rne(flat, codes.reshape(-1), P, overflow == "saturate") and nan == "raise" and (
             not found.has_nan):
         raise _nan_error(flat, found)
     return codes
@@ -998,9 +992,7 @@ def _round_rne_fast(x: np.ndarray, fmt: Any, dtype: Any, overflow: Any,
     values = np.empty(x.shape, table.dtype)
     flat, flat_values = (x, values) if x.ndim == 1 else (x.reshape(-1), values.reshape(-1))
     narrow = _narrow_kernels()
-    run = narrow.round_rne_parallel if flat.size >= PARALLEL_MIN and _threads() > 1 else (
-        narrow.round_rne_serial)
-    if run(flat, flat_values, P, overflow == "saturate", table) and nan == "raise" \
+    if narrow.round_rne(flat, flat_values, P, overflow == "saturate", table) and nan == "raise" \
             and not found.has_nan:
         raise _nan_error(flat, found)
     return values

@@ -1,5 +1,5 @@
 """The one-pass kernels behind array calls of ulp / next_up / next_down
-(numerics.kernels.ulp) and round_to (numerics.kernels.narrow.round_rne_*).
+(numerics.kernels.ulp) and round_to (numerics.kernels.narrow.round_rne).
 
 * ulp against the Fraction definition (tests/ulp_reference.py) and, bit for bit, the
   float64 formulas numerics.ulp used before (NaN signs included);
@@ -283,8 +283,8 @@ def test_fused_parallel_matches_serial() -> None:
         x[7] = math.nan
         for arr in (x, x.astype(np.float32)):
             a, b = np.empty(n), np.empty(n)
-            assert narrow.round_rne_serial(arr, a, P, False, table) == 1
-            assert narrow.round_rne_parallel(arr, b, P, False, table) == 1
+            assert narrow.round_rne_span(arr, a, 0, arr.size, P, False, table) == 1
+            assert narrow.round_rne(arr, b, P, False, table) == 1
             assert_bits(a, b)
             assert_bits(a, numerics.decode(numerics.encode(arr, fmt, nan="zero"), fmt))
 

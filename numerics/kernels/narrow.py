@@ -73,9 +73,10 @@ from numerics.kernels.rounding import (
     bits_f64,
     f64_bits,
 )
+from numerics.kernels.spread import spread
 
-__all__ = ["CHUNK", "fits", "fits_one", "rne_code", "rne_constants", "rne_parallel", "rne_serial",
-           "round_rne_parallel", "round_rne_serial", "sr_parallel", "sr_serial"]
+__all__ = ["CHUNK", "fits", "fits_one", "rne", "rne_code", "rne_constants", "rne_span",
+           "round_rne", "round_rne_span", "sr", "sr_span"]
 
 #: Elements per block (and per parallel work item).
 CHUNK = 1 << 16
@@ -363,8 +364,12 @@ def _sr32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool
 
 
 @numba.njit(cache=True, nogil=True)
-def _sr_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-             saturate: bool, seed: Any, ubits: int, exact: bool) -> int:
+def sr_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+            saturate: bool, seed: Any, ubits: int, exact: bool) -> int:
+    """Stochastically rounded codes of ``x[start:stop]`` (float32, contiguous, native
+    byte order; a format :func:`fits` accepts; ``1 <= ubits <= 31``) into
+    ``out[start:stop]``, with the stream of :mod:`numerics.kernels.random`: ``MODE_SR``
+    or, when ``exact``, ``MODE_SR_EXACT``.  Returns the number of NaN inputs."""
     nans = 0
     mixed = mix64(_U64(seed))
     for lo in range(start, stop, CHUNK):
@@ -374,27 +379,12 @@ def _sr_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarra
     return nans
 
 
-@numba.njit(cache=True, nogil=True)
-def sr_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, seed: Any,
-              ubits: int, exact: bool) -> int:
-    """Stochastically rounded codes of float32 ``x`` (contiguous, native byte order; a
-    format :func:`fits` accepts; ``1 <= ubits <= 31``) into ``out`` on this thread, with
-    the stream of :mod:`numerics.kernels.random`: ``MODE_SR`` or, when ``exact``,
-    ``MODE_SR_EXACT``.  Returns the number of NaN inputs."""
-    return _sr_span(x, out, 0, x.size, P, saturate, seed, ubits, exact)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def sr_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, seed: Any,
-                ubits: int, exact: bool) -> int:
-    """:func:`sr_serial` on all threads (the same bits: each draw depends on the index)."""
-    n = x.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    nans = np.zeros(chunks, np.int64)
-    for c in numba.prange(chunks):
-        nans[c] = _sr_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, saturate, seed,
-                           ubits, exact)
-    return nans.sum()
+def sr(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, seed: Any,
+       ubits: int, exact: bool) -> int:
+    """:func:`sr_span` of all of ``x`` on the threads (the same bits for every thread
+    count: each draw depends on the index)."""
+    return sum(spread(lambda lo, hi: sr_span(x, out, lo, hi, P, saturate, seed, ubits,
+                                             exact), x.size, align=CHUNK))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -442,10 +432,12 @@ def _via32(P: Any) -> bool:
 
 
 @numba.njit(cache=True, nogil=True)
-def _span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-          saturate: bool) -> int:
-    """Codes of ``x[start:stop]`` in blocks of :data:`CHUNK` (the block loops index
-    their slices from 0, so they need no negative-index wraparound and vectorize)."""
+def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+             saturate: bool) -> int:
+    """Codes of ``x[start:stop]`` (float32 or float64, contiguous, native byte order; a
+    format :func:`fits` accepts) into ``out[start:stop]``, in blocks of :data:`CHUNK`
+    (the block loops index their slices from 0, so they need no negative-index
+    wraparound and vectorize).  Returns the number of NaN inputs."""
     nans = 0
     via32 = _via32(P)
     for lo in range(start, stop, CHUNK):
@@ -459,60 +451,35 @@ def _span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
     return nans
 
 
-@numba.njit(cache=True, nogil=True)
-def rne_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
-    """Codes of float32/float64 ``x`` (contiguous, native byte order; a format that
-    :func:`fits` accepts) into ``out`` on this thread; returns the number of NaN inputs."""
-    return _span(x, out, 0, x.size, P, saturate)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def rne_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
-    """:func:`rne_serial` on all threads."""
-    n = x.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    nans = np.zeros(chunks, np.int64)
-    for c in numba.prange(chunks):
-        nans[c] = _span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, saturate)
-    return nans.sum()
+def rne(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
+    """:func:`rne_span` of all of ``x`` on the threads; returns the number of NaN inputs."""
+    return sum(spread(lambda lo, hi: rne_span(x, out, lo, hi, P, saturate), x.size,
+                      align=CHUNK))
 
 
 @numba.njit(cache=True, nogil=True)
-def _round_span(x: np.ndarray, values: np.ndarray, start: int, stop: int, P: np.ndarray,
-                saturate: bool, table: np.ndarray) -> int:
-    """``values[i] = table[code of x[i]]`` for ``start <= i < stop``, the codes going
-    through a scratch piece of :data:`_PIECE` elements (read back from the L1 cache)."""
+def round_rne_span(x: np.ndarray, values: np.ndarray, start: int, stop: int,
+                   P: np.ndarray, saturate: bool, table: np.ndarray) -> int:
+    """The values ``x[start:stop]`` (float32/float64, contiguous, native byte order; a
+    format :func:`fits` accepts, of at most 16 bits) round to, nearest-even:
+    ``values[i] = table[c]`` where ``c`` is the code :func:`rne_span` gives and
+    ``table`` the value of every code (float32 or float64).  One pass, the codes going
+    through a scratch piece of :data:`_PIECE` elements (read back from the L1 cache);
+    returns the number of NaN inputs."""
     nans = 0
     codes = np.empty(min(max(stop - start, 0), _PIECE), np.uint32)
     for lo in range(start, stop, _PIECE):
         hi = min(stop, lo + _PIECE)
         piece = codes[:hi - lo]
-        nans += _span(x[lo:hi], piece, 0, hi - lo, P, saturate)
+        nans += rne_span(x[lo:hi], piece, 0, hi - lo, P, saturate)
         v = values[lo:hi]
         for i in range(hi - lo):
             v[i] = table[piece[i]]
     return nans
 
 
-@numba.njit(cache=True, nogil=True)
-def round_rne_serial(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
-                     table: np.ndarray) -> int:
-    """The values float32/float64 ``x`` (contiguous, native byte order; a format that
-    :func:`fits` accepts, of at most 16 bits) round to, nearest-even: ``values[i] =
-    table[c]`` where ``c`` is the code :func:`rne_serial` gives and ``table`` the value of
-    every code (float32 or float64).  One pass on this thread; returns the number of NaN
-    inputs."""
-    return _round_span(x, values, 0, x.size, P, saturate, table)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def round_rne_parallel(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
-                       table: np.ndarray) -> int:
-    """:func:`round_rne_serial` on all threads."""
-    n = x.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    nans = np.zeros(chunks, np.int64)
-    for c in numba.prange(chunks):
-        nans[c] = _round_span(x, values, c * CHUNK, min(n, (c + 1) * CHUNK), P, saturate,
-                              table)
-    return nans.sum()
+def round_rne(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
+              table: np.ndarray) -> int:
+    """:func:`round_rne_span` of all of ``x`` on the threads."""
+    return sum(spread(lambda lo, hi: round_rne_span(x, values, lo, hi, P, saturate, table),
+                      x.size, align=CHUNK))
