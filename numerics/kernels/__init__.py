@@ -15,6 +15,7 @@ Modules
 ``compare``   comparison and statistics passes
 ``quant``     scaled and block quantization
 ``hash``      hash loops in uint32 and emulated float arithmetic
+``spread``    runs a span kernel's index ranges on the threads
 
 Compile time
 ------------
@@ -25,8 +26,14 @@ same loops as separate specializations (the encode kernels: about 170 s against
 35 s), for the same machine code: the flags are literal arguments either way.
 Only element-level helpers are inlined.
 
-Kernels that run in parallel split work into index ranges; every result
-depends only on the element's inputs and, for stochastic rounding, on
-``(seed, index)`` (see :mod:`numerics.kernels.random`), so the bits are the same
-for every thread count.
+Threads
+-------
+A loop is a serial function of an index range (``*_span(..., start, stop)``); a
+plain Python driver of the same name without ``_span`` hands one range per thread
+to :func:`numerics.kernels.spread.spread`, which runs them on Python threads (the
+kernels release the GIL).  No kernel is ``parallel=True``: numba's parfor pass made
+each parallel driver a second compile per signature, the slowest of all, for no
+gain on loops this coarse.  Every result depends only on the element's inputs and,
+for stochastic rounding, on ``(seed, index)`` (see :mod:`numerics.kernels.random`),
+so the bits are the same for every thread count.
 """

@@ -20,9 +20,10 @@ instead.  The tests pin both ways to the exact references.
 Layout and threads
 ------------------
 ``X`` (and ``Y`` for a dot product) is C-contiguous ``(batch, n)``: one sum per row.
-Rows are split over threads (``prange``) in tiles of 8 that one thread sums side by
-side (8 independent chains keep the core busy); each row is summed in the
-documented order, so the bits do not depend on the thread count.  Stochastic
+Rows are split over threads (:func:`numerics.kernels.spread.spread`) in tiles of 8
+that one thread sums side by side (8 independent chains keep the core busy); each
+row is summed in the documented order, so the bits do not depend on the thread
+count.  Stochastic
 rounding: the ``j``-th rounding of row ``r`` (in the order the module docstring of
 :mod:`numerics.accum.summation` lists the operations, input casts not counted)
 draws element ``j * batch + r`` of :func:`numerics.kernels.random.draw` with the
@@ -55,6 +56,7 @@ from numerics.kernels.rounding import (
     decode_one,
     round_pair,
 )
+from numerics.kernels.spread import PARALLEL_MIN, spread
 
 __all__ = [
     "ALG_KAHAN",
@@ -65,10 +67,15 @@ __all__ = [
     "ALIGN_RNE",
     "ALIGN_RTZ",
     "exponents",
+    "exponents_span",
     "fused_gemm",
+    "fused_gemm_span",
     "round_values",
+    "round_values_span",
     "sum_rows",
     "sum_rows_f32",
+    "sum_rows_f32_span",
+    "sum_rows_span",
 ]
 
 ALG_RECURSIVE, ALG_PAIRWISE, ALG_KAHAN, ALG_NEUMAIER = range(4)
@@ -185,11 +192,17 @@ def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, fast: bool,
     return _round_slow(p, lo, P, mode, seed, index), abs(p)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+def _tile_minimum(tile_rows: int, n: int) -> int:
+    """Tiles of ``tile_rows`` rows of ``n`` terms worth a thread: about
+    :data:`~numerics.kernels.spread.PARALLEL_MIN` terms."""
+    return max(1, -(-PARALLEL_MIN // max(1, tile_rows * n)))
+
+
 def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
              P: np.ndarray, mode: int, maxval: float, seed: int,
              value: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray) -> None:
-    """Sum each row of ``X`` (of ``X * Y`` for ``dot``) into ``value[r]``.
+    """Sum each row of ``X`` (of ``X * Y`` for ``dot``) into ``value[r]``, the tiles of
+    :func:`sum_rows_span` on the threads.
 
     ``abs_sum[r]`` receives ``sum |x_i|`` of the rounded terms (``sum |x_i y_i|`` of the
     exact products for a dot product) summed in float64, ``tiny[r]`` the number of
@@ -197,8 +210,19 @@ def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
     ``ALG_*`` codes, ``block`` the pairwise block length.
     """
     tiles = (X.shape[0] + _TILE - 1) // _TILE
+    spread(lambda lo, hi: sum_rows_span(X, Y, dot, alg, block, P, mode, maxval, seed, value,
+                                        abs_sum, tiny, lo, hi),
+           tiles, minimum=_tile_minimum(_TILE, X.shape[1]))
+
+
+@numba.njit(cache=True, nogil=True)
+def sum_rows_span(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
+                  P: np.ndarray, mode: int, maxval: float, seed: int, value: np.ndarray,
+                  abs_sum: np.ndarray, tiny: np.ndarray, start: int, stop: int) -> None:
+    """:func:`sum_rows` for the tiles ``start .. stop - 1`` (rows ``8 start`` to
+    ``8 stop - 1``) on this thread."""
     fast = mode == MODE_RNE and P[T] <= 24
-    for tile in numba.prange(tiles):
+    for tile in range(start, stop):
         _tile(X, Y, dot, alg, block, P, mode, maxval, seed, value, abs_sum, tiny, tile, fast)
 
 
@@ -320,7 +344,6 @@ def _align_value(v: float, align: int) -> float:
     return np.rint(v)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
 def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
                d: np.ndarray, k0: int, k1: int, G: int, F: int,
                align: int, Pout: np.ndarray, out_mode: int, e8m13: bool) -> None:
@@ -333,9 +356,23 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
     term ``a b 2**(F - E)`` is exact in float64 and rounded to an integer by ``align``
     (``trunc``, ``floor`` or ``rint``); a group's total is an integer below ``2**(F + 9)``,
     exact in float64 for ``F <= 44``, and ``total * 2**(E - F)`` is rounded once into
-    ``Pout`` with ``out_mode``.  Rows are split over threads; each output is computed by
-    one thread in the documented order.
+    ``Pout`` with ``out_mode``.  Blocks of :data:`_GEMM_ROWS` rows are split over the
+    threads (:func:`fused_gemm_span`); each output is computed by one thread in the
+    documented order.
     """
+    blocks = (A.shape[0] + _GEMM_ROWS - 1) // _GEMM_ROWS
+    work = _GEMM_ROWS * B.shape[1] * max(1, k1 - k0)
+    spread(lambda lo, hi: fused_gemm_span(A, EA, B, EB, d, k0, k1, G, F, align, Pout,
+                                          out_mode, e8m13, lo, hi),
+           blocks, minimum=max(1, -(-PARALLEL_MIN // max(1, work))))
+
+
+@numba.njit(cache=True, nogil=True)
+def fused_gemm_span(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
+                    d: np.ndarray, k0: int, k1: int, G: int, F: int, align: int,
+                    Pout: np.ndarray, out_mode: int, e8m13: bool, start: int,
+                    stop: int) -> None:
+    """:func:`fused_gemm` for the row blocks ``start .. stop - 1`` on this thread."""
     M = A.shape[0]
     N = B.shape[1]
     t_out = Pout[T]
@@ -343,7 +380,7 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
     top = _pow2(Pout[4] + 1)  # 2**(emax + 1)
     has_inf = Pout[9] >= 0  # an infinity code
     RB = _GEMM_ROWS
-    for blk in numba.prange((M + RB - 1) // RB):
+    for blk in range(start, stop):
         i0 = blk * RB
         R = min(RB, M - i0)
         E = np.empty((RB, N), np.int32)  # int32: the max pass vectorizes
@@ -403,17 +440,24 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
                     d[i, j] = rr
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
 def round_values(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: int,
                  seed: int, base: int, out: np.ndarray) -> None:
     """``out[i]``: the value of ``x[i] + lo[i]`` (exact, 1-D; ``lo`` may be one zero for
     all) rounded once into ``P`` (a NaN becomes +0 in a format without NaN).  Stochastic
-    rounding draws element ``base + i`` of the stream with ``seed``."""
+    rounding draws element ``base + i`` of the stream with ``seed``.  Pieces of
+    :func:`round_values_span` run on the threads."""
+    spread(lambda a, b: round_values_span(x, lo, P, mode, seed, base, out, a, b), x.size)
+
+
+@numba.njit(cache=True, nogil=True)
+def round_values_span(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: int, seed: int,
+                      base: int, out: np.ndarray, start: int, stop: int) -> None:
+    """:func:`round_values` for ``start <= i < stop`` on this thread."""
     t = P[T]
     emin = P[EMIN]
     maxval = _max_finite(P)
     paired = lo.size == x.size  # else lo is one zero
-    for i in numba.prange(x.size):
+    for i in range(start, stop):
         v = np.float64(x[i])
         low = lo[i] if paired else 0.0
         if mode == MODE_RNE and t <= 24 and low == 0.0:
@@ -429,11 +473,17 @@ def _max_finite(P: np.ndarray) -> float:
     return decode_one(np.uint64(P[8]), P)  # MAXMAG: the largest finite magnitude
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
 def exponents(x: np.ndarray, emin: int, out: np.ndarray) -> None:
     """``out[i]``: the exponent of ``x[i]`` clamped below at ``emin``; -126 for a zero or
-    a non-finite value (step 1 of the ``"fused"`` rule)."""
-    for i in numba.prange(x.size):
+    a non-finite value (step 1 of the ``"fused"`` rule), pieces of
+    :func:`exponents_span` on the threads."""
+    spread(lambda lo, hi: exponents_span(x, emin, out, lo, hi), x.size)
+
+
+@numba.njit(cache=True, nogil=True)
+def exponents_span(x: np.ndarray, emin: int, out: np.ndarray, start: int, stop: int) -> None:
+    """:func:`exponents` for ``start <= i < stop`` on this thread."""
+    for i in range(start, stop):
         v = np.float64(x[i])
         e = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))
         if v == 0.0 or e == 0x7FF:
@@ -618,7 +668,6 @@ def _intake(v: float, prm: tuple[Any, ...], rnd: Any) -> float:
     return r if v == v else np.float32(np.copysign(np.float32(np.nan), v))
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
 def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top: float,
                  value: np.ndarray, abs_sum: np.ndarray) -> None:
     """:func:`sum_rows` for C-contiguous float32 ``X`` (batch, n), nearest even, into a
@@ -633,21 +682,33 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top:
     buffer 128 at a time; each row follows the documented order of its algorithm
     (recursive; pairwise with :func:`sum_rows`'s tree; Kahan), so the bits equal
     :func:`sum_rows`'s, for every thread count.  ``abs_sum`` is ``sum |x_i|`` of the
-    rounded terms, in float64 in index order.
+    rounded terms, in float64 in index order.  Tiles of rows
+    (:func:`sum_rows_f32_span`) run on the threads.
     """
     batch = X.shape[0]
     R = min(_LANES, (batch + 7) // 8 * 8)
     tiles = (batch + R - 1) // R if R > 0 else 0
+    spread(lambda lo, hi: sum_rows_f32_span(X, alg, block, drop, emin, top, value, abs_sum,
+                                            R, lo, hi),
+           tiles, minimum=_tile_minimum(R, X.shape[1]))
+
+
+@numba.njit(cache=True, nogil=True)
+def sum_rows_f32_span(X: np.ndarray, alg: int, block: int, drop: int, emin: int,
+                      top: float, value: np.ndarray, abs_sum: np.ndarray, R: int,
+                      start: int, stop: int) -> None:
+    """:func:`sum_rows_f32` for the tiles of ``R`` rows ``start .. stop - 1`` on this
+    thread."""
     prm = (np.int32(drop), np.float32(_pow2(emin)),
            np.float32(1.5 * _pow2(emin - (23 - drop) + 23)), np.float32(top))
     if emin == -126:
-        for tile in numba.prange(tiles):
+        for tile in range(start, stop):
             _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_wide)
     elif _HAS_F16C and drop == 13 and emin == -14 and top == 65504.0:
-        for tile in numba.prange(tiles):
+        for tile in range(start, stop):
             _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_binary16)
     else:
-        for tile in numba.prange(tiles):
+        for tile in range(start, stop):
             _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_narrow)
 
 

@@ -43,8 +43,10 @@ stochastic rounding, binary64) takes the steps above (:func:`_element`).
 Format parameters arrive as :func:`numerics.kernels.rounding.format_params`'s
 int64 array, so one compiled loop serves every format; operands are float64,
 float32 or uint16 (codes) arrays, all of one dtype, flat, each either of the
-result's length or of length 1 (broadcast).  Chunks of :data:`_CHUNK` elements
-run in parallel; nothing depends on which thread runs them.
+result's length or of length 1 (broadcast).  Each loop is a serial function of a
+range of chunks of :data:`_CHUNK` elements (``*_span``); its driver spreads the
+chunks over the threads (:mod:`numerics.kernels.spread`), and nothing depends on
+which thread runs them.
 
 Rounded to nearest, a format whose values are float32 values skips these steps
 for two straight lane loops: :func:`apply_lean` (``+ - *`` in float32 lanes, claim
@@ -60,17 +62,18 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba import prange
 from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shr32
 from numerics.kernels.random import draw
+from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, values32
 
-__all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "decode_all", "first_unrepresentable",
-           "lean_fits", "overflow_value", "unpack_flags"]
+__all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
+           "decode_all", "first_unrepresentable", "lean_fits", "overflow_value",
+           "unpack_flags"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
@@ -88,6 +91,7 @@ _SENTINEL = np.int64(0x7FF4DEADBEEF0000)
 _SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
 #: Elements per chunk of the parallel loop (whole chunks run on one thread).
 _CHUNK = 1 << 12
+_MIN_CHUNKS = PARALLEL_MIN // _CHUNK // 4  # chunks worth a thread: 2**15 elements
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
 _U32 = np.uint32
 
@@ -491,7 +495,6 @@ def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
 
 
 # ----------------------------------------------------------------------------- the loop
-@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def apply_lean(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarray,
                overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
                fl: np.ndarray) -> None:
@@ -501,6 +504,18 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarr
     or uint16 codes (decoded by the :func:`numerics.kernels.unpack.plan` array ``d``),
     of the result's length or of length 1; ``out`` float32 or float64.  Chunks run on
     the threads."""
+    chunks = (out.size + _CHUNK - 1) // _CHUNK
+    spread(lambda lo, hi: apply_lean_span(
+        op, a, b, d, P, overflow, want, tiny_after, out, fl, lo, hi),
+        chunks, minimum=_MIN_CHUNKS)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarray,
+                    overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
+                    fl: np.ndarray, first: int, last: int) -> None:
+    """:func:`apply_lean` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
+    this thread."""
     n = out.size
     m = min(n, _CHUNK)
     if a.size != n:
@@ -511,8 +526,7 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarr
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     big = overflow_value(P, overflow, maxval)
     negzero = P[rnd.NEGZERO] != 0
-    chunks = (n + _CHUNK - 1) // _CHUNK
-    for ch in prange(chunks):
+    for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
         aa = a[start:stop] if a.size == n else a[:stop - start]
@@ -535,7 +549,6 @@ def overflow_value(P: np.ndarray, overflow: int, maxval: float) -> float:
     return maxval
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
           table: np.ndarray, P: np.ndarray, mode: int, overflow: int, tiny_after: bool,
           seed: Any, ubits: int, want: bool, shift: int, out: np.ndarray, fl: np.ndarray
@@ -550,6 +563,20 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     format's normal range (:func:`_fast_chunk`) and the rest take the general steps
     (:func:`_element`).  ``out`` is NaN where a format without NaN has no result (the
     caller raises)."""
+    chunks = (out.size + _CHUNK - 1) // _CHUNK
+    spread(lambda lo, hi: apply_span(
+        op, negate_b, a, b, c, table, P, mode, overflow, tiny_after, seed, ubits, want,
+        shift, out, fl, lo, hi),
+        chunks, minimum=_MIN_CHUNKS)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def apply_span(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+               table: np.ndarray, P: np.ndarray, mode: int, overflow: int, tiny_after: bool,
+               seed: Any, ubits: int, want: bool, shift: int, out: np.ndarray,
+               fl: np.ndarray, first: int, last: int) -> None:
+    """:func:`apply` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
+    this thread."""
     n = out.size
     m = min(n, _CHUNK)
     if a.size != n:  # a broadcast operand: one chunk's worth, read by every chunk
@@ -567,8 +594,7 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     lo_normal = math.ldexp(1.0, emin)
     cut = 52 - t
     residual = want or mode != rnd.MODE_RNE or t > 24 or op == 3
-    chunks = (n + _CHUNK - 1) // _CHUNK
-    for ch in prange(chunks):
+    for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
         aa = a[start:stop] if a.size == n else a[:stop - start]

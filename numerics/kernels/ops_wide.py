@@ -40,7 +40,6 @@ from typing import Any, Callable, cast
 
 import numba
 import numpy as np
-from numba import prange
 from numba.core import types
 from numba.extending import overload
 
@@ -49,14 +48,16 @@ from numerics.kernels.lanes import bits_of_f32
 from numerics.kernels.ops import overflow_value
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
+from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, values32
 
-__all__ = ["OPS", "apply_wide", "fits"]
+__all__ = ["OPS", "apply_wide", "apply_wide_span", "fits"]
 
 #: Operation codes of :func:`apply_wide`.
 OPS = {"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}
 _ADD, _MUL, _SUB, _DIV, _FMA = range(5)
 _CHUNK = 1 << 12
+_MIN_CHUNKS = PARALLEL_MIN // _CHUNK // 4  # chunks worth a thread: 2**15 elements
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
 _U64 = np.uint64
 _NAN = np.float64(np.nan)
@@ -237,7 +238,6 @@ def _wide_into(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
             out[i] = buf[i]
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
                fl: np.ndarray) -> None:
@@ -247,6 +247,18 @@ def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     :func:`numerics.kernels.unpack.plan` array ``d``), each of the result's length or of
     length 1; ``out`` float32 or float64.  (uint16 codes decode by the plan, int16 codes by the
     shift of :func:`numerics.kernels.unpack.decode_top`.)  Chunks run on the threads."""
+    chunks = (out.size + _CHUNK - 1) // _CHUNK
+    spread(lambda lo, hi: apply_wide_span(
+        op, a, b, c, d, P, overflow, want, tiny_after, out, fl, lo, hi),
+        chunks, minimum=_MIN_CHUNKS)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                    P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
+                    fl: np.ndarray, first: int, last: int) -> None:
+    """:func:`apply_wide` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
+    this thread."""
     n = out.size
     m = min(n, _CHUNK)
     if a.size != n:
@@ -259,8 +271,7 @@ def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     big = overflow_value(P, overflow, maxval)
     negzero = P[rnd.NEGZERO] != 0
-    chunks = (n + _CHUNK - 1) // _CHUNK
-    for ch in prange(chunks):
+    for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
         aa = a[start:stop] if a.size == n else a[:stop - start]
