@@ -1,8 +1,10 @@
 """How many threads the compiled kernels use.
 
-Large inputs are split over all cores by default (numba's thread pool, sized by
-``NUMBA_NUM_THREADS`` or the number of cores).  Results never depend on the
-count: see :mod:`numerics.kernels.random`.
+Large inputs are split over all cores by default: one piece per thread, run on a
+pool of Python threads that call the compiled kernels with the GIL released
+(:mod:`numerics.kernels.spread`).  The count is numba's setting for the calling
+thread, at most ``NUMBA_NUM_THREADS`` (by default the number of cores).  Results
+never depend on the count: see :mod:`numerics.kernels.random`.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numerics.hashing import fnv1a32, murmur3_32, poly_hash, spatial_hash, xxh32
+from numerics.kernels.hash import PARALLEL_MIN_WORK
 from numerics.threads import get_num_threads, set_num_threads
 
 PINNED = {
@@ -125,9 +126,11 @@ def test_kernels_reproduce_the_numpy_implementation() -> None:
 
 def test_results_do_not_depend_on_the_thread_count() -> None:
     rng = np.random.default_rng(5)
-    keys = rng.integers(0, 256, size=(5000, 23), dtype=np.uint8)
-    coords = rng.integers(0, 2**24, size=(5000, 3))
-    toks = rng.integers(0, 2**12, size=(5000, 7))
+    # above PARALLEL_MIN_WORK element steps, so that more than one thread runs
+    keys = rng.integers(0, 256, size=(50_000, 23), dtype=np.uint8)
+    coords = rng.integers(0, 2**24, size=(400_000, 3))
+    toks = rng.integers(0, 2**12, size=(160_000, 7))
+    assert min(keys.size, coords.size, toks.size) > PARALLEL_MIN_WORK
     calls: list[Callable[[], Any]] = [lambda: fnv1a32(keys), lambda: murmur3_32(keys, seed=7),
                                       lambda: xxh32(keys, seed=7)]
     for a in ("uint32", "float32", "bfloat16"):

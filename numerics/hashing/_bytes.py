@@ -98,10 +98,10 @@ def fnv1a32(data: KeyData) -> HashResult:
     >>> fnv1a32(np.frombuffer(b"aab", dtype=np.uint8).reshape(3, 1))
     array([3826002220, 3826002220, 3876335077], dtype=uint32)
     """
-    from numerics.kernels.hash import call, fnv1a32_rows
+    from numerics.kernels.hash import fnv1a32_rows
 
     keys, scalar = _as_key_matrix(data)
-    return _finish(call(fnv1a32_rows, keys.size, keys), scalar)
+    return _finish(fnv1a32_rows(keys), scalar)
 
 
 # ============================================================================ MurmurHash3 x86_32
@@ -144,11 +144,11 @@ def murmur3_32(data: KeyData, seed: int = 0) -> HashResult:
     >>> murmur3_32(b"", seed=1)
     np.uint32(1364076727)
     """
-    from numerics.kernels.hash import call, murmur3_rows
+    from numerics.kernels.hash import murmur3_rows
 
     s = _check_uint32(seed, "seed")
     keys, scalar = _as_key_matrix(data)
-    return _finish(call(murmur3_rows, keys.size, keys, np.uint32(s)), scalar)
+    return _finish(murmur3_rows(keys, np.uint32(s)), scalar)
 
 
 # ============================================================================ xxHash32
@@ -191,10 +191,10 @@ def xxh32(data: KeyData, seed: int = 0) -> HashResult:
     >>> hex(xxh32(b"abc"))
     '0x32d153ff'
     """
-    from numerics.kernels.hash import call, xxh32_rows
+    from numerics.kernels.hash import xxh32_rows
 
     s = _check_uint32(seed, "seed")
     keys, scalar = _as_key_matrix(data)
-    return _finish(call(xxh32_rows, keys.size, keys, np.uint32(s)), scalar)
+    return _finish(xxh32_rows(keys, np.uint32(s)), scalar)
 
 

@@ -186,7 +186,7 @@ def spatial_hash(
         raise ValueError(
             f"Got coords with d={d} columns, but it must be between 1 and len(primes)={len(ps)}"
         )
-    from numerics.kernels.hash import call, spatial_rows
+    from numerics.kernels.hash import spatial_rows
 
     code = _ARITH_CODE[arith]
     pf: list[float] = []
@@ -198,7 +198,7 @@ def spatial_hash(
             const_error = err
             break
     cols = len(pf) if code else d
-    out, bad = call(spatial_rows, arr.size, np.ascontiguousarray(arr[:, :cols]),
+    out, bad = spatial_rows(np.ascontiguousarray(arr[:, :cols]),
                     np.array(ps[:cols], dtype=np.uint32), np.array(pf, np.float32),
                     np.uint64(m), np.int64(code))
     if (bad >= 0).any():
@@ -276,15 +276,15 @@ def poly_hash(
         arr = arr[None, :]
     if arr.ndim != 2:
         raise ValueError(f"Got tokens with shape {arr.shape}, but it must be (n, L) or (L,)")
-    from numerics.kernels.hash import call, poly_float_rows, poly_uint_rows
+    from numerics.kernels.hash import poly_float_rows, poly_uint_rows
 
     arr = np.ascontiguousarray(arr)
     if arith == "uint32":
-        out = call(poly_uint_rows, arr.size, arr, np.uint64(b), np.uint64(mod))
+        out = poly_uint_rows(arr, np.uint64(b), np.uint64(mod))
     else:
         bf = _const(b, arith, "base")
         mf = _const(mod, arith, "modulus")
-        out, bad = call(poly_float_rows, arr.size, arr, bf, mf, np.uint64(mod),
+        out, bad = poly_float_rows(arr, bf, mf, np.uint64(mod),
                         np.int64(_ARITH_CODE[arith]))
         if (bad >= 0).any():
             step = int(bad[bad >= 0].min())  # the first step and stage, then the first key

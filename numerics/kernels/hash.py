@@ -3,8 +3,10 @@ polynomial hashes in uint32 or emulated float arithmetic, and XXH64 over the
 fixed-size blocks of a byte buffer (the block digests of
 :mod:`numerics.fingerprint`).
 
-Each kernel runs one key (row) per iteration of a ``prange`` loop; a key's hash
-depends only on its own bytes, so the bits are the same for every thread count.
+Each kernel hashes the keys (rows) ``start .. stop - 1`` in a serial loop
+(``*_span``); its driver spreads the rows over the threads
+(:mod:`numerics.kernels.spread`).  A key's hash depends only on its own bytes, so
+the bits are the same for every thread count.
 The rules are stated in :mod:`numerics.hashing`; the loops follow them step by
 step:
 
@@ -24,10 +26,13 @@ Arithmetic codes: 0 uint32, 1 float32, 2 bfloat16, 3 float16.
 from __future__ import annotations
 
 import math
-from typing import Any, Union
+from collections.abc import Callable
+from typing import Union
 
 import numba
 import numpy as np
+
+from numerics.kernels.spread import spread
 
 #: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).
 Int = Union[int, np.integer]
@@ -35,17 +40,22 @@ Float = Union[float, np.floating]
 
 __all__ = [
     "PARALLEL_MIN_WORK",
-    "call",
     "fnv1a32_rows",
+    "fnv1a32_rows_span",
     "int_mod",
     "int_mod_2_32",
     "int_mod_2_32_array",
     "murmur3_rows",
+    "murmur3_rows_span",
     "poly_float_rows",
+    "poly_float_rows_span",
     "poly_uint_rows",
+    "poly_uint_rows_span",
     "round_to_precision",
     "spatial_rows",
+    "spatial_rows_span",
     "xxh32_rows",
+    "xxh32_rows_span",
     "xxh64_blocks",
 ]
 
@@ -56,20 +66,11 @@ _M32 = np.uint64(0xFFFFFFFF)
 PARALLEL_MIN_WORK = 1 << 20
 
 
-def call(kernel: Any, work: int, *args: Any) -> Any:
-    """``kernel(*args)``, on one thread when ``work`` (element steps) is small.
-
-    The thread count never changes a result (each key is hashed on its own), only
-    how long the call takes.
-    """
-    threads = numba.get_num_threads()
-    if work >= PARALLEL_MIN_WORK or threads == 1:
-        return kernel(*args)
-    numba.set_num_threads(1)
-    try:
-        return kernel(*args)
-    finally:
-        numba.set_num_threads(threads)
+def _rows(span: Callable[[int, int], None], arr: np.ndarray) -> None:
+    """``span`` over the rows of ``arr`` on the threads, when there are at least
+    :data:`PARALLEL_MIN_WORK` element steps (waking the pool costs more than a short
+    loop, and on a busy machine far more)."""
+    spread(span, arr.shape[0], minimum=max(1, -(-PARALLEL_MIN_WORK // max(1, arr.shape[1]))))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -108,27 +109,40 @@ def _fmix(h: Int, m1: Int, s1: Int, m2: Int, s2: Int,
 
 
 # ============================================================================ byte hashes
-@numba.njit(cache=True, nogil=True, parallel=True)
 def fnv1a32_rows(keys: np.ndarray) -> np.ndarray:
     """FNV-1a (32-bit) of each row of a uint8 matrix."""
+    out = np.empty(keys.shape[0], np.uint32)
+    _rows(lambda lo, hi: fnv1a32_rows_span(keys, out, lo, hi), keys)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def fnv1a32_rows_span(keys: np.ndarray, out: np.ndarray,
+                      start: int, stop: int) -> None:
+    """:func:`fnv1a32_rows` of rows ``start .. stop - 1`` into ``out``."""
     n, length = keys.shape
-    out = np.empty(n, np.uint32)
-    for i in numba.prange(n):
+    for i in range(start, stop):
         h = np.uint32(0x811C9DC5)
         for j in range(length):
             h = _mul(h ^ np.uint32(keys[i, j]), np.uint32(0x01000193))
         out[i] = h
+
+
+def murmur3_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
+    """MurmurHash3 x86_32 of each row of a uint8 matrix."""
+    out = np.empty(keys.shape[0], np.uint32)
+    _rows(lambda lo, hi: murmur3_rows_span(keys, seed, out, lo, hi), keys)
     return out
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def murmur3_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
-    """MurmurHash3 x86_32 of each row of a uint8 matrix."""
+@numba.njit(cache=True, nogil=True)
+def murmur3_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
+                      start: int, stop: int) -> None:
+    """:func:`murmur3_rows` of rows ``start .. stop - 1`` into ``out``."""
     n, length = keys.shape
     c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
-    out = np.empty(n, np.uint32)
     nblocks = length // 4
-    for i in numba.prange(n):
+    for i in range(start, stop):
         h = np.uint32(seed)
         for b in range(nblocks):
             k = _mul(_rotl(_mul(_word(keys, i, 4 * b), c1), 15), c2)
@@ -142,17 +156,23 @@ def murmur3_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
             h ^= _mul(_rotl(_mul(k, c1), 15), c2)
         h ^= np.uint32(length & 0xFFFFFFFF)
         out[i] = _fmix(h, np.uint32(0x85EBCA6B), 16, np.uint32(0xC2B2AE35), 13, 16)
+
+
+def xxh32_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
+    """xxHash32 of each row of a uint8 matrix."""
+    out = np.empty(keys.shape[0], np.uint32)
+    _rows(lambda lo, hi: xxh32_rows_span(keys, seed, out, lo, hi), keys)
     return out
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def xxh32_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
-    """xxHash32 of each row of a uint8 matrix."""
+@numba.njit(cache=True, nogil=True)
+def xxh32_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
+                    start: int, stop: int) -> None:
+    """:func:`xxh32_rows` of rows ``start .. stop - 1`` into ``out``."""
     n, length = keys.shape
     p1, p2 = np.uint32(0x9E3779B1), np.uint32(0x85EBCA77)
     p3, p4, p5 = np.uint32(0xC2B2AE3D), np.uint32(0x27D4EB2F), np.uint32(0x165667B1)
-    out = np.empty(n, np.uint32)
-    for i in numba.prange(n):
+    for i in range(start, stop):
         s = np.uint32(seed)
         j = 0
         if length >= 16:
@@ -177,7 +197,6 @@ def xxh32_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
             h = _mul(_rotl(_add(h, _mul(np.uint32(keys[i, j]), p5)), 11), p1)
             j += 1
         out[i] = _fmix(h, p2, 15, p3, 13, 16)
-    return out
 
 
 # ============================================================================ emulated floats
@@ -256,16 +275,15 @@ def int_mod(v: Float, m: Int) -> np.uint64:
     return ((mant % mod) * p) % mod
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def int_mod_2_32_array(v: np.ndarray) -> np.ndarray:
     """:func:`int_mod_2_32` of every element of a 1-D float32 array."""
     out = np.empty(v.shape[0], np.uint32)
-    for i in numba.prange(v.shape[0]):
+    for i in range(v.shape[0]):
         out[i] = int_mod_2_32(v[i])
     return out
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
 def spatial_rows(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
                  table: Int, arith: Int) -> tuple[np.ndarray, np.ndarray]:
     """``XOR_i c[i] * primes[i] mod table`` per row of an int64 (n, d) matrix.
@@ -274,10 +292,20 @@ def spatial_rows(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
     the hashes and, per row, the first column whose emulated product overflows
     (-1 if none); such a row's hash is meaningless.
     """
+    out = np.empty(coords.shape[0], np.uint32)
+    bad = np.full(coords.shape[0], -1, np.int64)
+    _rows(lambda lo, hi: spatial_rows_span(coords, primes_u, primes_f, table, arith, out,
+                                           bad, lo, hi), coords)
+    return out, bad
+
+
+@numba.njit(cache=True, nogil=True)
+def spatial_rows_span(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
+                 table: Int, arith: Int, out: np.ndarray, bad: np.ndarray,
+                      start: int, stop: int) -> None:
+    """:func:`spatial_rows` of rows ``start .. stop - 1`` into ``out`` and ``bad``."""
     n, d = coords.shape
-    out = np.empty(n, np.uint32)
-    bad = np.full(n, -1, np.int64)
-    for r in numba.prange(n):
+    for r in range(start, stop):
         h = np.uint32(0)
         for i in range(d):
             if arith == 0:
@@ -290,27 +318,31 @@ def spatial_rows(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
                     break
                 h ^= int_mod_2_32(prod)
         out[r] = np.uint32(np.uint64(h) % table)
-    return out, bad
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
 def poly_uint_rows(tokens: np.ndarray, base: Int, modulus: Int) -> np.ndarray:
     """``h = (h * base + t) mod modulus`` per row, exact (``modulus <= 2**32``)."""
+    out = np.empty(tokens.shape[0], np.uint32)
+    _rows(lambda lo, hi: poly_uint_rows_span(tokens, base, modulus, out, lo, hi), tokens)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def poly_uint_rows_span(tokens: np.ndarray, base: Int, modulus: Int, out: np.ndarray,
+                        start: int, stop: int) -> None:
+    """:func:`poly_uint_rows` of rows ``start .. stop - 1`` into ``out``."""
     n, length = tokens.shape
-    out = np.empty(n, np.uint32)
     b = base % modulus
     wrap = modulus == np.uint64(1 << 32)  # uint32 wrap-around: a mask, not a division
-    for r in numba.prange(n):
+    for r in range(start, stop):
         h = np.uint64(0)
         for j in range(length):
             # h, b < modulus <= 2**32 and t < 2**24: h*b + t <= (2**32 - 1)**2 + 2**24 < 2**64
             h = h * b + np.uint64(tokens[r, j])
             h = (h & _M32) if wrap else h % modulus
         out[r] = np.uint32(h)
-    return out
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
 def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
                     modulus: Int, arith: Int) -> tuple[np.ndarray, np.ndarray]:
     """``h = fmod(h * B + t, M)`` per row in emulated float arithmetic, then the exact
@@ -321,11 +353,21 @@ def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
     numbers is exact and representable; for non-negative integers it is the integer
     remainder (:func:`int_mod`).
     """
+    out = np.empty(tokens.shape[0], np.uint32)
+    bad = np.full(tokens.shape[0], -1, np.int64)
+    _rows(lambda lo, hi: poly_float_rows_span(tokens, base_f, mod_f, modulus, arith, out,
+                                              bad, lo, hi), tokens)
+    return out, bad
+
+
+@numba.njit(cache=True, nogil=True)
+def poly_float_rows_span(tokens: np.ndarray, base_f: Float, mod_f: Float,
+                    modulus: Int, arith: Int, out: np.ndarray, bad: np.ndarray,
+                         start: int, stop: int) -> None:
+    """:func:`poly_float_rows` of rows ``start .. stop - 1`` into ``out`` and ``bad``."""
     n, length = tokens.shape
-    out = np.empty(n, np.uint32)
-    bad = np.full(n, -1, np.int64)
     m_int = np.uint64(mod_f)  # an integer-valued float32 in [1, 2**32]
-    for r in numba.prange(n):
+    for r in range(start, stop):
         h = np.float32(0.0)
         for j in range(length):
             h = round_to_precision(h * base_f, arith)
@@ -339,7 +381,6 @@ def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
                 break
             h = np.float32(int_mod(h, m_int))  # fmod: exact, and representable
         out[r] = np.uint32(np.uint64(int_mod_2_32(h)) % modulus)
-    return out, bad
 
 
 # ============================================================================ XXH64 blocks
