@@ -1,0 +1,81 @@
+"""The same bits on 1 and 2 threads for ops and accum, on inputs large enough that
+:func:`numerics.kernels.spread.spread` splits them (encode: test_encode_layouts.py;
+hashing: test_hashing_kernels.py; GEMM: test_accum_gemm.py; quantization:
+test_quant_kernels.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numerics
+from numerics import accum, ops
+from numerics.kernels.ops import _CHUNK, _MIN_CHUNKS
+from numerics.threads import get_num_threads, set_num_threads
+
+N_OPS = 2 * _CHUNK * _MIN_CHUNKS + 1234  # two pieces on two threads, a ragged end
+
+
+@contextmanager
+def threads(n: int) -> Iterator[None]:
+    before = get_num_threads()
+    try:
+        set_num_threads(n)
+    except ValueError:
+        pytest.skip(f"a pool of fewer than {n} threads")
+    try:
+        yield
+    finally:
+        set_num_threads(before)
+
+
+def on_one_and_two(call: Callable[[], Any]) -> tuple[Any, Any]:
+    with threads(1):
+        one = call()
+    with threads(2):
+        two = call()
+    return one, two
+
+
+def representable(fmt: str, n: int, seed: int) -> np.ndarray:
+    """float32 values of ``fmt`` over its whole range (zeros, subnormals, the largest)."""
+    info = numerics.get_format(fmt)
+    codes = np.random.default_rng(seed).integers(0, info.num_codes, n).astype(info.code_dtype)
+    values = np.asarray(numerics.decode(codes, info), np.float64)
+    return np.where(np.isfinite(values), values, 1.0).astype(np.float32)
+
+
+@pytest.mark.parametrize("fmt", ["binary32", "bfloat16", "e4m3fn"])
+@pytest.mark.parametrize("op", ["add", "mul", "div", "fma"])
+@pytest.mark.parametrize("rounding", ["rne", "rtz", "sr"])
+def test_ops_give_the_same_bits_and_flags_on_every_thread_count(fmt: str, op: str,
+                                                                  rounding: str) -> None:
+    a, b, c = (representable(fmt, N_OPS, seed) for seed in (1, 2, 3))
+    fn = getattr(ops, op)
+    args = (a, b, c) if op == "fma" else (a, b)
+    options: dict[str, Any] = {"rounding": rounding, "flags": True}
+    if rounding == "sr":
+        options["rng"] = 7
+    (v1, f1), (v2, f2) = on_one_and_two(lambda: fn(*args, fmt, **options))
+    np.testing.assert_array_equal(v1.view(np.uint8), v2.view(np.uint8))
+    for name in ("inexact", "underflow", "overflow", "invalid", "divide_by_zero"):
+        np.testing.assert_array_equal(getattr(f1, name), getattr(f2, name))
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e4m3fn"])
+@pytest.mark.parametrize("algorithm", ["recursive", "pairwise", "kahan", "neumaier"])
+def test_sums_give_the_same_bits_on_every_thread_count(fmt: str, algorithm: str) -> None:
+    rng = np.random.default_rng(4)
+    X = (rng.standard_normal((512, 512)) * 4).astype(np.float32)  # 64 row tiles
+    for rounding in ("rne", "sr"):
+        one, two = on_one_and_two(lambda: accum.sum(X, fmt, axis=1, algorithm=algorithm,
+                                                    rounding=rounding, rng=5))
+        np.testing.assert_array_equal(one.value.view(np.uint64), two.value.view(np.uint64))
+        np.testing.assert_array_equal(one.bound, two.bound)
+    one, two = on_one_and_two(lambda: accum.dot(X, X[::-1], fmt, axis=1,
+                                                algorithm=algorithm))
+    np.testing.assert_array_equal(one.value.view(np.uint64), two.value.view(np.uint64))
