@@ -14,10 +14,10 @@ import pytest
 
 import numerics
 from numerics import accum, ops
-from numerics.kernels.ops import _CHUNK, _MIN_CHUNKS
+from numerics.kernels.spread import PARALLEL_MIN
 from numerics.threads import get_num_threads, set_num_threads
 
-N_OPS = 2 * _CHUNK * _MIN_CHUNKS + 1234  # two pieces on two threads, a ragged end
+N_OPS = PARALLEL_MIN + 1234  # ops split from 2**15 elements; a ragged end
 
 
 @contextmanager
