@@ -3,6 +3,7 @@ Fraction reference, identical bits for every thread count and input layout, dequ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 import ml_dtypes
@@ -257,6 +258,74 @@ def test_scaled_stochastic_rounding_same_for_every_thread_count() -> None:
     finally:
         set_num_threads(before)
     assert not np.array_equal(one, quantize(x, "e4m3fn", rounding="sr", rng=8, sr_bits=8).codes)
+
+
+def test_split_calls_give_the_bits_of_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs big enough that every driver of numerics.kernels.quant and .blockscaled
+    cuts its range in two pieces on 2 threads (checked by watching spread): MX (flat runs,
+    strided blocks, MXINT8), NVFP4, dequantize, the scaled schemes (nearest and stochastic)
+    and the block-scaled GEMMs give the same bits as on 1 thread."""
+    import sys
+
+    from numerics import quant
+    from numerics.accum.blockscaled import blockscaled_gemm
+    from numerics.kernels import blockscaled as kb
+    from numerics.kernels import quant as kq
+    from numerics.kernels.spread import spread
+
+    split: dict[str, int] = {}
+
+    def watched(span: Callable[[int, int], object], n: int, **kw: int) -> list[object]:
+        out = spread(span, n, **kw)
+        caller = sys._getframe(1).f_code.co_name
+        split[caller] = max(split.get(caller, 0), len(out))
+        return out
+
+    monkeypatch.setattr(kq, "spread", watched)
+    monkeypatch.setattr(kb, "spread", watched)
+    rng = np.random.default_rng(12)
+    x = np.ldexp(rng.standard_normal((512, 256)), rng.integers(-40, 40, (512, 1)))
+    x[3, 5], x[300, 40], x[9, :32], x[400, 64:96] = np.nan, -np.inf, 0.0, 2.0**-140
+    x = x.astype(np.float32)
+    finite = np.where(np.isfinite(x), x, np.float32(1.5))
+    a, b = rng.standard_normal((128, 256)), rng.standard_normal((256, 64))
+
+    def results() -> list[np.ndarray]:
+        out: list[np.ndarray] = []
+        for name, axis in (("mxfp8_e4m3", -1), ("mxfp4_e2m1", 0), ("mxint8", -1)):
+            q = mx(x, name, axis=axis, scale_mode="rceil")
+            out += [q.codes, q.scale_codes, q.dequantize(), q.dequantize(np.float32)]
+        for axis in (-1, 0):
+            q = nvfp4(finite, axis=axis)
+            out += [q.codes, q.scale_codes, q.scales, q.dequantize(np.float32)]
+        out += [quantize(finite, "e4m3fn").dequantize(),
+                quantize(finite, "e4m3fn", rounding="sr", rng=3, sr_bits=8).codes,
+                quantize(finite, "int4", scaling="block", block_size=16, rounding="sr",
+                         rng=3).codes]
+        out.append(blockscaled_gemm(quant.mx(a, "mxfp8_e5m2", axis=1),
+                                    quant.mx(b, "mxfp8_e4m3", axis=0), 0.5,
+                                    preset="blackwell-mxf8f6f4"))
+        out.append(blockscaled_gemm(quant.nvfp4(a, axis=1), quant.nvfp4(b, axis=0),
+                                    preset="blackwell-nvf4"))
+        return out
+
+    before = get_num_threads()
+    try:
+        set_num_threads(1)
+        one = results()
+        assert max(split.values()) == 1
+        try:
+            set_num_threads(2)
+        except ValueError:
+            pytest.skip("a single-thread pool")
+        two = results()
+    finally:
+        set_num_threads(before)
+    drivers = {"mx_quantize", "block_amax", "nvfp4_quantize", "block_dequantize",
+               "round_nudged", "decode_codes", "uniforms", "mxf8f6f4_gemm", "mxf4_chain"}
+    assert {k for k, v in split.items() if v == 2} >= drivers, split
+    for p, q in zip(one, two):
+        assert p.dtype == q.dtype and p.shape == q.shape and p.tobytes() == q.tobytes()
 
 
 @pytest.mark.parametrize("name", ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3",

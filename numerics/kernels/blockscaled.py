@@ -23,8 +23,9 @@ For the FP4 kinds the exact sums of each run of 16 products come from the caller
 ``2**24``); :func:`mxf4_chain` only scales, aligns and chains them.
 
 Each output element depends only on its row of ``A``, its column of ``B`` and its
-``C``, so the rows run in parallel (``prange``, in tiles of ``ROW_TILE`` rows) with
-the same bits for every thread count.
+``C``, so the rows run on the threads (serial kernels over a range of tiles of
+:data:`ROW_TILE` rows, ``xxx_span``, driven by :func:`numerics.kernels.spread.spread`)
+with the same bits for every thread count.
 """
 
 from __future__ import annotations
@@ -34,11 +35,14 @@ from typing import Union
 import numba
 import numpy as np
 
+from numerics.kernels.spread import PARALLEL_MIN, spread
+
 #: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).
 Int = Union[int, np.integer]
 Float = Union[float, np.floating]
 
-__all__ = ["align", "mxf4_chain", "mxf8f6f4_gemm", "rz_binary32"]
+__all__ = ["ROW_TILE", "align", "mxf4_chain", "mxf4_chain_span", "mxf8f6f4_gemm",
+           "mxf8f6f4_gemm_span", "rz_binary32"]
 
 #: Binary32 quiet NaN written by the model (MMA-Sim writes 0x7FFFFFFF).
 NAN_BITS = np.uint32(0x7FFFFFFF)
@@ -122,7 +126,7 @@ def _special(nan: bool, pinf: bool, ninf: bool) -> np.uint32:
     return _PINF if pinf else _NINF
 
 
-#: Rows of A per parallel task: a tile reuses one instruction's slice of B from cache.
+#: Rows of A per tile: a tile reuses one instruction's slice of B from cache.
 ROW_TILE = 8
 
 
@@ -155,28 +159,29 @@ def _mxf8_special(a_sig: np.ndarray, a_kind: np.ndarray, b_sig: np.ndarray,
     return np.uint32(1)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
-                  b_sig: np.ndarray, b_exp: np.ndarray, b_kind: np.ndarray,
-                  a_sexp: np.ndarray, a_snan: np.ndarray, a_any: np.ndarray,
-                  b_sexp: np.ndarray, b_snan: np.ndarray, b_any: np.ndarray,
-                  c_bits: np.ndarray, fb: Int, F: Int,
-                  inst_k: Int) -> np.ndarray:
-    """``kind::mxf8f6f4``: one fused sum of ``inst_k`` scaled products and ``C`` per
-    instruction, chained over K.
+def _tiles(rows: int) -> int:
+    return (rows + ROW_TILE - 1) // ROW_TILE
 
-    ``a_*`` are (M, K), ``b_*`` (N, K) (B transposed), int8; ``*_kind`` 0 finite,
-    1 +inf, 2 -inf, 3 NaN; per (row, instruction): ``*_sexp`` / ``*_snan`` the E8M0
-    scale exponent and NaN flag, ``*_any`` whether a special element or scale
-    occurs; ``fb`` the two formats' trailing bits added.
-    """
+
+def _min_tiles(work_per_row: int) -> int:
+    """Tiles per call that stay on one thread: about :data:`PARALLEL_MIN` terms."""
+    return max(1, PARALLEL_MIN // max(1, ROW_TILE * work_per_row))
+
+
+@numba.njit(cache=True, nogil=True)
+def mxf8f6f4_gemm_span(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
+                       b_sig: np.ndarray, b_exp: np.ndarray, b_kind: np.ndarray,
+                       a_sexp: np.ndarray, a_snan: np.ndarray, a_any: np.ndarray,
+                       b_sexp: np.ndarray, b_snan: np.ndarray, b_any: np.ndarray,
+                       out: np.ndarray, fb: Int, F: Int, inst_k: Int, start: Int,
+                       stop: Int) -> None:
+    """Tiles ``start <= tile < stop`` (rows ``ROW_TILE * tile`` on) of
+    :func:`mxf8f6f4_gemm`, chained into ``out`` (the rows' ``C`` on entry) in place."""
     M, K = a_sig.shape
     N = b_sig.shape[0]
-    out = c_bits.copy()
-    tiles = (M + ROW_TILE - 1) // ROW_TILE
-    for tile in numba.prange(tiles):
-        e_buf = np.empty(inst_k, np.int64)
-        p_buf = np.empty(inst_k, np.int64)
+    e_buf = np.empty(inst_k, np.int64)
+    p_buf = np.empty(inst_k, np.int64)
+    for tile in range(start, stop):
         for t in range(K // inst_k):
             k0 = t * inst_k
             for i in range(tile * ROW_TILE, min(M, (tile + 1) * ROW_TILE)):
@@ -208,29 +213,44 @@ def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
                         if p_buf[k] != 0:
                             total += align(p_buf[k], F + e_buf[k] - big - fb)
                     out[i, j] = rz_binary32(total, big - F)
+
+
+def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
+                  b_sig: np.ndarray, b_exp: np.ndarray, b_kind: np.ndarray,
+                  a_sexp: np.ndarray, a_snan: np.ndarray, a_any: np.ndarray,
+                  b_sexp: np.ndarray, b_snan: np.ndarray, b_any: np.ndarray,
+                  c_bits: np.ndarray, fb: Int, F: Int,
+                  inst_k: Int) -> np.ndarray:
+    """``kind::mxf8f6f4``: one fused sum of ``inst_k`` scaled products and ``C`` per
+    instruction, chained over K, the tiles of rows on the threads.
+
+    ``a_*`` are (M, K), ``b_*`` (N, K) (B transposed), int8; ``*_kind`` 0 finite,
+    1 +inf, 2 -inf, 3 NaN; per (row, instruction): ``*_sexp`` / ``*_snan`` the E8M0
+    scale exponent and NaN flag, ``*_any`` whether a special element or scale
+    occurs; ``fb`` the two formats' trailing bits added.  Returns new binary32 bits
+    (``c_bits`` is left as it is).
+    """
+    M, K = a_sig.shape
+    N = b_sig.shape[0]
+    out = c_bits.copy()
+    spread(lambda lo, hi: mxf8f6f4_gemm_span(
+        a_sig, a_exp, a_kind, b_sig, b_exp, b_kind, a_sexp, a_snan, a_any, b_sexp, b_snan,
+        b_any, out, fb, F, inst_k, lo, hi), _tiles(M), minimum=_min_tiles(N * K))
     return out
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def mxf4_chain(run_sums: np.ndarray, g0: Int,
-               a_ssig: np.ndarray, a_sexp: np.ndarray, a_snan: np.ndarray,
-               b_ssig: np.ndarray, b_sexp: np.ndarray, b_snan: np.ndarray,
-               acc: np.ndarray, runs_per_block: Int, runs_per_inst: Int, F: Int) -> None:
-    """``kind::mxf4`` / ``kind::mxf4nvf4``: the instructions whose runs of 16 products
-    are ``run_sums`` (R, M, N), chained into ``acc`` (M, N binary32 bits) in place.
-
-    ``run_sums[r]`` is run ``g0 + r``'s sum ``S`` of products of doubled E2M1 values
-    (an integer held exactly in float32); ``*_ssig``, ``*_sexp``, ``*_snan`` (rows,
-    blocks) the scales as ``ssig * 2**(sexp - 3)`` and their NaN flags.  A run's
-    significand ``S * ssig_a * ssig_b`` has ``2 + 3 + 3`` fraction bits.  A run enters
-    the largest exponent unless a scale is zero; a NaN scale in the instruction or
-    a NaN ``C`` gives NaN; an infinite ``C`` passes through.
-    """
+@numba.njit(cache=True, nogil=True)
+def mxf4_chain_span(run_sums: np.ndarray, g0: Int,
+                    a_ssig: np.ndarray, a_sexp: np.ndarray, a_snan: np.ndarray,
+                    b_ssig: np.ndarray, b_sexp: np.ndarray, b_snan: np.ndarray,
+                    acc: np.ndarray, runs_per_block: Int, runs_per_inst: Int, F: Int,
+                    start: Int, stop: Int) -> None:
+    """Tiles ``start <= tile < stop`` (rows ``ROW_TILE * tile`` on) of
+    :func:`mxf4_chain`."""
     R, M, N = run_sums.shape
-    tiles = (M + ROW_TILE - 1) // ROW_TILE
-    for tile in numba.prange(tiles):
-        gsig = np.empty(runs_per_inst, np.int64)
-        gexp = np.empty(runs_per_inst, np.int64)
+    gsig = np.empty(runs_per_inst, np.int64)
+    gexp = np.empty(runs_per_inst, np.int64)
+    for tile in range(start, stop):
         for r0 in range(0, R, runs_per_inst):
             for i in range(tile * ROW_TILE, min(M, (tile + 1) * ROW_TILE)):
                 for j in range(N):
@@ -265,3 +285,24 @@ def mxf4_chain(run_sums: np.ndarray, g0: Int,
                         if gsig[g] != 0:
                             total += align(gsig[g], F + gexp[g] - big - 8)
                     acc[i, j] = rz_binary32(total, big - F)
+
+
+def mxf4_chain(run_sums: np.ndarray, g0: Int,
+               a_ssig: np.ndarray, a_sexp: np.ndarray, a_snan: np.ndarray,
+               b_ssig: np.ndarray, b_sexp: np.ndarray, b_snan: np.ndarray,
+               acc: np.ndarray, runs_per_block: Int, runs_per_inst: Int, F: Int) -> None:
+    """``kind::mxf4`` / ``kind::mxf4nvf4``: the instructions whose runs of 16 products
+    are ``run_sums`` (R, M, N), chained into ``acc`` (M, N binary32 bits) in place, the
+    tiles of rows on the threads.
+
+    ``run_sums[r]`` is run ``g0 + r``'s sum ``S`` of products of doubled E2M1 values
+    (an integer held exactly in float32); ``*_ssig``, ``*_sexp``, ``*_snan`` (rows,
+    blocks) the scales as ``ssig * 2**(sexp - 3)`` and their NaN flags.  A run's
+    significand ``S * ssig_a * ssig_b`` has ``2 + 3 + 3`` fraction bits.  A run enters
+    the largest exponent unless a scale is zero; a NaN scale in the instruction or
+    a NaN ``C`` gives NaN; an infinite ``C`` passes through.
+    """
+    R, M, N = run_sums.shape
+    spread(lambda lo, hi: mxf4_chain_span(
+        run_sums, g0, a_ssig, a_sexp, a_snan, b_ssig, b_sexp, b_snan, acc, runs_per_block,
+        runs_per_inst, F, lo, hi), _tiles(M), minimum=_min_tiles(R * N))

@@ -20,9 +20,11 @@ Each loop follows the reference of :mod:`numerics.quant` step by step, one block
   mode, stochastic rounding drawing from ``(seed, index)``.
 
 Arrays are viewed as ``(A, L, B)``: ``L`` is the blocked axis, ``A`` and ``B`` the products of
-the axes before and after it, so every axis is blocked without a transpose.  Loops run in
-parallel over blocks (``prange``); a block's result depends on that block alone, so the bits
-are the same for every thread count.
+the axes before and after it, so every axis is blocked without a transpose.  Every loop is
+a serial kernel over a range ``[start, stop)`` of blocks (or elements), ``xxx_span``; the
+public function of the same name runs it on the threads with
+:func:`numerics.kernels.spread.spread`.  A block's result depends on that block alone (an
+element's on that element and its index), so the bits are the same for every thread count.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from numerics.kernels.rounding import (
     format_params,
     round_pair,
 )
+from numerics.kernels.spread import PARALLEL_MIN, spread
 
 __all__ = [
     "NAN_EXPONENT",
@@ -52,15 +55,24 @@ __all__ = [
     "SCALE_CEIL",
     "SCALE_EVEN",
     "block_amax",
+    "block_amax_span",
     "block_dequantize",
+    "block_dequantize_span",
     "decode_codes",
+    "decode_codes_span",
+    "dequantize_runs_span",
     "divide_with_sticky",
     "mx_quantize",
+    "mx_quantize_span",
+    "mx_runs_span",
     "nvfp4_quantize",
+    "nvfp4_quantize_span",
     "params_tuple",
     "round_nudged",
+    "round_nudged_span",
     "shared_exponent",
     "uniforms",
+    "uniforms_span",
 ]
 
 #: A format's parameters: ``format_params(fmt)`` or its :func:`params_tuple`.
@@ -78,6 +90,10 @@ _SAT = np.int64(OVERFLOW_SATURATE)
 _NO_DRAW = np.uint64(0)
 _ONE_BIT = np.int64(1)
 _TINY = 2.0**-1074
+#: Blocks of 32 per call that stay on one thread (:data:`PARALLEL_MIN` elements).
+_MIN_BLOCKS32 = PARALLEL_MIN // 32
+#: Piece boundaries of the element loops (whole cache lines of every output dtype).
+_ALIGN = 1024
 
 
 @lru_cache(maxsize=64)
@@ -86,6 +102,11 @@ def params_tuple(fmt: Format) -> tuple[np.int64, ...]:
     ``P[i]`` at constant indices, so a tuple serves as well as the array and spares the
     array's reference counting inside every inlined call (about 1.3x per element)."""
     return tuple(np.int64(v) for v in format_params(fmt))
+
+
+def _c_contiguous(*arrays: np.ndarray) -> bool:
+    """Whether every array is C-contiguous, so that ``reshape(-1)`` is a view."""
+    return all(a.flags.c_contiguous for a in arrays)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -135,14 +156,16 @@ def _round_int_element(y: float, qmin: int, qmax: int, inv_quantum: float) -> in
     return np.uint64(k & 0xFF)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _mx_runs(x: np.ndarray, P: Params, emax_elem: int, t: int, max_elem: float, mode: int,
-             codes: np.ndarray, ecodes: np.ndarray) -> None:
-    """:func:`mx_quantize` for contiguous blocks (the blocked axis last) and an element
-    format :func:`numerics.kernels.narrow.fits_one` takes: block ``k`` is
-    ``x[32k : 32k + 32]``, its scale code ``ecodes[k]``; the same steps in loops over
-    runs, which vectorize."""
-    for blk in numba.prange(ecodes.size):
+@numba.njit(cache=True, nogil=True)
+def mx_runs_span(x: np.ndarray, P: Params, emax_elem: int, t: int, max_elem: float,
+                 mode: int, codes: np.ndarray, ecodes: np.ndarray, start: int,
+                 stop: int) -> None:
+    """Blocks ``start <= k < stop`` of :func:`mx_quantize` for contiguous blocks (the
+    blocked axis last) and an element format :func:`numerics.kernels.narrow.fits_one`
+    takes: block ``k`` is ``x[32k : 32k + 32]``, its scale code ``ecodes[k]``; the same
+    steps in loops over runs, which vectorize."""
+    C = rne_constants(P, True)
+    for blk in range(start, stop):
         base = blk * 32
         run = x[base:base + 32]
         out = codes[base:base + 32]
@@ -159,31 +182,21 @@ def _mx_runs(x: np.ndarray, P: Params, emax_elem: int, t: int, max_elem: float, 
             continue
         ecodes[blk] = e + 127
         inv = math.ldexp(1.0, -e)
-        C = rne_constants(P, True)
         for i in range(32):  # exact product: a power of two
             out[i] = rne_code(np.float64(run[i]) * inv, C)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def mx_quantize(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
-                qmax: int, inv_quantum: float, emax_elem: int, t: int,
-                max_elem: float, mode: int, lean: bool, codes3: np.ndarray,
-                ecodes3: np.ndarray) -> None:
-    """MX-quantize ``x3`` (shape ``(A, L, B)``, blocks of 32 along ``L``) into element codes
-    ``codes3`` (same shape) and E8M0 scale codes ``ecodes3`` (``(A, L // 32, B)``).
-
-    ``P`` is the element format's ``format_params`` (unused for integer elements, which use
-    ``qmin``, ``qmax`` and ``inv_quantum``); ``lean`` (a float element format that
-    :func:`numerics.kernels.narrow.fits_one` takes) rounds with
-    :func:`numerics.kernels.narrow.rne_code` instead of the general ``round_pair``."""
+@numba.njit(cache=True, nogil=True)
+def mx_quantize_span(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
+                     qmax: int, inv_quantum: float, emax_elem: int, t: int,
+                     max_elem: float, mode: int, lean: bool, codes3: np.ndarray,
+                     ecodes3: np.ndarray, start: int, stop: int) -> None:
+    """Blocks ``start <= k < stop`` of :func:`mx_quantize`, any layout; block ``k`` is
+    ``(a, lb, b)`` in C order over ``(A, L // 32, B)``."""
     A, L, B = x3.shape
     nlb = L // 32
     per_a = nlb * B
-    if lean and B == 1 and x3.flags.c_contiguous:  # blocks are runs of 32: flat loops
-        _mx_runs(x3.reshape(-1), P, emax_elem, t, max_elem, mode, codes3.reshape(-1),
-                 ecodes3.reshape(-1))
-        return
-    for blk in numba.prange(A * per_a):
+    for blk in range(start, stop):
         a = blk // per_a
         r = blk - a * per_a
         lb = r // B
@@ -205,8 +218,8 @@ def mx_quantize(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
             continue
         ecodes3[a, lb, b] = e + 127
         inv = math.ldexp(1.0, -e)
-        if lean:
-            C = rne_constants(P, True)  # (a tuple cannot enter the parallel loop)
+        if lean:  # (the constants only exist for a format fits_one takes)
+            C = rne_constants(P, True)
             for i in range(32):  # exact product: a power of two
                 codes3[a, base + i, b] = rne_code(np.float64(x3[a, base + i, b]) * inv, C)
             continue
@@ -219,15 +232,40 @@ def mx_quantize(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
                                                     _ONE_BIT)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def block_amax(x3: np.ndarray, bs: int, amax3: np.ndarray) -> bool:
-    """Largest finite ``|x|`` of every block of ``bs`` along ``L`` into ``amax3``
-    (``(A, L // bs, B)``); returns whether ``x3`` holds a NaN."""
+def mx_quantize(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
+                qmax: int, inv_quantum: float, emax_elem: int, t: int,
+                max_elem: float, mode: int, lean: bool, codes3: np.ndarray,
+                ecodes3: np.ndarray) -> None:
+    """MX-quantize ``x3`` (shape ``(A, L, B)``, blocks of 32 along ``L``) into element codes
+    ``codes3`` (same shape) and E8M0 scale codes ``ecodes3`` (``(A, L // 32, B)``), the
+    blocks on the threads.
+
+    ``P`` is the element format's ``format_params`` (unused for integer elements, which use
+    ``qmin``, ``qmax`` and ``inv_quantum``); ``lean`` (a float element format that
+    :func:`numerics.kernels.narrow.fits_one` takes) rounds with
+    :func:`numerics.kernels.narrow.rne_code` instead of the general ``round_pair``."""
+    A, L, B = x3.shape
+    blocks = A * (L // 32) * B
+    if lean and B == 1 and _c_contiguous(x3, codes3, ecodes3):  # runs of 32: flat loops
+        x, codes, ecodes = x3.reshape(-1), codes3.reshape(-1), ecodes3.reshape(-1)
+        spread(lambda lo, hi: mx_runs_span(x, P, emax_elem, t, max_elem, mode, codes,
+                                           ecodes, lo, hi), blocks, minimum=_MIN_BLOCKS32)
+        return
+    spread(lambda lo, hi: mx_quantize_span(x3, P, int_element, qmin, qmax, inv_quantum,
+                                           emax_elem, t, max_elem, mode, lean, codes3,
+                                           ecodes3, lo, hi), blocks, minimum=_MIN_BLOCKS32)
+
+
+@numba.njit(cache=True, nogil=True)
+def block_amax_span(x3: np.ndarray, bs: int, amax3: np.ndarray, start: int,
+                    stop: int) -> bool:
+    """Blocks ``start <= k < stop`` of :func:`block_amax`; returns whether they hold a
+    NaN."""
     A, L, B = x3.shape
     nlb = L // bs
     per_a = nlb * B
-    nan_seen = np.zeros(A * per_a, np.bool_)
-    for blk in numba.prange(A * per_a):
+    nan_seen = False
+    for blk in range(start, stop):
         a = blk // per_a
         r = blk - a * per_a
         lb = r // B
@@ -236,11 +274,19 @@ def block_amax(x3: np.ndarray, bs: int, amax3: np.ndarray) -> bool:
         for i in range(bs):
             v = abs(np.float64(x3[a, lb * bs + i, b]))
             if v != v:
-                nan_seen[blk] = True
+                nan_seen = True
             elif v > amax and v <= 1.7976931348623157e308:
                 amax = v
         amax3[a, lb, b] = amax
-    return bool(nan_seen.any())
+    return nan_seen
+
+
+def block_amax(x3: np.ndarray, bs: int, amax3: np.ndarray) -> bool:
+    """Largest finite ``|x|`` of every block of ``bs`` along ``L`` into ``amax3``
+    (``(A, L // bs, B)``), the blocks on the threads; returns whether ``x3`` holds a NaN."""
+    A, L, B = x3.shape
+    return any(spread(lambda lo, hi: block_amax_span(x3, bs, amax3, lo, hi),
+                      A * (L // bs) * B, minimum=max(1, PARALLEL_MIN // bs)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -312,20 +358,17 @@ def _divide_by_split(x: float, s: float, sh: float, sl: float) -> tuple[float, f
     return divide_with_sticky(x, s)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def nvfp4_quantize(x3: np.ndarray, amax3: np.ndarray, g3: np.ndarray, Pscale: Params,
-                   Pelem: Params, elem_max: float, codes3: np.ndarray,
-                   scode3: np.ndarray, scales3: np.ndarray) -> None:
-    """NVFP4-quantize ``x3`` (``(A, L, B)``, blocks of 16 along ``L``, no NaN) given each
-    block's finite ``amax`` and tensor scale ``g`` (``(A, L // 16, B)``).
-
-    Block scale code ``scode = RNE_sat(amax / (elem_max * g))`` in ``Pscale`` (E4M3), its
-    effective scale ``S = decode(scode) * g`` (exact) into ``scales3``, and element codes
-    ``RNE_sat(x / S)`` in ``Pelem`` (E2M1; code 0 where ``S`` is 0)."""
+@numba.njit(cache=True, nogil=True)
+def nvfp4_quantize_span(x3: np.ndarray, amax3: np.ndarray, g3: np.ndarray, Pscale: Params,
+                        Pelem: Params, elem_max: float, codes3: np.ndarray,
+                        scode3: np.ndarray, scales3: np.ndarray, start: int,
+                        stop: int) -> None:
+    """Blocks ``start <= k < stop`` of :func:`nvfp4_quantize`; block ``k`` is
+    ``(a, lb, b)`` in C order over ``(A, L // 16, B)``."""
     A, L, B = x3.shape
     nlb = L // 16
     per_a = nlb * B
-    for blk in numba.prange(A * per_a):
+    for blk in range(start, stop):
         a = blk // per_a
         r = blk - a * per_a
         lb = r // B
@@ -354,26 +397,44 @@ def nvfp4_quantize(x3: np.ndarray, amax3: np.ndarray, g3: np.ndarray, Pscale: Pa
                                                 _ONE_BIT)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
-                     bs: int, out3: np.ndarray) -> None:
-    """``out3 = table[codes3] * scale`` per block of ``bs`` along ``L`` (float64 product,
-    exact for every block format here; stored in ``out3``'s dtype).  All three arrays are
-    C-contiguous; with ``B == 1`` (the blocked axis last) blocks are runs of ``bs``."""
+def nvfp4_quantize(x3: np.ndarray, amax3: np.ndarray, g3: np.ndarray, Pscale: Params,
+                   Pelem: Params, elem_max: float, codes3: np.ndarray,
+                   scode3: np.ndarray, scales3: np.ndarray) -> None:
+    """NVFP4-quantize ``x3`` (``(A, L, B)``, blocks of 16 along ``L``, no NaN) given each
+    block's finite ``amax`` and tensor scale ``g`` (``(A, L // 16, B)``), the blocks on the
+    threads.
+
+    Block scale code ``scode = RNE_sat(amax / (elem_max * g))`` in ``Pscale`` (E4M3), its
+    effective scale ``S = decode(scode) * g`` (exact) into ``scales3``, and element codes
+    ``RNE_sat(x / S)`` in ``Pelem`` (E2M1; code 0 where ``S`` is 0)."""
+    A, L, B = x3.shape
+    spread(lambda lo, hi: nvfp4_quantize_span(x3, amax3, g3, Pscale, Pelem, elem_max, codes3,
+                                              scode3, scales3, lo, hi),
+           A * (L // 16) * B, minimum=PARALLEL_MIN // 16)
+
+
+@numba.njit(cache=True, nogil=True)
+def dequantize_runs_span(codes: np.ndarray, scales: np.ndarray, table: np.ndarray, bs: int,
+                         out: np.ndarray, start: int, stop: int) -> None:
+    """Blocks ``start <= k < stop`` of :func:`block_dequantize` for contiguous blocks (the
+    blocked axis last): block ``k`` is ``codes[bs k : bs k + bs]``, its scale
+    ``scales[k]``."""
+    for blk in range(start, stop):
+        s = scales[blk]
+        base = blk * bs
+        for i in range(bs):
+            out[base + i] = table[codes[base + i]] * s
+
+
+@numba.njit(cache=True, nogil=True)
+def block_dequantize_span(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
+                          bs: int, out3: np.ndarray, start: int, stop: int) -> None:
+    """Blocks ``start <= k < stop`` of :func:`block_dequantize`, any layout; block ``k``
+    is ``(a, lb, b)`` in C order over ``(A, L // bs, B)``."""
     A, L, B = codes3.shape
     nlb = L // bs
     per_a = nlb * B
-    if B == 1:
-        codes = codes3.reshape(-1)
-        scales = scales3.reshape(-1)
-        out = out3.reshape(-1)
-        for blk in numba.prange(A * nlb):
-            s = scales[blk]
-            base = blk * bs
-            for i in range(bs):
-                out[base + i] = table[codes[base + i]] * s
-        return
-    for blk in numba.prange(A * per_a):
+    for blk in range(start, stop):
         a = blk // per_a
         r = blk - a * per_a
         lb = r // B
@@ -383,18 +444,30 @@ def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
             out3[a, lb * bs + i, b] = table[codes3[a, lb * bs + i, b]] * s
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def round_nudged(y: np.ndarray, st: np.ndarray, P: Params, mode: np.int64,
-                 overflow: np.int64, seed: np.uint64, ubits: np.int64, stochastic: bool,
-                 codes: np.ndarray) -> None:
-    """``codes[i]``: the exact value ``y[i] + st[i] * eps`` (``eps`` a vanishing positive
-    amount, ``st`` in ``{-1, 0, 1}``) rounded once into ``P`` by ``round_pair``.
+def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
+                     bs: int, out3: np.ndarray) -> None:
+    """``out3 = table[codes3] * scale`` per block of ``bs`` along ``L`` (float64 product,
+    exact for every block format here; stored in ``out3``'s dtype), the blocks on the
+    threads.  With ``B == 1`` (the blocked axis last) and C-contiguous arrays, blocks are
+    runs of ``bs``."""
+    A, L, B = codes3.shape
+    blocks = A * (L // bs) * B
+    minimum = max(1, PARALLEL_MIN // bs)
+    if B == 1 and _c_contiguous(codes3, scales3, out3):
+        codes, scales, out = codes3.reshape(-1), scales3.reshape(-1), out3.reshape(-1)
+        spread(lambda lo, hi: dequantize_runs_span(codes, scales, table, bs, out, lo, hi),
+               blocks, minimum=minimum)
+        return
+    spread(lambda lo, hi: block_dequantize_span(codes3, scales3, table, bs, out3, lo, hi),
+           blocks, minimum=minimum)
 
-    The nudge goes to ``round_pair`` as the residual ``lo = st * max(2**-80 |y|, 2**-1074)``
-    (at ``y = 0``: the sign of ``st`` on a zero and ``lo = st * 2**-1074``); stochastic
-    rounding draws element ``i``'s ``ubits`` bits from ``(seed, i)``
-    (:func:`numerics.kernels.random.draw`)."""
-    for i in numba.prange(y.size):
+
+@numba.njit(cache=True, nogil=True)
+def round_nudged_span(y: np.ndarray, st: np.ndarray, P: Params, mode: np.int64,
+                      overflow: np.int64, seed: np.uint64, ubits: np.int64,
+                      stochastic: bool, codes: np.ndarray, start: int, stop: int) -> None:
+    """Elements ``start <= i < stop`` of :func:`round_nudged`."""
+    for i in range(start, stop):
         hi = y[i]
         s = st[i]
         lo = 0.0
@@ -408,16 +481,45 @@ def round_nudged(y: np.ndarray, st: np.ndarray, P: Params, mode: np.int64,
         codes[i] = round_pair(hi, lo, P, mode, overflow, u, ubits)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def decode_codes(codes: np.ndarray, P: Params, out: np.ndarray) -> None:
-    """``out[i] = decode_one(codes[i], P)`` (float64)."""
-    for i in numba.prange(codes.size):
+def round_nudged(y: np.ndarray, st: np.ndarray, P: Params, mode: np.int64,
+                 overflow: np.int64, seed: np.uint64, ubits: np.int64, stochastic: bool,
+                 codes: np.ndarray) -> None:
+    """``codes[i]``: the exact value ``y[i] + st[i] * eps`` (``eps`` a vanishing positive
+    amount, ``st`` in ``{-1, 0, 1}``) rounded once into ``P`` by ``round_pair``, the
+    elements on the threads.
+
+    The nudge goes to ``round_pair`` as the residual ``lo = st * max(2**-80 |y|, 2**-1074)``
+    (at ``y = 0``: the sign of ``st`` on a zero and ``lo = st * 2**-1074``); stochastic
+    rounding draws element ``i``'s ``ubits`` bits from ``(seed, i)``
+    (:func:`numerics.kernels.random.draw`)."""
+    spread(lambda lo, hi: round_nudged_span(y, st, P, mode, overflow, seed, ubits,
+                                            stochastic, codes, lo, hi),
+           y.size, align=_ALIGN)
+
+
+@numba.njit(cache=True, nogil=True)
+def decode_codes_span(codes: np.ndarray, P: Params, out: np.ndarray, start: int,
+                      stop: int) -> None:
+    """``out[i] = decode_one(codes[i], P)`` (float64) for ``start <= i < stop``."""
+    for i in range(start, stop):
         out[i] = decode_one(np.uint64(codes[i]), P)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def uniforms(seed: np.uint64, bits: np.int64, out: np.ndarray) -> None:
-    """``out[i] = draw(seed, i, bits) / 2**bits``: element ``i``'s uniform in ``[0, 1)``."""
+def decode_codes(codes: np.ndarray, P: Params, out: np.ndarray) -> None:
+    """``out[i] = decode_one(codes[i], P)`` (float64), the elements on the threads."""
+    spread(lambda lo, hi: decode_codes_span(codes, P, out, lo, hi), codes.size, align=_ALIGN)
+
+
+@numba.njit(cache=True, nogil=True)
+def uniforms_span(seed: np.uint64, bits: np.int64, out: np.ndarray, start: int,
+                  stop: int) -> None:
+    """``out[i] = draw(seed, i, bits) / 2**bits`` for ``start <= i < stop``."""
     scale = math.ldexp(1.0, -bits)
-    for i in numba.prange(out.size):
+    for i in range(start, stop):
         out[i] = float(draw(seed, np.uint64(i), bits)) * scale
+
+
+def uniforms(seed: np.uint64, bits: np.int64, out: np.ndarray) -> None:
+    """``out[i] = draw(seed, i, bits) / 2**bits``: element ``i``'s uniform in ``[0, 1)``,
+    the elements on the threads."""
+    spread(lambda lo, hi: uniforms_span(seed, bits, out, lo, hi), out.size, align=_ALIGN)
