@@ -52,8 +52,6 @@ __all__ = [
     "round_to",
 ]
 
-#: From this many elements on, the kernels run on all threads.
-PARALLEL_MIN = 1 << 17
 #: numpy (and the kernels) handle at most this many dimensions.
 MAX_DIMS = 32
 
@@ -88,10 +86,14 @@ def _rounding_kernels() -> Any:
     return rounding
 
 
-def _threads() -> int:
-    import numba
+def __getattr__(name: str) -> Any:
+    # PARALLEL_MIN: from this many elements on, the kernels run on all threads
+    # (numerics.kernels.spread.PARALLEL_MIN, read on first access: it imports numba).
+    if name == "PARALLEL_MIN":
+        from numerics.kernels.spread import PARALLEL_MIN
 
-    return int(numba.get_num_threads())
+        return PARALLEL_MIN
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _PLANS: dict[int, tuple[Format, np.ndarray, bool, bool, bool, bool]] = {}
@@ -303,11 +305,8 @@ def _nan_error(flat: np.ndarray, fmt: Format) -> ValueError:
                       "(pass nan='zero' to map NaN to +0)")
 
 
-def _run_encode(kind: str, args: tuple[Any, ...], n: int) -> int:
-    k = _kernels()
-    if n >= PARALLEL_MIN and _threads() > 1:
-        return int(getattr(k, f"encode_{kind}_parallel")(*args))
-    return int(getattr(k, f"encode_{kind}_serial")(*args))
+def _run_encode(kind: str, args: tuple[Any, ...]) -> int:
+    return int(getattr(_kernels(), f"encode_{kind}")(*args))
 
 
 def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rng: Any,
@@ -351,11 +350,11 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
             else:
                 kind = "generic"
         nans = _run_encode("bits" if kind == "float" else "float",
-                           (work, flat_out, P, mode, ov, seed, bits), n)
+                           (work, flat_out, P, mode, ov, seed, bits))
         if kind == "generic":
             nans = 1 if nans >= 0 else 0
     else:
-        first = _run_encode(kind, (work, flat_out, P, mode, ov, seed, bits), n)
+        first = _run_encode(kind, (work, flat_out, P, mode, ov, seed, bits))
         nans = 1 if first >= 0 else 0
     if nans and nan == "raise" and not fmt.has_nan:
         raise _nan_error(work if kind != "x87" else np.asarray(arr, np.float64).reshape(-1),
@@ -659,11 +658,7 @@ def encode_pair(
                                                          shape).reshape(-1), bits)
         else:
             seed = np.uint64(sr_seed(rng))
-    k = _kernels()
-    if n >= PARALLEL_MIN and _threads() > 1:
-        first = k.encode_pairs_parallel(flat_hi, flat_lo, out, P, mode, ov, seed, bits, draws)
-    else:
-        first = k.encode_pairs_serial(flat_hi, flat_lo, out, P, mode, ov, seed, bits, draws)
+    first = _kernels().encode_pairs(flat_hi, flat_lo, out, P, mode, ov, seed, bits, draws)
     if first >= 0 and nan == "raise":
         raise _nan_error(flat_hi, fmt)
     if slow is not None and slow.size:
@@ -791,25 +786,24 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
     target = np.empty(arr.shape, dt) if out is None else out
     flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(flat.size, dt)
     k = _kernels()
-    parallel = flat.size >= PARALLEL_MIN and _threads() > 1
     kind = _decode_kind(fmt)
     if kind == "bfloat16" and dt == np.float32:  # float32's top half
         if flat.dtype != np.uint16:
             flat = flat.astype(np.uint16)
-        (k.widen_parallel if parallel else k.widen_serial)(flat, flat_out.view(np.uint32), 16)
+        k.widen(flat, flat_out.view(np.uint32), 16)
     elif kind == "binary16":  # the processor's conversion
         if flat.dtype != np.uint16:
             flat = flat.astype(np.uint16)
-        (k.half_parallel if parallel else k.half_serial)(flat, flat_out)
+        k.half(flat, flat_out)
     elif fmt.bits <= 16:
         table = _table(fmt, dt)
         if flat.dtype.kind == "i" or flat.dtype.itemsize > 2:
             flat = flat.astype(np.uint16 if fmt.bits > 8 else np.uint8)
-        (k.lookup_parallel if parallel else k.lookup_serial)(flat, table, flat_out)
+        k.lookup(flat, table, flat_out)
     else:
         if flat.dtype != np.uint64:
             flat = flat.astype(np.uint64)
-        (k.decode_parallel if parallel else k.decode_serial)(flat, flat_out, _params(fmt))
+        k.decode(flat, flat_out, _params(fmt))
     if not target.flags.c_contiguous:
         target[...] = flat_out.reshape(target.shape)
     return target

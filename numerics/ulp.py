@@ -103,8 +103,6 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
     return out, arr.ndim == 0
 
 
-#: From this many elements on, the kernels run on all threads.
-PARALLEL_MIN = 1 << 17
 #: numpy handles at most this many dimensions.
 _MAX_DIMS = 32
 #: dtype.num of float32 and float64 (the kernels read them without a copy).
@@ -141,22 +139,14 @@ def _run(arr: np.ndarray, fmt: Any, direction: int) -> np.ndarray:
     found, kernels, Q = _kernel_plan(fmt)
     out = np.empty(arr.shape, np.float64)
     flat, flat_out = (arr, out) if arr.ndim == 1 else (arr.reshape(-1), out.reshape(-1))
-    parallel = flat.size >= PARALLEL_MIN and _threads() > 1
     if direction == 0:
-        (kernels.ulp_parallel if parallel else kernels.ulp_serial)(flat, flat_out, Q)
-    elif (kernels.next_parallel if parallel else kernels.next_serial)(flat, flat_out, Q,
-                                                                       direction):
+        kernels.ulp(flat, flat_out, Q)
+    elif kernels.next_value(flat, flat_out, Q, direction):
         idx = int(kernels.first_unrepresentable(flat, Q))
         where = f"x[{idx}]" if arr.ndim else "x"
         raise ValueError(
             f"Got {where}={float(flat[idx])!r}, which is not a value of {found.name}")
     return out
-
-
-def _threads() -> int:
-    import numba
-
-    return int(numba.get_num_threads())
 
 
 def _c_order(arr: np.ndarray) -> np.ndarray:

@@ -180,12 +180,12 @@ def test_parallel_drivers_match_serial() -> None:
             x = numerics.round_to(np.abs(x) if not fmt.signed else x, fmt, overflow="saturate")
         x[5] = 0.1  # one value that is not representable (everywhere but binary64)
         a, b = np.empty(n), np.empty(n)
-        kernels.ulp_serial(x, a, Q)
-        kernels.ulp_parallel(x, b, Q)
+        kernels.ulp_span(x, a, 0, n, Q)
+        kernels.ulp(x, b, Q)
         assert_bits(a, b)
         for direction in (1, -1):
-            bad_s = kernels.next_serial(x, a, Q, direction)
-            bad_p = kernels.next_parallel(x, b, Q, direction)
+            bad_s = kernels.next_span(x, a, 0, n, Q, direction)
+            bad_p = kernels.next_value(x, b, Q, direction)
             assert bad_s == bad_p == int((~formula_representable(x, fmt)).sum())
             assert_bits(a, b)
 

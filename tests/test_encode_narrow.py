@@ -67,8 +67,8 @@ def _grid_inputs(fmt: Format) -> np.ndarray:
 
 def _general(x: np.ndarray, fmt: Format, saturate: bool) -> np.ndarray:
     out = np.empty(x.size, fmt.code_dtype)
-    kcodec.encode_float_serial(x, out, format_params(fmt), MODE_RNE, int(saturate),
-                               np.uint64(0), 1)
+    kcodec.encode_float_span(x, out, 0, x.size, format_params(fmt), MODE_RNE, int(saturate),
+                             np.uint64(0), 1)
     return out
 
 
@@ -194,8 +194,8 @@ def test_stochastic_rounding_matches_the_general_kernel(fmt: Format, sr_bits: in
             got = np.empty(x.size, fmt.code_dtype)
             want = np.empty(x.size, fmt.code_dtype)
             narrow.sr_span(x, got, 0, x.size, P, saturate, np.uint64(99), sr_bits, exact)
-            kcodec.encode_float_serial(x, want, P, 7 if exact else 6, int(saturate),
-                                       np.uint64(99), sr_bits)
+            kcodec.encode_float_span(x, want, 0, x.size, P, 7 if exact else 6, int(saturate),
+                                     np.uint64(99), sr_bits)
             bad = np.flatnonzero(got != want)
             assert bad.size == 0, [(x[i], hex(got[i]), hex(want[i])) for i in bad[:5]]
 

@@ -127,8 +127,8 @@ def test_every_float32_pattern_bits_kernel_matches_round_pair(name: str, roundin
             with np.errstate(invalid="ignore"):
                 x = x.astype(np.float64)
         for overflow in (0, 1):
-            kc.encode_bits_parallel(x, a, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
-            kc.encode_float_parallel(x, b, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
+            kc.encode_bits(x, a, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
+            kc.encode_float(x, b, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
             assert np.array_equal(a, b), (name, rounding, overflow, lo)
 
 
@@ -152,8 +152,8 @@ def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
     for lo in range(0, 1 << 32, CHUNK):
         x = (base + np.uint32(lo)).view(np.float32)
         nans = narrow.rne_span(x, a, 0, x.size, P, saturate)
-        assert nans == kc.encode_bits_serial(x, b, P, kr.MODE_RNE, int(saturate),
-                                             np.uint64(0), 1)
+        assert nans == kc.encode_bits_span(x, b, 0, x.size, P, kr.MODE_RNE, int(saturate),
+                                           np.uint64(0), 1)
         if not np.array_equal(a, b):
             i = int(np.flatnonzero(a != b)[0])
             raise AssertionError(f"{name}: {int(x.view(np.uint32)[i]):#010x} lane "

@@ -1,11 +1,18 @@
 """Encode and decode loops: every element through :mod:`numerics.kernels.rounding`.
 
 Each kernel works on contiguous 1-D arrays (the public layer flattens and
-reshapes) and comes in two drivers: ``*_serial`` runs on the calling thread and
-``*_parallel`` splits the index range into chunks of :data:`CHUNK` elements over
-numba's thread pool.  An element's code depends only on its value and, for
-stochastic rounding, on ``draw(seed, index, ubits)`` with its flat index (see
+reshapes).  The loop is the compiled ``*_span`` function, serial over the index
+range ``[start, stop)``; the plain Python function of the same name without
+``_span`` runs it over the whole array with :func:`numerics.kernels.spread.spread`
+(one contiguous piece per thread, boundaries on multiples of :data:`CHUNK`; the
+calling thread alone below ``PARALLEL_MIN`` elements) and combines the pieces'
+results.  An element's code depends only on its value and, for stochastic
+rounding, on ``draw(seed, index, ubits)`` with its flat index (see
 :mod:`numerics.kernels.random`), so every thread count gives the same bits.
+A span loops over the slices ``x[start:stop]`` from index 0 (the flat index is
+``start + i``): an index starting at a run-time ``start`` could be negative, and
+numba's wraparound check on it keeps the loop from vectorizing (decode about 4x
+slower).
 
 Inputs
 ------
@@ -18,9 +25,10 @@ Inputs
 ``encode_x87``     x86 80-bit extended values given as their 16-byte storage
                    (two uint64 words: the 64-bit significand, then sign and exponent)
 
-Every encode kernel returns the flat index of the first NaN input when the format
-has no NaN (the code written there is 0), else -1, so the caller can apply its
-NaN policy.  ``decode`` writes float32 or float64 values of the codes.
+Every encode kernel except ``encode_bits`` returns the flat index of the first NaN
+input when the format has no NaN (the code written there is 0), else -1, so the
+caller can apply its NaN policy; ``encode_bits`` returns the number of NaN inputs.
+``decode`` writes float32 or float64 values of the codes.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import numba
 import numpy as np
 
 from numerics.kernels.lanes import f32_of_f16_bits
-from numerics.kernels.random import draw
+from numerics.kernels.random import GOLDEN, draw, mix64
 from numerics.kernels.rounding import (
     BITS,
     EMIN,
@@ -62,37 +70,37 @@ from numerics.kernels.rounding import (
     round_pair,
     round_scaled,
 )
+from numerics.kernels.spread import spread
 
 __all__ = [
     "CHUNK",
-    "decode_parallel",
-    "decode_serial",
-    "decode_table",
-    "encode_float_parallel",
-    "encode_float_serial",
-    "encode_ints_parallel",
-    "encode_ints_serial",
-    "encode_pairs_parallel",
-    "encode_pairs_serial",
-    "encode_x87_parallel",
-    "encode_x87_serial",
-    "encode_scalar",
+    "decode",
     "decode_scalar",
+    "decode_span",
+    "decode_table",
     "draws",
-    "encode_bits_parallel",
-    "encode_bits_serial",
-    "encode_stacked_parallel",
-    "encode_stacked_serial",
+    "encode_bits",
+    "encode_bits_span",
+    "encode_float",
+    "encode_float_span",
+    "encode_ints",
+    "encode_ints_span",
+    "encode_pairs",
+    "encode_pairs_span",
+    "encode_scalar",
+    "encode_stacked",
+    "encode_x87",
+    "encode_x87_span",
     "fits_bits_kernel",
-    "half_parallel",
-    "half_serial",
-    "lookup_parallel",
-    "widen_parallel",
-    "widen_serial",
-    "lookup_serial",
+    "half",
+    "half_span",
+    "lookup",
+    "lookup_span",
+    "widen",
+    "widen_span",
 ]
 
-#: Elements per parallel work item.
+#: The pieces of a threaded call start on multiples of this many elements.
 CHUNK = 1 << 16
 
 _U64 = np.uint64
@@ -100,91 +108,110 @@ Int = Any  # a machine integer inside compiled code
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_float_span(x: np.ndarray, out: np.ndarray, start: Int, stop: Int, P: np.ndarray,
-                       mode: int, overflow: int, seed: Int, ubits: int) -> int:
+def encode_float_span(x: np.ndarray, out: np.ndarray, start: Int, stop: Int, P: np.ndarray,
+                      mode: int, overflow: int, seed: Int, ubits: int) -> int:
+    """Codes of float32/float64 ``x[start:stop]`` (each exact as a float64) into
+    ``out[start:stop]``, any format, in rounding mode ``mode`` (element ``i`` draws
+    ``draw(seed, i, ubits)`` for stochastic rounding).  Returns the index of the first
+    NaN input in ``[start, stop)`` when the format has no NaN, else -1."""
     first_nan = -1
     no_nan = P[NANKIND] == NAN_NONE
+    xs, os_ = x[start:stop], out[start:stop]
     if mode >= MODE_SR:
-        for i in range(start, stop):
-            v = np.float64(x[i])
-            u = draw(seed, _U64(i), ubits)  # type: ignore[arg-type]
-            out[i] = round_pair(v, 0.0, P, mode, overflow, u, ubits)
+        for i in range(xs.size):
+            v = np.float64(xs[i])
+            u = draw(seed, _U64(start + i), ubits)  # type: ignore[arg-type]
+            os_[i] = round_pair(v, 0.0, P, mode, overflow, u, ubits)
             if no_nan and v != v and first_nan < 0:
-                first_nan = i
+                first_nan = start + i
     else:
-        for i in range(start, stop):
-            v = np.float64(x[i])
-            out[i] = round_pair(v, 0.0, P, mode, overflow, _U64(0), 1)
+        for i in range(xs.size):
+            v = np.float64(xs[i])
+            os_[i] = round_pair(v, 0.0, P, mode, overflow, _U64(0), 1)
             if no_nan and v != v and first_nan < 0:
-                first_nan = i
+                first_nan = start + i
     return first_nan
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_pairs_span(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, start: int, stop: int,
-                       P: np.ndarray, mode: int, overflow: int, seed: Int, ubits: int,
-                       draws: np.ndarray) -> int:
-    """``draws`` (when not empty) replaces the stream: element i's draw is draws[i]."""
+def encode_pairs_span(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, start: int, stop: int,
+                      P: np.ndarray, mode: int, overflow: int, seed: Int, ubits: int,
+                      draws: np.ndarray) -> int:
+    """Codes of the exact values ``hi[i] + lo[i]`` (float64 pairs; see ``round_pair``)
+    for ``start <= i < stop`` into ``out[start:stop]``.  ``draws`` (when not empty)
+    replaces the stream: element ``i``'s draw is ``draws[i]``.  Returns the index of the
+    first NaN ``hi`` in ``[start, stop)`` when the format has no NaN, else -1."""
     first_nan = -1
     no_nan = P[NANKIND] == NAN_NONE
     given = draws.size > 0
-    for i in range(start, stop):
-        h = hi[i]
+    his, los, os_ = hi[start:stop], lo[start:stop], out[start:stop]
+    for i in range(his.size):
+        h = his[i]
         u = _U64(0)
         if mode >= MODE_SR:
-            u = draws[i] if given else draw(seed, _U64(i), ubits)  # type: ignore[arg-type]
-        out[i] = round_pair(h, lo[i], P, mode, overflow, u, ubits)
+            j = start + i
+            u = draws[j] if given else draw(seed, _U64(j), ubits)  # type: ignore[arg-type]
+        os_[i] = round_pair(h, los[i], P, mode, overflow, u, ubits)
         if no_nan and h != h and first_nan < 0:
-            first_nan = i
+            first_nan = start + i
     return first_nan
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_ints_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-                      mode: int, overflow: int, seed: Int, ubits: int) -> int:
-    for i in range(start, stop):
-        v = x[i]
+def encode_ints_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                     mode: int, overflow: int, seed: Int, ubits: int) -> int:
+    """Codes of int64/uint64 ``x[start:stop]`` (exact at any size) into
+    ``out[start:stop]``.  Returns -1 (an integer is never NaN)."""
+    xs, os_ = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
         negative = v < 0
         if negative:
             mag = _U64(0) - _U64(v)  # |v| modulo 2**64: exact also for -2**63
         else:
             mag = _U64(v)
-        u = draw(seed, _U64(i), ubits) if mode >= MODE_SR else _U64(0)  # type: ignore[arg-type]
-        out[i] = round_scaled(negative, mag, 0, False, P, mode, overflow, u, ubits)
+        u = (draw(seed, _U64(start + i), ubits)  # type: ignore[arg-type]
+             if mode >= MODE_SR else _U64(0))
+        os_[i] = round_scaled(negative, mag, 0, False, P, mode, overflow, u, ubits)
     return -1
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_x87_span(words: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-                     mode: int, overflow: int, seed: Int, ubits: int) -> int:
-    """x86 extended precision: word 2i is the significand (explicit leading bit),
-    the low 16 bits of word 2i+1 are the sign and the biased exponent."""
+def encode_x87_span(words: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                    mode: int, overflow: int, seed: Int, ubits: int) -> int:
+    """Codes of x86 extended-precision values ``start <= i < stop`` (exact) into
+    ``out[start:stop]``: word ``2i`` is the significand (explicit leading bit), the low
+    16 bits of word ``2i+1`` are the sign and the biased exponent.  Returns the index of
+    the first NaN input in ``[start, stop)`` when the format has no NaN, else -1."""
     first_nan = -1
     no_nan = P[NANKIND] == NAN_NONE
-    for i in range(start, stop):
-        sig = words[2 * i]
-        top = words[2 * i + 1] & _U64(0xFFFF)
+    ws, os_ = words[2 * start:2 * stop], out[start:stop]
+    for i in range(os_.size):
+        sig = ws[2 * i]
+        top = ws[2 * i + 1] & _U64(0xFFFF)
         negative = (top >> _U64(15)) != _U64(0)
         field = np.int64(top & _U64(0x7FFF))
-        u = draw(seed, _U64(i), ubits) if mode >= MODE_SR else _U64(0)  # type: ignore[arg-type]
+        u = (draw(seed, _U64(start + i), ubits)  # type: ignore[arg-type]
+             if mode >= MODE_SR else _U64(0))
         if field == 0x7FFF:  # infinity (fraction 0) or NaN
             is_nan = (sig << _U64(1)) != _U64(0)
             special = np.nan if is_nan else np.inf
-            out[i] = round_pair(-special if negative else special, 0.0, P, mode, overflow,
+            os_[i] = round_pair(-special if negative else special, 0.0, P, mode, overflow,
                                 u, ubits)
             if no_nan and is_nan and first_nan < 0:
-                first_nan = i
+                first_nan = start + i
             continue
         exp = max(field, 1) - 16383 - 63
-        out[i] = round_scaled(negative, sig, exp, False, P, mode, overflow, u, ubits)
+        os_[i] = round_scaled(negative, sig, exp, False, P, mode, overflow, u, ubits)
     return first_nan
 
 
-@numba.njit(cache=True, nogil=True)
-def _first(firsts: np.ndarray) -> int:
+def _first(firsts: list[int]) -> int:
+    """The first non-negative of the pieces' results (the flat index of the first NaN:
+    the pieces come in index order), else -1."""
     for f in firsts:
         if f >= 0:
-            return f
+            return int(f)
     return -1
 
 
@@ -239,13 +266,14 @@ def _assemble(mag: int, negative: bool, field: int, frac: Int, wide: bool, subn:
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-                      mode: int, overflow: int, seed: Int, ubits: int) -> int:
-    """The steps of ``round_pair`` for float32/float64 ``x``, written without branches on
-    the element so the loop vectorizes: the mode enters as loop-invariant masks.
-    Needs ``t <= mbits`` and ``emin >= 1 - input bias`` (every binade of a normal input
-    is a binade of the format or above ``emin``); see :func:`fits_bits_kernel`.
-    Returns the number of NaN inputs."""
+def encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                     mode: int, overflow: int, seed: Int, ubits: int) -> int:
+    """Codes of float32/float64 ``x[start:stop]`` into ``out[start:stop]`` by the steps
+    of ``round_pair``, written without branches on the element so the loop vectorizes:
+    the mode enters as loop-invariant masks.  Needs ``t <= mbits`` and
+    ``emin >= 1 - input bias`` (every binade of a normal input is a binade of the format
+    or above ``emin``); see :func:`fits_bits_kernel`.  Returns the number of NaN inputs
+    in ``[start, stop)``."""
     wide = x.itemsize == 8
     t = P[T]
     emin = P[EMIN]
@@ -283,12 +311,20 @@ def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: 
     mask_signed = sign_bit if signed else _U64(0)
     unsigned_nan = _U64(nan_mag)  # e8m0fnu: zero and negative inputs
     nans = 0
+    xs, os_ = x[start:stop], out[start:stop]
     if m_sr:
-        for i in range(start, stop):
-            bits: Any = float_bits(x[i])  # type: ignore[call-arg]
+        # draw(seed, start + i, ubits) with the index's product carried from element to
+        # element: (start + i) * GOLDEN, multiplied out in the loop, costs the
+        # vectorized loop a 64-bit multiply (about 10% at one thread)
+        mixed = mix64(_U64(seed))
+        spread_index = _U64(start) * GOLDEN
+        drop = _U64(64 - ubits)
+        for i in range(xs.size):
+            bits: Any = float_bits(xs[i])  # type: ignore[call-arg]
             negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
                 bits, wide, t, emin, subn, one_t)
-            u = draw(seed, _U64(i), ubits)
+            u = mix64(mixed ^ spread_index) >> drop
+            spread_index += GOLDEN
             s = ubits - shift
             F = _U64(0)
             sticky = False
@@ -299,13 +335,13 @@ def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: 
                 sticky = (rem & ((_U64(1) << _U64(min(-s, 63))) - _U64(1))) != _U64(0) or (
                     -s >= 64 and rem != _U64(0))
             up = (u < F) | (m_exact_sr & (u == F) & sticky)
-            out[i] = _assemble(c0 + (1 if up else 0), negative, field, frac, wide, subn, maxmag,
+            os_[i] = _assemble(c0 + (1 if up else 0), negative, field, frac, wide, subn, maxmag,
                                to_max_pos, to_max_neg, saturate, big, big_signed, nan_code_pos,
                                nan_signed, signed, negzero, unsigned_nan, mask_signed)
             nans += 1 if (field == (2047 if wide else 255) and frac != _U64(0)) else 0
         return nans
-    for i in range(start, stop):
-        bits = float_bits(x[i])  # type: ignore[call-arg]
+    for i in range(xs.size):
+        bits = float_bits(xs[i])  # type: ignore[call-arg]
         negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
             bits, wide, t, emin, subn, one_t)
         odd = (c0 & 1) != 0
@@ -313,32 +349,19 @@ def _encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: 
         nearest_up = (rem > half) | ((rem == half) & (m_rna | odd))
         up = inexact & ((m_nearest & nearest_up) | (m_pos & (not negative))
                         | (m_neg & negative) | (m_rto & (not odd)))
-        out[i] = _assemble(c0 + (1 if up else 0), negative, field, frac, wide, subn, maxmag,
+        os_[i] = _assemble(c0 + (1 if up else 0), negative, field, frac, wide, subn, maxmag,
                            to_max_pos, to_max_neg, saturate, big, big_signed, nan_code_pos,
                            nan_signed, signed, negzero, unsigned_nan, mask_signed)
         nans += 1 if (field == (2047 if wide else 255) and frac != _U64(0)) else 0
     return nans
 
 
-@numba.njit(cache=True, nogil=True)
-def encode_bits_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                       overflow: int, seed: Int, ubits: int) -> int:
-    """Codes of float32/float64 ``x`` (a format :func:`fits_bits_kernel` accepts) on this
-    thread; returns the number of NaN inputs."""
-    return _encode_bits_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def encode_bits_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                         overflow: int, seed: Int, ubits: int) -> int:
-    """Codes of float32/float64 ``x`` on all threads; returns the number of NaN inputs."""
-    n = x.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    nans = np.zeros(chunks, np.int64)
-    for c in numba.prange(chunks):
-        nans[c] = _encode_bits_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, mode,
-                                    overflow, seed, ubits)
-    return nans.sum()
+def encode_bits(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int, overflow: int,
+                seed: Int, ubits: int) -> int:
+    """:func:`encode_bits_span` of all of ``x`` on the threads; returns the number of NaN
+    inputs."""
+    return sum(spread(lambda lo, hi: encode_bits_span(x, out, lo, hi, P, mode, overflow, seed,
+                                                      ubits), x.size, align=CHUNK))
 
 
 def fits_bits_kernel(P: np.ndarray, wide: bool) -> bool:
@@ -351,61 +374,29 @@ def fits_bits_kernel(P: np.ndarray, wide: bool) -> bool:
 
 
 # ---------------------------------------------------------------- drivers
-@numba.njit(cache=True, nogil=True)
-def encode_float_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                        overflow: int, seed: Int, ubits: int) -> int:
-    """Codes of float32/float64 ``x`` into ``out`` on this thread."""
-    return _encode_float_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
+def encode_float(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int, overflow: int,
+                 seed: Int, ubits: int) -> int:
+    """:func:`encode_float_span` of all of ``x`` on the threads: the flat index of the
+    first NaN input when the format has no NaN, else -1."""
+    return _first(spread(lambda lo, hi: encode_float_span(x, out, lo, hi, P, mode, overflow,
+                                                          seed, ubits), x.size, align=CHUNK))
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def encode_float_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                          overflow: int, seed: Int, ubits: int) -> int:
-    """Codes of float32/float64 ``x`` into ``out`` on all threads."""
-    n = x.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    firsts = np.empty(chunks, np.int64)
-    for c in numba.prange(chunks):
-        firsts[c] = _encode_float_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, mode,
-                                       overflow, seed, ubits)
-    return _first(firsts)
+def encode_pairs(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                 overflow: int, seed: Int, ubits: int, draws: np.ndarray) -> int:
+    """:func:`encode_pairs_span` of all of ``hi + lo`` on the threads: the flat index of
+    the first NaN input when the format has no NaN, else -1."""
+    return _first(spread(lambda start, stop: encode_pairs_span(
+        hi, lo, out, start, stop, P, mode, overflow, seed, ubits, draws), hi.size,
+        align=CHUNK))
 
 
-@numba.njit(cache=True, nogil=True)
-def encode_pairs_serial(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np.ndarray,
-                        mode: int, overflow: int, seed: Int, ubits: int,
-                        draws: np.ndarray) -> int:
-    """Codes of the exact values ``hi + lo`` on this thread (``draws``: see the span)."""
-    return _encode_pairs_span(hi, lo, out, 0, hi.size, P, mode, overflow, seed, ubits, draws)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def encode_pairs_parallel(hi: np.ndarray, lo: np.ndarray, out: np.ndarray, P: np.ndarray,
-                          mode: int, overflow: int, seed: Int, ubits: int,
-                          draws: np.ndarray) -> int:
-    """Codes of the exact values ``hi + lo`` on all threads."""
-    n = hi.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    firsts = np.empty(chunks, np.int64)
-    for c in numba.prange(chunks):
-        firsts[c] = _encode_pairs_span(hi, lo, out, c * CHUNK, min(n, (c + 1) * CHUNK), P,
-                                       mode, overflow, seed, ubits, draws)
-    return _first(firsts)
-
-
-@numba.njit(cache=True, nogil=True)
-def encode_stacked_serial(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                          overflow: int, seed: Int, ubits: int) -> int:
-    """:func:`encode_pairs_serial` for a (2, n) array of ``hi`` and ``lo``."""
-    return _encode_pairs_span(pair[0], pair[1], out, 0, out.size, P, mode, overflow, seed,
-                              ubits, np.zeros(0, np.uint64))
-
-
-@numba.njit(cache=True, nogil=True)
-def encode_stacked_parallel(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                            overflow: int, seed: Int, ubits: int) -> int:
-    """Same as :func:`encode_stacked_serial` (longdouble input is rare: one thread)."""
-    return encode_stacked_serial(pair, out, P, mode, overflow, seed, ubits)
+def encode_stacked(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
+                   overflow: int, seed: Int, ubits: int) -> int:
+    """:func:`encode_pairs` for a C-contiguous (2, n) array of ``hi`` and ``lo`` (its rows
+    are contiguous, so this shares :func:`encode_pairs_span`'s compiled code)."""
+    return encode_pairs(pair[0], pair[1], out, P, mode, overflow, seed, ubits,
+                        np.zeros(0, np.uint64))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -429,66 +420,35 @@ def draws(seed: Int, n: int, bits: int) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def encode_ints_serial(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                       overflow: int, seed: Int, ubits: int) -> int:
-    """Codes of int64/uint64 ``x`` (exact) on this thread."""
-    return _encode_ints_span(x, out, 0, x.size, P, mode, overflow, seed, ubits)
+def encode_ints(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int, overflow: int,
+                seed: Int, ubits: int) -> int:
+    """:func:`encode_ints_span` of all of ``x`` on the threads; returns -1."""
+    return _first(spread(lambda lo, hi: encode_ints_span(x, out, lo, hi, P, mode, overflow,
+                                                         seed, ubits), x.size, align=CHUNK))
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def encode_ints_parallel(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                         overflow: int, seed: Int, ubits: int) -> int:
-    """Codes of int64/uint64 ``x`` (exact) on all threads."""
-    n = x.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    for c in numba.prange(chunks):
-        _encode_ints_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, mode, overflow,
-                          seed, ubits)
-    return -1
-
-
-@numba.njit(cache=True, nogil=True)
-def encode_x87_serial(words: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                      overflow: int, seed: Int, ubits: int) -> int:
-    """Codes of x86 extended-precision values (exact) on this thread."""
-    return _encode_x87_span(words, out, 0, out.size, P, mode, overflow, seed, ubits)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def encode_x87_parallel(words: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
-                        overflow: int, seed: Int, ubits: int) -> int:
-    """Codes of x86 extended-precision values (exact) on all threads."""
-    n = out.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    firsts = np.empty(chunks, np.int64)
-    for c in numba.prange(chunks):
-        firsts[c] = _encode_x87_span(words, out, c * CHUNK, min(n, (c + 1) * CHUNK), P, mode,
-                                     overflow, seed, ubits)
-    return _first(firsts)
+def encode_x87(words: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int, overflow: int,
+               seed: Int, ubits: int) -> int:
+    """:func:`encode_x87_span` of all ``out.size`` values of ``words`` on the threads: the
+    flat index of the first NaN input when the format has no NaN, else -1."""
+    return _first(spread(lambda lo, hi: encode_x87_span(words, out, lo, hi, P, mode, overflow,
+                                                        seed, ubits), out.size, align=CHUNK))
 
 
 # ---------------------------------------------------------------- decoding
 @numba.njit(cache=True, nogil=True)
-def _decode_span(codes: np.ndarray, out: np.ndarray, start: int, stop: int,
-                 P: np.ndarray) -> None:
-    for i in range(start, stop):
-        out[i] = decode_one(_U64(codes[i]), P)
+def decode_span(codes: np.ndarray, out: np.ndarray, start: int, stop: int,
+                P: np.ndarray) -> None:
+    """Values of ``codes[start:stop]`` (validated) into float32/float64
+    ``out[start:stop]``."""
+    cs, os_ = codes[start:stop], out[start:stop]
+    for i in range(cs.size):
+        os_[i] = decode_one(_U64(cs[i]), P)
 
 
-@numba.njit(cache=True, nogil=True)
-def decode_serial(codes: np.ndarray, out: np.ndarray, P: np.ndarray) -> None:
-    """Values of ``codes`` (validated) into float32/float64 ``out`` on this thread."""
-    _decode_span(codes, out, 0, codes.size, P)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def decode_parallel(codes: np.ndarray, out: np.ndarray, P: np.ndarray) -> None:
-    """Values of ``codes`` (validated) into float32/float64 ``out`` on all threads."""
-    n = codes.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    for c in numba.prange(chunks):
-        _decode_span(codes, out, c * CHUNK, min(n, (c + 1) * CHUNK), P)
+def decode(codes: np.ndarray, out: np.ndarray, P: np.ndarray) -> None:
+    """:func:`decode_span` of all of ``codes`` on the threads."""
+    spread(lambda lo, hi: decode_span(codes, out, lo, hi, P), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -499,28 +459,20 @@ def decode_table(P: np.ndarray, out: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def _widen_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int, pad: Int) -> None:
-    """float32 bits of codes of a format with binary32's sign and exponent fields and
-    ``23 - pad`` trailing bits (bfloat16: ``pad = 16``): a shift, and NaNs made quiet."""
-    for i in range(start, stop):
-        bits = np.uint32(codes[i]) << np.uint32(pad)
+def widen_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int, pad: Int) -> None:
+    """float32 bits (``out``: uint32) of ``codes[start:stop]`` into ``out[start:stop]``,
+    for a format with binary32's sign and exponent fields and ``23 - pad`` trailing bits
+    (bfloat16: ``pad = 16``): a shift, and NaNs made quiet."""
+    cs, os_ = codes[start:stop], out[start:stop]
+    for i in range(cs.size):
+        bits = np.uint32(cs[i]) << np.uint32(pad)
         nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-        out[i] = bits | (np.uint32(0x400000) if nan else np.uint32(0))
+        os_[i] = bits | (np.uint32(0x400000) if nan else np.uint32(0))
 
 
-@numba.njit(cache=True, nogil=True)
-def widen_serial(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
-    """:func:`_widen_span` over all of ``codes`` on this thread (``out``: uint32)."""
-    _widen_span(codes, out, 0, codes.size, pad)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def widen_parallel(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
-    """:func:`_widen_span` on all threads."""
-    n = codes.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    for c in numba.prange(chunks):
-        _widen_span(codes, out, c * CHUNK, min(n, (c + 1) * CHUNK), pad)
+def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
+    """:func:`widen_span` of all of ``codes`` on the threads."""
+    spread(lambda lo, hi: widen_span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -530,47 +482,31 @@ def _half_block(codes: np.ndarray, out: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def _half_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> None:
-    """Values of binary16 codes by the processor's conversion (F16C ``vcvtph2ps``: exact;
-    a NaN keeps its sign and payload with the quiet bit set, as :func:`decode_one`
-    gives), in blocks that index from 0 so the loop vectorizes."""
+def half_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> None:
+    """Values of binary16 ``codes[start:stop]`` (uint16) into float32/float64
+    ``out[start:stop]`` by the processor's conversion (F16C ``vcvtph2ps``: exact; a NaN
+    keeps its sign and payload with the quiet bit set, as :func:`decode_one` gives), in
+    blocks that index from 0 so the loop vectorizes."""
     for lo in range(start, stop, CHUNK):
         hi = min(stop, lo + CHUNK)
         _half_block(codes[lo:hi], out[lo:hi])
 
 
-@numba.njit(cache=True, nogil=True)
-def half_serial(codes: np.ndarray, out: np.ndarray) -> None:
-    """Values of binary16 ``codes`` (uint16) into float32/float64 ``out`` on this thread."""
-    _half_span(codes, out, 0, codes.size)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def half_parallel(codes: np.ndarray, out: np.ndarray) -> None:
-    """:func:`half_serial` on all threads."""
-    n = codes.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    for c in numba.prange(chunks):
-        _half_span(codes, out, c * CHUNK, min(n, (c + 1) * CHUNK))
+def half(codes: np.ndarray, out: np.ndarray) -> None:
+    """:func:`half_span` of all of ``codes`` on the threads."""
+    spread(lambda lo, hi: half_span(codes, out, lo, hi), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)
-def _lookup_span(codes: np.ndarray, table: np.ndarray, out: np.ndarray, start: int,
-                 stop: int) -> None:
-    for i in range(start, stop):
-        out[i] = table[codes[i]]
+def lookup_span(codes: np.ndarray, table: np.ndarray, out: np.ndarray, start: int,
+                stop: int) -> None:
+    """``out[i] = table[codes[i]]`` for ``start <= i < stop`` (codes validated to index
+    the table)."""
+    cs, os_ = codes[start:stop], out[start:stop]
+    for i in range(cs.size):
+        os_[i] = table[cs[i]]
 
 
-@numba.njit(cache=True, nogil=True)
-def lookup_serial(codes: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
-    """``out = table[codes]`` (codes validated to index the table) on this thread."""
-    _lookup_span(codes, table, out, 0, codes.size)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def lookup_parallel(codes: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
-    """``out = table[codes]`` (codes validated to index the table) on all threads."""
-    n = codes.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    for c in numba.prange(chunks):
-        _lookup_span(codes, table, out, c * CHUNK, min(n, (c + 1) * CHUNK))
+def lookup(codes: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """:func:`lookup_span` of all of ``codes`` on the threads: ``out = table[codes]``."""
+    spread(lambda lo, hi: lookup_span(codes, table, out, lo, hi), codes.size, align=CHUNK)

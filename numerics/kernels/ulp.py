@@ -8,6 +8,12 @@ to numpy's ``nextafter`` / ``spacing``.
 
 A format is passed as the float64 array ``Q = ulp_params(fmt)`` (indices below).
 
+Each loop is a compiled ``*_span`` function, serial over the index range
+``[start, stop)``; :func:`ulp` and :func:`next_value` run it over the whole array with
+:func:`numerics.kernels.spread.spread` (one contiguous piece per thread, boundaries
+on multiples of :data:`CHUNK`).  Every element's result depends only on that
+element, so every thread count gives the same bits.
+
 The quantum of the binade of a finite ``a >= 0`` is ``2**k`` with
 ``k = max(e, emin) - t``, where ``e`` is the unbiased exponent field of ``a``'s
 float64 bits (``-1023`` for zero and float64 subnormals, below every format's
@@ -20,10 +26,10 @@ Examples
 >>> import numpy as np
 >>> Q = ulp_params(1, 7, -126, 3.3895313892515355e+38, True, True, True, True)
 >>> out = np.empty(3)
->>> ulp_serial(np.array([1.0, 0.0, np.inf]), out, Q)
+>>> ulp(np.array([1.0, 0.0, np.inf]), out, Q)
 >>> out.tolist() == [2.0**-7, 2.0**-133, np.inf]
 True
->>> int(next_serial(np.array([1.0, -0.0]), out[:2], Q, 1)), out[:2].tolist()
+>>> next_value(np.array([1.0, -0.0]), out[:2], Q, 1), out[:2].tolist()
 (0, [1.0078125, 9.183549615799121e-41])
 """
 
@@ -36,18 +42,19 @@ import numba
 import numpy as np
 
 from numerics.kernels.rounding import bits_f64, f64_bits
+from numerics.kernels.spread import spread
 
 __all__ = [
     "CHUNK",
     "first_unrepresentable",
-    "next_parallel",
-    "next_serial",
+    "next_span",
+    "next_value",
+    "ulp",
     "ulp_params",
-    "ulp_parallel",
-    "ulp_serial",
+    "ulp_span",
 ]
 
-#: Elements per parallel work item.
+#: The pieces of a threaded call start on multiples of this many elements.
 CHUNK = 1 << 16
 
 # Indices into the parameter array.
@@ -107,7 +114,10 @@ def _on_grid(b: Any, emin: int, t: int) -> bool:
 
 
 @numba.njit(cache=True, nogil=True)
-def _ulp_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarray) -> None:
+def ulp_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarray) -> None:
+    """``out[i] = ulp(x[i])`` for ``start <= i < stop`` (float32/float64 ``x``, float64
+    ``out``, both flat): the quantum of ``|x[i]|``'s binade; ``inf`` for infinities,
+    ``|x[i]|`` (a NaN) for NaN."""
     emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
     xs, os_ = x[start:stop], out[start:stop]
     for i in range(xs.size):
@@ -118,21 +128,9 @@ def _ulp_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarr
         os_[i] = q if finite else a
 
 
-@numba.njit(cache=True, nogil=True)
-def ulp_serial(x: np.ndarray, out: np.ndarray, Q: np.ndarray) -> None:
-    """``out[i] = ulp(x[i])`` (float32/float64 ``x``, float64 ``out``, both flat) on this
-    thread: the quantum of ``|x[i]|``'s binade; ``inf`` for infinities, ``|x[i]|`` (a NaN)
-    for NaN."""
-    _ulp_span(x, out, 0, x.size, Q)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def ulp_parallel(x: np.ndarray, out: np.ndarray, Q: np.ndarray) -> None:
-    """:func:`ulp_serial` on all threads."""
-    n = x.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    for c in numba.prange(chunks):
-        _ulp_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), Q)
+def ulp(x: np.ndarray, out: np.ndarray, Q: np.ndarray) -> None:
+    """:func:`ulp_span` of all of ``x`` on the threads."""
+    spread(lambda lo, hi: ulp_span(x, out, lo, hi, Q), x.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -214,8 +212,12 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
 
 
 @numba.njit(cache=True, nogil=True)
-def _next_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarray,
-               direction: int) -> int:
+def next_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarray,
+              direction: int) -> int:
+    """``next_up`` (``direction > 0``) or ``next_down`` of the flat float32/float64
+    ``x[start:stop]`` into the flat float64 ``out[start:stop]``; returns the number of
+    those elements that are not values of the format (:func:`first_unrepresentable`
+    finds the first)."""
     xs, os_ = x[start:stop], out[start:stop]
     if Q[SIGNED] != 0:
         if direction > 0:
@@ -226,23 +228,11 @@ def _next_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndar
     return _next_loop(xs, os_, Q, False, False)
 
 
-@numba.njit(cache=True, nogil=True)
-def next_serial(x: np.ndarray, out: np.ndarray, Q: np.ndarray, direction: int) -> int:
-    """``next_up`` (``direction > 0``) or ``next_down`` of the flat float32/float64 ``x``
-    into the flat float64 ``out`` on this thread; returns the number of elements that are
-    not values of the format (:func:`first_unrepresentable` finds the first)."""
-    return _next_span(x, out, 0, x.size, Q, direction)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def next_parallel(x: np.ndarray, out: np.ndarray, Q: np.ndarray, direction: int) -> int:
-    """:func:`next_serial` on all threads."""
-    n = x.size
-    chunks = (n + CHUNK - 1) // CHUNK
-    bad = np.zeros(chunks, np.int64)
-    for c in numba.prange(chunks):
-        bad[c] = _next_span(x, out, c * CHUNK, min(n, (c + 1) * CHUNK), Q, direction)
-    return bad.sum()
+def next_value(x: np.ndarray, out: np.ndarray, Q: np.ndarray, direction: int) -> int:
+    """:func:`next_span` of all of ``x`` on the threads; returns the number of elements
+    that are not values of the format."""
+    return sum(spread(lambda lo, hi: next_span(x, out, lo, hi, Q, direction), x.size,
+                      align=CHUNK))
 
 
 @numba.njit(cache=True, nogil=True)
