@@ -482,14 +482,17 @@ def exponents(x: np.ndarray, emin: int, out: np.ndarray) -> None:
 
 @numba.njit(cache=True, nogil=True)
 def exponents_span(x: np.ndarray, emin: int, out: np.ndarray, start: int, stop: int) -> None:
-    """:func:`exponents` for ``start <= i < stop`` on this thread."""
-    for i in range(start, stop):
-        v = np.float64(x[i])
+    """:func:`exponents` for ``start <= i < stop`` on this thread (on slices indexed
+    from 0: numba then drops its negative-index check and the loop vectorizes)."""
+    xs = x[start:stop]
+    os = out[start:stop]
+    for i in range(xs.size):
+        v = np.float64(xs[i])
         e = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))
         if v == 0.0 or e == 0x7FF:
-            out[i] = -126
+            os[i] = -126
         else:
-            out[i] = max(e - 1023, emin)
+            os[i] = max(e - 1023, emin)
 
 
 # ----------------------------------------------------------------------------------

@@ -515,8 +515,9 @@ def uniforms_span(seed: np.uint64, bits: np.int64, out: np.ndarray, start: int,
                   stop: int) -> None:
     """``out[i] = draw(seed, i, bits) / 2**bits`` for ``start <= i < stop``."""
     scale = math.ldexp(1.0, -bits)
-    for i in range(start, stop):
-        out[i] = float(draw(seed, np.uint64(i), bits)) * scale
+    part = out[start:stop]  # indexed from 0: no negative-index check in the loop
+    for i in range(part.size):
+        part[i] = float(draw(seed, np.uint64(start + i), bits)) * scale
 
 
 def uniforms(seed: np.uint64, bits: np.int64, out: np.ndarray) -> None:
