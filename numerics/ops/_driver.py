@@ -78,11 +78,33 @@ def top_half(fmt: Format) -> bool:
 
 
 @lru_cache(maxsize=1)
+@lru_cache(maxsize=1)
 def _no_plan() -> np.ndarray:
-    """The plan argument of the lane loops when the operands are numbers (unused)."""
+    """The plan argument of the lane loops when the operands are numbers (unused);
+    read-only like every plan (:func:`_kernel_array`)."""
     from numerics.kernels.unpack import PLAN_SIZE
 
-    return np.zeros(PLAN_SIZE, np.uint32)
+    out = np.zeros(PLAN_SIZE, np.uint32)
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _no_table() -> np.ndarray:
+    """The table argument of :func:`numerics.kernels.ops.apply` for number operands
+    (unused); read-only like every :func:`decode_table`."""
+    out = np.zeros(1)
+    out.setflags(write=False)
+    return out
+
+
+def _kernel_array(x: np.ndarray) -> np.ndarray:
+    """An operand as the kernels take it: writable (a read-only operand is copied).
+
+    numba compiles a loop once per argument type, and whether an array is read-only is
+    part of its type: a read-only operand (a memory map, a broadcast view) would compile
+    every loop a second time.  Tables and plans, always read-only, are the converse."""
+    return x if x.flags.writeable else np.array(x)
 
 
 def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> str:
@@ -130,8 +152,8 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     n = math.prod(shape)
     code = OPS["add" if op == "sub" else op]
     dummy = np.zeros(1, xs[0].dtype)
-    a, b, c = (xs + [dummy, dummy])[:3]
-    table = decode_table(src) if xs[0].dtype.kind == "u" else np.zeros(1)
+    a, b, c = (_kernel_array(x) for x in (xs + [dummy, dummy])[:3])
+    table = decode_table(src) if xs[0].dtype.kind == "u" else _no_table()
     p = format_params(fmt)
     seed = np.uint64(sr_seed(rng) if rounding == "sr" else 0)
     lanes = _lanes(op, src, fmt, xs[0].dtype, bool(flags)) if rounding == "rne" else ""
