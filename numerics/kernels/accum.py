@@ -226,7 +226,7 @@ def sum_rows_span(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
         _tile(X, Y, dot, alg, block, P, mode, maxval, seed, value, abs_sum, tiny, tile, fast)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
           P: np.ndarray, mode: int, maxval: float, seed: int, value: np.ndarray,
           abs_sum: np.ndarray, tiny: np.ndarray, tile: int, fast: bool) -> None:
