@@ -227,6 +227,13 @@ def check_tolerances(max_ulp: object, atol: object, rtol: object) -> int:
                                                  else 0)
 
 
+def _frozen(x: np.ndarray) -> np.ndarray:
+    """A read-only view of ``x`` (no copy)."""
+    v = x.view()
+    v.setflags(write=False)
+    return v
+
+
 def compare_chunk(ca: np.ndarray, cb: np.ndarray, fmt: Format, *, base: int = 0, worst: int = 0,
                   max_ulp: int | None = None, atol: float | None = None,
                   rtol: float | None = None) -> ComparePartial:
@@ -245,6 +252,9 @@ def compare_chunk(ca: np.ndarray, cb: np.ndarray, fmt: Format, *, base: int = 0,
     cb = np.ascontiguousarray(cb, fmt.code_dtype).reshape(-1)
     va, table = element_values(ca, fmt)
     vb, _ = element_values(cb, fmt)
+    # read-only views throughout: whether an array is read-only is part of its numba
+    # type, so mixed inputs (memory maps, fresh arrays) would compile the pass again
+    ca, cb, va, vb, table = (_frozen(x) for x in (ca, cb, va, vb, table))
     part = ComparePartial.empty(worst)
     part.count = int(ca.size)
     max_d = np.zeros(1, np.uint64)

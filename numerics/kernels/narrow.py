@@ -471,7 +471,8 @@ def round_rne_span(x: np.ndarray, values: np.ndarray, start: int, stop: int,
     for lo in range(start, stop, _PIECE):
         hi = min(stop, lo + _PIECE)
         piece = codes[:hi - lo]
-        nans += rne_span(x[lo:hi], piece, 0, hi - lo, P, saturate)
+        # a start of 0 as a variable: a constant would compile rne_span for Literal[0]
+        nans += rne_span(x[lo:hi], piece, hi - hi, hi - lo, P, saturate)
         v = values[lo:hi]
         for i in range(hi - lo):
             v[i] = table[piece[i]]
