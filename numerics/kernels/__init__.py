@@ -26,6 +26,12 @@ same loops as separate specializations (the encode kernels: about 170 s against
 35 s), for the same machine code: the flags are literal arguments either way.
 Only element-level helpers are inlined.
 
+A signature is compiled once per distinct argument type, and numba's array type
+includes whether the array is read-only: the Python drivers hand a kernel arrays of
+one kind (``numerics.ops`` copies a read-only operand and keeps its tables
+read-only; ``numerics.compare`` passes read-only views), so a memory map and a
+fresh array share one compiled loop.
+
 Threads
 -------
 A loop is a serial function of an index range (``*_span(..., start, stop)``); a

@@ -120,12 +120,14 @@ def fnv1a32_rows(keys: np.ndarray) -> np.ndarray:
 def fnv1a32_rows_span(keys: np.ndarray, out: np.ndarray,
                       start: int, stop: int) -> None:
     """:func:`fnv1a32_rows` of rows ``start .. stop - 1`` into ``out``."""
-    n, length = keys.shape
-    for i in range(start, stop):
+    rows = keys[start:stop]  # indexed from 0: no negative-index checks in the loop
+    res = out[start:stop]
+    n, length = rows.shape
+    for i in range(rows.shape[0]):
         h = np.uint32(0x811C9DC5)
         for j in range(length):
-            h = _mul(h ^ np.uint32(keys[i, j]), np.uint32(0x01000193))
-        out[i] = h
+            h = _mul(h ^ np.uint32(rows[i, j]), np.uint32(0x01000193))
+        res[i] = h
 
 
 def murmur3_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
@@ -139,23 +141,25 @@ def murmur3_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
 def murmur3_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
                       start: int, stop: int) -> None:
     """:func:`murmur3_rows` of rows ``start .. stop - 1`` into ``out``."""
-    n, length = keys.shape
+    rows = keys[start:stop]  # indexed from 0: no negative-index checks in the loop
+    res = out[start:stop]
+    n, length = rows.shape
     c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
     nblocks = length // 4
-    for i in range(start, stop):
+    for i in range(rows.shape[0]):
         h = np.uint32(seed)
         for b in range(nblocks):
-            k = _mul(_rotl(_mul(_word(keys, i, 4 * b), c1), 15), c2)
+            k = _mul(_rotl(_mul(_word(rows, i, 4 * b), c1), 15), c2)
             h ^= k
             h = _add(_mul(_rotl(h, 13), np.uint32(5)), np.uint32(0xE6546B64))
         rest = length - 4 * nblocks
         if rest:
             k = np.uint32(0)
             for t in range(rest):
-                k |= np.uint32(keys[i, 4 * nblocks + t]) << np.uint32(8 * t)
+                k |= np.uint32(rows[i, 4 * nblocks + t]) << np.uint32(8 * t)
             h ^= _mul(_rotl(_mul(k, c1), 15), c2)
         h ^= np.uint32(length & 0xFFFFFFFF)
-        out[i] = _fmix(h, np.uint32(0x85EBCA6B), 16, np.uint32(0xC2B2AE35), 13, 16)
+        res[i] = _fmix(h, np.uint32(0x85EBCA6B), 16, np.uint32(0xC2B2AE35), 13, 16)
 
 
 def xxh32_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
@@ -169,10 +173,12 @@ def xxh32_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
 def xxh32_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
                     start: int, stop: int) -> None:
     """:func:`xxh32_rows` of rows ``start .. stop - 1`` into ``out``."""
-    n, length = keys.shape
+    rows = keys[start:stop]  # indexed from 0: no negative-index checks in the loop
+    res = out[start:stop]
+    n, length = rows.shape
     p1, p2 = np.uint32(0x9E3779B1), np.uint32(0x85EBCA77)
     p3, p4, p5 = np.uint32(0xC2B2AE3D), np.uint32(0x27D4EB2F), np.uint32(0x165667B1)
-    for i in range(start, stop):
+    for i in range(rows.shape[0]):
         s = np.uint32(seed)
         j = 0
         if length >= 16:
@@ -181,22 +187,22 @@ def xxh32_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
             v3 = s
             v4 = np.uint32((np.uint64(s) + np.uint64(0x100000000) - np.uint64(p1)) & _M32)
             while j + 16 <= length:
-                v1 = _mul(_rotl(_add(v1, _mul(_word(keys, i, j), p2)), 13), p1)
-                v2 = _mul(_rotl(_add(v2, _mul(_word(keys, i, j + 4), p2)), 13), p1)
-                v3 = _mul(_rotl(_add(v3, _mul(_word(keys, i, j + 8), p2)), 13), p1)
-                v4 = _mul(_rotl(_add(v4, _mul(_word(keys, i, j + 12), p2)), 13), p1)
+                v1 = _mul(_rotl(_add(v1, _mul(_word(rows, i, j), p2)), 13), p1)
+                v2 = _mul(_rotl(_add(v2, _mul(_word(rows, i, j + 4), p2)), 13), p1)
+                v3 = _mul(_rotl(_add(v3, _mul(_word(rows, i, j + 8), p2)), 13), p1)
+                v4 = _mul(_rotl(_add(v4, _mul(_word(rows, i, j + 12), p2)), 13), p1)
                 j += 16
             h = _add(_add(_rotl(v1, 1), _rotl(v2, 7)), _add(_rotl(v3, 12), _rotl(v4, 18)))
         else:
             h = _add(s, p5)
         h = _add(h, np.uint32(length & 0xFFFFFFFF))
         while j + 4 <= length:
-            h = _mul(_rotl(_add(h, _mul(_word(keys, i, j), p3)), 17), p4)
+            h = _mul(_rotl(_add(h, _mul(_word(rows, i, j), p3)), 17), p4)
             j += 4
         while j < length:
-            h = _mul(_rotl(_add(h, _mul(np.uint32(keys[i, j]), p5)), 11), p1)
+            h = _mul(_rotl(_add(h, _mul(np.uint32(rows[i, j]), p5)), 11), p1)
             j += 1
-        out[i] = _fmix(h, p2, 15, p3, 13, 16)
+        res[i] = _fmix(h, p2, 15, p3, 13, 16)
 
 
 # ============================================================================ emulated floats
@@ -301,23 +307,26 @@ def spatial_rows(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
 
 @numba.njit(cache=True, nogil=True)
 def spatial_rows_span(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.ndarray,
-                 table: Int, arith: Int, out: np.ndarray, bad: np.ndarray,
+                      table: Int, arith: Int, out: np.ndarray, bad: np.ndarray,
                       start: int, stop: int) -> None:
     """:func:`spatial_rows` of rows ``start .. stop - 1`` into ``out`` and ``bad``."""
-    n, d = coords.shape
-    for r in range(start, stop):
+    rows = coords[start:stop]  # indexed from 0: no negative-index checks in the loop
+    res = out[start:stop]
+    first = bad[start:stop]
+    n, d = rows.shape
+    for r in range(rows.shape[0]):
         h = np.uint32(0)
         for i in range(d):
             if arith == 0:
-                h ^= _mul(np.uint32(coords[r, i]), primes_u[i])
+                h ^= _mul(np.uint32(rows[r, i]), primes_u[i])
             else:
-                c = round_to_precision(np.float32(coords[r, i]), arith)
+                c = round_to_precision(np.float32(rows[r, i]), arith)
                 prod = round_to_precision(c * primes_f[i], arith)
                 if not math.isfinite(prod):
-                    bad[r] = i
+                    first[r] = i
                     break
                 h ^= int_mod_2_32(prod)
-        out[r] = np.uint32(np.uint64(h) % table)
+        res[r] = np.uint32(np.uint64(h) % table)
 
 
 def poly_uint_rows(tokens: np.ndarray, base: Int, modulus: Int) -> np.ndarray:
@@ -331,16 +340,18 @@ def poly_uint_rows(tokens: np.ndarray, base: Int, modulus: Int) -> np.ndarray:
 def poly_uint_rows_span(tokens: np.ndarray, base: Int, modulus: Int, out: np.ndarray,
                         start: int, stop: int) -> None:
     """:func:`poly_uint_rows` of rows ``start .. stop - 1`` into ``out``."""
-    n, length = tokens.shape
+    rows = tokens[start:stop]  # indexed from 0: no negative-index checks in the loop
+    res = out[start:stop]
+    n, length = rows.shape
     b = base % modulus
     wrap = modulus == np.uint64(1 << 32)  # uint32 wrap-around: a mask, not a division
-    for r in range(start, stop):
+    for r in range(rows.shape[0]):
         h = np.uint64(0)
         for j in range(length):
             # h, b < modulus <= 2**32 and t < 2**24: h*b + t <= (2**32 - 1)**2 + 2**24 < 2**64
-            h = h * b + np.uint64(tokens[r, j])
+            h = h * b + np.uint64(rows[r, j])
             h = (h & _M32) if wrap else h % modulus
-        out[r] = np.uint32(h)
+        res[r] = np.uint32(h)
 
 
 def poly_float_rows(tokens: np.ndarray, base_f: Float, mod_f: Float,
@@ -365,22 +376,25 @@ def poly_float_rows_span(tokens: np.ndarray, base_f: Float, mod_f: Float,
                     modulus: Int, arith: Int, out: np.ndarray, bad: np.ndarray,
                          start: int, stop: int) -> None:
     """:func:`poly_float_rows` of rows ``start .. stop - 1`` into ``out`` and ``bad``."""
-    n, length = tokens.shape
+    rows = tokens[start:stop]  # indexed from 0: no negative-index checks in the loop
+    res = out[start:stop]
+    first = bad[start:stop]
+    n, length = rows.shape
     m_int = np.uint64(mod_f)  # an integer-valued float32 in [1, 2**32]
-    for r in range(start, stop):
+    for r in range(rows.shape[0]):
         h = np.float32(0.0)
         for j in range(length):
             h = round_to_precision(h * base_f, arith)
             if not math.isfinite(h):
-                bad[r] = 2 * j
+                first[r] = 2 * j
                 break
-            t = round_to_precision(np.float32(tokens[r, j]), arith)
+            t = round_to_precision(np.float32(rows[r, j]), arith)
             h = round_to_precision(h + t, arith)
             if not math.isfinite(h):
-                bad[r] = 2 * j + 1
+                first[r] = 2 * j + 1
                 break
             h = np.float32(int_mod(h, m_int))  # fmod: exact, and representable
-        out[r] = np.uint32(np.uint64(int_mod_2_32(h)) % modulus)
+        res[r] = np.uint32(np.uint64(int_mod_2_32(h)) % modulus)
 
 
 # ============================================================================ XXH64 blocks
