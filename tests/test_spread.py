@@ -49,6 +49,9 @@ def test_pieces_run_on_several_threads_and_come_back_in_order() -> None:
         got = spread(span, 1 << 20, align=1 << 16)
         assert got == pieces(1 << 20, 2, 1 << 16)
         assert len(seen) == 2
+        # 64 rows of 4096 terms are worth splitting; 64 single elements are not
+        assert len(spread(span, 64, unit=4096)) == 2
+        assert spread(span, 64) == [(0, 64)]
         set_num_threads(1)
         assert spread(span, 1 << 20) == [(0, 1 << 20)]
     finally:

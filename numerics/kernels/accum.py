@@ -56,7 +56,7 @@ from numerics.kernels.rounding import (
     decode_one,
     round_pair,
 )
-from numerics.kernels.spread import PARALLEL_MIN, spread
+from numerics.kernels.spread import spread
 
 __all__ = [
     "ALG_KAHAN",
@@ -192,12 +192,6 @@ def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, fast: bool,
     return _round_slow(p, lo, P, mode, seed, index), abs(p)
 
 
-def _tile_minimum(tile_rows: int, n: int) -> int:
-    """Tiles of ``tile_rows`` rows of ``n`` terms worth a thread: about
-    :data:`~numerics.kernels.spread.PARALLEL_MIN` terms."""
-    return max(1, -(-PARALLEL_MIN // max(1, tile_rows * n)))
-
-
 def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
              P: np.ndarray, mode: int, maxval: float, seed: int,
              value: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray) -> None:
@@ -212,7 +206,7 @@ def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
     tiles = (X.shape[0] + _TILE - 1) // _TILE
     spread(lambda lo, hi: sum_rows_span(X, Y, dot, alg, block, P, mode, maxval, seed, value,
                                         abs_sum, tiny, lo, hi),
-           tiles, minimum=_tile_minimum(_TILE, X.shape[1]))
+           tiles, unit=_TILE * X.shape[1])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -361,10 +355,9 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
     documented order.
     """
     blocks = (A.shape[0] + _GEMM_ROWS - 1) // _GEMM_ROWS
-    work = _GEMM_ROWS * B.shape[1] * max(1, k1 - k0)
     spread(lambda lo, hi: fused_gemm_span(A, EA, B, EB, d, k0, k1, G, F, align, Pout,
                                           out_mode, e8m13, lo, hi),
-           blocks, minimum=max(1, -(-PARALLEL_MIN // max(1, work))))
+           blocks, unit=_GEMM_ROWS * B.shape[1] * (k1 - k0))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -693,7 +686,7 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top:
     tiles = (batch + R - 1) // R if R > 0 else 0
     spread(lambda lo, hi: sum_rows_f32_span(X, alg, block, drop, emin, top, value, abs_sum,
                                             R, lo, hi),
-           tiles, minimum=_tile_minimum(R, X.shape[1]))
+           tiles, unit=R * X.shape[1])
 
 
 @numba.njit(cache=True, nogil=True)

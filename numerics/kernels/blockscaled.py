@@ -35,7 +35,7 @@ from typing import Union
 import numba
 import numpy as np
 
-from numerics.kernels.spread import PARALLEL_MIN, spread
+from numerics.kernels.spread import spread
 
 #: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).
 Int = Union[int, np.integer]
@@ -163,11 +163,6 @@ def _tiles(rows: int) -> int:
     return (rows + ROW_TILE - 1) // ROW_TILE
 
 
-def _min_tiles(work_per_row: int) -> int:
-    """Tiles per call that stay on one thread: about :data:`PARALLEL_MIN` terms."""
-    return max(1, PARALLEL_MIN // max(1, ROW_TILE * work_per_row))
-
-
 @numba.njit(cache=True, nogil=True)
 def mxf8f6f4_gemm_span(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
                        b_sig: np.ndarray, b_exp: np.ndarray, b_kind: np.ndarray,
@@ -235,7 +230,7 @@ def mxf8f6f4_gemm(a_sig: np.ndarray, a_exp: np.ndarray, a_kind: np.ndarray,
     out = c_bits.copy()
     spread(lambda lo, hi: mxf8f6f4_gemm_span(
         a_sig, a_exp, a_kind, b_sig, b_exp, b_kind, a_sexp, a_snan, a_any, b_sexp, b_snan,
-        b_any, out, fb, F, inst_k, lo, hi), _tiles(M), minimum=_min_tiles(N * K))
+        b_any, out, fb, F, inst_k, lo, hi), _tiles(M), unit=ROW_TILE * N * K)
     return out
 
 
@@ -305,4 +300,4 @@ def mxf4_chain(run_sums: np.ndarray, g0: Int,
     R, M, N = run_sums.shape
     spread(lambda lo, hi: mxf4_chain_span(
         run_sums, g0, a_ssig, a_sexp, a_snan, b_ssig, b_sexp, b_snan, acc, runs_per_block,
-        runs_per_inst, F, lo, hi), _tiles(M), minimum=_min_tiles(R * N))
+        runs_per_inst, F, lo, hi), _tiles(M), unit=ROW_TILE * R * N)

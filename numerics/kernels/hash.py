@@ -66,11 +66,19 @@ _M32 = np.uint64(0xFFFFFFFF)
 PARALLEL_MIN_WORK = 1 << 20
 
 
+def _byte_rows(span: Callable[..., None], keys: np.ndarray, *args: object) -> np.ndarray:
+    """The uint32 hash of each row of ``keys`` by the row span ``span(keys, *args, out,
+    start, stop)``, the rows on the threads."""
+    out = np.empty(keys.shape[0], np.uint32)
+    _rows(lambda lo, hi: span(keys, *args, out, lo, hi), keys)
+    return out
+
+
 def _rows(span: Callable[[int, int], None], arr: np.ndarray) -> None:
     """``span`` over the rows of ``arr`` on the threads, when there are at least
     :data:`PARALLEL_MIN_WORK` element steps (waking the pool costs more than a short
     loop, and on a busy machine far more)."""
-    spread(span, arr.shape[0], minimum=max(1, -(-PARALLEL_MIN_WORK // max(1, arr.shape[1]))))
+    spread(span, arr.shape[0], unit=arr.shape[1], minimum=PARALLEL_MIN_WORK)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -111,9 +119,7 @@ def _fmix(h: Int, m1: Int, s1: Int, m2: Int, s2: Int,
 # ============================================================================ byte hashes
 def fnv1a32_rows(keys: np.ndarray) -> np.ndarray:
     """FNV-1a (32-bit) of each row of a uint8 matrix."""
-    out = np.empty(keys.shape[0], np.uint32)
-    _rows(lambda lo, hi: fnv1a32_rows_span(keys, out, lo, hi), keys)
-    return out
+    return _byte_rows(fnv1a32_rows_span, keys)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -122,7 +128,7 @@ def fnv1a32_rows_span(keys: np.ndarray, out: np.ndarray,
     """:func:`fnv1a32_rows` of rows ``start .. stop - 1`` into ``out``."""
     rows = keys[start:stop]  # indexed from 0: no negative-index checks in the loop
     res = out[start:stop]
-    n, length = rows.shape
+    length = rows.shape[1]
     for i in range(rows.shape[0]):
         h = np.uint32(0x811C9DC5)
         for j in range(length):
@@ -132,9 +138,7 @@ def fnv1a32_rows_span(keys: np.ndarray, out: np.ndarray,
 
 def murmur3_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
     """MurmurHash3 x86_32 of each row of a uint8 matrix."""
-    out = np.empty(keys.shape[0], np.uint32)
-    _rows(lambda lo, hi: murmur3_rows_span(keys, seed, out, lo, hi), keys)
-    return out
+    return _byte_rows(murmur3_rows_span, keys, seed)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -143,7 +147,7 @@ def murmur3_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
     """:func:`murmur3_rows` of rows ``start .. stop - 1`` into ``out``."""
     rows = keys[start:stop]  # indexed from 0: no negative-index checks in the loop
     res = out[start:stop]
-    n, length = rows.shape
+    length = rows.shape[1]
     c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
     nblocks = length // 4
     for i in range(rows.shape[0]):
@@ -164,9 +168,7 @@ def murmur3_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
 
 def xxh32_rows(keys: np.ndarray, seed: Int) -> np.ndarray:
     """xxHash32 of each row of a uint8 matrix."""
-    out = np.empty(keys.shape[0], np.uint32)
-    _rows(lambda lo, hi: xxh32_rows_span(keys, seed, out, lo, hi), keys)
-    return out
+    return _byte_rows(xxh32_rows_span, keys, seed)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -175,7 +177,7 @@ def xxh32_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
     """:func:`xxh32_rows` of rows ``start .. stop - 1`` into ``out``."""
     rows = keys[start:stop]  # indexed from 0: no negative-index checks in the loop
     res = out[start:stop]
-    n, length = rows.shape
+    length = rows.shape[1]
     p1, p2 = np.uint32(0x9E3779B1), np.uint32(0x85EBCA77)
     p3, p4, p5 = np.uint32(0xC2B2AE3D), np.uint32(0x27D4EB2F), np.uint32(0x165667B1)
     for i in range(rows.shape[0]):
@@ -313,7 +315,7 @@ def spatial_rows_span(coords: np.ndarray, primes_u: np.ndarray, primes_f: np.nda
     rows = coords[start:stop]  # indexed from 0: no negative-index checks in the loop
     res = out[start:stop]
     first = bad[start:stop]
-    n, d = rows.shape
+    d = rows.shape[1]
     for r in range(rows.shape[0]):
         h = np.uint32(0)
         for i in range(d):
@@ -342,7 +344,7 @@ def poly_uint_rows_span(tokens: np.ndarray, base: Int, modulus: Int, out: np.nda
     """:func:`poly_uint_rows` of rows ``start .. stop - 1`` into ``out``."""
     rows = tokens[start:stop]  # indexed from 0: no negative-index checks in the loop
     res = out[start:stop]
-    n, length = rows.shape
+    length = rows.shape[1]
     b = base % modulus
     wrap = modulus == np.uint64(1 << 32)  # uint32 wrap-around: a mask, not a division
     for r in range(rows.shape[0]):
@@ -379,7 +381,7 @@ def poly_float_rows_span(tokens: np.ndarray, base_f: Float, mod_f: Float,
     rows = tokens[start:stop]  # indexed from 0: no negative-index checks in the loop
     res = out[start:stop]
     first = bad[start:stop]
-    n, length = rows.shape
+    length = rows.shape[1]
     m_int = np.uint64(mod_f)  # an integer-valued float32 in [1, 2**32]
     for r in range(rows.shape[0]):
         h = np.float32(0.0)

@@ -91,7 +91,7 @@ _SENTINEL = np.int64(0x7FF4DEADBEEF0000)
 _SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
 #: Elements per chunk of the parallel loop (whole chunks run on one thread).
 _CHUNK = 1 << 12
-_MIN_CHUNKS = PARALLEL_MIN // _CHUNK // 4  # chunks worth a thread: 2**15 elements
+_MIN_STEPS = PARALLEL_MIN // 4  # elements worth a thread (costlier than an encode)
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
 _U32 = np.uint32
 
@@ -507,7 +507,7 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarr
     chunks = (out.size + _CHUNK - 1) // _CHUNK
     spread(lambda lo, hi: apply_lean_span(
         op, a, b, d, P, overflow, want, tiny_after, out, fl, lo, hi),
-        chunks, minimum=_MIN_CHUNKS)
+        chunks, unit=_CHUNK, minimum=_MIN_STEPS)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -567,7 +567,7 @@ def apply(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     spread(lambda lo, hi: apply_span(
         op, negate_b, a, b, c, table, P, mode, overflow, tiny_after, seed, ubits, want,
         shift, out, fl, lo, hi),
-        chunks, minimum=_MIN_CHUNKS)
+        chunks, unit=_CHUNK, minimum=_MIN_STEPS)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

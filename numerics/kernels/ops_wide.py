@@ -57,7 +57,7 @@ __all__ = ["OPS", "apply_wide", "apply_wide_span", "fits"]
 OPS = {"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}
 _ADD, _MUL, _SUB, _DIV, _FMA = range(5)
 _CHUNK = 1 << 12
-_MIN_CHUNKS = PARALLEL_MIN // _CHUNK // 4  # chunks worth a thread: 2**15 elements
+_MIN_STEPS = PARALLEL_MIN // 4  # elements worth a thread (costlier than an encode)
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
 _U64 = np.uint64
 _NAN = np.float64(np.nan)
@@ -250,7 +250,7 @@ def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     chunks = (out.size + _CHUNK - 1) // _CHUNK
     spread(lambda lo, hi: apply_wide_span(
         op, a, b, c, d, P, overflow, want, tiny_after, out, fl, lo, hi),
-        chunks, minimum=_MIN_CHUNKS)
+        chunks, unit=_CHUNK, minimum=_MIN_STEPS)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -46,7 +46,7 @@ from numerics.kernels.rounding import (
     format_params,
     round_pair,
 )
-from numerics.kernels.spread import PARALLEL_MIN, spread
+from numerics.kernels.spread import spread
 
 __all__ = [
     "NAN_EXPONENT",
@@ -90,8 +90,6 @@ _SAT = np.int64(OVERFLOW_SATURATE)
 _NO_DRAW = np.uint64(0)
 _ONE_BIT = np.int64(1)
 _TINY = 2.0**-1074
-#: Blocks of 32 per call that stay on one thread (:data:`PARALLEL_MIN` elements).
-_MIN_BLOCKS32 = PARALLEL_MIN // 32
 #: Piece boundaries of the element loops (whole cache lines of every output dtype).
 _ALIGN = 1024
 
@@ -249,11 +247,11 @@ def mx_quantize(x3: np.ndarray, P: Params, int_element: bool, qmin: int,
     if lean and B == 1 and _c_contiguous(x3, codes3, ecodes3):  # runs of 32: flat loops
         x, codes, ecodes = x3.reshape(-1), codes3.reshape(-1), ecodes3.reshape(-1)
         spread(lambda lo, hi: mx_runs_span(x, P, emax_elem, t, max_elem, mode, codes,
-                                           ecodes, lo, hi), blocks, minimum=_MIN_BLOCKS32)
+                                           ecodes, lo, hi), blocks, unit=32)
         return
     spread(lambda lo, hi: mx_quantize_span(x3, P, int_element, qmin, qmax, inv_quantum,
                                            emax_elem, t, max_elem, mode, lean, codes3,
-                                           ecodes3, lo, hi), blocks, minimum=_MIN_BLOCKS32)
+                                           ecodes3, lo, hi), blocks, unit=32)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -286,7 +284,7 @@ def block_amax(x3: np.ndarray, bs: int, amax3: np.ndarray) -> bool:
     (``(A, L // bs, B)``), the blocks on the threads; returns whether ``x3`` holds a NaN."""
     A, L, B = x3.shape
     return any(spread(lambda lo, hi: block_amax_span(x3, bs, amax3, lo, hi),
-                      A * (L // bs) * B, minimum=max(1, PARALLEL_MIN // bs)))
+                      A * (L // bs) * B, unit=bs))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -410,7 +408,7 @@ def nvfp4_quantize(x3: np.ndarray, amax3: np.ndarray, g3: np.ndarray, Pscale: Pa
     A, L, B = x3.shape
     spread(lambda lo, hi: nvfp4_quantize_span(x3, amax3, g3, Pscale, Pelem, elem_max, codes3,
                                               scode3, scales3, lo, hi),
-           A * (L // 16) * B, minimum=PARALLEL_MIN // 16)
+           A * (L // 16) * B, unit=16)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -452,14 +450,13 @@ def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
     runs of ``bs``."""
     A, L, B = codes3.shape
     blocks = A * (L // bs) * B
-    minimum = max(1, PARALLEL_MIN // bs)
     if B == 1 and _c_contiguous(codes3, scales3, out3):
         codes, scales, out = codes3.reshape(-1), scales3.reshape(-1), out3.reshape(-1)
         spread(lambda lo, hi: dequantize_runs_span(codes, scales, table, bs, out, lo, hi),
-               blocks, minimum=minimum)
+               blocks, unit=bs)
         return
     spread(lambda lo, hi: block_dequantize_span(codes3, scales3, table, bs, out3, lo, hi),
-           blocks, minimum=minimum)
+           blocks, unit=bs)
 
 
 @numba.njit(cache=True, nogil=True)

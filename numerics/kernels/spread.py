@@ -84,12 +84,14 @@ def pieces(n: int, parts: int, align: int) -> list[tuple[int, int]]:
     return [(lo, hi) for lo, hi in zip(edges, edges[1:]) if hi > lo]
 
 
-def spread(span: Callable[[int, int], R], n: int, *, align: int = 1,
+def spread(span: Callable[[int, int], R], n: int, *, align: int = 1, unit: int = 1,
            minimum: int = PARALLEL_MIN) -> list[R]:
     """``[span(start, stop) for each piece]`` of ``[0, n)``, the pieces on the threads.
 
-    One piece (on the calling thread) when ``n < minimum``, when the calling thread
-    uses one thread, or when it is itself a pool thread.  An exception in any piece
+    Each index of the range stands for ``unit`` element steps (a row of ``unit`` terms,
+    a block of ``unit`` elements).  One piece (on the calling thread) when the call has
+    fewer than ``minimum`` element steps, when the calling thread uses one thread, or
+    when it is itself a pool thread.  An exception in any piece
     propagates after every piece has finished.
 
     Examples
@@ -99,7 +101,7 @@ def spread(span: Callable[[int, int], R], n: int, *, align: int = 1,
     >>> spread(lambda lo, hi: (lo, hi), 10)
     [(0, 10)]
     """
-    if n < minimum:  # first: numba.get_num_threads takes about 2 us
+    if n * unit < minimum:  # first: numba.get_num_threads takes about 2 us
         return [span(0, n)] if n > 0 else []
     threads = int(numba.get_num_threads())
     if threads <= 1 or getattr(_LOCAL, "worker", False):
