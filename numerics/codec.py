@@ -369,6 +369,6 @@ def encode_exact(
         )
         return _beyond_max(fmt, sign, negative, to_max=overflow == "saturate" or toward_zero)
 
-    if mag == 0:
+    if mag == 0 and fmt.subnormals:  # without subnormals, magnitude code 0 is 2**emin
         return sign if fmt.has_negative_zero else 0
     return sign | mag

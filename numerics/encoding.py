@@ -532,8 +532,8 @@ def _encode_rne_fast(x: np.ndarray, fmt: Any, overflow: str, nan: str,
     else:
         return None
     narrow = _narrow_kernels()
-    flat = x.reshape(-1)
-    if narrow.rne(flat, codes.reshape(-1), P, overflow == "saturate") and nan == "raise" and (
+    flat, flat_codes = (x, codes) if x.ndim == 1 else (x.reshape(-1), codes.reshape(-1))
+    if narrow.rne(flat, flat_codes, P, overflow == "saturate") and nan == "raise" and (
             not found.has_nan):
         raise _nan_error(flat, found)
     return codes

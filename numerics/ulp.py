@@ -249,8 +249,10 @@ def _representable_mask(arr: np.ndarray, fmt: Format) -> np.ndarray:
     q = _quantum(af, fmt)
     on_grid = np.floor(af / q) * q == af
     ok = finite & on_grid & (af <= fmt.max)
+    if not fmt.subnormals:  # no zero either: nothing below the smallest normal
+        ok &= af >= fmt.smallest_normal
     if not fmt.signed:
-        ok &= (arr > 0) & (af >= fmt.smallest_normal)
+        ok &= arr > 0
     elif not fmt.has_negative_zero:
         pass  # -0.0 is accepted as the value zero
     ok |= np.isnan(arr) & fmt.has_nan

@@ -257,7 +257,9 @@ def reference(op: str, args: tuple[float, ...], fmt: Format, mode: str,
                     sign_zero = -0.0 if mode == "rd" else 0.0
             if not fmt.has_negative_zero:
                 sign_zero = 0.0
-            if not fmt.has_zero:
+            if not fmt.has_zero:  # no value at all: NaN, or an error without NaN
+                if not fmt.has_nan:
+                    raise NoNaN(op)
                 sign_zero = math.nan
                 flags["invalid"] = True
             return sign_zero, flags

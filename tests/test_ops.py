@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from numerics import FORMATS, get_format, ops
 from numerics.encoding import decode_codes
-from numerics.formats import Format
+from numerics.formats import Format, Infinity, NaNEncoding
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ops_reference import NoNaN, reference, sr_candidates
@@ -132,10 +132,20 @@ def check_batch(fmt: Format, op: str, xs: list[np.ndarray], mode: str, overflow:
 
 
 # ----------------------------------------------------------------------------- every format
+#: User-defined formats beside the built-in ones: signed without subnormals, so without
+#: zero (magnitude code 0 is 2**emin, with either sign).
+USER_FORMATS = (
+    Format(name="e4m3_nozero", exponent_bits=4, trailing_bits=3, bias=7, subnormals=False),
+    Format(name="e3m2_nozero_fn", exponent_bits=3, trailing_bits=2, bias=3, subnormals=False,
+           infinity=Infinity.NONE, nan=NaNEncoding.NONE),
+)
+
+
 @pytest.mark.parametrize("op", list(OPS))
-@pytest.mark.parametrize("name", FORMATS)
-def test_every_format_every_mode(name: str, op: str) -> None:
-    fmt = get_format(name)
+@pytest.mark.parametrize("fmt", [get_format(n) for n in FORMATS] + list(USER_FORMATS),
+                         ids=lambda f: f.name)
+def test_every_format_every_mode(fmt: Format, op: str) -> None:
+    name = fmt.name
     rng = np.random.default_rng(zlib.crc32(repr((name, op)).encode()))
     xs = hard_operands(fmt, op, rng, 60)
     for mode in MODES:

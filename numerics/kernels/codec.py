@@ -70,7 +70,7 @@ from numerics.kernels.rounding import (
     round_pair,
     round_scaled,
 )
-from numerics.kernels.spread import spread
+from numerics.kernels.spread import serial, spread
 
 __all__ = [
     "CHUNK",
@@ -253,7 +253,8 @@ def _assemble(mag: int, negative: bool, field: int, frac: Int, wide: bool, subn:
     to_max = saturate if is_special else (to_max_neg if negative else to_max_pos)
     over = (mag > maxmag) | is_special
     code = _U64(mag)
-    keep_sign = mag != 0 or negzero
+    # without subnormals magnitude code 0 is -2**emin or 2**emin; a zero input gives +
+    keep_sign = mag != 0 or negzero or (subn == 0 and (field != 0 or frac != _U64(0)))
     if over:
         code = _U64(maxmag) if to_max else big
         keep_sign = to_max or big_signed
@@ -448,6 +449,9 @@ def decode_span(codes: np.ndarray, out: np.ndarray, start: int, stop: int,
 
 def decode(codes: np.ndarray, out: np.ndarray, P: np.ndarray) -> None:
     """:func:`decode_span` of all of ``codes`` on the threads."""
+    if serial(codes.size):
+        decode_span(codes, out, 0, codes.size, P)
+        return
     spread(lambda lo, hi: decode_span(codes, out, lo, hi, P), codes.size, align=CHUNK)
 
 
@@ -472,6 +476,9 @@ def widen_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int, pad: I
 
 def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
     """:func:`widen_span` of all of ``codes`` on the threads."""
+    if serial(codes.size):
+        widen_span(codes, out, 0, codes.size, pad)
+        return
     spread(lambda lo, hi: widen_span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
 
 
@@ -494,6 +501,9 @@ def half_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> None
 
 def half(codes: np.ndarray, out: np.ndarray) -> None:
     """:func:`half_span` of all of ``codes`` on the threads."""
+    if serial(codes.size):
+        half_span(codes, out, 0, codes.size)
+        return
     spread(lambda lo, hi: half_span(codes, out, lo, hi), codes.size, align=CHUNK)
 
 
@@ -509,4 +519,7 @@ def lookup_span(codes: np.ndarray, table: np.ndarray, out: np.ndarray, start: in
 
 def lookup(codes: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
     """:func:`lookup_span` of all of ``codes`` on the threads: ``out = table[codes]``."""
+    if serial(codes.size):
+        lookup_span(codes, table, out, 0, codes.size)
+        return
     spread(lambda lo, hi: lookup_span(codes, table, out, lo, hi), codes.size, align=CHUNK)

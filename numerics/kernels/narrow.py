@@ -73,7 +73,7 @@ from numerics.kernels.rounding import (
     bits_f64,
     f64_bits,
 )
-from numerics.kernels.spread import spread
+from numerics.kernels.spread import serial, spread
 
 __all__ = ["CHUNK", "fits", "fits_one", "rne", "rne_code", "rne_constants", "rne_span",
            "round_rne", "round_rne_span", "sr", "sr_span"]
@@ -453,6 +453,8 @@ def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarra
 
 def rne(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> int:
     """:func:`rne_span` of all of ``x`` on the threads; returns the number of NaN inputs."""
+    if serial(x.size):
+        return int(rne_span(x, out, 0, x.size, P, saturate))
     return sum(spread(lambda lo, hi: rne_span(x, out, lo, hi, P, saturate), x.size,
                       align=CHUNK))
 
@@ -482,5 +484,7 @@ def round_rne_span(x: np.ndarray, values: np.ndarray, start: int, stop: int,
 def round_rne(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
               table: np.ndarray) -> int:
     """:func:`round_rne_span` of all of ``x`` on the threads."""
+    if serial(x.size):
+        return int(round_rne_span(x, values, 0, x.size, P, saturate, table))
     return sum(spread(lambda lo, hi: round_rne_span(x, values, lo, hi, P, saturate, table),
                       x.size, align=CHUNK))

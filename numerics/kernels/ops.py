@@ -72,7 +72,7 @@ from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, values32
 
 __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
-           "decode_all", "first_unrepresentable", "lean_fits", "overflow_value",
+           "decode_all", "lean_fits", "overflow_value",
            "unpack_flags"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
@@ -924,37 +924,11 @@ def _element(op: int, x: float, y: float, z: float, snan: bool, i: int, P: np.nd
     u = draw(seed, np.uint64(i), np.int64(ubits)) if mode == rnd.MODE_SR else np.uint64(0)
     v = rnd.decode_one(_round(h, lo, k, P, mode, overflow, u, ubits), P)
     if h == 0:  # an exact zero: NaN (invalid) where the format has none
-        return v, (np.int64(8) if v != v else np.int64(0))
+        if P[rnd.SUBN] == 0:
+            return _NAN, np.int64(8)
+        return v, np.int64(0)
     neg, sig, eps, exp = _to_scaled(h, lo, k)
     return v, _flags(neg, sig, eps, exp, P, maxval, mode, tiny_after, u, ubits)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def first_unrepresentable(x: np.ndarray, P: np.ndarray) -> int:
-    """Index of the first element of ``x`` (float64 or float32) that is not a value of
-    the format ``P``, or -1."""
-    t, emin = P[rnd.T], P[rnd.EMIN]
-    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
-    for i in range(x.size):
-        v = np.float64(x[i])
-        if v != v:
-            ok = P[rnd.NANKIND] != rnd.NAN_NONE
-        elif math.isinf(v):
-            ok = P[rnd.INFMAG] >= 0 and (P[rnd.SIGNED] == 1 or v > 0)
-        elif v == 0:
-            ok = P[rnd.SUBN] == 1
-        elif abs(v) > maxval or (P[rnd.SIGNED] == 0 and v < 0):
-            ok = False
-        else:
-            _, e = math.frexp(v)
-            if e - 1 < emin and P[rnd.SUBN] == 0:
-                ok = False
-            else:
-                y = math.ldexp(abs(v), t - max(e - 1, emin))
-                ok = y == math.floor(y)
-        if not ok:
-            return i
-    return -1
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -451,7 +451,7 @@ def _round_magnitude(negative: bool, M: Int, E: Int, ls: Int, l_abs: float,
 
     if mag > P[MAXMAG]:
         return _beyond_max(P, negative, saturate or _toward_zero(mode, negative))
-    if mag == 0:
+    if mag == 0 and subn != 0:  # without subnormals, magnitude code 0 is 2**emin
         return _zero(P, negative)
     return _sign_bit(P, negative) | _U64(mag)
 

@@ -29,7 +29,7 @@ from typing import TypeVar
 
 import numba
 
-__all__ = ["PARALLEL_MIN", "pieces", "spread"]
+__all__ = ["PARALLEL_MIN", "pieces", "serial", "spread"]
 
 R = TypeVar("R")
 
@@ -63,6 +63,19 @@ def _forget_pool() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
+
+
+def serial(n: int, unit: int = 1) -> bool:
+    """Whether :func:`spread` runs ``n`` indices of ``unit`` element steps as one piece
+    on the calling thread for its size alone; a driver on a hot small-array path calls
+    its span directly then, skipping the closure and the list (about 0.7 us).
+
+    Examples
+    --------
+    >>> serial(1000), serial(1 << 20)
+    (True, False)
+    """
+    return n * unit < PARALLEL_MIN
 
 
 def pieces(n: int, parts: int, align: int) -> list[tuple[int, int]]:

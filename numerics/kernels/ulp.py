@@ -42,11 +42,12 @@ import numba
 import numpy as np
 
 from numerics.kernels.rounding import bits_f64, f64_bits
-from numerics.kernels.spread import spread
+from numerics.kernels.spread import serial, spread
 
 __all__ = [
     "CHUNK",
     "first_unrepresentable",
+    "first_unrepresentable_span",
     "next_span",
     "next_value",
     "ulp",
@@ -58,7 +59,7 @@ __all__ = [
 CHUNK = 1 << 16
 
 # Indices into the parameter array.
-EMIN, T, MAX, SUBNORMAL, NORMAL, SIGNED, HAS_NAN, HAS_INF, NEGZERO, BEYOND = range(10)
+EMIN, T, MAX, SUBNORMAL, NORMAL, SIGNED, HAS_NAN, HAS_INF, NEGZERO, BEYOND, ZERO = range(11)
 
 _U64 = np.uint64
 _ABS = _U64(0x7FFFFFFFFFFFFFFF)
@@ -73,19 +74,21 @@ def ulp_params(signed: int, t: int, emin: int, max_value: float, has_nan: bool,
                has_inf: bool, negzero: bool, subnormals: bool) -> np.ndarray:
     """The parameter array of a format with these properties (see :mod:`numerics.ulp`):
     sign bit, trailing bits, smallest normal exponent, largest finite value, whether
-    it has NaN, infinities, -0 and subnormals.
+    it has NaN, infinities, -0 and subnormals (without them there is no zero either:
+    exponent field 0 is an ordinary binade, and no magnitude lies below ``2**emin``).
 
     Examples
     --------
     >>> ulp_params(1, 3, -6, 448.0, True, False, True, True)[:3].tolist()
     [-6.0, 3.0, 448.0]
     """
-    Q = np.zeros(10, np.float64)
+    Q = np.zeros(11, np.float64)
     Q[EMIN], Q[T], Q[MAX] = emin, t, max_value
     Q[SUBNORMAL] = 2.0 ** (emin - t) if subnormals and t > 0 else 2.0**emin
     Q[NORMAL] = 2.0**emin
     Q[SIGNED], Q[HAS_NAN], Q[HAS_INF], Q[NEGZERO] = signed, has_nan, has_inf, negzero
     Q[BEYOND] = math.inf if has_inf else math.nan
+    Q[ZERO] = subnormals
     return Q
 
 
@@ -130,19 +133,23 @@ def ulp_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarra
 
 def ulp(x: np.ndarray, out: np.ndarray, Q: np.ndarray) -> None:
     """:func:`ulp_span` of all of ``x`` on the threads."""
+    if serial(x.size):
+        ulp_span(x, out, 0, x.size, Q)
+        return
     spread(lambda lo, hi: ulp_span(x, out, lo, hi, Q), x.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _representable(v: float, emin: int, t: int, top: float, normal: float, signed: bool,
-                   has_nan: bool, has_inf: bool) -> bool:
+                   has_nan: bool, has_inf: bool, has_zero: bool) -> bool:
     """Whether the float64 ``v`` is a value of the format (NaN counts where it has NaN;
-    -0 counts as zero in a signed format without -0)."""
+    -0 counts as zero in a signed format without -0; a format without zero has no
+    magnitude below ``normal``)."""
     b: Any = f64_bits(v) & _ABS  # type: ignore[call-arg]
     a = bits_f64(b)
-    ok = (b < _INF_BITS) & _on_grid(b, emin, t) & (a <= top)
+    ok = (b < _INF_BITS) & _on_grid(b, emin, t) & (a <= top) & (has_zero | (a >= normal))
     if not signed:
-        ok = ok & (v > 0) & (a >= normal)
+        ok = ok & (v > 0)
     ok = ok | ((b > _INF_BITS) & has_nan)
     return ok | ((b == _INF_BITS) & has_inf & ((v > 0) | signed))
 
@@ -163,7 +170,7 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
     ``signed`` are literals, so each variant compiles to a straight loop."""
     emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
     top, beyond, normal = Q[MAX], Q[BEYOND], Q[NORMAL]
-    has_nan, has_inf = Q[HAS_NAN] != 0, Q[HAS_INF] != 0
+    has_nan, has_inf, has_zero = Q[HAS_NAN] != 0, Q[HAS_INF] != 0, Q[ZERO] != 0
     nan: Any = bits_f64(_NAN_BITS)  # type: ignore[call-arg]
     bad = 0
     if signed:
@@ -174,7 +181,8 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
         flip = _U64(0) if up else _SIGN
         for i in range(x.size):
             v = np.float64(x[i])
-            bad += 0 if _representable(v, emin, t, top, normal, True, has_nan, has_inf) else 1
+            bad += 0 if _representable(v, emin, t, top, normal, True, has_nan, has_inf,
+                                       has_zero) else 1
             # the magnitude and the sign of y; zero, infinities and NaN are decided
             # below, whatever the arithmetic gives for them
             yb = f64_bits(v) ^ flip
@@ -190,6 +198,8 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
                 rb = _INF_BITS if ab == _INF_BITS else rb
             else:
                 rb = zero_bits if down == 0 else f64_bits(down) | _SIGN
+                # without zero, the step up from -normal is +normal
+                rb = f64_bits(normal) if (not has_zero) & (a <= normal) else rb
                 rb = (f64_bits(top) | _SIGN) if ab == _INF_BITS else rb
             rb = f64_bits(tiny) if ab == _U64(0) else rb
             rb = _NAN_BITS if ab > _INF_BITS else rb
@@ -201,7 +211,8 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
     else:  # e8m0fnu: positive finite values and NaN only
         for i in range(x.size):
             v = np.float64(x[i])
-            bad += 0 if _representable(v, emin, t, top, normal, signed, has_nan, has_inf) else 1
+            bad += 0 if _representable(v, emin, t, top, normal, signed, has_nan, has_inf,
+                                       has_zero) else 1
             af = v if f64_bits(abs(v)) < _INF_BITS else 1.0
             if up:
                 r = beyond if af >= top else af + _quantum(f64_bits(af), emin, t)
@@ -231,19 +242,51 @@ def next_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarr
 def next_value(x: np.ndarray, out: np.ndarray, Q: np.ndarray, direction: int) -> int:
     """:func:`next_span` of all of ``x`` on the threads; returns the number of elements
     that are not values of the format."""
+    if serial(x.size):
+        return int(next_span(x, out, 0, x.size, Q, direction))
     return sum(spread(lambda lo, hi: next_span(x, out, lo, hi, Q, direction), x.size,
                       align=CHUNK))
 
 
 @numba.njit(cache=True, nogil=True)
-def first_unrepresentable(x: np.ndarray, Q: np.ndarray) -> int:
-    """The flat index of the first element of ``x`` that is not a value of the format,
-    or -1."""
+def _count_unrepresentable(xs: np.ndarray, Q: np.ndarray) -> int:
+    """How many elements of ``xs`` are not values of the format (a loop without an
+    early exit, so it vectorizes)."""
     emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
     top, normal, signed = Q[MAX], Q[NORMAL], Q[SIGNED] != 0
-    has_nan, has_inf = Q[HAS_NAN] != 0, Q[HAS_INF] != 0
-    for i in range(x.size):
-        if not _representable(np.float64(x[i]), emin, t, top, normal, signed, has_nan,
-                              has_inf):
-            return i
+    has_nan, has_inf, has_zero = Q[HAS_NAN] != 0, Q[HAS_INF] != 0, Q[ZERO] != 0
+    bad = 0
+    for i in range(xs.size):
+        bad += 0 if _representable(np.float64(xs[i]), emin, t, top, normal, signed,
+                                   has_nan, has_inf, has_zero) else 1
+    return bad
+
+
+#: first_unrepresentable counts the misfits of blocks of this many elements and looks
+#: for the first one only in the first block that has any.
+_SCAN = 1 << 12
+
+
+@numba.njit(cache=True, nogil=True)
+def first_unrepresentable_span(x: np.ndarray, Q: np.ndarray, start: int, stop: int) -> int:
+    """The flat index of the first element of ``x[start:stop]`` that is not a value of
+    the format, or -1."""
+    for lo in range(start, stop, _SCAN):
+        hi = min(stop, lo + _SCAN)
+        if _count_unrepresentable(x[lo:hi], Q) == 0:
+            continue
+        for i in range(lo, hi):
+            if _count_unrepresentable(x[i:i + 1], Q) != 0:
+                return i
     return -1
+
+
+def first_unrepresentable(x: np.ndarray, Q: np.ndarray) -> int:
+    """The flat index of the first element of the flat float32/float64 ``x`` that is not
+    a value of the format, or -1: :func:`first_unrepresentable_span` on the threads,
+    the first hit of the pieces in index order."""
+    if serial(x.size):
+        return int(first_unrepresentable_span(x, Q, 0, x.size))
+    hits = spread(lambda lo, hi: first_unrepresentable_span(x, Q, lo, hi), x.size,
+                  align=CHUNK)
+    return next((int(h) for h in hits if h >= 0), -1)
