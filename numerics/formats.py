@@ -81,7 +81,9 @@ class Format:
     bias : int
         Exponent bias.
     signed : bool
-        Whether the format has a sign bit.
+        Whether the format has a sign bit.  An unsigned format is modelled as
+        e8m0fnu is: it needs ``subnormals=False`` (no zero) and a NaN, which zero
+        and negative inputs encode to.
     infinity : Infinity
         Where the infinities are, if any.
     nan : NaNEncoding
@@ -89,7 +91,8 @@ class Format:
     subnormals : bool
         Whether exponent field 0 encodes zero and subnormals (IEEE style).
         When False (e8m0fnu), field 0 is an ordinary exponent and the format
-        has no zero.
+        has no zero: magnitude code 0 is ``2**emin``, with either sign in a signed
+        format; zero and values below ``2**emin`` round to it.
     aliases : tuple of str
         Other names under which :func:`get_format` finds the format.
 
@@ -136,8 +139,21 @@ class Format:
             raise TypeError(f"Got nan={self.nan!r}, expected a NaNEncoding member")
         if self.nan is NaNEncoding.NEGATIVE_ZERO and not self.signed:
             raise ValueError("Got nan=NEGATIVE_ZERO on an unsigned format, which has no sign bit")
+        if self.nan is NaNEncoding.NEGATIVE_ZERO and not self.subnormals:
+            raise ValueError("Got nan=NEGATIVE_ZERO with subnormals=False: without zero, the "
+                             "code of -0 is -2**emin, a number")
+        if not self.signed and (self.subnormals or self.nan is NaNEncoding.NONE):
+            # encode sends zero and negative inputs to NaN; an unsigned format with a zero
+            # (or without NaN) would need other rules, which nothing here models
+            raise ValueError(
+                f"Got signed=False with subnormals={self.subnormals!r} and nan={self.nan!r}: "
+                "an unsigned format is modelled as e8m0fnu is (subnormals=False, so no "
+                "zero, and a NaN that zero and negative inputs encode to)")
         if self.infinity is Infinity.IEEE and self.nan not in (NaNEncoding.IEEE,):
             raise ValueError("IEEE-placed infinities need IEEE-placed NaNs (nan=NaNEncoding.IEEE)")
+        if self.nan is NaNEncoding.IEEE and self.trailing_bits == 0:
+            raise ValueError("Got nan=NaNEncoding.IEEE with trailing_bits=0: IEEE NaNs need a "
+                             "non-zero trailing field beside the infinities")
         if self.nan is NaNEncoding.IEEE and self.infinity is not Infinity.IEEE:
             raise ValueError(
                 "IEEE-placed NaNs need IEEE-placed infinities (infinity=Infinity.IEEE)")
