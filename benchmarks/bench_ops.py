@@ -89,6 +89,13 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             rows.append({"group": "ops", "case": f"{case} temporaries", "ours_s": tmp,
                          "peer": None, "peer_s": None, "target": "<= 16 B/element",
                          "ok": tmp <= 16})
+    # A user's float32 arrays that hold bfloat16 values: the operand check (is every
+    # value in the format?) runs on both operands before the lanes; a report row.
+    a, b = (np.asarray(round_to(x, "bfloat16", dtype=np.float32)) for x in (a32, b32))
+    t_f32 = best_of(lambda: ops.add(a, b, "bfloat16", dtype=np.float32), repeat)
+    rows.append(row("ops", f"add bfloat16 float32 operands n=2**{n.bit_length() - 1} "
+                    f"threads={threads} dtype=float32", t_f32, peers["add"][0],
+                    peer_s["add"], "report (values checked)"))
     return rows
 
 
