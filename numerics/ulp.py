@@ -122,10 +122,7 @@ def _kernel_plan(fmt: Any) -> tuple[Format, Any, np.ndarray]:
         from numerics.kernels import ulp as kernels  # imports numba
 
         found = as_format(fmt)
-        Q = kernels.ulp_params(1 if found.signed else 0, found.trailing_bits, found.emin,
-                               found.max, found.has_nan, found.has_infinity,
-                               found.has_negative_zero, found.subnormals)
-        plan = (fmt, found, kernels, Q)
+        plan = (fmt, found, kernels, kernels.format_ulp_params(found))
         if len(_KERNEL_PLANS) > 1024:
             _KERNEL_PLANS.clear()
         _KERNEL_PLANS[key] = plan

@@ -171,9 +171,7 @@ def test_parallel_drivers_match_serial() -> None:
     rng = np.random.default_rng(5)
     for name in ("bfloat16", "e4m3fn", "e8m0fnu", "binary64"):
         fmt = numerics.get_format(name)
-        Q = kernels.ulp_params(1 if fmt.signed else 0, fmt.trailing_bits, fmt.emin, fmt.max,
-                               fmt.has_nan, fmt.has_infinity, fmt.has_negative_zero,
-                               fmt.subnormals)
+        Q = kernels.format_ulp_params(fmt)
         n = 3 * kernels.CHUNK + 17
         x = rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)
         if fmt.bits <= 16:

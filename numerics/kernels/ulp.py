@@ -6,7 +6,8 @@ bits as the float64 formulas there (NaN signs included), so the tests pin them t
 those formulas, to the sorted line of every value of each format up to 16 bits and
 to numpy's ``nextafter`` / ``spacing``.
 
-A format is passed as the float64 array ``Q = ulp_params(fmt)`` (indices below).
+A format is passed as the float64 array ``Q`` of :func:`ulp_params` (indices below;
+:func:`format_ulp_params` builds it from a Format).
 
 Each loop is a compiled ``*_span`` function, serial over the index range
 ``[start, stop)``; :func:`ulp` and :func:`next_value` run it over the whole array with
@@ -36,7 +37,8 @@ True
 from __future__ import annotations
 
 import math
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -44,10 +46,14 @@ import numpy as np
 from numerics.kernels.rounding import bits_f64, f64_bits
 from numerics.kernels.spread import serial, spread
 
+if TYPE_CHECKING:
+    from numerics.formats import Format
+
 __all__ = [
     "CHUNK",
     "first_unrepresentable",
     "first_unrepresentable_span",
+    "format_ulp_params",
     "next_span",
     "next_value",
     "ulp",
@@ -89,6 +95,22 @@ def ulp_params(signed: int, t: int, emin: int, max_value: float, has_nan: bool,
     Q[SIGNED], Q[HAS_NAN], Q[HAS_INF], Q[NEGZERO] = signed, has_nan, has_inf, negzero
     Q[BEYOND] = math.inf if has_inf else math.nan
     Q[ZERO] = subnormals
+    return Q
+
+
+@lru_cache(maxsize=256)
+def format_ulp_params(fmt: Format) -> np.ndarray:
+    """:func:`ulp_params` of a :class:`numerics.formats.Format`, cached (callers must
+    not write to it; it stays writeable so the kernels compile for one array type).
+
+    Examples
+    --------
+    >>> from numerics.formats import get_format
+    >>> format_ulp_params(get_format("e4m3fn"))[:3].tolist()
+    [-6.0, 3.0, 448.0]
+    """
+    Q = ulp_params(1 if fmt.signed else 0, fmt.trailing_bits, fmt.emin, fmt.max,
+                   fmt.has_nan, fmt.has_infinity, fmt.has_negative_zero, fmt.subnormals)
     return Q
 
 

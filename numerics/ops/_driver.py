@@ -39,10 +39,9 @@ def decode_table(fmt: Format) -> np.ndarray:
 
 def check_values(fmt: Format) -> Any:
     """``f(flat) -> int``: the first index of ``flat`` that is not a value of ``fmt``."""
-    from numerics.kernels.ulp import first_unrepresentable, ulp_params
+    from numerics.kernels.ulp import first_unrepresentable, format_ulp_params
 
-    Q = ulp_params(1 if fmt.signed else 0, fmt.trailing_bits, fmt.emin, fmt.max,
-                   fmt.has_nan, fmt.has_infinity, fmt.has_negative_zero, fmt.subnormals)
+    Q = format_ulp_params(fmt)
     return lambda flat: first_unrepresentable(np.ascontiguousarray(flat), Q)
 
 
