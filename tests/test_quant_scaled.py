@@ -238,3 +238,31 @@ def test_error_report_values() -> None:
     assert exact.sqnr_db == float("inf") and exact.mse == 0
     with pytest.raises(TypeError, match="Quantized"):
         error_report(x, d)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rounding", ["rne", "rna", "rtz", "ru", "rd", "rto"])
+def test_Q11_quotient_underflow(rounding: str) -> None:
+    """Q11 where ``x/S`` underflows binary64 (to zero or to a subnormal): the element is
+    still the rounding of the exact quotient, sign and direction included."""
+    x = np.array([1e10, 3e-320, -3e-320, 5e-300, -5e-300])
+    q = quantize(x, "e4m3fn", rounding=rounding)
+    s = Fraction(float(q.scales.item()))
+    for i in range(1, x.size):
+        y = Fraction(float(x[i])) / s
+        ref = encode_exact(y, "e4m3fn", rounding=rounding, overflow="saturate")
+        assert int(q.codes[i]) == ref, (x[i], rounding)
+        assert np.signbit(q.dequantize()[i]) == (x[i] < 0)
+
+
+@pytest.mark.parametrize("sfmt", ["binary32", "bfloat16", "e4m3fn", "e8m0fnu"])
+@pytest.mark.parametrize("srnd", ["ru", "rne", "rd", "rto"])
+def test_Q11_scale_quotient_underflow(sfmt: str, srnd: str) -> None:
+    """Q11 for the scale ``amax / max`` when that quotient underflows binary64: the scale
+    is the exact rounding (or the smallest positive scale where that is zero), never a
+    negative or NaN scale, and the bound holds."""
+    for amax in (1e-310, 1e-300, 5e-324):
+        x = np.array([amax, -amax / 2])
+        q = quantize(x, "bfloat16", scale_format=sfmt, scale_rounding=srnd)
+        ref = _ref_scale(Fraction(amax), get_format("bfloat16").max_exact, sfmt, srnd)
+        assert Fraction(float(q.scales.item())) == ref, (amax, sfmt, srnd)
+        assert np.all(np.abs(q.dequantize() - x) <= q.bound)

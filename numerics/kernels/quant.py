@@ -318,15 +318,18 @@ def _nudge(q: float, rem: float) -> float:
 @numba.njit(cache=True, nogil=True)
 def divide_with_sticky(x: float, s: float) -> tuple[float, float]:
     """``(q, lo)``: ``q = fl64(x / s)`` and a vanishing residual ``lo`` with the sign of
-    ``x/s - q`` (0 where the quotient is exact or over/underflows), for finite ``x`` and
-    finite ``s > 0``: ``round_pair(q, lo, ...)`` is the correct rounding of ``x / s`` into
-    any format of at most 51 significant bits (claim Q11).
+    ``x/s - q`` (0 where the quotient is exact, overflows or is a float64 subnormal; the
+    smallest subnormal with the sign of ``x`` where it underflows to zero), for finite ``x``
+    and finite ``s > 0``: ``round_pair(q, lo, ...)`` is the correct rounding of ``x / s``
+    into any format of at most 51 significant bits (claim Q11).
 
     The sign is exact: ``x`` and ``s`` are scaled by powers of two to significands in
     ``[0.5, 1)``, where TwoProduct gives ``q' s'`` exactly and the remainder ``x' - q' s'``
     of the correctly rounded quotient is itself a float64."""
     q = x / s
-    if q == 0.0 or not (abs(q) <= 1.7976931348623157e308):
+    if q == 0.0:  # x = 0 (exact) or an underflow, which rounds like a vanishing x/s
+        return q, (0.0 if x == 0.0 else math.copysign(_TINY, x))
+    if not abs(q) <= 1.7976931348623157e308:
         return q, 0.0
     mx, ex = math.frexp(x)
     ms, es = math.frexp(s)

@@ -123,7 +123,10 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
     The remainder sign is exact: ``x`` and ``s`` are first scaled by powers of two to
     significands in ``[0.5, 1)`` (exact), where TwoProduct gives ``q*s`` exactly and the
     remainder ``x - q*s`` is itself a float64 (the remainder of a correctly rounded division
-    is representable).  Where the float64 quotient over- or underflows the sign is 0.
+    is representable).  Where the float64 quotient overflows the sign is 0; where it
+    underflows to a float64 subnormal (far below every element and scale grid: its own sign
+    decides its rounding) the sign is 0; where it underflows to zero from a non-zero ``x``
+    the sign is that of ``x``.
     """
     x = np.asarray(x, dtype=np.float64)
     s = np.asarray(s, dtype=np.float64)
@@ -135,11 +138,11 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
         p, err = eft.two_prod(qm, ms)
         rem = (mx - p) - err  # exact; its sign is that of x/s - q' in significand space
         sticky = np.sign(rem)
-        # The scaled quotient qm*2**(ex-es) equals q unless q over/underflowed; in that case
-        # report "exact" (those elements saturate or flush regardless of one ulp of float64).
-        back = np.ldexp(qm, (ex - es).astype(np.int64))
-        sticky = np.where((back == q) & np.isfinite(q), sticky, 0.0)
-        # sign(y - q) where y = x/s: rem has the sign of (mx/ms - qm) * ms, ms > 0.
+        # sign(y - q) where y = x/s: rem has the sign of (mx/ms - qm) * ms, ms > 0, and the
+        # scaled quotient qm*2**(ex-es) is q itself when q is a normal float64.
+        normal = np.abs(q) >= 2.2250738585072014e-308
+        sticky = np.where(normal & np.isfinite(q), sticky, 0.0)
+        sticky = np.where((q == 0) & (x != 0), np.sign(x), sticky)
     return q, sticky
 
 
