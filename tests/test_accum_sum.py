@@ -165,3 +165,21 @@ def test_recursive_bf16_edge_rows_match_reference(dtype: type, mode: str) -> Non
             terms = [cast(Fraction(float(v))) for v in x[i]]  # inputs are rounded first
             want = float(ref.ref_recursive(terms, fl))
             assert got[i] == want and not (want == 0 and np.signbit(got[i])), (i, n)
+
+
+@pytest.mark.parametrize("fmt", ["binary32", "bfloat16", "e4m3fn"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("alg", ["recursive", "pairwise", "exact", "blocked", "ring"])
+def test_exact_zero_sum_sign(alg: str, mode: str, fmt: str) -> None:
+    """An exact zero sum is signed as IEEE 754 (6.3) signs ``x + y``: -0 when both addends
+    are -0; else +0, but -0 rounding down (the Fraction references carry no zero sign)."""
+    # (a list: -0.0 == 0.0, so these tuples would collide as dict keys)
+    cases = [((1.0, -1.0), mode == "rd"), ((-0.0, -0.0), True), ((0.0, 0.0), False),
+             ((-0.0, 0.0), mode == "rd"), ((0.5, -0.5), mode == "rd")]
+    for terms, negative in cases:
+        x = np.array(terms)
+        value = accum.sum(x, fmt, algorithm=alg, rounding=mode).value
+        assert value == 0 and bool(np.signbit(value)) == negative, (terms, value)
+        if alg in ("recursive", "pairwise"):
+            d = accum.dot(np.ones(2), x, fmt, algorithm=alg, rounding=mode).value
+            assert d == 0 and bool(np.signbit(d)) == negative, (terms, d)

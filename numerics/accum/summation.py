@@ -133,6 +133,10 @@ class _Fl:
 
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         hi, lo = two_sum(a, b)
+        if self.rounding == "rd":
+            # an exact zero sum is -0 rounding down unless both addends are +0 (IEEE 754
+            # 6.3); binary64's own sum gave +0: negating both addends and the sum gives it
+            hi = np.where(hi == 0, -((-np.asarray(a)) + (-np.asarray(b))), hi)
         return self.round_pair(hi, lo)
 
     def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -259,6 +263,10 @@ def _exact(fl: _Fl, X: np.ndarray) -> np.ndarray:
                 hi[j], lo[j] = float(np.sum(row)), 0.0
                 continue
             h = math.fsum(row.tolist())
+            if h == 0.0:  # an exact zero: signed as IEEE 754 signs a sum (6.3)
+                same = bool(np.all(np.signbit(row) == np.signbit(row[0])))
+                h = math.copysign(0.0, row[0]) if same else (
+                    -0.0 if fl.rounding == "rd" else 0.0)
             hi[j] = h
             lo[j] = math.fsum([*row.tolist(), -h]) if math.isfinite(h) else 0.0
     return fl.round_pair(hi, lo)

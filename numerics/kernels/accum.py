@@ -47,6 +47,7 @@ from numba.core.extending import intrinsic
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     EMIN,
+    MODE_RD,
     MODE_RNE,
     MODE_RTZ,
     MODE_SR,
@@ -163,6 +164,10 @@ def _add_slow(fast: bool, a: float, b: float, s: float, P: np.ndarray, mode: int
     if fast:
         return _round_slow(s, 0.0, P, mode, seed, index)
     hi, lo = _two_sum(a, b)
+    if hi == 0.0 and mode == MODE_RD:
+        # an exact zero sum is -0 rounding down unless both addends are +0 (IEEE 754
+        # 6.3); binary64's own sum gave +0: negating both addends and the sum gives it
+        hi = -((-a) + (-b))
     return _round_slow(hi, lo, P, mode, seed, index)
 
 
@@ -187,7 +192,10 @@ def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, fast: bool,
         return x, abs(x)
     y = _cast(np.float64(Y[r, i]), P, t, emin, maxval)
     if t <= 25:  # p <= 26: the product is exact in float64
-        return _add(fast, x * y, -0.0, P, mode, t, emin, maxval, seed, index), abs(x * y)
+        p = x * y
+        if p == 0.0:  # exact, with the product's sign (adding -0 would change it in rd)
+            return p, 0.0
+        return _add(fast, p, -0.0, P, mode, t, emin, maxval, seed, index), abs(p)
     p, lo = _two_prod(x, y)
     return _round_slow(p, lo, P, mode, seed, index), abs(p)
 
