@@ -102,3 +102,97 @@ def test_user_format_against_the_references(fmt: Format, seed: int) -> None:
 def test_formats_the_library_does_not_model_are_refused(kw: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Format(**{"name": "x", "exponent_bits": 4, "trailing_bits": 3, "bias": 7, **kw})
+
+
+@st.composite
+def wide_user_formats(draw: st.DrawFn) -> Format:
+    """A format of 8 to 24 bits whose range may pass float32's at either end (emax above
+    127, emin below -126): the lane kernels must decline what they cannot represent."""
+    w = draw(st.integers(6, 10))
+    t = draw(st.integers(0, min(21, 23 - w)))
+    kw = dict(name="wide", exponent_bits=w, trailing_bits=t,
+              bias=draw(st.integers((1 << (w - 1)) - 40, (1 << (w - 1)) + 8)),
+              signed=draw(st.booleans()), subnormals=draw(st.booleans()),
+              infinity=draw(st.sampled_from(list(Infinity))),
+              nan=draw(st.sampled_from(list(NaNEncoding))))
+    try:
+        return Format(**kw)  # type: ignore[arg-type]
+    except ValueError:
+        assume(False)
+        raise  # pragma: no cover
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(fmt=wide_user_formats(), seed=st.integers(0, 2**32 - 1))
+def test_wide_user_format_against_the_references(fmt: Format, seed: int) -> None:
+    """Encode (arrays of float32 and float64, every mode), round_to, next_up/next_down
+    and ``x / inf`` in formats of up to 24 bits, on sampled codes, their neighbours and
+    the values at and beyond float32's range."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, fmt.num_codes, 200).astype(fmt.code_dtype)
+    vals = np.array([float(decode_exact(int(c), fmt)) for c in codes])
+    assert all(same(float(g), w) for g, w in zip(numerics.decode(codes, fmt), vals))
+    fin = vals[np.isfinite(vals)]
+    edges = [0.0, -0.0, math.inf, -math.inf, 2.0**128, -(2.0**128), 2.0**130, 1e45,
+             3.4028234663852886e38, 2.0**-149, 2.0**-140, 1e-50, fmt.max, -fmt.max]
+    xs = np.concatenate([fin, [nudge(float(v), 1) for v in fin],
+                         [nudge(float(v), -1) for v in fin], edges])
+    with np.errstate(over="ignore"):
+        x32 = xs.astype(np.float32)
+    for mode, overflow in (("rne", "ieee"), ("rne", "saturate"), ("rd", "ieee"),
+                           ("ru", "saturate"), ("rtz", "ieee")):
+        for arr in (xs, x32):
+            got = numerics.encode(arr, fmt, rounding=mode, overflow=overflow, nan="zero")
+            want = [encode_exact(float(x), fmt, rounding=mode, overflow=overflow, nan="zero")
+                    for x in arr]
+            assert got.tolist() == want, (mode, overflow, arr.dtype)
+    want_values = [float(decode_exact(encode_exact(float(x), fmt, nan="zero"), fmt))
+                   for x in xs]
+    got_values = numerics.round_to(xs, fmt, nan="zero")
+    assert all(same(float(g), w) for g, w in zip(got_values, want_values))
+
+    if fmt.bits <= 16:  # (the sorted line of every value)
+        line = np.concatenate([fin, [math.inf] if fmt.has_infinity else []])
+        for direction, step in ((1, numerics.next_up), (-1, numerics.next_down)):
+            got = step(line, fmt)
+            assert all(same(float(g), line_next(float(v), fmt, direction))
+                       for v, g in zip(line, got)), direction
+
+    if fmt.has_infinity:  # x / inf is exactly zero
+        a = fin[:8]
+        try:
+            want = [reference("div", (float(v), math.inf), fmt, "rne") for v in a]
+        except NoNaN:
+            with pytest.raises(ValueError, match="has no NaN"):
+                ops.div(a, np.full(a.size, math.inf), fmt)
+            return
+        res, fl = ops.div(a, np.full(a.size, math.inf), fmt, flags=True)
+        for i, (value, wflags) in enumerate(want):
+            assert same(float(res[i]), value), (a[i], res[i], value)
+            assert bool(fl.invalid[i]) == wflags["invalid"]
+            assert bool(fl.inexact[i]) == wflags["inexact"]
+
+
+def test_division_by_infinity_without_zero() -> None:
+    """``x / inf`` is exactly zero: invalid in a format without zero (NaN), an error where
+    that format has no NaN either; never ``2**emin`` flagged exact."""
+    f = Format(name="z", exponent_bits=5, trailing_bits=2, bias=15, subnormals=False)
+    x = np.array([1.0, -1.0, 3.0])
+    for y in (math.inf, -math.inf):
+        res, fl = ops.div(x, np.full(3, y), f, flags=True)
+        assert np.isnan(res).all() and fl.invalid.all() and not fl.inexact.any()
+    g = Format(name="zn", exponent_bits=5, trailing_bits=2, bias=15, subnormals=False,
+               infinity=Infinity.TOP, nan=NaNEncoding.NONE)
+    with pytest.raises(ValueError, match="has no NaN"):
+        ops.div(x, np.full(3, math.inf), g)
+
+
+def test_next_of_infinity_in_an_unsigned_format() -> None:
+    """IEEE nextUp(+inf) = +inf and nextDown(+inf) = max, also without a sign bit."""
+    f = Format(name="u", exponent_bits=6, trailing_bits=9, bias=29, signed=False,
+               subnormals=False)
+    assert numerics.decode(f.code_of_inf, f) == math.inf
+    assert numerics.next_up(math.inf, f) == math.inf
+    assert numerics.next_down(math.inf, f) == f.max
+    assert numerics.next_down(np.array([math.inf, 2.0]), f).tolist() == [
+        f.max, line_next(2.0, f, -1)]

@@ -56,6 +56,7 @@ from numerics.kernels.lanes import bits_of_f32, f16_bits_of_f32, f32_of_bits, sh
 from numerics.kernels.random import GOLDEN, mix64
 from numerics.kernels.rounding import (
     BITS,
+    EMAX,
     EMIN,
     INFMAG,
     MAGMASK,
@@ -90,7 +91,9 @@ _GENERAL, _SAME_EXPONENT, _HALF = 0, 1, 2
 def fits(P: np.ndarray, wide: bool) -> bool:
     """Whether these kernels encode float32 (``wide=False``) or float64 input into the
     format ``P``: signed, with subnormals, ``1 <= t < m`` (``m`` = 23 or 52), a smallest
-    normal exponent within the input's normal range, and codes of at most 32 bits.
+    normal exponent within the input's normal range, a largest one at most the input's
+    (the lanes read the bits of an infinite input as ``2**(emax_input + 1)``, which must
+    overflow), and codes of at most 32 bits.
 
     Examples
     --------
@@ -101,7 +104,7 @@ def fits(P: np.ndarray, wide: bool) -> bool:
     m, bias = (52, 1023) if wide else (23, 127)
     t, emin = int(P[T]), int(P[EMIN])
     return bool(P[SIGNED] == 1 and P[SUBN] == 1 and 1 <= t < m and emin >= 1 - bias
-                and emin - t + m + bias >= 1 and int(P[BITS]) <= 32)
+                and int(P[EMAX]) <= bias and emin - t + m + bias >= 1 and int(P[BITS]) <= 32)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -210,7 +213,7 @@ def fits_one(P: np.ndarray) -> bool:
     (True, False)
     """
     return fits(P, True) and int(P[T]) <= 21 and int(P[EMIN]) - int(P[T]) >= -147 \
-        and int(P[EMIN]) >= -126
+        and int(P[EMIN]) >= -126 and int(P[EMAX]) <= 127
 
 
 @numba.njit(cache=True, nogil=True)
@@ -427,8 +430,9 @@ def _rne64_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) 
 @numba.njit(cache=True, nogil=True)
 def _via32(P: Any) -> bool:
     """Whether float64 input may go through float32 rounded to odd: two spare
-    significand bits (``t <= 21``) and a quantum at least ``2**-147``."""
-    return P[T] <= 21 and P[EMIN] - P[T] >= -147 and P[EMIN] >= -126
+    significand bits (``t <= 21``), a quantum at least ``2**-147`` and no value beyond
+    float32's range (rounding to odd saturates there)."""
+    return P[T] <= 21 and P[EMIN] - P[T] >= -147 and P[EMIN] >= -126 and P[EMAX] <= 127
 
 
 @numba.njit(cache=True, nogil=True)

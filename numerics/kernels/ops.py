@@ -913,6 +913,9 @@ def _element(op: int, x: float, y: float, z: float, snan: bool, i: int, P: np.nd
         r, flags = _special(op, x, y, z)
         if snan:
             flags |= 8
+        if r == 0 and P[rnd.SUBN] == 0:  # x / inf, exactly zero, in a format without it
+            r = _NAN
+            flags |= 8
         if r != r and P[rnd.NANKIND] == rnd.NAN_NONE:
             return _NAN, flags
         v = rnd.decode_one(rnd.round_pair(_NAN if r != r else r, 0.0, P, np.int64(mode),

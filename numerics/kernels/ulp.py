@@ -230,7 +230,8 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
                 if not negzero:
                     rb = _U64(0) if rb == _SIGN else rb
             out[i] = bits_f64(rb)
-    else:  # e8m0fnu: positive finite values and NaN only
+    else:  # unsigned (e8m0fnu): positive values, NaN, perhaps +inf
+        inf_step = bits_f64(_INF_BITS) if up else top  # nextUp(+inf), nextDown(+inf)
         for i in range(x.size):
             v = np.float64(x[i])
             bad += 0 if _representable(v, emin, t, top, normal, signed, has_nan, has_inf,
@@ -240,6 +241,7 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
                 r = beyond if af >= top else af + _quantum(f64_bits(af), emin, t)
             else:
                 r = nan if af <= normal else _step_down(af, emin, t)
+            r = inf_step if f64_bits(v) == _INF_BITS else r
             out[i] = nan if v != v else r
     return bad
 
