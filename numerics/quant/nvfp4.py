@@ -32,6 +32,10 @@ Variants (``tensor_scale``)
   subnormal scales and, as in the two-level recipe, a block whose scale rounds to zero
   dequantizes to zeros.
 
+torchao 0.18's ``nvfp4_quantize`` clamps ``s_b`` below at ``2**-6`` in the two-level recipe
+too; blocks whose ``amax_b / (6 g)`` lies below that (tiny blocks beside a large tensor
+``amax``) are the only ones where its codes and ours differ.
+
 Special cases: a block whose scale rounds to zero (``amax_b / (6 g) < 2**-10``) dequantizes
 to zeros (elements code 0) and its bound is ``|x|``.  Infinite elements saturate to
 ``+-6 s_b g``; NaN raises ValueError (E2M1 has no NaN).
