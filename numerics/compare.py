@@ -284,7 +284,8 @@ def compare_codes(
         Codes, the same shape; ``a`` is the reference for relative errors.
     fmt : Format or str
     worst : int
-        How many of the worst elements to keep.
+        How many of the worst elements to keep (at most every element: a
+        larger value is capped at ``a.size``).
     max_ulp : int, optional
         Count the elements further apart than this (``DiffReport.beyond``).
     atol, rtol : float, optional
@@ -322,11 +323,12 @@ def compare_codes(
     shape = tuple(int(n) for n in a.shape)
     fa, fb = a.reshape(-1), b.reshape(-1)
     n = fa.size
+    worst = min(worst, n)  # no more worst elements than elements: memory stays bounded
     starts = range(0, n, CHUNK)
 
     def one(start: int) -> ComparePartial:
         return compare_chunk(fa[start:start + CHUNK], fb[start:start + CHUNK], fmt, base=start,
-                             worst=worst, max_ulp=max_ulp, atol=atol, rtol=rtol)
+                             worst=min(worst, CHUNK), max_ulp=max_ulp, atol=atol, rtol=rtol)
 
     total = ComparePartial.empty(worst)
     if len(starts) > 1:

@@ -22,7 +22,9 @@ the denominator and counted apart).  Every threshold is a float64 exactly, so
 the counts are exact.  The per-tensor scale that fits a format is
 ``max / amax`` (multiply the tensor by it); ``scale_pow2`` is the largest power
 of two not above it, and ``*_scaled`` fractions are those after multiplying by
-``scale_pow2`` (exact: a power-of-two scale does not round).
+``scale_pow2`` (exact: a power-of-two scale does not round).  Where the scale is
+beyond float64's range (a float64 tensor of tiny values) ``scale`` and
+``scale_pow2`` are ``inf`` and ``scale_exact``/``scale_log2`` hold it exactly.
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ class FormatFit:
     #: ``flush_to_zero`` and ``subnormal`` after multiplying by ``scale_pow2``.
     flush_to_zero_scaled: float | None
     subnormal_scaled: float | None
+    #: ``max / amax`` exactly: ``scale`` and ``scale_pow2`` are ``inf`` when it is beyond
+    #: float64's range (a float64 tensor whose ``amax`` is below about ``1e-270``).
+    scale_exact: Fraction | None = None
+    #: ``log2(scale_pow2)``, exact whatever its size.
+    scale_log2: int | None = None
 
 
 @dataclass(frozen=True)
@@ -320,15 +327,16 @@ def finish_stats(part: StatsPartial, formats: tuple[Format, ...]) -> TensorStats
         sat = int(part.over[i]) / denom
         over = sat if (fmt.has_infinity or fmt.has_nan) else 0.0
         flush, sub = _flush_and_subnormal(fmt, cum, part.hist, 0)
-        scale = scale2 = ftz_s = sub_s = None
+        scale = scale2 = ftz_s = sub_s = exact = j = None
         if nonzero:
-            scale = _float(fmt.max_exact / Fraction(amax))
-            j = floor_log2(fmt.max_exact / Fraction(amax))
+            exact = fmt.max_exact / Fraction(amax)
+            scale = _float(exact)
+            j = floor_log2(exact)
             scale2 = _float(Fraction(2) ** j)
             f_s, s_s = _flush_and_subnormal(fmt, cum, part.hist, j)
             ftz_s, sub_s = f_s / denom, s_s / denom
         fits.append(FormatFit(fmt, float(over), float(sat), flush / denom, sub / denom,
-                              scale, scale2, ftz_s, sub_s))
+                              scale, scale2, ftz_s, sub_s, exact, j))
     exps = tuple((k - _BINADE_OFFSET, int(c)) for k, c in enumerate(per_binade.tolist()) if c)
     return TensorStats(
         count=n, nan=nan, inf=inf, zero=zero,

@@ -22,6 +22,7 @@ reader for every dtype keeps them all on the same, lazily-read path.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import struct
@@ -222,12 +223,51 @@ def read_npy(path: str) -> np.ndarray:
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, EOFError, OSError) as err:
+        one_byte = _one_byte_float_npy(path)
+        if one_byte is not None:
+            return one_byte
         reason = str(err).split("\n")[0]
         if "allow_pickle" in reason or "pickle" in reason:
             reason = "it holds Python objects, not numbers"
         raise TensorFileError(f"Got file {path!r}, which is not a readable .npy file: "
                               f"{reason}") from None
     return arr
+
+
+_ONE_BYTE_FLOAT_DESCRS = ("<f1", "|f1", ">f1", "=f1")
+
+
+def _one_byte_float_npy(path: str) -> np.ndarray | None:
+    """A ``.npy`` of ``descr '<f1'`` as raw bytes (``|V1``), else None.
+
+    ``np.save`` writes that descr for ml_dtypes' float8_e5m2 (the other fp8
+    types get ``'<V1'``), and numpy cannot read it back; it can only be a
+    1-byte float of ml_dtypes, so it is read as raw bytes that ``-f`` (or
+    :meth:`TensorRef.as_format`) names the format of.
+    """
+    with open(path, "rb") as f:
+        try:
+            major, _ = np.lib.format.read_magic(f)
+            size_bytes = 2 if major == 1 else 4
+            (length,) = struct.unpack("<H" if major == 1 else "<I", f.read(size_bytes))
+            header = ast.literal_eval(f.read(length).decode("utf-8" if major >= 3 else "latin1"))
+        except (ValueError, SyntaxError, struct.error, UnicodeDecodeError, MemoryError):
+            return None
+        offset = f.tell()
+    if not isinstance(header, dict) or header.get("descr") not in _ONE_BYTE_FLOAT_DESCRS:
+        return None
+    shape, fortran = header.get("shape"), header.get("fortran_order")
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) and n >= 0 for n in shape)
+            and isinstance(fortran, bool)):
+        return None
+    size = int(np.prod(shape, dtype=object))
+    if os.path.getsize(path) < offset + size:
+        raise TensorFileError(f"Got file {path!r}, which is truncated: its header promises "
+                              f"{size} bytes of elements")
+    if size == 0:
+        return np.empty(shape, "V1")
+    return np.memmap(path, dtype="V1", mode="r", offset=offset, shape=shape,
+                     order="F" if fortran else "C")
 
 
 def list_tensors(path: str | os.PathLike[str]) -> list[str]:

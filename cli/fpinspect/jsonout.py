@@ -174,8 +174,9 @@ def ls_json(src: Source) -> dict[str, Any]:
 
 
 def diff_json(a_label: str, b_label: str, a: TensorRef, b: TensorRef, r: DiffReport, *,
-              max_ulp: int | None, notes: Sequence[str] = ()) -> dict[str, Any]:
-    """``fpinspect diff --json`` on two tensors."""
+              max_ulp: int | None, notes: Sequence[str] = (), check: str | None = None
+              ) -> dict[str, Any]:
+    """``fpinspect diff --json`` on two tensors (``check``: the check in words, if any)."""
     return {
         "a": _tensor(a_label, a), "b": _tensor(b_label, b), "format": r.format.name,
         "shape": list(r.shape), "notes": list(notes),
@@ -187,7 +188,7 @@ def diff_json(a_label: str, b_label: str, a: TensorRef, b: TensorRef, r: DiffRep
         "worst": [{"index": list(w.index), "ulp_distance": w.ulp_distance,
                    "a_code": w.a_code, "b_code": w.b_code,
                    "a_value": num(w.a_value), "b_value": num(w.b_value)} for w in r.worst],
-        "max_ulp": max_ulp, "beyond_max_ulp": r.beyond,
+        "max_ulp": max_ulp, "check": check, "beyond_max_ulp": r.beyond,
         "ok": None if r.beyond is None else r.beyond == 0,
     }
 
@@ -218,7 +219,9 @@ def _stats(s: TensorStats) -> dict[str, Any]:
         "formats": [{
             "format": f.format.name, "overflow": f.overflow, "saturate": f.saturate,
             "flush_to_zero": f.flush_to_zero, "subnormal": f.subnormal,
-            "scale": num(f.scale), "scale_pow2": num(f.scale_pow2),
+            "scale": num(f.scale_exact), "scale_pow2": num(
+                None if f.scale_log2 is None else Fraction(2) ** f.scale_log2),
+            "scale_log2": f.scale_log2,
             "flush_to_zero_scaled": num(f.flush_to_zero_scaled),
             "subnormal_scaled": num(f.subnormal_scaled),
         } for f in s.fits],

@@ -2,19 +2,24 @@
 
 Exit status: 0 success; 1 a check failed (``diff --max-ulp``); 2 bad input
 (one line on stderr, no usage dump, no traceback); 70 an internal error (a bug:
-the message says so and where to report it).
+the message says so and where to report it); 74 the output could not be written
+(a full disk, a closed stdout: one line on stderr); 130 interrupted (Ctrl-C); 141
+the reader of the output went away (a broken pipe: quietly, as coreutils do).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import difflib
 import os
 import re
+import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from fpinspect import jsonout, views
 from fpinspect.views import Text
@@ -40,12 +45,19 @@ from numerics.parse import parse_code, parse_formats, parse_value
 from numerics.rounding import OVERFLOWS, ROUNDINGS
 from numerics.stats import CANDIDATE_FORMATS
 
-__all__ = ["EXIT_CHECK_FAILED", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "UsageError", "main"]
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_CHECK_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
+           "EXIT_IOERR", "EXIT_OK", "EXIT_USAGE", "OutputError", "UsageError", "main"]
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
+EXIT_IOERR = 74  # sysexits.h EX_IOERR
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 ISSUES_URL = "the numerics project issue tracker"
 PROG = "fpinspect"
 COMMANDS = ("value", "bits", "formats", "table", "int", "ls", "diff", "stats", "hash",
@@ -58,11 +70,20 @@ class UsageError(Exception):
     """Bad input from the user: reported in one line, exit status 2."""
 
 
+class OutputError(Exception):
+    """Standard output could not be written (not a broken pipe): one line, exit status 74."""
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser that raises UsageError instead of printing usage and exiting."""
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse swallows OSError here, so `fpinspect --help >/dev/full` would exit 0
+        if message:
+            (file or sys.stderr).write(message)
 
 
 MAIN_EPILOG = """\
@@ -92,7 +113,8 @@ examples:
   fpinspect diff ./fp32-model/ ./bf16-model/ --key '*.mlp.*' --max-ulp 1
 
 every command takes --json (one strict JSON document on stdout).
-exit status: 0 ok, 1 check failed (diff --max-ulp), 2 bad input, 70 internal error.
+exit status: 0 ok, 1 check failed (diff), 2 bad input, 70 internal error,
+74 output not written (disk full, stdout closed), 130 interrupted, 141 broken pipe.
 """
 
 
@@ -414,7 +436,11 @@ def _cmd_table(args: argparse.Namespace, out: Printer) -> int:
 
 
 def _cmd_int(args: argparse.Namespace, out: Printer) -> int:
-    pv = parse_value(args.n.strip())
+    try:
+        pv = parse_value(args.n.strip())
+    except ValueError:
+        raise UsageError(f"Got N={args.n.strip()!r}, which is not an integer; expected e.g. "
+                         "16777217, 0x9e3779b1 or 0b1011") from None
     if not pv.is_finite or pv.fraction.denominator != 1:
         raise UsageError(f"Got N={args.n.strip()!r}, but it must be an integer")
     report = inspect_integer(int(pv.fraction))
@@ -502,9 +528,11 @@ def _cmd_diff(args: argparse.Namespace, out: Printer) -> int:
         raise UsageError(f"Got {which}, but neither {args.a!r} nor {args.b!r} holds a tensor "
                          f"of that name (they hold {', '.join(repr(n) for n in sa.names[:4])}"
                          f"{', ...' if len(sa.names) > 4 else ''})")
-    if len(na) == 1 and len(nb) == 1 and (len(sa.tensors) == len(sb.tensors) == 1
-                                         or na == nb):
-        return _diff_one(args, sa, sb, sa[na[0]], sb[nb[0]], fmt, out)
+    single = len(sa.tensors) == len(sb.tensors) == 1
+    if len(na) == 1 and len(nb) == 1 and (single or na == nb):
+        # one tensor of multi-tensor sources (--key) keeps the checkpoints' default check
+        return _diff_one(args, sa, sb, sa[na[0]], sb[nb[0]], fmt, out,
+                         bit_equal=not single and not _has_check(args))
     client = _client(args)
     try:
         total = sum(sa[n].nbytes + sb[n].nbytes for n in set(na) & set(nb)
@@ -520,9 +548,17 @@ def _cmd_diff(args: argparse.Namespace, out: Printer) -> int:
     return EXIT_OK if report.ok else EXIT_CHECK_FAILED
 
 
+def _has_check(args: argparse.Namespace) -> bool:
+    return args.max_ulp is not None or args.atol is not None or args.rtol is not None
+
+
 def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any,
-              fmt: Format | None, out: Printer) -> int:
-    """Two tensors: the detailed report (worst elements, histogram)."""
+              fmt: Format | None, out: Printer, *, bit_equal: bool = False) -> int:
+    """Two tensors: the detailed report (worst elements, histogram).
+
+    ``bit_equal``: with no check given, only bit-equal tensors pass (the
+    default for tensors picked out of checkpoints); otherwise no check, no failure.
+    """
     la = args.a if sa.kind in ("npy", "tensor") or len(sa.tensors) == 1 else \
         f"{args.a}:{ra.name}"
     lb = args.b if sb.kind in ("npy", "tensor") or len(sb.tensors) == 1 else \
@@ -545,13 +581,17 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any
                   overflow=args.overflow).reshape(rb.shape)
     report = compare_codes(ca, cb, cmp_fmt, worst=args.top, max_ulp=args.max_ulp,
                            atol=args.atol, rtol=args.rtol)
+    if bit_equal:
+        report = dataclasses.replace(report, beyond=report.bitwise_mismatches)
     check = None
-    if args.atol is not None or args.rtol is not None:
+    if report.beyond is not None:
         check = views.check_text(args.max_ulp, args.atol, args.rtol)
     if args.json:
-        out(jsonout.diff_json(la, lb, ra, rb, report, max_ulp=args.max_ulp, notes=notes))
+        out(jsonout.diff_json(la, lb, ra, rb, report, max_ulp=args.max_ulp, notes=notes,
+                              check=check))
     else:
-        out(views.diff_view(la, lb, report, max_ulp=args.max_ulp, notes=notes, check=check))
+        out(views.diff_view(la, lb, report, max_ulp=args.max_ulp, atol=args.atol,
+                            rtol=args.rtol, notes=notes))
     return EXIT_CHECK_FAILED if report.beyond else EXIT_OK
 
 
@@ -666,6 +706,9 @@ def _torch_target(name: str, dtype: str | None, device: str) -> tuple[Callable[.
 def _cmd_probe(args: argparse.Namespace, out: Printer) -> int:
     from numerics import probe
 
+    if args.verify is not None and args.verify < 0:
+        raise UsageError(f"Got --verify {args.verify}, but it must be a non-negative number of "
+                         "trials (0 skips the verification)")
     if args.torch:
         if args.target:
             raise UsageError("give either MODULE:FUNCTION or --torch, not both")
@@ -732,7 +775,8 @@ def run(argv: Sequence[str], out: Printer) -> int:
     if not argv:
         return _demo(out)
     parser = build_parser()
-    args = parser.parse_args(_prepare(argv))
+    with _writing():  # --help and --version print here
+        args = parser.parse_args(_prepare(argv))
     if args.command is None:
         raise UsageError("no command given; try `fpinspect --help`")
     try:
@@ -749,36 +793,84 @@ def _oserror(err: OSError) -> str:
 
 
 def _printer() -> Printer:
+    if sys.stdout is None:  # started with stdout closed (`fpinspect ... >&-`)
+        raise OutputError("standard output is closed")
     console = views.make_console()
 
     def out(obj: Any) -> None:
-        if isinstance(obj, dict):
-            sys.stdout.write(jsonout.dumps(obj) + "\n")
-        else:
-            console.print(obj, soft_wrap=isinstance(obj, Text))
+        with _writing():
+            if isinstance(obj, dict):
+                sys.stdout.write(jsonout.dumps(obj) + "\n")
+            else:
+                console.print(obj, soft_wrap=isinstance(obj, Text))
 
     return out
 
 
+@contextlib.contextmanager
+def _writing() -> Iterator[None]:
+    """OSError writing stdout -> OutputError (a broken pipe passes through as itself)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        raise OutputError(err.strerror or str(err)) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush cannot fail again."""
+    if sys.stdout is None:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's capture): nothing to flush
+        pass
+
+
+def _output_failed(err: BrokenPipeError | OutputError) -> int:
+    """A broken pipe ends quietly (141: ``fpinspect ... | head`` got what it wanted); any
+    other failure to write stdout is one line on stderr (74)."""
+    _silence_stdout()
+    if isinstance(err, BrokenPipeError):
+        return EXIT_BROKEN_PIPE
+    print(f"{PROG}: error: cannot write the output: {err}", file=sys.stderr)
+    return EXIT_IOERR
+
+
+def _hand_over_sigint() -> None:
+    """From here on Ctrl-C raises KeyboardInterrupt (see ``fpinspect/__init__.py``)."""
+    from fpinspect import _early_sigint
+
+    if signal.getsignal(signal.SIGINT) is _early_sigint:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """The console entry point: returns the exit status (0, 1, 2 or 70)."""
+    """The console entry point: returns the exit status (0, 1, 2, 70, 74, 130 or 141)."""
+    _hand_over_sigint()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         code = run(args, _printer())
-        sys.stdout.flush()
+        with _writing():
+            sys.stdout.flush()
         return code
     except UsageError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exc:  # --help and --version
+        try:
+            with _writing():
+                sys.stdout.flush()
+        except (BrokenPipeError, OutputError) as err:
+            return _output_failed(err)
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_CHECK_FAILED
+        return EXIT_INTERRUPTED
+    except (BrokenPipeError, OutputError) as err:
+        return _output_failed(err)
     except Exception as err:  # noqa: BLE001 - the last line of defence
         where = ""
         tb = traceback.extract_tb(err.__traceback__)

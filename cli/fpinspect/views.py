@@ -7,6 +7,8 @@ number: it only formats them.
 
 from __future__ import annotations
 
+import errno
+import math
 import os
 import sys
 import time
@@ -71,6 +73,18 @@ _BAR = "█"
 _BAR_WIDTH = 40
 
 
+class _Console(Console):
+    """rich's Console, except that a broken pipe raises :class:`BrokenPipeError`.
+
+    rich's default exits with status 1, which fpinspect reserves for a failed check;
+    the caller decides the status (141, as coreutils).
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 def make_console(*, width: int | None = None, color: bool | None = None,
                  file: object = None) -> Console:
     """A console: rich's detection of terminal and colour (``NO_COLOR`` respected).
@@ -92,7 +106,7 @@ def make_console(*, width: int | None = None, color: bool | None = None,
         kwargs["no_color"] = True
     if file is not None:
         kwargs["file"] = file
-    return Console(highlight=False, soft_wrap=False, **kwargs)  # type: ignore[arg-type]
+    return _Console(highlight=False, soft_wrap=False, **kwargs)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- number formatting
@@ -132,9 +146,22 @@ def _pow2(x: Fraction | float | None) -> str:
     return _g(f)
 
 
+def _scale(x: float | None, exact: Fraction | None) -> str:
+    """A per-tensor scale in 3 digits, from the exact value where float64 cannot hold it."""
+    if x is None:
+        return "-"
+    if exact is not None and math.isinf(x):
+        return _compact(scientific_text(exact, 3))
+    return _short(x)
+
+
 def _short(x: float) -> str:
     """3 significant digits, compact exponent: ``1.8e308``, ``448``, ``5.73e4``."""
-    text = f"{x:.3g}"
+    return _compact(f"{x:.3g}")
+
+
+def _compact(text: str) -> str:
+    """``1.8e+308`` -> ``1.8e308``, ``5e-05`` -> ``5e-5``."""
     return text.replace("e+0", "e").replace("e-0", "e-").replace("e+", "e")
 
 
@@ -411,8 +438,13 @@ def _bars(rows: Sequence[tuple[str, int]], total: int) -> Table:
 
 
 def diff_view(a: str, b: str, report: DiffReport, *, max_ulp: int | None,
-              notes: Sequence[str] = (), check: str | None = None) -> RenderableType:
-    """``fpinspect diff A B`` on two tensors (``a``, ``b``: their labels)."""
+              atol: float | None = None, rtol: float | None = None,
+              notes: Sequence[str] = ()) -> RenderableType:
+    """``fpinspect diff A B`` on two tensors (``a``, ``b``: their labels).
+
+    ``max_ulp``, ``atol``, ``rtol``: the check that ``report.beyond`` counted
+    against (none given but ``beyond`` set: bit-equality).
+    """
     fmt = report.format
     shape = "x".join(str(n) for n in report.shape) or "scalar"
     head = Text.assemble(("diff ", "bold"), f"{a}  vs  {b}  ",
@@ -450,13 +482,15 @@ def diff_view(a: str, b: str, report: DiffReport, *, max_ulp: int | None,
                       _g(e.b_value, 9), end_section=True)
         parts.append(w)
     if report.beyond is not None:
-        within = check or f"{max_ulp} ULP"
         if report.beyond:
-            apart = f"more than {max_ulp} ULP apart" if check is None else f"beyond {check}"
-            parts.append(Text(f"FAIL: {report.beyond} element(s) {apart} "
-                              "(NaN mismatches included)", STYLES["bad"]))
+            parts.append(Text(f"FAIL: {report.beyond} element(s) "
+                              f"{fail_text(max_ulp, atol, rtol)} (NaN mismatches included)",
+                              STYLES["bad"]))
+        elif max_ulp is None and atol is None and rtol is None:
+            parts.append(Text("OK: every element bit-equal", STYLES["good"]))
         else:
-            parts.append(Text(f"OK: every element within {within}", STYLES["good"]))
+            parts.append(Text(f"OK: every element within {check_text(max_ulp, atol, rtol)}",
+                              STYLES["good"]))
     return Group(*parts)
 
 
@@ -489,8 +523,9 @@ def stats_view(label: str, dtype: str, shape: tuple[int, ...] | None,
     for fit in stats.fits:
         f.add_row(fit.format.name, _frac(fit.overflow), _frac(fit.saturate),
                   _frac(fit.flush_to_zero), _frac(fit.subnormal),
-                  "-" if fit.scale is None else _short(fit.scale),
-                  _pow2(fit.scale_pow2), _frac(fit.flush_to_zero_scaled),
+                  _scale(fit.scale, fit.scale_exact),
+                  "-" if fit.scale_log2 is None else f"2^{fit.scale_log2}",
+                  _frac(fit.flush_to_zero_scaled),
                   _frac(fit.subnormal_scaled))
     parts.append(f)
     return Group(*parts)
@@ -565,6 +600,16 @@ def check_text(max_ulp: int | None, atol: float | None, rtol: float | None) -> s
     if atol is not None or rtol is not None:
         parts.append(f"|a - b| <= {_g(atol or 0.0)} + {_g(rtol or 0.0)} * |a|")
     return " or ".join(parts) if parts else "bit-equality"
+
+
+def fail_text(max_ulp: int | None, atol: float | None, rtol: float | None) -> str:
+    """What a failing element is, in words (the negation of :func:`check_text`)."""
+    parts = []
+    if max_ulp is not None:
+        parts.append(f"more than {max_ulp} ULP apart")
+    if atol is not None or rtol is not None:
+        parts.append(f"with |a - b| > {_g(atol or 0.0)} + {_g(rtol or 0.0)} * |a|")
+    return " and ".join(parts) if parts else "not bit-equal"
 
 
 def checkpoint_diff_view(r: CheckpointDiff) -> RenderableType:

@@ -10,8 +10,9 @@ A *source* is a path naming tensors:
   ``.npz``/``.npy`` files (activation dumps);
 * a ``.npz`` file; a ``.npy`` file (one tensor, named by the file's stem);
 * a torch ``.pt``/``.pth``/``.bin`` state dict (nested dicts flattened with
-  dots), read with ``torch.load(..., weights_only=True, mmap=True)``: the
-  optional extra ``numerics[torch]``;
+  dots; two entries that join to the same name are an error), read with
+  ``torch.load(..., weights_only=True, mmap=True)`` (a legacy non-zip file is
+  read whole, without ``mmap``): the optional extra ``numerics[torch]``;
 * ``PATH:KEY``: the one tensor ``KEY`` of the source ``PATH``.
 
 A :class:`TensorRef` is a small, picklable description of one tensor (file,
@@ -27,7 +28,9 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import threading
+import warnings
 import zipfile
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -204,6 +207,10 @@ def _ref(name: str, file: str, dtype: np.dtype, stored: str, shape: tuple[int, .
     if dtype.kind not in "fiubV" and format_of_dtype(dtype) is None:
         raise TensorFileError(
             f"Got tensor {name!r} in {file!r} of dtype {dtype}, which holds no real numbers")
+    if dtype.kind == "f" and format_of_dtype(dtype) is None:  # np.longdouble (float96/128)
+        raise TensorFileError(
+            f"Got tensor {name!r} in {file!r} of dtype {dtype} (numpy's platform long double), "
+            "which is not supported; save it as float64 (or a narrower float) first")
     if dtype.type is np.void and (dtype.names is not None or dtype.itemsize not in (1, 2, 4, 8)):
         raise TensorFileError(
             f"Got tensor {name!r} in {file!r} of dtype {dtype}, which holds no real numbers")
@@ -360,33 +367,48 @@ def _torch_state(file: str) -> dict[str, Any]:
         raise TensorFileError(
             f"Got torch file {file!r}, but torch is not installed; install the extra "
             "numerics[torch] (pip install 'numerics[torch]') to read .pt/.pth/.bin files")
+    # the zip format is memory-mapped; the legacy one (torch.save(...,
+    # _use_new_zipfile_serialization=False), old pytorch_model.bin) cannot be and is read whole
+    mmap = zipfile.is_zipfile(file)
     try:
-        obj = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
+        with warnings.catch_warnings():  # torch warns on quantized, complex32, sparse CSR, ...
+            warnings.simplefilter("ignore")
+            obj = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise TensorFileError(
             f"Got torch file {file!r}, which holds more than tensors (torch.load with "
-            f"weights_only=True refused it: {first})") from None
+            f"weights_only=True refused it: {_first_line(err)})") from None
     except (RuntimeError, EOFError, OSError, ValueError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise TensorFileError(f"Got file {file!r}, which is not a readable torch file: {first}") \
+        raise TensorFileError(
+            f"Got file {file!r}, which is not a readable torch file: {_first_line(err)}") \
             from None
     flat: dict[str, Any] = {}
 
     def walk(prefix: str, node: Any) -> None:
-        if isinstance(node, torch.Tensor):
-            flat[prefix] = node
-        elif isinstance(node, dict):
+        if isinstance(node, dict):
             for k, v in node.items():
                 walk(f"{prefix}.{k}" if prefix else str(k), v)
         elif isinstance(node, (list, tuple)):
             for i, v in enumerate(node):
                 walk(f"{prefix}.{i}" if prefix else str(i), v)
-        else:
-            flat[prefix] = None  # not a tensor: listed as skipped
+        elif prefix in flat:  # {"a.b": x, "a": {"b": y}}: one would hide the other
+            raise TensorFileError(
+                f"Got torch file {file!r}, in which two entries are both named {prefix!r} once "
+                "nested keys are joined with dots; rename one of them")
+        else:  # None: not a tensor, listed as skipped
+            flat[prefix] = node if isinstance(node, torch.Tensor) else None
 
     walk("", obj)
     return flat
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _first_line(err: BaseException) -> str:
+    """The first line of an error's message, without terminal escapes (torch's bold)."""
+    text = _ANSI.sub("", str(err)).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _torch_numpy_dtype(tdtype: Any) -> np.dtype | None:
@@ -407,6 +429,18 @@ def _torch_numpy_dtype(tdtype: Any) -> np.dtype | None:
     return None if scalar is None else np.dtype(scalar)
 
 
+def _check_torch_storage(name: str, path: str, t: Any) -> None:
+    """TensorFileError for a tensor whose elements cannot be read as a dense array."""
+    if t.device.type == "meta":
+        raise TensorFileError(
+            f"Got tensor {name!r} in {path!r} on the meta device, which holds no data "
+            "(only a shape and dtype)")
+    if t.layout is not _torch().strided:
+        raise TensorFileError(
+            f"Got tensor {name!r} in {path!r} of layout {t.layout} (not dense); save it dense "
+            "(t.to_dense()) to read its elements")
+
+
 def _torch_refs(path: str) -> tuple[list[TensorRef], list[str]]:
     state = _torch_state(path)
     out, skipped = [], []
@@ -414,6 +448,7 @@ def _torch_refs(path: str) -> tuple[list[TensorRef], list[str]]:
         if t is None:
             skipped.append(name)
             continue
+        _check_torch_storage(name, path, t)
         dtype = _torch_numpy_dtype(t.dtype)
         if dtype is None:
             raise TensorFileError(
