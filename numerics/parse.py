@@ -243,6 +243,8 @@ def parse_code(text: str, fmt: Format | str) -> int:
         raise TypeError(f"Got code={text!r}, expected a str")
     s = text.strip().lower().replace("_", "")
     try:
+        if not s.isascii():  # int() reads other scripts' digits; parse_value does not
+            raise ValueError
         if s.startswith(("0x", "0b")):
             code = int(s, 0)
         elif s.isdigit() and len(s) <= 20:  # a code has at most 64 bits: 20 digits

@@ -407,7 +407,9 @@ def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:
 
     Consecutive values of the format get consecutive integers; ``+0`` and
     ``-0`` both map to 0, negative values to negative integers, infinities
-    to one past the largest finite value.  NaN codes raise ValueError.
+    to one past the largest finite value.  In a signed format without zero,
+    ``+2**emin`` is 0 and ``-2**emin`` is -1 (they are neighbours).  NaN codes
+    raise ValueError.
 
     Examples
     --------
@@ -444,7 +446,7 @@ def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:
         )
     if fmt.signed:
         negative = (c & np.uint64(fmt.sign_mask)) != 0
-        out = np.where(negative, -mag, mag)
+        out = np.where(negative, -mag - (0 if fmt.has_zero else 1), mag)
     else:
         out = mag
     return _scalar_or_array(np.asarray(out, dtype=np.int64), scalar)
@@ -464,7 +466,8 @@ def ulp_distance(a: object, b: object, fmt: Format | str) -> Any:
     Returns
     -------
     numpy.uint64 or ndarray of uint64
-        ``|ordinal(a) - ordinal(b)|``; ``+0`` and ``-0`` are 0 apart.
+        ``|ordinal(a) - ordinal(b)|``; ``+0`` and ``-0`` are 0 apart (in a
+        format without zero, ``-2**emin`` and ``+2**emin`` are 1 apart).
 
     Examples
     --------
@@ -491,5 +494,6 @@ def ulp_distance(a: object, b: object, fmt: Format | str) -> Any:
     same = na == nb
     # Magnitudes are below 2**63, so neither the difference nor the sum can wrap.
     diff = np.maximum(ma, mb) - np.minimum(ma, mb)
-    out = np.where(same, diff, ma + mb).astype(np.uint64)
+    # opposite signs: through zero, or from -2**emin to +2**emin in one step without it
+    out = np.where(same, diff, ma + mb + (0 if fmt.has_zero else 1)).astype(np.uint64)
     return _scalar_or_array(out, sa and sb)

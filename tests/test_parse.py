@@ -127,3 +127,9 @@ def test_format_lists() -> None:
         parse_formats("e4m3fm")
     with pytest.raises(ValueError, match="names no format"):
         parse_formats(" , ")
+
+
+def test_parse_code_takes_ascii_digits_only() -> None:
+    """int() reads other scripts' digits; a code is ASCII, as parse_value's numbers are."""
+    with pytest.raises(ValueError, match="not a code"):
+        parse_code("\u0663", "e4m3fn")  # ARABIC-INDIC DIGIT THREE

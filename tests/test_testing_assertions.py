@@ -9,6 +9,7 @@ bounds from exact Fraction arithmetic.
 from __future__ import annotations
 
 import math
+import re
 import struct
 from fractions import Fraction
 
@@ -253,3 +254,52 @@ worst: |error| is 4 times the bound at index 2
   index  actual  exact  |error|  bound
   1      2.5     2.0    0.5      0.25
   2      3.0     2.0    1.0      0.25"""
+
+
+_BF16_MAX = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+_BF16_TOP_STEP = 2.0**120  # bfloat16's spacing in its top binade
+
+
+@pytest.mark.parametrize("actual, reference, kw, worst", [
+    (_BF16_MAX, _BF16_MAX + 3 * _BF16_TOP_STEP, {}, "3 ulp"),
+    (_BF16_MAX, 1e300, {}, "7.523e+263 ulp"),
+    (math.inf, _BF16_MAX + 3 * _BF16_TOP_STEP, {"max_ulp": 0.5, "inf": "ulp"}, "2 ulp"),
+    (_BF16_MAX, _BF16_MAX + 1.5 * _BF16_TOP_STEP, {}, "1.5 ulp"),
+])
+def test_reference_beyond_max_is_steps_of_the_top_binade(actual: float, reference: float,
+                                                        kw: dict, worst: str) -> None:
+    """A real reference beyond ``max`` lies ``(ref - max) / spacing`` steps past it, a
+    whole number of steps or more: the integer ``max_ulp`` check and the report count
+    them (they passed, or printed a negative distance, before)."""
+    a = np.array([actual], ml_dtypes.bfloat16)
+    with pytest.raises(AssertionError, match=f"worst: {re.escape(worst)}"):
+        assert_ulp_close(a, np.array([reference]), fmt="bf16", **kw)
+    assert_ulp_close(np.array([_BF16_MAX], ml_dtypes.bfloat16),
+                     np.array([_BF16_MAX + _BF16_TOP_STEP]), fmt="bf16")
+
+
+def test_report_of_distances_beyond_2_63() -> None:
+    """binary64 distances reach 2**64: the report's histogram has a last open bin."""
+    with pytest.raises(AssertionError, match="9223372036854775809 or more"):
+        assert_ulp_close(np.float64([-1e300]), np.array([1e300]), max_ulp=1)
+
+
+def test_neighbours_across_a_missing_zero() -> None:
+    """In a signed format without zero, -2**emin and +2**emin are one step apart."""
+    from numerics.formats import Format, Infinity, NaNEncoding
+    from numerics.ulp import ordinal, ulp_distance
+
+    f = Format(name="nz", exponent_bits=3, trailing_bits=1, bias=3, subnormals=False,
+               infinity=Infinity.NONE, nan=NaNEncoding.TOP)
+    low = f.smallest_normal
+    assert int(ulp_distance(low, -low, f)) == 1
+    assert int(ulp_distance(2 * low, -low, f)) == 3
+    assert ordinal([0x00, 0x10, 0x01, 0x11], f).tolist() == [0, -1, 1, -2]
+    codes = np.arange(f.num_codes, dtype=np.uint8)
+    vals = np.array([float(decode_exact(int(c), f)) for c in codes])
+    keep = ~np.isnan(vals)
+    order = np.argsort(vals[keep], kind="stable")
+    assert np.diff(ordinal(codes[keep][order], f)).tolist() == [1] * (keep.sum() - 1)
+    assert ulp_distances(np.uint8([0x00]), np.uint8([0x10]), fmt=f).tolist() == [1]
+    with pytest.raises(AssertionError):
+        assert_ulp_close(np.uint8([0x00]), np.uint8([0x10]), fmt=f, max_ulp=0)

@@ -360,3 +360,9 @@ def test_bad_arguments_are_rejected_up_front(call: Callable[[], object], match: 
         call()
     assert isinstance(info.value, ValueError)
     assert isinstance(info.value, HypothesisInvalidArgument)
+
+
+def test_a_format_of_the_wrong_type_is_an_invalid_argument() -> None:
+    """As hypothesis does for its own strategies: InvalidArgument, naming the argument."""
+    with pytest.raises(InvalidArgument, match="fmt=3"):
+        values(3)  # type: ignore[arg-type]

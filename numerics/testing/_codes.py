@@ -158,7 +158,9 @@ def ordinals(codes: np.ndarray, fmt: Format, *, signed_zeros: bool = False) -> n
     if not fmt.signed:
         return mag
     neg = (codes & np.uint64(fmt.sign_mask)) != 0
-    shift = 1 if signed_zeros and fmt.has_negative_zero else 0
+    # -0 one step below +0 when signed zeros count; without zero, -2**emin (magnitude
+    # code 0) is the step below +2**emin, which takes ordinal 0
+    shift = 1 if (signed_zeros and fmt.has_negative_zero) or not fmt.has_zero else 0
     return np.where(neg, -mag - shift, mag)
 
 

@@ -214,7 +214,10 @@ class _Comparison:
         towards = np.where(d_neg, a_ord < d_ord, a_ord > d_ord)   # a beyond d's code
         with np.errstate(over="ignore", invalid="ignore"):
             fdist = idist.astype(np.float64)
-            fdist = np.where(frac == 0, fdist, np.where(towards, fdist - frac, fdist + frac))
+            # (beyond max, frac counts whole steps of the top binade and may exceed 1,
+            # so a code past the reference can lie short of it: the absolute value)
+            fdist = np.where(frac == 0, fdist,
+                             np.where(towards, np.abs(fdist - frac), fdist + frac))
         self.idist = idist
         self.frac = frac
         self.towards = towards
@@ -253,11 +256,14 @@ class _Comparison:
                 return np.zeros(self.a.shape, dtype=bool)
             return numeric & (self.idist > np.uint64(max_ulp))
         if isinstance(max_ulp, (int, np.integer)):
-            # exact: integer part against max_ulp, the fraction decides at the boundary
+            # exact: integer part against max_ulp, the fraction decides at the boundary;
+            # a fraction of a step or more (a reference beyond max) takes the float
+            # distance, exact there up to 2**53
             m = min(int(max_ulp), 2**64 - 2)
             over = np.where(self.frac == 0, self.idist > np.uint64(m),
                             np.where(self.towards, self.idist >= np.uint64(m + 1),
                                      self.idist >= np.uint64(m)))
+            over = np.where(self.frac >= 1, self.dist > float(m), over)
             return numeric & over
         return numeric & (self.dist > float(max_ulp))
 
@@ -320,6 +326,9 @@ def _histogram(c: _Comparison) -> list[str]:
                 text = "0"
             elif i == 1:
                 text = "(0, 0.5]"
+            elif i == edges.size:  # beyond 2**63 (binary64 distances reach 2**64)
+                text = (f"> {edges[-1]:g}" if c.d.frac is not None
+                        else f"{int(edges[-1]) + 1} or more")
             else:
                 lo, hi = edges[i - 1], edges[i]
                 text = (f"({lo:g}, {hi:g}]" if c.d.frac is not None

@@ -16,10 +16,12 @@ The draws are weighted toward what kernels break on: the zeros, infinities,
 NaNs, the subnormal, smallest-normal and ``max`` binades, the binades cut by
 a bound; and toward widths equal to the precision of every narrower
 registered format, whose values with the last bit set are that format's
-midpoints: about 5% of ``values("binary32")`` are bfloat16 ties, about 4%
-binary16 ties, and so on for the fp8 and fp4 formats; and, past the widths,
-toward values one ulp above or below such a midpoint (what double rounding
-breaks on).
+midpoints when their exponent lies in that format's range.  The exponent is
+drawn over the drawn format's whole range, so about 3.5% of
+``values("binary32")`` are bfloat16 ties (same range) but well under 1% are
+binary16 or fp8 ties; draw from :func:`ties` and :func:`near_ties` of the
+narrow format to aim at those.  Past the widths, the draws lean toward values
+one ulp above or below such a midpoint (what double rounding breaks on).
 
 Arrays
 ------
@@ -100,7 +102,7 @@ Interval = tuple[int, int]
 def _format_arg(fmt: Format | str, name: str = "fmt") -> Format:
     try:
         return as_format(fmt)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # a wrong type too, as hypothesis does
         raise InvalidArgument(str(exc).replace("format=", f"{name}=", 1)) from None
 
 
