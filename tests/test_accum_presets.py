@@ -87,3 +87,41 @@ def test_preset_promote_every_is_used() -> None:
     np.testing.assert_array_equal(
         accum.gemm(A, B, input_format="e4m3fn", accumulator=p),
         accum.gemm(A, B, input_format="e4m3fn", accumulator="hopper-fp8", promote_every=128))
+
+
+_T = 2.0
+
+
+@pytest.mark.parametrize("case, A, B, C, fin, preset, want", [
+    # a product with a zero operand never sets the alignment (MMA-Sim: functions.py
+    # extract_significand_exponent gives a zero exponent -999; fdpa.py gives the zero
+    # *product* -126): before, 0 * 2**127 aligned to exponent 1 and truncated the rest
+    ("zero operand, ampere", [0, 1, _T**-12, _T**-12], [_T**127, 1, _T**-12, _T**-12], 0.0,
+     "bfloat16", "ampere", 0x3F800001),
+    ("zero operand, hopper", [0.0, _T**-30], [_T**127, 1.5 * _T**-30], 0.0, "bfloat16",
+     "hopper", 0x21C00000),
+    ("zero operand, hopper fp16", [0.0], [32768.0], _T**-140, "binary16", "hopper",
+     0x00000200),
+    ("zero operand, hopper-fp8", [0.0], [57344.0], _T**-130, "e5m2", "hopper-fp8",
+     0x00080000),
+    # tf32 groups: 4 on Ampere (mma.m16n8k8 in halves), 8 on Hopper (wgmma k8) and
+    # Blackwell (tcgen05.mma kind::tf32 k8) (MMA-Sim simulator/nv.py, isa/nv_wgmma.py,
+    # isa/nv_tcgen05mma.py)
+    ("tf32 groups of 4, ampere", [_T**-12] * 4 + [1], [_T**-13] * 4 + [1], 0.0, "tf32",
+     "ampere", 0x3F800001),
+    ("tf32 groups of 8, hopper", [_T**-13] * 8 + [1], [_T**-13] * 8 + [1], 0.0, "tf32",
+     "hopper", 0x3F800001),
+    ("tf32 groups of 8, blackwell", [_T**-13] * 8 + [1], [_T**-13] * 8 + [1], 0.0, "tf32",
+     "blackwell", 0x3F800001),
+    # binary32 inputs are truncated to tf32 (MMA-Sim truncate_to_tf32: x >> 13 << 13)
+    ("tf32 input truncated, ampere", [1 + 3 * _T**-12], [1.0], 0.0, "tf32", "ampere",
+     0x3F800000),
+])
+def test_fused_presets_match_mma_sim(case: str, A: list, B: list, C: float, fin: str,
+                                     preset: str, want: int) -> None:
+    """Single dot products whose binary32 result MMA-Sim's NVIDIA models give (the bits
+    computed from its source by a separate Fraction re-implementation)."""
+    d = accum.gemm(np.array([A], float), np.array(B, float)[:, None], np.array([[C]]),
+                   input_format=fin, accumulator=preset, output_format="binary32")
+    got = int(np.array(d[0, 0], np.float32).view(np.uint32))
+    assert got == want, (case, hex(got), hex(want))

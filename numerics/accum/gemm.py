@@ -226,8 +226,8 @@ def _preset_setup(p: TensorCorePreset, A: Any, B: Any, pa: _Pair, pb: _Pair, pc:
             f"Got {promote_every=}, but it must be a multiple of preset "
             f"{p.name!r}'s group size {G} for {fin.name} inputs"
         )
-    a = cast(pa[0], fin, p.input_rounding, lo=pa[1])
-    b = cast(pb[0], fin, p.input_rounding, lo=pb[1])
+    a = cast(pa[0], fin, p.input_rounding_into(fin), lo=pa[1])
+    b = cast(pb[0], fin, p.input_rounding_into(fin), lo=pb[1])
     c = cast(pc[0], fout, lo=pc[1])
     if p.flush_inputs:
         a = flush_subnormals(a, fin, keep_sign=False)

@@ -9,8 +9,8 @@ result) by one *group step*, whose rule is the preset's ``structure``:
     1. every operand is written ``s * 2**e`` with ``e`` clamped below at its own
        format's ``emin`` (a subnormal has ``s < 1``); a product's exponent is
        ``e_a + e_b`` and its significand ``s_a * s_b`` lies in ``[0, 4)``; ``c`` (in
-       ``output_format``) takes its exponent the same way; a zero operand, and a
-       zero ``c``, has exponent -126;
+       ``output_format``) takes its exponent the same way, a zero ``c`` -126; a
+       product with a zero operand has none (it never sets the maximum: MMA-Sim);
     2. ``E`` is the largest exponent over all terms, ``c`` included; every term is
        rounded with ``alignment_rounding`` (toward zero on every NVIDIA part) to a
        multiple of ``2**(E - fractional_bits)``; the rounded terms are summed exactly;
@@ -20,6 +20,12 @@ result) by one *group step*, whose rule is the preset's ``structure``:
        binary16 or bfloat16: nearest even);
     4. with ``e8m13=True`` (the Ada and Hopper FP8 paths) the binary32 result is
        further truncated to 13 fraction bits (the low 10 bits of its encoding cleared).
+
+    Two details differ between MMA-Sim's versions; these follow its later
+    ``mmasim/arithmetic/fdpa.py``: a zero ``c`` has exponent -126 (its earlier
+    ``simulator/functions.py`` gives it none, which matters only when every product lies
+    below ``2**-126``), and a non-zero sum that rounds to zero keeps its sign (the
+    earlier version returns +0).
 ``"fused-then-c"`` (AMD CDNA3 fp16, bf16 and xf32; MMA-Sim ``amd_fused_dot_add``)
     1. operands as above, but a zero operand or a zero ``c`` has no exponent (it
        never sets a maximum);
@@ -133,6 +139,13 @@ class TensorCorePreset:
     group_16: int | None
     #: Products per group for inputs of 8 bits or fewer; None if not modelled.
     group_8: int | None
+    #: Products per group for tf32 inputs where they differ from ``group_16`` (NVIDIA:
+    #: 4 on Ampere and Ada, ``mma.m16n8k8.tf32`` in two halves; 8 on Hopper's ``wgmma``
+    #: and Blackwell's ``tcgen05.mma``, whose tf32 instructions have ``k = 8``).
+    group_tf32: int | None = None
+    #: Rounding of binary32 ``A`` and ``B`` into tf32 where it differs from
+    #: ``input_rounding`` (NVIDIA tensor cores truncate: ``"rtz"``).
+    tf32_input_rounding: str | None = None
     #: Truncate each binary32 group result to 13 fraction bits ("e8m13", NVIDIA FP8).
     e8m13: bool = False
     #: Where the rule and the numbers come from (paper, simulator file, measurement).
@@ -182,6 +195,8 @@ class TensorCorePreset:
         _check_choice(self.narrow_output_rounding, "narrow_output_rounding",
                       OUTPUT_ROUNDINGS)
         _check_choice(self.input_rounding, "input_rounding", ("rne", "rtz"))
+        if self.tf32_input_rounding is not None:
+            _check_choice(self.tf32_input_rounding, "tf32_input_rounding", ("rne", "rtz"))
         fixed_point = self.structure in ("fused", "fused-then-c", "even-odd")
         F = self.fractional_bits
         if fixed_point and (not _is_int(F) or not 0 <= F <= 48):  # type: ignore[operator]
@@ -196,7 +211,7 @@ class TensorCorePreset:
             )
         if not _is_int(self.stage2_bits) or not 0 <= self.stage2_bits <= 40:
             raise ValueError(f"Got stage2_bits={self.stage2_bits!r}, but it must be in [0, 40]")
-        for gname in ("group_16", "group_8"):
+        for gname in ("group_16", "group_8", "group_tf32"):
             gval = getattr(self, gname)
             if gval is not None and (not _is_int(gval) or not 1 <= gval <= 64):
                 raise ValueError(f"Got {gname}={gval!r}, but it must be an int in [1, 64]")
@@ -216,6 +231,8 @@ class TensorCorePreset:
                 "only " + ", ".join(repr(i) for i in self.inputs)
             )
         g = self.group_8 if input_format.bits <= 8 else self.group_16
+        if input_format.name == "tf32" and self.group_tf32 is not None and g is not None:
+            g = self.group_tf32
         if g is None:
             kind = "FP8 (8-bit)" if self.group_8 is not None else "16-bit"
             raise ValueError(
@@ -223,6 +240,12 @@ class TensorCorePreset:
                 f"only {kind} inputs"
             )
         return g
+
+    def input_rounding_into(self, input_format: Format) -> str:
+        """The rounding of ``A`` and ``B`` into ``input_format``."""
+        if input_format.name == "tf32" and self.tf32_input_rounding is not None:
+            return self.tf32_input_rounding
+        return self.input_rounding
 
     def rounding_into(self, output_format: Format) -> str:
         """The rounding of a group result into ``output_format``."""
@@ -274,22 +297,25 @@ PRESETS: Mapping[str, TensorCorePreset] = MappingProxyType({
         TensorCorePreset(name="turing", fractional_bits=24, group_16=8, group_8=None,
                          e8m13=False, source=_MMASIM),
         TensorCorePreset(name="ampere", fractional_bits=24, group_16=8, group_8=None,
-                         e8m13=False,
+                         e8m13=False, group_tf32=4, tf32_input_rounding="rtz",
                          source=f"{_MMASIM}; Fasi et al. 2021 (A100); a k16 instruction is "
                                 "two chained halves of 8"),
         TensorCorePreset(name="ada", fractional_bits=24, group_16=8, group_8=None,
-                         e8m13=False, source=_MMASIM),
+                         e8m13=False, group_tf32=4, tf32_input_rounding="rtz",
+                         source=_MMASIM),
         TensorCorePreset(name="ada-fp8", fractional_bits=13, group_16=None, group_8=16,
                          e8m13=True, source=_MMASIM),
         TensorCorePreset(name="hopper", fractional_bits=25, group_16=16, group_8=None,
-                         e8m13=False, source=_MMASIM),
+                         e8m13=False, group_tf32=8, tf32_input_rounding="rtz",
+                         source=_MMASIM),
         TensorCorePreset(name="hopper-fp8", fractional_bits=13, group_16=None, group_8=32,
                          e8m13=True,
                          source=f"{_MMASIM}; DeepSeek-V3 report (arXiv 2412.19437) sections "
                                 "3.3.2 (about 14 bits kept; promotion every 128) and 3.5.2 "
                                 "(32 products aligned, highest 14 bits kept)"),
         TensorCorePreset(name="blackwell", fractional_bits=25, group_16=16, group_8=32,
-                         e8m13=False, source=f"{_MMASIM} (full fp32 output)"),
+                         e8m13=False, group_tf32=8, tf32_input_rounding="rtz",
+                         source=f"{_MMASIM} (full fp32 output)"),
         # AMD CDNA1 (MI100)
         _amd("cdna1-fp16", "pairwise", g16=4, inputs=("binary16",),
              source=f"{_AMD_SIM}: CDNA1 f16 groups of 4 summed by pairwise_dot (fmaf in "
@@ -401,7 +427,7 @@ def resolve_accumulator(accumulator: object, input_format: Format) -> TensorCore
 
 
 def exponents(v: np.ndarray, fmt: Format) -> np.ndarray:
-    """:func:`decompose` (zero: -126) as int32, by a kernel."""
+    """:func:`decompose` of operands (zero: no exponent, ``-1000``) as int32, by a kernel."""
     from numerics.kernels.accum import exponents as kernel
 
     flat = np.ascontiguousarray(v).reshape(-1)
@@ -582,7 +608,8 @@ def group_step(p: TensorCorePreset, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     """One group step of preset ``p``: a, b (..., G) exact values of ``fin`` (after
     input rounding and flushing), c (...) exact values of ``out``."""
     if p.structure == "fused":
-        return _fused(a, decompose(a, fin), b, decompose(b, fin), c, decompose(c, out),
+        return _fused(a, decompose(a, fin, _NO_EXP), b, decompose(b, fin, _NO_EXP), c,
+                      decompose(c, out),
                       int(p.fractional_bits), out,  # type: ignore[arg-type]
                       p.rounding_into(out), p.e8m13, p.alignment_rounding)
     if p.structure in ("fused-then-c", "even-odd"):
@@ -680,7 +707,8 @@ def fused_dot_add(
     A = cast(A_hi, fin, lo=A_lo)
     B = cast(B_hi, fin, lo=B_lo)
     C = cast(C_hi, fout, lo=C_lo)
-    d = _fused(A, decompose(A, fin), B, decompose(B, fin), C, decompose(C, fout),
+    d = _fused(A, decompose(A, fin, _NO_EXP), B, decompose(B, fin, _NO_EXP), C,
+               decompose(C, fout),
                int(fractional_bits), fout, rounding, bool(e8m13))
     return d[()] if d.ndim == 0 else d
 

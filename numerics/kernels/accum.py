@@ -475,8 +475,9 @@ def _max_finite(P: np.ndarray) -> float:
 
 
 def exponents(x: np.ndarray, emin: int, out: np.ndarray) -> None:
-    """``out[i]``: the exponent of ``x[i]`` clamped below at ``emin``; -126 for a zero or
-    a non-finite value (step 1 of the ``"fused"`` rule), pieces of
+    """``out[i]``: the exponent of ``x[i]`` clamped below at ``emin``; -1000 (none: a
+    product with it never sets the maximum) for a zero or a non-finite value (step 1 of
+    the ``"fused"`` rule), pieces of
     :func:`exponents_span` on the threads."""
     spread(lambda lo, hi: exponents_span(x, emin, out, lo, hi), x.size)
 
@@ -491,7 +492,7 @@ def exponents_span(x: np.ndarray, emin: int, out: np.ndarray, start: int, stop: 
         v = np.float64(xs[i])
         e = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))
         if v == 0.0 or e == 0x7FF:
-            os[i] = -126
+            os[i] = -1000
         else:
             os[i] = max(e - 1023, emin)
 
