@@ -642,3 +642,16 @@ def test_compare_kernel_distance_of_every_pair_of_codes(name: str) -> None:
         for i, d in zip(np.flatnonzero(~nan).tolist(), expect.tolist()):
             assert got.get(i, 0) == d, (hex(c), hex(i))
         assert part.max_ulp == int(expect.max())
+
+
+def test_one_tensor_checkpoints_still_match_by_name(tmp_path: Path) -> None:
+    """Directories holding one tensor each match tensors by name (a renamed tensor is on
+    one side only); two single-tensor files still pair up whatever their names."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    save_file({"model.w": np.ones(3, np.float32)}, str(tmp_path / "a" / "m.safetensors"))
+    save_file({"model.v": np.ones(3, np.float32)}, str(tmp_path / "b" / "m.safetensors"))
+    with pytest.raises(TensorFileError, match="no tensor name in common"):
+        diff_sources(tmp_path / "a", tmp_path / "b")
+    r = diff_sources(tmp_path / "a" / "m.safetensors", tmp_path / "b" / "m.safetensors")
+    assert r.ok and not r.only_a and not r.only_b

@@ -349,3 +349,31 @@ def test_bad_arguments_name_the_value() -> None:
         probe.summation_order(np.sum, 300, fmt="bf16")
     with pytest.raises(TypeError, match="must be callable"):
         probe.summation_order(3, 4)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("f, n", [(lambda x: np.float32(0), 8),
+                                  (lambda x: np.float32(np.nan), 8),
+                                  (lambda x: np.float32(np.inf), 8)])
+def test_probe_sum_refuses_what_is_not_a_sum(f: Any, n: int) -> None:
+    """A black box whose pair tests look like fused adders (or give NaN or inf) but which
+    does not sum its inputs gets a ProbeError, never an unchecked model."""
+    with pytest.raises(probe.ProbeError, match="no summation model fits"):
+        probe.probe_sum(f, n)
+    if f(np.ones(n)) != 0:
+        with pytest.raises(probe.ProbeError):
+            probe.summation_order(f, n)
+
+
+def test_probe_sum_checks_a_fused_adder_on_random_sums() -> None:
+    """One exact multi-term addition rounded once is identified as such (checked)."""
+    import math
+
+    r = probe.probe_sum(lambda x: np.float32(math.fsum(np.asarray(x, np.float64))), 8)
+    assert r.algorithm in ("exact", "tree")
+
+
+def test_probe_matmul_refuses_a_transposed_output() -> None:
+    """The test vectors read one output per row and column; the full random product
+    must agree too."""
+    with pytest.raises(probe.ProbeError, match="outputs differ"):
+        probe.matmul(lambda A, B: (A @ B).T, input_format="binary32", k=16, batch=8)

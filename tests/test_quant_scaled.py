@@ -266,3 +266,23 @@ def test_Q11_scale_quotient_underflow(sfmt: str, srnd: str) -> None:
         ref = _ref_scale(Fraction(amax), get_format("bfloat16").max_exact, sfmt, srnd)
         assert Fraction(float(q.scales.item())) == ref, (amax, sfmt, srnd)
         assert np.all(np.abs(q.dequantize() - x) <= q.bound)
+
+
+@pytest.mark.parametrize("kw", [{}, {"scaling": "channel", "axis": 1},
+                                {"scaling": "channel", "axis": 0}])
+def test_quantize_empty_tensor(kw: dict) -> None:
+    """An empty tensor quantizes to empty codes (tensor and channel scaling crashed)."""
+    q = quantize(np.zeros((0, 4)), "int8", **kw)
+    assert q.codes.shape == (0, 4) and q.dequantize().shape == (0, 4)
+
+
+@pytest.mark.parametrize("magnitude", [1e-170, 1e200])
+def test_error_report_sqnr_at_extreme_magnitudes(magnitude: float) -> None:
+    """SQNR is scale-free: the same at 1e-170 and 1e200 as at 1 (the unscaled sums of
+    squares under- and overflowed to inf and NaN)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(64)
+    y = x * magnitude
+    want = error_report(x, quantize(x, "e4m3fn", scale_format="binary64")).sqnr_db
+    got = error_report(y, quantize(y, "e4m3fn", scale_format="binary64")).sqnr_db
+    assert np.isfinite(got) and abs(got - want) < 2.0

@@ -528,7 +528,8 @@ def _cmd_diff(args: argparse.Namespace, out: Printer) -> int:
         raise UsageError(f"Got {which}, but neither {args.a!r} nor {args.b!r} holds a tensor "
                          f"of that name (they hold {', '.join(repr(n) for n in sa.names[:4])}"
                          f"{', ...' if len(sa.names) > 4 else ''})")
-    single = len(sa.tensors) == len(sb.tensors) == 1
+    single = len(sa.tensors) == len(sb.tensors) == 1 and not {sa.kind, sb.kind} & {
+        "directory", "sharded"}  # a one-tensor checkpoint still matches by name
     if len(na) == 1 and len(nb) == 1 and (single or na == nb):
         # one tensor of multi-tensor sources (--key) keeps the checkpoints' default check
         return _diff_one(args, sa, sb, sa[na[0]], sb[nb[0]], fmt, out,

@@ -320,7 +320,10 @@ def diff_sources(
     sb = b if isinstance(b, Source) else open_source(b)
     if as_fmt is not None:
         sa, sb = sa.with_raw_format(as_fmt), sb.with_raw_format(as_fmt)
-    single = len(sa.tensors) == 1 and len(sb.tensors) == 1 and not keys
+    # two single-tensor files pair up whatever their names; a checkpoint (a directory,
+    # sharded files) matches by name even when it holds one tensor
+    files = sa.kind not in ("directory", "sharded") and sb.kind not in ("directory", "sharded")
+    single = len(sa.tensors) == 1 and len(sb.tensors) == 1 and not keys and files
     if single:
         pairs = [(sa.tensors[0], sb.tensors[0])]
         only_a: list[str] = []

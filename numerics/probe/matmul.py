@@ -530,9 +530,22 @@ def matmul(
         models.append(alive[0])
         evidence.extend(judge.evidence)
         ambiguous.extend(h.name for h in alive[1:])
-    return ProbeResult(model=models[int(class_map[0, 0])], calls=box.calls,
-                       evidence=tuple(evidence), ambiguous=tuple(ambiguous),
-                       classes=tuple(models), class_map=class_map, batch=batch)
+    result = ProbeResult(model=models[int(class_map[0, 0])], calls=box.calls,
+                         evidence=tuple(evidence), ambiguous=tuple(ambiguous),
+                         classes=tuple(models), class_map=class_map, batch=batch)
+    # the test vectors read one output per row and column; the first call's full
+    # output must agree too (a transposed or permuted output does not)
+    want = result.predict(a0, b0.T)
+    wrong = np.flatnonzero(want.view(np.uint64).ravel() != first.view(np.uint64).ravel())
+    if wrong.size:
+        i, j = divmod(int(wrong[0]), batch)
+        raise ProbeError(
+            f"no model fits {box.name}: the model found from the test vectors predicts "
+            f"{float(want[i, j])!r} at output ({i}, {j}) of a random product, which gave "
+            f"{float(first[i, j])!r} ({wrong.size} of {want.size} outputs differ)",
+            {"row": i, "column": j, "model": float(want[i, j]),
+             "observed": float(first[i, j])})
+    return result
 
 
 #: Pairs whose meeting node is read at every output position to find the classes.

@@ -9,11 +9,14 @@ a tree loses) it tries the order-free algorithms of :func:`numerics.accum.sum`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from numerics.codec import decode_exact, encode_exact
 from numerics.formats import Format, as_format
 from numerics.probe.model import Tree, round_into
 from numerics.probe.order import NotATree, build_tree, describe_tree, fused_groups
@@ -70,7 +73,7 @@ def _pair_tree(s: _Sum, n: int) -> Tree:
             x[i], x[j] = big, -big
             v = s(x)
             count = v / small
-            if count != round(count) or not 0 <= count <= n - 2:
+            if not np.isfinite(count) or count != round(count) or not 0 <= count <= n - 2:
                 raise NotATree(
                     f"the pair test ({i}, {j}) gave {v!r}, which is not a count of the "
                     f"small terms (multiples of {small!r} up to {n - 2})",
@@ -153,9 +156,7 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
     except NotATree as err:
         tree, not_tree = None, err
     if tree is not None and fused_groups(tree):
-        return SumResult(algorithm="tree", tree=tree, fmt=fmt_.name, accumulator=fmt_.name,
-                         n=n, fused_groups=fused_groups(tree), shape=describe_tree(tree),
-                         calls=s.box.calls)
+        return _fused_result(s, tree, X, fmt_, n)
     hyps = []
     if tree is not None:
         hyps = [SumResult(algorithm="tree", tree=tree, fmt=fmt_.name, accumulator=w, n=n,
@@ -195,6 +196,76 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
     return SumResult(algorithm=best.algorithm, tree=best.tree, fmt=fmt_.name,
                      accumulator=best.accumulator, n=n, fused_groups=(), shape=best.shape,
                      calls=s.box.calls, evidence=tuple(evidence))
+
+
+def _fused_sums(tree: Tree, X: np.ndarray, fmt: Format, rounding: str,
+                fractional_bits: int | None) -> np.ndarray:
+    """The sums of the rows of ``X`` by ``tree`` when every node adds its children and
+    rounds once into ``fmt``: exactly (``fractional_bits`` None), or, as a matrix unit's
+    fused adder does, with every child first cut toward zero to a multiple of
+    ``2**(E - fractional_bits)``, ``E`` the largest exponent among them."""
+    out = np.empty(X.shape[0])
+    for r, row in enumerate(X):
+        def node(t: Tree, row: np.ndarray = row) -> Fraction:
+            if isinstance(t, (int, np.integer)):
+                return Fraction(float(row[int(t)]))
+            kids = [node(c) for c in t]
+            if fractional_bits is not None:
+                nonzero = [abs(k) for k in kids if k]
+                if nonzero:
+                    E = max(_floor_log2(k) for k in nonzero)
+                    q = Fraction(2) ** (E - fractional_bits)
+                    kids = [int(k / q) * q for k in kids]  # int() truncates toward zero
+            total = sum(kids, Fraction(0))
+            return Fraction(decode_exact(encode_exact(total, fmt, rounding=rounding,
+                                                      overflow="saturate"), fmt))
+        out[r] = float(node(tree))
+    return out
+
+
+def _floor_log2(q: Fraction) -> int:
+    """``floor(log2(q))`` of a positive Fraction, exactly."""
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    return e - 1 if Fraction(2) ** e > q else e
+
+
+def _fused_result(s: _Sum, tree: Tree, X: np.ndarray, fmt: Format, n: int) -> SumResult:
+    """The pair tests found nodes of more than two terms: a fused adder whose nodes round
+    once (to nearest even, or toward zero), adding exactly or after cutting the terms to
+    some number of fraction bits; checked on the random rows ``X``."""
+    observed = s.rows(X)
+    want = observed.view(np.uint64)
+    head = X[:4]
+    for F in (None, *range(0, 64)):
+        for rounding in ("rne", "rtz"):
+            if not np.array_equal(_fused_sums(tree, head, fmt, rounding, F).view(np.uint64),
+                                  want[:4]):
+                continue
+            if not np.array_equal(_fused_sums(tree, X, fmt, rounding, F).view(np.uint64),
+                                  want):
+                continue
+            how = "exact" if F is None else f"terms cut to {F} fraction bits"
+            return SumResult(algorithm="tree", tree=tree, fmt=fmt.name,
+                             accumulator=fmt.name, n=n, fused_groups=fused_groups(tree),
+                             shape=f"{describe_tree(tree)}; each fused node {how}, rounded "
+                                   f"once ({rounding})", calls=s.box.calls)
+    # no node rule reproduces the sums (an adder that also narrows its inputs, say):
+    # keep the order, flagged as such, only for a black box that does sum its inputs
+    exact = np.array([math.fsum(row) for row in X.astype(np.float64)])
+    scale = np.abs(X.astype(np.float64)).sum(axis=-1)
+    far = np.flatnonzero(~(np.abs(observed - exact) <= scale / 16))
+    if far.size:
+        i = int(far[0])
+        raise ProbeError(
+            f"no summation model fits {s.box.name}: the pair tests suggest fused additions "
+            f"({describe_tree(tree)}), but on random terms it returned "
+            f"{float(observed[i])!r} where their sum is {float(exact[i])!r}: not a sum",
+            {"order": tree, "observed": float(observed[i]), "sum": float(exact[i])})
+    return SumResult(algorithm="tree", tree=tree, fmt=fmt.name, accumulator=fmt.name,
+                     n=n, fused_groups=fused_groups(tree),
+                     shape=f"{describe_tree(tree)}; node rounding not identified (no exact "
+                           "or cut-to-F adder rounding once per node reproduces the sums)",
+                     calls=s.box.calls)
 
 
 def _discriminating_pool(rng: np.random.Generator, n: int, fmt: Format) -> np.ndarray:

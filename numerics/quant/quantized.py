@@ -177,7 +177,7 @@ def interleaved(shape: tuple[int, ...], block: tuple[int, ...]) -> tuple[int, ..
     """``(n0 // b0, b0, n1 // b1, b1, ...)``: the shape that exposes the blocks."""
     out: list[int] = []
     for n, b in zip(shape, block):
-        out += [n // b, b]
+        out += [n // b, b] if b else [1, 0]  # (an empty axis is one empty block)
     return tuple(out)
 
 
@@ -215,7 +215,7 @@ def block_reduce_amax(x: np.ndarray, block: tuple[int, ...]) -> np.ndarray:
     if x.ndim == 0:
         return np.abs(x)
     v = np.abs(x).reshape(interleaved(x.shape, block))
-    return v.max(axis=tuple(range(1, 2 * x.ndim, 2)))
+    return v.max(axis=tuple(range(1, 2 * x.ndim, 2)), initial=0.0)  # (empty blocks: 0)
 
 
 def broadcast_blocks(scales: np.ndarray, block: tuple[int, ...],

@@ -74,14 +74,20 @@ def error_report(x: object, q: Quantized) -> ErrorReport:
         return ErrorReport(nan, nan, nan, nan, nan, 0)
     err = (d - xf)[ok]
     xs = xf[ok]
-    sig = float(np.sum(xs * xs))
-    noise = float(np.sum(err * err))
-    if noise == 0:
+    with np.errstate(over="ignore", under="ignore"):  # (the mean square itself may)
+        noise = float(np.sum(err * err))
+    # the ratio from sums scaled by a power of two near the largest magnitude (the
+    # unscaled sums of squares under- or overflow for values beyond about 1e+-154)
+    top = max(float(np.max(np.abs(xs))), float(np.max(np.abs(err))))
+    k = int(np.frexp(top)[1]) if top > 0 else 0
+    xs_k, err_k = np.ldexp(xs, -k), np.ldexp(err, -k)
+    sig_k, noise_k = float(np.sum(xs_k * xs_k)), float(np.sum(err_k * err_k))
+    if noise_k == 0 and not np.any(err):
         sqnr = float("inf")
-    elif sig == 0:
+    elif sig_k == 0:
         sqnr = float("-inf")
     else:
-        sqnr = 10.0 * float(np.log10(sig / noise))
+        sqnr = 10.0 * float(np.log10(sig_k / noise_k))
     s = q.scale_per_element()[ok]
     sat = np.abs(xs) > s * q.element_format.max
     flushed = (xs != 0) & (d[ok] == 0)
