@@ -9,11 +9,13 @@ is answered from the numpy table alone (and of a dtype name such as
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from numerics.formats import Format, as_format
 
-__all__ = ["dtype_of", "format_of_dtype"]
+__all__ = ["as_exact_array", "dtype_of", "format_of_dtype"]
 
 #: Formats stored natively by numpy.
 _NUMPY_NAMES: dict[str, type[np.generic]] = {
@@ -107,3 +109,30 @@ def format_of_dtype(dtype: object) -> Format | None:
         dt = dt.newbyteorder("=")  # the same format in the other byte order
     name = _BY_DTYPE.get(dt)
     return None if name is None else get_format(name)
+
+
+def _holds_wide_int(seq: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether nested lists/tuples hold a Python int beyond float64's exact integers."""
+    stack: list[Any] = [seq]
+    while stack:
+        for v in stack.pop():
+            if isinstance(v, (list, tuple)):
+                stack.append(v)
+            elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
+                return True
+    return False
+
+
+def as_exact_array(x: Any) -> np.ndarray:
+    """``np.asarray(x)``, except that a list mixing Python ints beyond ``2**53`` with
+    floats (which numpy would round to float64) becomes an object array of the values.
+
+    Examples
+    --------
+    >>> as_exact_array([2**53 + 1, 0.5]).dtype, as_exact_array([1, 0.5]).dtype
+    (dtype('O'), dtype('float64'))
+    """
+    arr = np.asarray(x)
+    if isinstance(x, (list, tuple)) and arr.dtype.kind == "f" and _holds_wide_int(x):
+        return np.asarray(x, dtype=object)
+    return arr

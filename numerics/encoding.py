@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from numerics.dtypes import as_exact_array
 from numerics.formats import Format, as_format
 from numerics.rounding import OVERFLOWS, ROUNDINGS, check_overflow, check_rounding, sr_seed
 
@@ -207,7 +208,7 @@ def _as_array(x: Any, name: str) -> np.ndarray:
     if isinstance(x, (str, bytes)):
         raise TypeError(f"Got {name}={x!r} of type {type(x).__name__}; expected numbers")
     try:
-        arr = np.asarray(x)
+        arr = as_exact_array(x)
     except ValueError as err:
         raise ValueError(f"Got {name} that is not a rectangular array (ragged nested "
                          f"sequences?): {err}") from None
@@ -696,8 +697,13 @@ def encode_f64(x: Any, fmt: Format, **options: Any) -> np.ndarray:
 
 # ---------------------------------------------------------------- decode
 def _value_dtype(dtype: Any, out: Any, fmt: Format) -> np.dtype:
+    if dtype is None and isinstance(out, np.ndarray):
+        if out.dtype not in (np.float32, np.float64) or not out.dtype.isnative:
+            raise ValueError(f"Got out with dtype {out.dtype}; expected a native float32 "
+                             "or float64 array")
+        dtype = out.dtype
     if dtype is None:
-        dtype = out.dtype if isinstance(out, np.ndarray) else np.float64
+        dtype = np.float64
     try:
         dt = np.dtype(dtype)
     except TypeError:

@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from numerics.codec import floor_log2
+from numerics.dtypes import as_exact_array
 from numerics.formats import Format, as_format
 
 __all__ = ["next_down", "next_up", "ordinal", "ulp", "ulp_distance"]
@@ -80,7 +81,7 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
             raise ValueError(f"Got {name}={x!r}, which is not exactly a float64 value")
         return np.asarray(f, dtype=np.float64), True
     try:
-        arr = np.asarray(x)
+        arr = as_exact_array(x)
     except ValueError as err:
         raise ValueError(f"Got {name} that is not a rectangular array (ragged nested "
                          f"sequences?): {err}") from None
@@ -88,10 +89,26 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
         raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most 32 are supported")
     if arr.dtype.kind == "V" and _is_ml_float(arr.dtype):
         arr = arr.astype(np.float64)  # every ml_dtypes value is a float64
+    if arr.dtype == object and isinstance(x, (list, tuple)):  # wide ints: exact or refused
+        for idx, v in enumerate(arr.ravel()):
+            if isinstance(v, int) and float(v) != v:
+                raise ValueError(f"Got {name}[{idx}]={v}, which is not exactly a float64 "
+                                 "value")
+        arr = arr.astype(np.float64)
     if arr.dtype == object or arr.dtype.kind not in "fiu":
         raise TypeError(f"Got {name} of dtype {arr.dtype}, expected a float or integer dtype")
     with np.errstate(invalid="ignore"):
         out = arr.astype(np.float64)
+    if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8 and arr.size:
+        # int64/uint64 beyond 2**53 need not be float64 values: exact or refused
+        top = 2.0**63 if arr.dtype.kind == "i" else 2.0**64
+        fits = np.abs(out) < top
+        bad = ~fits | (np.where(fits, out, 0).astype(arr.dtype) != arr)
+        if bad.any():
+            idx = int(np.flatnonzero(bad.ravel())[0])
+            where = f"{name}[{idx}]" if arr.ndim else name
+            raise ValueError(f"Got {where}={int(arr.ravel()[idx])}, which is not exactly a "
+                             "float64 value")
     if arr.dtype.kind == "f" and arr.dtype.itemsize > 8 and arr.size:
         with np.errstate(invalid="ignore"):
             differs = (out != arr) & np.isfinite(arr)

@@ -123,7 +123,8 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
         return ""
     if dtype.kind == "f" and dtype not in (np.float32, np.float64):
         return ""
-    lean = (op in ("add", "sub", "mul") and dtype != np.float64
+    lean = (op in ("add", "sub", "mul") and dtype != np.float64 and fmt.signed
+            and fmt.subnormals
             and not (flags and op == "mul" and fmt.trailing_bits == 23)
             and lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax, 0 if op != "mul" else 1))
     if lean:

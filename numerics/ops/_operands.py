@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import dtype_of, format_of_dtype
+from numerics.dtypes import as_exact_array, dtype_of, format_of_dtype
 from numerics.formats import Format
 
 __all__ = ["broadcast_shape", "index_text", "is_scalar", "operands"]
@@ -69,7 +69,7 @@ def _as_array(x: Any, name: str) -> np.ndarray:
     if isinstance(x, (bool, np.bool_)):
         raise TypeError(f"Got {name}={x!r}; expected numbers, not booleans")
     try:
-        arr = np.asarray(x)
+        arr = as_exact_array(x)
     except ValueError as err:
         raise ValueError(f"Got {name} that is not a rectangular array of numbers "
                          f"(ragged nesting): {err}") from None
