@@ -13,7 +13,7 @@ import tracemalloc
 from typing import Any
 
 import numpy as np
-from _timing import best_pair  # benchmarks/ is on the path (run.py, mypy_path)
+from _timing import best_of  # benchmarks/ is on the path (run.py, mypy_path)
 
 from numerics import accum, threads
 
@@ -33,6 +33,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     rows = 256 if quick else 4096
     x = rng.random((rows, 4096)).astype(np.float32)
     out: list[dict[str, Any]] = []
+    peer = best_of(lambda: x.sum(axis=-1), 5)
     n_threads = [1, threads.get_num_threads()] if threads.get_num_threads() > 1 else [1]
     before = threads.get_num_threads()
     try:
@@ -42,9 +43,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 for alg in ("recursive", "pairwise", "kahan"):
                     def call(fmt: str = fmt, alg: str = alg) -> object:
                         return accum.sum(x, fmt, algorithm=alg)
-                    # ~20 ms a call: best of 7, alternating with the peer (a drifting
-                    # machine shifts both alike)
-                    ours, peer = best_pair(call, lambda: x.sum(axis=-1), 1 if quick else 7)
+                    ours = best_of(call, 1 if quick else 7)  # ~20 ms a call: best of 7
                     mem = _peak_bytes_per_element(call, x.size)
                     out.append({
                         "group": "accum",
@@ -55,12 +54,12 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         m = 32 if quick else 256
         A = rng.standard_normal((m, 4096)).astype(np.float32)
         B = rng.standard_normal((4096, 256)).astype(np.float32)
+        peer_mm = best_of(lambda: A @ B, 3)
         times = {}
         for nt in n_threads:
             threads.set_num_threads(nt)
-            times[nt], peer_mm = best_pair(
-                lambda: accum.gemm(A, B, input_format="e4m3fn", accumulator="hopper-fp8"),
-                lambda: A @ B, 1 if quick else 3)
+            times[nt] = best_of(lambda: accum.gemm(A, B, input_format="e4m3fn",
+                                                   accumulator="hopper-fp8"), 1 if quick else 2)
             out.append({
                 "group": "accum",
                 "case": f"gemm hopper-fp8 e4m3fn ({m}x4096 @ 4096x256), {nt} thread(s)",
