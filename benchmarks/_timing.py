@@ -17,22 +17,6 @@ def best_of(fn: Callable[[], Any], repeat: int = 3) -> float:
     return best
 
 
-def best_pair(fn: Callable[[], Any], peer: Callable[[], Any], repeat: int = 3
-              ) -> tuple[float, float]:
-    """Best wall times of ``fn`` and ``peer``, timed alternately ``repeat`` times each
-    (after one warm-up call of each), in seconds: on a machine whose speed drifts, both
-    see the same moments, so their ratio is steadier than from two separate runs."""
-    fn()
-    peer()
-    best = [float("inf"), float("inf")]
-    for _ in range(repeat):
-        for k, f in enumerate((fn, peer)):
-            start = time.perf_counter()
-            f()
-            best[k] = min(best[k], time.perf_counter() - start)
-    return best[0], best[1]
-
-
 def row(group: str, case: str, ours_s: float, peer: str | None, peer_s: float | None,
         target: str = "", min_ratio: float | None = None) -> dict[str, Any]:
     """One result row; ``ok`` checks ``peer_s / ours_s >= min_ratio`` when given."""

@@ -11,8 +11,7 @@ Targets (issue 11), printed as ratios from one run:
 
 Operands are passed in the format's own dtype (float32, ml_dtypes bfloat16 and
 float8_e4m3fn), as a user holding such tensors would.  Each row names the thread
-count it ran with (:func:`numerics.get_num_threads`).  Each ratio's two sides are timed
-alternately (best of 9 each), so that this machine's drifting speed shifts both alike.
+count it ran with (:func:`numerics.get_num_threads`).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _timing import best_of, best_pair, row
+from _timing import best_of, row
 
 from numerics import ops, round_to
 from numerics.dtypes import dtype_of
@@ -44,7 +43,7 @@ def _temp_bytes(fn: Callable[[], Any], n: int) -> float:
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     n = 1 << (16 if quick else 20)
-    repeat = 2 if quick else 9
+    repeat = 2 if quick else 5
     rng = np.random.default_rng(0)
     a32, b32, c32 = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     b32 = np.where(b32 == 0, np.float32(1), b32)
@@ -76,17 +75,15 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             def single(fn: Any = fn, args: Any = args, name: str = name) -> Any:
                 return fn(*args, name, dtype=np.float32)
 
-            # each pair timed alternately (a drifting machine shifts both alike)
-            with np.errstate(all="ignore"):
-                t_plain, p_plain = best_pair(plain, peers[op][1], repeat)
-                t_single, p_single = best_pair(single, peers[op][1], repeat)
-            t_flags, t_unflagged = best_pair(flagged, plain, repeat)
+            t_plain = best_of(plain, repeat)
+            t_single = best_of(single, repeat)
+            t_flags = best_of(flagged, repeat)
             case = f"{op} {name} rne n=2**{n.bit_length() - 1} threads={threads}"
-            rows.append(row("ops", case, t_plain, peers[op][0], p_plain,
+            rows.append(row("ops", case, t_plain, peers[op][0], peer_s[op],
                             "flags=False within 2x", min_ratio=0.5))
             rows.append(row("ops", f"{case} dtype=float32", t_single, peers[op][0],
-                            p_single, "flags=False within 2x", min_ratio=0.5))
-            rows.append(row("ops", f"{case} flags=True", t_flags, "flags=False", t_unflagged,
+                            peer_s[op], "flags=False within 2x", min_ratio=0.5))
+            rows.append(row("ops", f"{case} flags=True", t_flags, "flags=False", t_plain,
                             "within 3x", min_ratio=1 / 3))
             tmp = max(_temp_bytes(plain, n), _temp_bytes(flagged, n))
             rows.append({"group": "ops", "case": f"{case} temporaries", "ours_s": tmp,
