@@ -343,3 +343,89 @@ def test_C5_small_integers(fmt: Format) -> None:
     assert all(representable_by_search(n, fmt) for n in sample)
     if 2**p + 1 <= fmt.max_exact:
         assert not representable_by_search(2**p + 1, fmt)
+
+
+# ------------------------------------------------------------- F1 and lemmas L1-L3
+
+@pytest.mark.parametrize("name", ["binary16", "bfloat16", "e4m3fn", "e5m2"])
+def test_F1_the_binade_fixes_the_exponent(name: str) -> None:
+    """F1: a normal value x in [2**e, 2**(e+1)) is M * 2**(e - t) with an integer
+    2**t <= M < 2**p, and a number half a quantum off is not a value (exhaustive over
+    the magnitude codes, values from the format's own code-to-value map)."""
+    fmt = get_format(name)
+    t = fmt.trailing_bits
+    normal_codes = range(1 << t, fmt.max_finite_code + 1)  # exponent field >= 1
+    for code in normal_codes:
+        x = fmt.magnitude_value(code)
+        e = math.floor(math.log2(x))
+        while Fraction(2) ** e > x:
+            e -= 1
+        while Fraction(2) ** (e + 1) <= x:
+            e += 1
+        M = x / Fraction(2) ** (e - t)
+        assert M.denominator == 1 and 2**t <= M < 2 ** (t + 1), (name, code)
+        off = x + Fraction(2) ** (e - t - 1)
+        assert not any(fmt.magnitude_value(c) == off for c in (code, code + 1)
+                       if c <= fmt.max_finite_code)
+
+
+@settings(max_examples=200, deadline=None)
+@given(y=st.integers(0, 2**80), fmt_name=st.sampled_from(["binary32", "bfloat16", "binary16"]))
+def test_L1_rounding_an_integer_gives_an_integer(y: int, fmt_name: str) -> None:
+    """L1: RNE of a non-negative integer is an integer (or overflows), and products and
+    sums of integer-valued floats stay integer-valued (numpy / ml_dtypes casts as peers)."""
+    import ml_dtypes
+
+    dtype = {"binary32": np.float32, "bfloat16": ml_dtypes.bfloat16,
+             "binary16": np.float16}[fmt_name]
+    with np.errstate(over="ignore"):
+        r = float(np.array(float(Fraction(y)) if y < 2**60 else float(y)).astype(dtype))
+    if math.isfinite(r):
+        assert r == math.floor(r)
+        fmt = get_format(fmt_name)
+        if y < 2**53:  # the float64 on the way is exact: r is RNE of y itself
+            assert r == rne_int(y, fmt.precision)
+        with np.errstate(over="ignore"):
+            prod = float(np.array(r, dtype) * np.array(r, dtype))
+            total = float(np.array(r, dtype) + np.array(r, dtype))
+        for v in (prod, total):
+            assert not math.isfinite(v) or v == math.floor(v)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.integers(0, 2**40), b=st.integers(0, 2**40), op=st.sampled_from(["+", "*"]),
+       fmt_name=st.sampled_from(["bfloat16", "binary16"]))
+def test_L2_one_rounding_for_bfloat16_and_float16(a: int, b: int, op: str,
+                                                 fmt_name: str) -> None:
+    """L2: the binary32 operation rounded to bfloat16/float16 equals one correct rounding
+    of the exact result (integers: the exact rounding is rne_int)."""
+    import ml_dtypes
+
+    dtype = {"bfloat16": ml_dtypes.bfloat16, "binary16": np.float16}[fmt_name]
+    p = get_format(fmt_name).precision
+    with np.errstate(over="ignore"):
+        x, y = (np.array(float(v)).astype(dtype) for v in (a, b))
+    if not (np.isfinite(x) and np.isfinite(y)):
+        return
+    xi, yi = int(float(x)), int(float(y))
+    exact = xi + yi if op == "+" else xi * yi
+    with np.errstate(over="ignore"):
+        x32, y32 = x.astype(np.float32), y.astype(np.float32)
+        got = float((x32 + y32 if op == "+" else x32 * y32).astype(dtype))
+    want = rne_int(exact, p)
+    if math.isfinite(got):
+        assert got == want, (xi, op, yi)
+    else:  # the single rounding overflows too
+        assert want > float(ml_dtypes.finfo(dtype).max)
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=st.floats(0, float(np.float32(3e38)), width=32),
+       y=st.floats(float(np.float32(1e-38)), float(np.float32(3e38)), width=32))
+def test_L3_fmod_is_exact(x: float, y: float) -> None:
+    """L3: fmod of representable x >= 0 and y > 0 is the exact remainder x - floor(x/y) y,
+    a binary32 number (numpy's float32 fmod as the peer, Fractions as the reference)."""
+    got = np.fmod(np.float32(x), np.float32(y))
+    fx, fy = Fraction(x), Fraction(y)
+    exact = fx - (fx // fy) * fy
+    assert Fraction(float(got)) == exact
