@@ -20,8 +20,10 @@ never loaded whole) and reports:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +38,7 @@ __all__ = [
     "check_tolerances",
     "compare_chunk",
     "compare_codes",
+    "compare_read",
     "element_values",
     "report_of",
     "ulp_bucket_label",
@@ -322,13 +325,68 @@ def compare_codes(
                              f"{fmt.bits}-bit codes of {fmt.name}")
     shape = tuple(int(n) for n in a.shape)
     fa, fb = a.reshape(-1), b.reshape(-1)
-    n = fa.size
+    return _compare_flat(fa, fb, shape, fmt, worst, max_ulp, atol, rtol, checked)
+
+
+class _Reader:
+    """Flat codes read on demand: ``r[start:stop]`` an array, ``r[i]`` one code."""
+
+    def __init__(self, read: Callable[[int, int], np.ndarray]) -> None:
+        self.read = read
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            return self.read(int(key.start), int(key.stop))
+        return self.read(int(key), int(key) + 1)[0]
+
+
+def compare_read(
+    read_a: Callable[[int, int], np.ndarray],
+    read_b: Callable[[int, int], np.ndarray],
+    shape: tuple[int, ...],
+    fmt: Format | str,
+    *,
+    worst: int = 10,
+    max_ulp: int | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+) -> DiffReport:
+    """:func:`compare_codes` of codes read a chunk at a time: ``read_a(start, stop)`` and
+    ``read_b(start, stop)`` return the codes of the flat elements ``[start:stop]`` (of
+    tensors of ``shape``), so that codes made on the fly (a tensor rounded into ``fmt``)
+    never exist whole: memory stays bounded by the chunk size.
+
+    Examples
+    --------
+    >>> a = np.array([0x3F80, 0x3F80, 0x7FC0], np.uint16)
+    >>> b = np.array([0x3F80, 0x3F82, 0x3F80], np.uint16)
+    >>> r = compare_read(lambda s, e: a[s:e], lambda s, e: b[s:e], (3,), "bfloat16")
+    >>> r.bitwise_mismatches, r.max_ulp
+    (2, 2)
+    """
+    fmt = as_format(fmt)
+    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
+        raise ValueError(f"Got {worst=}, but it must be a non-negative int")
+    checked = check_tolerances(max_ulp, atol, rtol) != 0
+    shape = tuple(int(n) for n in shape)
+    return _compare_flat(_Reader(read_a), _Reader(read_b), shape, fmt, worst, max_ulp, atol,
+                         rtol, checked)
+
+
+def _compare_flat(fa: Any, fb: Any, shape: tuple[int, ...], fmt: Format, worst: int,
+                  max_ulp: int | None, atol: float | None, rtol: float | None,
+                  checked: bool) -> DiffReport:
+    """The chunks of the flat codes ``fa``, ``fb`` (arrays or :class:`_Reader`) compared
+    on the threads and merged into one report."""
+    n = math.prod(shape)
     worst = min(worst, n)  # no more worst elements than elements: memory stays bounded
-    starts = range(0, n, CHUNK)
 
     def one(start: int) -> ComparePartial:
-        return compare_chunk(fa[start:start + CHUNK], fb[start:start + CHUNK], fmt, base=start,
+        stop = min(n, start + CHUNK)
+        return compare_chunk(fa[start:stop], fb[start:stop], fmt, base=start,
                              worst=min(worst, CHUNK), max_ulp=max_ulp, atol=atol, rtol=rtol)
+
+    starts = range(0, n, CHUNK)
 
     total = ComparePartial.empty(worst)
     if len(starts) > 1:
@@ -344,9 +402,10 @@ def compare_codes(
     return report_of(total, fmt, shape, fa, fb, checked=checked)
 
 
-def report_of(part: ComparePartial, fmt: Format, shape: tuple[int, ...], fa: np.ndarray,
-              fb: np.ndarray, *, checked: bool) -> DiffReport:
-    """A :class:`DiffReport` from a merged partial (``fa``, ``fb``: the codes, for the worst)."""
+def report_of(part: ComparePartial, fmt: Format, shape: tuple[int, ...], fa: Any,
+              fb: Any, *, checked: bool) -> DiffReport:
+    """A :class:`DiffReport` from a merged partial (``fa``, ``fb``: the flat codes, indexed
+    for the worst elements)."""
     part = part.merge(ComparePartial.empty(part.top_key.size))  # sorts the worst elements
     worst_items: list[WorstElement] = []
     for key, flat in zip(part.top_key.tolist(), part.top_index.tolist()):

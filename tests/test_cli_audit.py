@@ -306,3 +306,30 @@ def test_the_fail_line_negates_both_tolerances(pair: tuple[str, str]) -> None:
 def test_probe_refuses_a_negative_verify(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--verify -1" in usage_error(capsys, "probe", "numpy:matmul", "--input", "fp32",
                                         "--verify", "-1")
+
+
+def test_compare_read_reads_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The detailed diff of a side rounded into another format reads (and rounds) a
+    chunk at a time, and reports exactly what compare_codes reports on whole arrays."""
+    import numerics.compare as compare_mod
+    from numerics.compare import compare_read
+
+    monkeypatch.setattr(compare_mod, "CHUNK", 1000)
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**16, 5000).astype(np.uint16)
+    b = a.copy()
+    hit = rng.random(a.size) < 0.1
+    b[hit] = (b[hit].astype(np.int64) + rng.integers(-3, 4, hit.sum())).astype(np.uint16)
+    sizes: list[int] = []
+
+    def reader(x: np.ndarray) -> Any:
+        def read(start: int, stop: int) -> np.ndarray:
+            sizes.append(stop - start)
+            return x[start:stop]
+        return read
+
+    got = compare_read(reader(a), reader(b), (50, 100), "bfloat16", worst=7, max_ulp=1)
+    want = compare_codes(a.reshape(50, 100), b.reshape(50, 100), "bfloat16", worst=7,
+                         max_ulp=1)
+    assert repr(got) == repr(want)
+    assert max(sizes) <= 1000

@@ -32,7 +32,7 @@ from numerics.checkpoint import (
     tensor_fingerprint,
 )
 from numerics.checkpoint.diff import codes_in, compare_format, select
-from numerics.compare import compare_codes
+from numerics.compare import compare_read
 from numerics.formats import FORMATS, Format, get_format
 from numerics.inspection import (
     DEFAULT_VALUE_FORMATS,
@@ -576,12 +576,13 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any
     if rounded and fmt is None:
         notes.append(f"{ra.dtype_name} vs {rb.dtype_name}: compared in {cmp_fmt.name}, "
                      f"{' and '.join(rounded)} rounded once ({args.rounding}) into it")
-    ca = codes_in(ra, ra.read(), cmp_fmt, rounding=args.rounding,
-                  overflow=args.overflow).reshape(ra.shape)
-    cb = codes_in(rb, rb.read(), cmp_fmt, rounding=args.rounding,
-                  overflow=args.overflow).reshape(rb.shape)
-    report = compare_codes(ca, cb, cmp_fmt, worst=args.top, max_ulp=args.max_ulp,
-                           atol=args.atol, rtol=args.rtol)
+    def reader(ref: Any) -> Callable[[int, int], Any]:
+        # a chunk at a time: a side rounded into cmp_fmt never exists whole
+        return lambda start, stop: codes_in(ref, ref.read(start, stop), cmp_fmt,
+                                            rounding=args.rounding, overflow=args.overflow)
+
+    report = compare_read(reader(ra), reader(rb), tuple(ra.shape), cmp_fmt, worst=args.top,
+                          max_ulp=args.max_ulp, atol=args.atol, rtol=args.rtol)
     if bit_equal:
         report = dataclasses.replace(report, beyond=report.bitwise_mismatches)
     check = None
