@@ -303,3 +303,29 @@ def test_neighbours_across_a_missing_zero() -> None:
     assert ulp_distances(np.uint8([0x00]), np.uint8([0x10]), fmt=f).tolist() == [1]
     with pytest.raises(AssertionError):
         assert_ulp_close(np.uint8([0x00]), np.uint8([0x10]), fmt=f, max_ulp=0)
+
+
+def test_long_double_exact_values_are_not_rounded() -> None:
+    """assert_within_bound compares a long double at its exact value (where long double
+    is wider than float64)."""
+    e = np.array([1.0], np.longdouble) + np.longdouble(2) ** -60
+    if e[0] == 1.0:
+        pytest.skip("long double is float64 here")
+    with pytest.raises(AssertionError):
+        assert_within_bound([1.0], e, [0.0])
+    with pytest.raises(AssertionError):
+        assert_within_bound(e, [1.0], [0.0])
+    assert_within_bound([1.0], e, [2.0**-60])
+
+
+@pytest.mark.parametrize("actual, desired", [(np.float32([]), np.float32([5.0])),
+                                             (np.zeros((2, 1), np.float32),
+                                              np.zeros(3, np.float32))])
+def test_a_result_of_the_wrong_shape_does_not_pass(actual: np.ndarray,
+                                                   desired: np.ndarray) -> None:
+    """desired broadcasts to actual's shape, never actual to a larger (or empty) one."""
+    with pytest.raises(ValueError, match="broadcast to actual's shape"):
+        assert_bitwise_equal(actual, desired)
+    with pytest.raises(ValueError, match="broadcast to actual's shape"):
+        assert_ulp_close(actual, desired)
+    assert_ulp_close(np.zeros(3, np.float32), np.float32(0))  # a scalar still broadcasts

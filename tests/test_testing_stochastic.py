@@ -118,3 +118,22 @@ def test_bad_arguments() -> None:
         assert_stochastic_rounding(3, x, "bf16", trials=3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="shape"):
         assert_rounded_from(np.array([1.0, 2.0], np.float32), np.array([1.0], np.float32), "bf16")
+
+
+@pytest.mark.parametrize("fmt", ["e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz"])
+def test_small_negative_values_without_negative_zero(fmt: str) -> None:
+    """Between -smallest and 0 in a format without -0 the neighbours are +0 and
+    -smallest (the sign of the value, not of the +0 below it): the library's own SR
+    passes, a kernel that returns +smallest fails (both were the other way round)."""
+    from numerics import encode
+    from numerics.formats import get_format
+
+    f = get_format(fmt)
+    tiny = f.smallest_subnormal
+    x = np.array([-tiny / 4])
+    assert_rounded_from(np.array([0], np.uint8), x, fmt)
+    assert_rounded_from(np.array([f.sign_mask | 1], np.uint8), x, fmt)
+    with pytest.raises(AssertionError):
+        assert_rounded_from(np.array([1], np.uint8), x, fmt)
+    assert_stochastic_rounding(
+        lambda v, rng: np.asarray(encode(v, fmt, rounding="sr", rng=rng)), x, fmt, 200)

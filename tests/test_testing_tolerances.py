@@ -159,3 +159,15 @@ def test_bounds_are_not_vacuous_and_inputs_are_checked() -> None:
         unit_roundoff("bfloat16", "RNE")
     with pytest.raises(ValueError, match="NaN or infinite"):
         softmax_bound([np.inf], "bfloat16")
+
+
+@pytest.mark.parametrize("fmt, alg, rounding", [("binary8p2", "kahan", "rtz"),
+                                                ("binary8p1", "kahan", "rne"),
+                                                ("binary8p1", "recursive", "rtz"),
+                                                ("e8m0fnu", "recursive", "rd")])
+def test_tolerance_for_coarse_formats(fmt: str, alg: str, rounding: str) -> None:
+    """u >= 0.5 (one or two significant bits): a number or inf, not an internal error."""
+    from numerics.testing import tolerance_for
+
+    tol = tolerance_for("sum", 3, fmt, alg, rounding=rounding)
+    assert tol >= 0

@@ -94,8 +94,8 @@ def g(k: int | np.ndarray, u: float) -> float | np.ndarray:
     if isinstance(u, (bool, complex)) or not isinstance(u, (int, float, np.integer,
                                                              np.floating)):
         raise TypeError(f"Got u={u!r}, expected a real unit roundoff")
-    if not 0 <= u < 1:
-        raise ValueError(f"Got u={u!r}, but a unit roundoff lies in [0, 1)")
+    if not 0 <= u <= 1:  # (u = 1: one significant bit rounded in a directed mode)
+        raise ValueError(f"Got u={u!r}, but a unit roundoff lies in [0, 1]")
     with np.errstate(over="ignore", invalid="ignore"):
         return np.expm1(kk.astype(np.float64) * math.log1p(u))[()]
 
@@ -164,6 +164,8 @@ def kahan_factor(n: int, u: float) -> float:
     k2 = u * u * (2 + u)
     a = u * (2 + 2 * u + u * u) + u * k2
     q = u * (1 + u) ** 3
+    if q >= 1:  # (u >= about 0.32: the analysis gives no finite bound)
+        return math.inf
     beta = q / (1 - q)
     b = 2 * a * beta + k2
     r = a * beta + k2

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numbers
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
@@ -91,6 +92,10 @@ def as_array(x: object, name: str, *, exact: bool = False) -> np.ndarray:
     if kind == "V" and arr.dtype.type.__module__.split(".")[0] != "ml_dtypes" \
             or kind in "USaMmb":
         raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be {_ACCEPTED}")
+    if exact and kind == "f" and arr.dtype.itemsize > 8:  # long double: its exact values
+        arr = np.array([Fraction(*v.as_integer_ratio()) if np.isfinite(v) else float(v)
+                        for v in arr.ravel()], dtype=object).reshape(arr.shape)
+        kind = "O"
     if kind == "O":
         for v in arr.ravel().tolist():
             _check_scalar(v, name)

@@ -142,6 +142,11 @@ def _read_pair(actual: Any, desired: Any, fmt: Format | str | None, *, real_ok: 
     except ValueError:
         raise ValueError(f"Got actual of shape {a.codes.shape} and desired of shape "
                          f"{d.codes.shape}, which do not broadcast") from None
+    stretched = shape != a.codes.shape and a.codes.ndim != 0
+    emptied = 0 in shape and d.codes.size > 0 and d.codes.ndim != 0
+    if stretched or emptied:  # a result of the wrong shape would pass
+        raise ValueError(f"Got actual of shape {a.codes.shape} and desired of shape "
+                         f"{d.codes.shape}, but desired must broadcast to actual's shape")
     d.codes = np.broadcast_to(d.codes, shape)
     if d.frac is not None and d.real is not None:
         d.frac = np.broadcast_to(d.frac, shape)
@@ -623,6 +628,10 @@ def assert_within_bound(actual: Any, exact: Any, bound: Any) -> None:
     except ValueError:
         raise ValueError(f"Got actual of shape {shape_a}, exact of shape {shape_e} and "
                          f"bound of shape {shape_b}, which do not broadcast") from None
+    if (shape != tuple(shape_a) and len(shape_a) != 0) or (
+            0 in shape and math.prod(shape_e) > 0 and len(shape_e) != 0):
+        raise ValueError(f"Got actual of shape {shape_a} and exact of shape {shape_e}, but "
+                         "exact and bound must broadcast to actual's shape")
 
     def spread(xs: list[Any], s: tuple[int, ...]) -> list[Any]:
         idx = np.broadcast_to(np.arange(len(xs)).reshape(s), shape).ravel()

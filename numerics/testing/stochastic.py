@@ -112,7 +112,9 @@ class _Bracket:
 
     def _finish(self, f: Format) -> None:
         mag = self.down & np.uint64(f.magnitude_mask)
-        sign = self.down & np.uint64(f.sign_mask)
+        # the sign of the value itself: down may be +0 for a small negative value in a
+        # format without -0, while up (the smallest magnitude) keeps the minus sign
+        sign = np.where(np.signbit(self.real), np.uint64(f.sign_mask), np.uint64(0))
         beyond = (mag == np.uint64(f.max_finite_code)) & (self.frac > 0) & ~self.special
         up_mag = np.where(beyond, mag, mag + np.uint64(1))
         if not f.signed:
