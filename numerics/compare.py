@@ -314,9 +314,6 @@ def compare_codes(
     b = np.asarray(b)
     if a.shape != b.shape:
         raise ValueError(f"Got shapes {list(a.shape)} and {list(b.shape)}, but they must match")
-    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
-        raise ValueError(f"Got {worst=}, but it must be a non-negative int")
-    checked = check_tolerances(max_ulp, atol, rtol) != 0
     for name, arr in (("a", a), ("b", b)):
         if arr.dtype.kind != "u" or arr.dtype.itemsize > 8:
             raise TypeError(f"Got {name} of dtype {arr.dtype}, but codes are unsigned integers")
@@ -325,7 +322,7 @@ def compare_codes(
                              f"{fmt.bits}-bit codes of {fmt.name}")
     shape = tuple(int(n) for n in a.shape)
     fa, fb = a.reshape(-1), b.reshape(-1)
-    return _compare_flat(fa, fb, shape, fmt, worst, max_ulp, atol, rtol, checked)
+    return _compare_flat(fa, fb, shape, fmt, worst, max_ulp, atol, rtol)
 
 
 class _Reader:
@@ -365,19 +362,18 @@ def compare_read(
     (2, 2)
     """
     fmt = as_format(fmt)
-    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
-        raise ValueError(f"Got {worst=}, but it must be a non-negative int")
-    checked = check_tolerances(max_ulp, atol, rtol) != 0
     shape = tuple(int(n) for n in shape)
     return _compare_flat(_Reader(read_a), _Reader(read_b), shape, fmt, worst, max_ulp, atol,
-                         rtol, checked)
+                         rtol)
 
 
 def _compare_flat(fa: Any, fb: Any, shape: tuple[int, ...], fmt: Format, worst: int,
-                  max_ulp: int | None, atol: float | None, rtol: float | None,
-                  checked: bool) -> DiffReport:
+                  max_ulp: int | None, atol: float | None, rtol: float | None) -> DiffReport:
     """The chunks of the flat codes ``fa``, ``fb`` (arrays or :class:`_Reader`) compared
-    on the threads and merged into one report."""
+    on the threads and merged into one report (the options checked here)."""
+    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
+        raise ValueError(f"Got {worst=}, but it must be a non-negative int")
+    checked = check_tolerances(max_ulp, atol, rtol) != 0
     n = math.prod(shape)
     worst = min(worst, n)  # no more worst elements than elements: memory stays bounded
 

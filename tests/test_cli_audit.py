@@ -21,9 +21,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from fpinspect import jsonout, views
-from fpinspect.main import main, run
-from fpinspect.views import Text
+from cli_render import render
+from fpinspect.main import main
 
 from numerics.compare import compare_codes
 from numerics.formats import get_format
@@ -41,20 +40,6 @@ def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     assert err.count("\n") == 1 and err.startswith("fpinspect: error: "), err
     assert "Traceback" not in err and "\x1b" not in err
     return err
-
-
-def render(*argv: str) -> tuple[int, str]:
-    buf = io.StringIO()
-    console = views.make_console(width=100, color=False, file=buf)
-
-    def out(obj: Any) -> None:
-        if isinstance(obj, dict):
-            buf.write(jsonout.dumps(obj) + "\n")
-        else:
-            console.print(obj, soft_wrap=isinstance(obj, Text))
-
-    code = run(list(argv), out)
-    return code, buf.getvalue()
 
 
 @pytest.fixture()

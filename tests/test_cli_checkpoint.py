@@ -11,31 +11,16 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
-from fpinspect import jsonout, views
-from fpinspect.main import main, run
-from fpinspect.views import Text
+from cli_render import render
+from fpinspect import views
+from fpinspect.main import main
 from safetensors.numpy import save_file
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-def render(*argv: str) -> tuple[int, str]:
-    buf = io.StringIO()
-    console = views.make_console(width=100, color=False, file=buf)
-
-    def out(obj: Any) -> None:
-        if isinstance(obj, dict):
-            buf.write(jsonout.dumps(obj) + "\n")
-        else:
-            console.print(obj, soft_wrap=isinstance(obj, Text))
-
-    code = run(list(argv), out)
-    return code, buf.getvalue()
 
 
 def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:

@@ -24,6 +24,15 @@ from numerics.codec import decode_exact, encode_exact
 from numerics.formats import Infinity, NaNEncoding
 
 
+def _accepted(kw: dict) -> Format:
+    """The format of ``kw``, or a rejected example where the constructor refuses it."""
+    try:
+        return Format(**kw)
+    except ValueError:
+        assume(False)
+        raise  # pragma: no cover
+
+
 @st.composite
 def user_formats(draw: st.DrawFn) -> Format:
     """A format of at most 10 bits that the constructor accepts."""
@@ -32,11 +41,7 @@ def user_formats(draw: st.DrawFn) -> Format:
               bias=draw(st.integers(-2, (1 << w) + 1)), signed=draw(st.booleans()),
               subnormals=draw(st.booleans()), infinity=draw(st.sampled_from(list(Infinity))),
               nan=draw(st.sampled_from(list(NaNEncoding))))
-    try:
-        return Format(**kw)  # type: ignore[arg-type]
-    except ValueError:
-        assume(False)
-        raise  # pragma: no cover
+    return _accepted(kw)
 
 
 def same(a: float, b: float) -> bool:
@@ -115,11 +120,7 @@ def wide_user_formats(draw: st.DrawFn) -> Format:
               signed=draw(st.booleans()), subnormals=draw(st.booleans()),
               infinity=draw(st.sampled_from(list(Infinity))),
               nan=draw(st.sampled_from(list(NaNEncoding))))
-    try:
-        return Format(**kw)  # type: ignore[arg-type]
-    except ValueError:
-        assume(False)
-        raise  # pragma: no cover
+    return _accepted(kw)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
