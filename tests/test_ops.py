@@ -744,8 +744,9 @@ def _midpoint_fma(fmt: Format, rng: np.random.Generator, n: int) -> list[np.ndar
 @pytest.mark.parametrize("name", LANE_FORMATS)
 def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """D5 and D7: rounded to nearest, ``+ - * / fma`` in a format of float32 values take
-    the float32 lanes (numerics.kernels.ops.apply_lean: ``+ - *`` on float32 operands or codes) or
-    the float64 lanes (numerics.kernels.ops_wide: the rest, float64 operands too).
+    the float32 lanes (numerics.kernels.ops.apply_lean: ``+ - *`` on float32 operands or
+    codes; without flags also ``/`` where p <= 8 (D8) and fma in binary32) or the float64
+    lanes (numerics.kernels.ops_wide: the rest, float64 operands too).
     Every element against the Fraction reference, with float32 and float64 results and
     both overflow rules; with flags, flag for flag against the general loop."""
     import numerics.ops._driver as driver
@@ -788,8 +789,11 @@ def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> N
         for kind, operands in operand_sets:
             lane = driver._lanes(op, fmt, fmt, operands[0].dtype if kind != "codes"
                                  else np.dtype(np.uint16), False)
-            assert lane == ("lean" if op in ("add", "sub", "mul") and kind != "float64"
-                            and not (op == "mul" and name == "bfloat16") else "wide")
+            # (without flags: D8 takes bfloat16 products, and quotients where p <= 8)
+            lean = kind != "float64" and (
+                op in ("add", "sub", "mul") or op == "div" and name != "binary16"
+                or op == "fma" and name == "binary32")
+            assert lane == ("lean" if lean else "wide")
             for dtype in (np.float32, np.float64):
                 got = fn(*operands, fmt, overflow=overflow, dtype=dtype)
                 assert got.dtype == dtype
@@ -933,6 +937,104 @@ def test_D5_binary32_lanes_16bit(ca: int, cb: int, name: str, op: str) -> None:
     got = getattr(ops, op)(np.array([a], np.float32), np.array([b], np.float32), fmt,
                            dtype=np.float32)
     assert same(want, float(got[0])), (name, op, a, b)
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "e4m3fn", "e5m2", "binary8p3"])
+def test_D8_products_and_quotients_through_binary32(name: str) -> None:
+    """D8: without flags, ``*`` and ``/`` of formats with ``p <= 8`` and ``emin >= 3t - 147``
+    round through binary32 then to the format.  Operands aimed at the format's
+    midpoints (subnormal ones first, where binary32 itself rounds the product or
+    quotient), every element against the Fraction reference, float32 and code operands."""
+    from numerics import round_to
+    from numerics.dtypes import dtype_of
+    from numerics.kernels.ops import lean_fits
+
+    fmt = get_format(name)
+    assert lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax, 2)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    n = 400
+    q = fmt.emin - fmt.trailing_bits  # the quantum's exponent
+    k = np.concatenate([rng.integers(0, 8, n // 2), rng.integers(0, 2**fmt.trailing_bits, n // 2)])
+    lift = rng.integers(0, 3, n)  # subnormal midpoints, and some a binade or two above
+    mid = np.ldexp(2.0 * k + 1, q - 1 + lift) * rng.choice([1.0, -1.0], n)
+    y = np.asarray(round_to(np.ldexp(rng.uniform(1, 2, n), rng.integers(-4, 5, n)), fmt))
+    x_div = np.asarray(round_to(mid * y, fmt, overflow="saturate"))
+    x_mul = np.asarray(round_to(mid / y, fmt, overflow="saturate"))
+    smallest = np.full(8, fmt.smallest_subnormal)
+    steps = -np.arange(8)
+    cases = {"div": (np.concatenate([x_div, smallest]), np.concatenate([y, 2.0**steps])),
+             "mul": (np.concatenate([x_mul, smallest]),
+                     np.concatenate([y, np.ldexp(1.5, steps)]))}
+    native = dtype_of(fmt)
+    for op, (a, b) in cases.items():
+        a, b = np.asarray(round_to(a, fmt)), np.asarray(round_to(b, fmt))
+        keep = b != 0
+        a, b = a[keep], b[keep]
+        want = [reference(op, (float(u), float(v)), fmt, "rne")[0] for u, v in zip(a, b)]
+        for operands in ((a.astype(np.float32), b.astype(np.float32)),
+                         (a.astype(native), b.astype(native))):
+            got = getattr(ops, op)(*operands, fmt, dtype=np.float32)
+            for i, w in enumerate(want):
+                assert same(w, float(got[i])), (name, op, float(a[i]), float(b[i]), w, got[i])
+
+
+@pytest.mark.parametrize("op", ["mul", "div", "fma"])
+def test_D9_binary32_flags(op: str) -> None:
+    """D9: binary32's own ``*``, ``/`` and fma with flags in the float32 lanes, results
+    aimed at the tininess boundaries ``2**-126`` and ``(1 - 2**-25) 2**-126``, at the
+    smallest subnormal, at overflow and at exact results, flag for flag against the
+    Fraction reference under both tininess rules and both overflow rules."""
+    import numerics.ops._driver as driver
+
+    fmt = get_format("binary32")
+    assert driver._lanes(op, fmt, fmt, np.dtype(np.float32), True) == "lean"
+    rng = np.random.default_rng(zlib.crc32(op.encode()))
+    n = 100
+    y = (rng.uniform(1, 2, n) * np.ldexp(1.0, rng.integers(-20, 21, n))).astype(np.float32)
+    x = (rng.uniform(1, 2, n) * np.ldexp(1.0, rng.integers(-150, -100, n))).astype(np.float32)
+    targets = [2.0**-126, 2.0**-126 * (1 - 2.0**-25), 2.0**-126 * (1 - 2.0**-24),
+               2.0**-149, 2.0**-150, 2.0**128, 1.5]
+    cols: list[list[np.ndarray]] = [[], [], []]
+    for target in targets:
+        with np.errstate(over="ignore"):  # (2**128 * y: binary32's infinity)
+            if op == "fma":  # x * y + z near the target
+                c = (target - x.astype(np.float64) * y).astype(np.float32)
+                base = [x, y, c]
+            else:
+                a = (target * y) if op == "div" else (target / y.astype(np.float64))
+                base = [a.astype(np.float32), y, y]
+        for step in (-1, 0, 1):  # binary32 neighbours of the first (fma: last) operand
+            k = 2 if op == "fma" else 0
+            moved = [np.nextafter(v, np.float32(np.inf * step)) if step and j == k else v
+                     for j, v in enumerate(base)]
+            for col, v in zip(cols, moved):
+                col.append(v)
+    sign = rng.choice(np.float32([1, -1]), len(cols[0]) * n)
+    xs = [np.concatenate(col) for col in cols]
+    xs[0] = xs[0] * sign
+    if op == "fma":
+        xs[2] = xs[2] * sign
+    special = np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 2.0**-149, 3.0])
+    grid = np.meshgrid(*([special] * 3), indexing="ij")
+    xs = [np.concatenate([v, g.reshape(-1)]) for v, g in zip(xs, grid)]
+    if op == "fma":  # binary64's sum is the boundary itself; the exact one is not
+        u = 2.0**-23
+        rows = np.array([[2.0**-126 * (1 + u), -(2.0**-60) * (1 + u), 2.0**-126],  # 2**-126-
+                         [2.0**-126 * (1 + u), 2.0**-60 * (1 + u), -(2.0**-126)],
+                         [2.0**-75 * (1 + u), -(2.0**-76) * (1 - u), 2.0**-126],  # m+
+                         [2.0**-75 * (1 + u), 2.0**-76 * (1 - u), -(2.0**-126)]])
+        xs = [np.concatenate([v, rows[:, j].astype(np.float32)]) for j, v in enumerate(xs)]
+    args_of = xs if op == "fma" else xs[:2]
+    for overflow in ("ieee", "saturate"):
+        for tininess in ("after", "before"):
+            got, fl = getattr(ops, op)(*args_of, fmt, flags=True, tininess=tininess,
+                                       overflow=overflow)
+            for i in range(got.size):
+                args = tuple(float(v[i]) for v in args_of)
+                want, wfl = reference(op, args, fmt, "rne", overflow, tininess)
+                assert same(want, float(got[i])), (op, args, want, got[i])
+                for name, w in wfl.items():
+                    assert bool(getattr(fl, name)[i]) == w, (op, tininess, args, name, w)
 
 
 def test_float32_lanes_flag_signalling_nans() -> None:

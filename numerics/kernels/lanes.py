@@ -32,7 +32,8 @@ from llvmlite import ir
 from numba import types
 from numba.core.extending import intrinsic
 
-__all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "shl32", "shr32"]
+__all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma32", "shl32",
+           "shr32"]
 
 
 def _u32(context: Any, builder: Any, value: Any, ty: types.Type) -> Any:
@@ -122,6 +123,25 @@ def _f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
     return sig, codegen
 
 
+@intrinsic
+def _fma32(typingctx: object, x: types.Type, y: types.Type, z: types.Type
+           ) -> tuple[Any, Any] | None:
+    """``x * y + z`` rounded once to binary32 (LLVM's ``llvm.fma.f32``: the FMA
+    instruction, which loops vectorize; a correctly rounded library call where the CPU
+    has none)."""
+    if not (x == types.float32 and y == types.float32 and z == types.float32):
+        return None
+    sig = types.float32(types.float32, types.float32, types.float32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        f32 = context.get_value_type(types.float32)
+        fn = builder.module.declare_intrinsic("llvm.fma", [f32],
+                                              ir.FunctionType(f32, [f32, f32, f32]))
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
 # The intrinsics as plain callables for type checkers (their Python signature carries
 # numba's typing context); at run time these are the intrinsic objects themselves.
 shl32 = cast(Callable[[Any, Any], Any], _shl32)
@@ -130,3 +150,4 @@ f32_of_bits = cast(Callable[[Any], Any], _f32_of_bits)
 bits_of_f32 = cast(Callable[[Any], Any], _bits_of_f32)
 f16_bits_of_f32 = cast(Callable[[Any], Any], _f16_bits_of_f32)
 f32_of_f16_bits = cast(Callable[[Any], Any], _f32_of_f16_bits)
+fma32 = cast(Callable[[Any, Any, Any], Any], _fma32)

@@ -66,13 +66,13 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
-from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shr32
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits, fma32, shr32
 from numerics.kernels.random import draw
 from numerics.kernels.spread import PARALLEL_MIN, spread
-from numerics.kernels.unpack import constants, values32
+from numerics.kernels.unpack import constants, scratch32, values32
 
 __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
-           "decode_all", "lean_fits", "overflow_value",
+           "decode_all", "lean_fits", "overflow_value", "to_odd",
            "unpack_flags"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
@@ -495,25 +495,27 @@ def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
 
 
 # ----------------------------------------------------------------------------- the loop
-def apply_lean(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarray,
-               overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
+def apply_lean(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+               P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
                fl: np.ndarray) -> None:
     """``out[i] = a[i] + b[i]``, ``a[i] * b[i]`` or ``a[i] - b[i]`` (``op`` 0, 1, 2)
     rounded to nearest-even into the format ``P``, which :func:`lean_fits` accepts
     (:func:`_lean_chunk`), with the flag bits in ``fl`` when ``want``; float32 operands
     or uint16 codes (decoded by the :func:`numerics.kernels.unpack.plan` array ``d``),
-    of the result's length or of length 1; ``out`` float32 or float64.  Chunks run on
-    the threads."""
+    of the result's length or of length 1; ``out`` float32 or float64.  Also ``a[i] /
+    b[i]`` (``op`` 3: without flags in the formats ``lean_fits(..., 2)`` takes, with
+    flags in binary32) and binary32's ``fma(a[i], b[i], c[i])`` (``op`` 4, the
+    hardware's: ``c`` is read by fma only).  Chunks run on the threads."""
     chunks = (out.size + _CHUNK - 1) // _CHUNK
     spread(lambda lo, hi: apply_lean_span(
-        op, a, b, d, P, overflow, want, tiny_after, out, fl, lo, hi),
+        op, a, b, c, d, P, overflow, want, tiny_after, out, fl, lo, hi),
         chunks, unit=_CHUNK, minimum=_MIN_STEPS)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.ndarray,
-                    overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
-                    fl: np.ndarray, first: int, last: int) -> None:
+def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                    P: np.ndarray, overflow: int, want: bool, tiny_after: bool,
+                    out: np.ndarray, fl: np.ndarray, first: int, last: int) -> None:
     """:func:`apply_lean` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
     this thread."""
     n = out.size
@@ -522,17 +524,23 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, P: np.
         a = np.full(m, a[0])
     if b.size != n:
         b = np.full(m, b[0])
+    if c.size != n:
+        c = np.full(m, c[0])
     t, emin = P[rnd.T], P[rnd.EMIN]
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     big = overflow_value(P, overflow, maxval)
     negzero = P[rnd.NEGZERO] != 0
+    # scratch for decoded codes, once per span (an allocation per chunk costs more
+    # than the chunk's arithmetic)
+    sa, sb, sc = scratch32(a, m), scratch32(b, m), scratch32(c, m)
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
         aa = a[start:stop] if a.size == n else a[:stop - start]
         bb = b[start:stop] if b.size == n else b[:stop - start]
-        _lean_chunk(op, aa, bb, d, t, emin, maxval, big, negzero, want, tiny_after,
-                    out[start:stop], fl[start:stop] if want else fl)
+        cc = c[start:stop] if c.size == n else c[:stop - start]
+        _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
+                    out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -740,15 +748,86 @@ def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, thresho
                     | (np.uint8(invalid) << 3))
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def to_odd(s: float, err: float) -> float:
+    """``s + err`` (``s`` the binary64 sum, ``err`` its exact error) rounded to odd:
+    ``s`` when exact, else the truncation with its last bit set."""
+    inexact = (err != 0) & (err == err)  # (an infinite sum has a NaN error)
+    toward_zero = inexact & ((err < 0) != (s < 0))
+    b = rnd.f64_bits(s) - (np.uint64(1) if toward_zero else np.uint64(0))
+    return rnd.bits_f64(b | (np.uint64(1) if inexact else np.uint64(0)))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -> np.uint8:
+    """The flag bits of binary32's own ``x * y``, ``x / y`` or ``fma(x, y, z)`` (``op`` 1,
+    3, 4), ``h`` the hardware's result, from exact binary64 arithmetic on the operands
+    (claim D9 of ``proofs/double_rounding.md``):
+
+    * inexact: ``x * y`` (at most 48 bits, within binary64's range) differs from
+      ``h``, or ``h * y`` (exact likewise) differs from ``x``; for fma, ``x * y + z``
+      as the binary64 sum ``s`` and its exact error (TwoSum) is not ``h``;
+    * overflow: an infinite ``h`` from finite operands (binary32's unbounded rounding
+      exceeds its max exactly when the hardware overflows);
+    * tininess before rounding: ``0 < |x * y| < 2**-126``, or ``0 < |x| < 2**-126 |y|``,
+      or for fma the sum rounded to odd at 53 bits below ``2**-126`` (D7.3); after
+      rounding: the same with ``(1 - 2**-25) 2**-126``, the half-way point below which
+      the rounding to 24 bits with unbounded exponent stays under ``2**-126``;
+    * invalid: a signalling NaN operand, a NaN from numbers, or fma's ``0 * inf``;
+      divide_by_zero: a finite non-zero ``x`` over a zero ``y``.
+    """
+    xnan = x != x
+    ynan = y != y
+    znan = z != z
+    xquiet = (bits_of_f32(x) & np.uint32(0x400000)) != 0
+    yquiet = (bits_of_f32(y) & np.uint32(0x400000)) != 0
+    zquiet = (bits_of_f32(z) & np.uint32(0x400000)) != 0
+    # (for * and /, z is x: the z terms repeat x's)
+    invalid = (xnan & ~xquiet) | (ynan & ~yquiet) | (znan & ~zquiet) \
+        | ((h != h) & ~xnan & ~ynan & ~znan)
+    big32 = np.float32(3.4028234663852886e38)
+    finite = (abs(x) <= big32) & (abs(y) <= big32)
+    xx, yy, hh = np.float64(x), np.float64(y), np.float64(h)
+    cut = 2.0**-126 * (1.0 - 2.0**-25) if tiny_after else 2.0**-126
+    divide = False
+    if op == 1:
+        p = xx * yy
+        exact = hh == p
+        tiny = (p != 0) & (abs(p) < cut)
+    elif op == 4:
+        zz = np.float64(z)
+        invalid = invalid | ((xx == 0) & (abs(yy) == np.inf)) \
+            | ((abs(xx) == np.inf) & (yy == 0))
+        finite = finite & (abs(z) <= big32)
+        p = xx * yy
+        s = p + zz
+        bb = s - p
+        err = (p - (s - bb)) + (zz - bb)
+        exact = (hh == s) & (err == 0)
+        v = abs(to_odd(s, err))
+        tiny = (v != 0) & (v < cut)
+    else:
+        exact = hh * yy == xx
+        tiny = (xx != 0) & (abs(xx) < cut * abs(yy))
+        divide = finite & (yy == 0) & (xx != 0)
+        finite = finite & (yy != 0)
+    over = finite & (abs(h) == np.float32(np.inf))
+    inexact = finite & (over | ~exact)
+    under = inexact & tiny
+    return np.uint8(np.uint8(inexact) | (np.uint8(under) << 1) | (np.uint8(over) << 2)
+                    | (np.uint8(invalid) << 3) | (np.uint8(divide) << 4))
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, exact32: bool, t: int,
-               emin: int, maxval: Any, big: Any, negzero: bool, want: bool,
+def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, exact32: bool,
+               t: int, emin: int, maxval: Any, big: Any, negzero: bool, want: bool,
                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
-    """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 2 sub),
-    ``exact32`` (binary32 itself: ``h`` is the result) and ``want`` (also the flags,
-    :func:`_lean_flags`); ``out`` is float32.  Signs, the overflow rule and NaNs are
-    bit operations on the float32 pattern (a branch or a float64 select would keep the
-    loop from vectorizing)."""
+    """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 2 sub, 3 div,
+    and with ``exact32`` 4 fma, whose third operand is ``z``), ``exact32`` (binary32
+    itself: ``h`` is the result) and ``want`` (also the flags: :func:`_lean_flags`, or
+    :func:`_binary32_flags` for binary32's ``* / fma``); ``out`` is float32 or float64.
+    Signs, the overflow rule and NaNs are bit operations on the float32 pattern (a
+    branch or a float64 select would keep the loop from vectorizing)."""
     s = _U32(23 - t)
     round_bias = _U32((1 << (22 - t)) - 1) if t < 23 else _U32(0)
     keep = _U32(~((1 << (23 - t)) - 1) & 0xFFFFFFFF)
@@ -766,6 +845,10 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, exact32: bool, t: int,
             h = x + y
         elif op == 2:
             h = x - y
+        elif op == 3:
+            h = x / y
+        elif op == 4:
+            h = fma32(x, y, z[i])
         else:
             h = x * y
         bits = bits_of_f32(h)
@@ -778,7 +861,11 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, exact32: bool, t: int,
             normal = _U32(_U32(m + round_bias + _U32(shr32(m, s) & _U32(1))) & keep)
             sub = bits_of_f32((f32_of_bits(m) + c) - c)
             mag = normal if m >= threshold_bits else sub
-        if want:
+        if want and exact32 and op == 4:
+            fl[i] = _binary32_flags(op, x, y, z[i], h, tiny_after)
+        elif want and exact32 and (op == 1 or op == 3):
+            fl[i] = _binary32_flags(op, x, y, x, h, tiny_after)
+        elif want:
             fl[i] = _lean_flags(op, x, y, h, f32_of_bits(_U32(mag | sign)),
                                 f32_of_bits(_U32(normal | sign)), threshold, maxval,
                                 tiny_after)
@@ -788,9 +875,10 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, exact32: bool, t: int,
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int, emin: int,
-                maxval: float, big: float, negzero: bool, want: bool, tiny_after: bool,
-                out: np.ndarray, fl: np.ndarray) -> None:
+def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                t: int, emin: int, maxval: float, big: float, negzero: bool, want: bool,
+                tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
+                sb: np.ndarray, sc: np.ndarray) -> None:
     """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes,
     first decoded into float32 by :func:`numerics.kernels.unpack.values32` with the
     :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
@@ -802,89 +890,98 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int, em
     to the format's ``p = t + 1`` bits gives the exact result's rounding:
 
     * a product of two ``p``-bit numbers has at most ``2p <= 24`` bits and, by
-      :func:`lean_fits`, lies in float32's normal range or is zero: exact;
+      :func:`lean_fits` (op 1), lies in float32's normal range or is zero: exact;
+      without flags, ``lean_fits(..., 2)`` formats (bfloat16) round products and
+      quotients through float32 innocuously (``proofs/double_rounding.md`` D8);
     * a sum below ``2**emin`` is a multiple of the quantum ``2**(emin - t)`` (so are
       both operands) with at most ``p`` bits: exact; above, ``24 >= 2p + 1`` makes the
       double rounding innocuous (Figueroa; ``proofs/double_rounding.md`` D1);
-    * binary32 itself (``t = 23``) is the hardware operation.
+    * binary32 itself (``t = 23``) is the hardware operation, which also serves ``/``
+      and fma there (``op`` 3, 4; the flags of ``* / fma`` come from exact binary64
+      arithmetic, D9).
 
     The second rounding is :mod:`numerics.kernels.narrow`'s: add ``2**(s-1) - 1`` plus
     the last kept bit and clear the ``s = 23 - t`` low bits in the normal range, and
     ``(|h| + C) - C`` with ``C = 2**(emin - t + 23)`` (rounded to the quantum by the
     addition) below ``2**emin``.  A magnitude beyond ``maxval`` (an infinite result
     too) becomes ``big`` with the sign (``encode``'s overflow rule), a NaN becomes the
-    one quiet NaN, and a zero of a format without -0 is +0."""
+    one quiet NaN, and a zero of a format without -0 is +0.  ``out`` is float32 or
+    float64 (written directly: a float32 staging pass would cost more than the
+    arithmetic); ``sa`` and ``sb`` are the span's scratch for decoded codes
+    (:func:`numerics.kernels.unpack.scratch32`), ``sc`` that of ``c`` (read by fma
+    only)."""
     D = constants(d)
     m = np.float32(maxval)
     g = np.float32(big)
-    dst = _staging(out)
-    _lean_ops(op, values32(a, D), values32(b, D), t, emin, m, g, negzero, want,
-              tiny_after, dst, fl)
-    _unstage(dst, out)
-
-
-def _staging(out):  # type: ignore[no-untyped-def,unused-ignore]
-    """``out`` itself when it is float32, else a float32 buffer of its size."""
-
-
-@overload(_staging, jit_options=_JIT)
-def _staging_impl(out):  # type: ignore[no-untyped-def,unused-ignore]
-    if out.dtype == types.float32:
-        return lambda out: out
-    return lambda out: np.empty(out.size, np.float32)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _unstage(dst: np.ndarray, out: np.ndarray) -> None:
-    """``out[:] = dst`` unless they are the same array."""
-    if dst.itemsize != out.itemsize:
-        for i in range(out.size):
-            out[i] = dst[i]
+    cc = c if op == 4 else c[:1]
+    _lean_ops(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), t, emin, m,
+              g, negzero, want, tiny_after, out, fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _lean_ops(op: int, a: np.ndarray, b: np.ndarray, t: int, emin: int, m: Any,
+def _lean_ops(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int, emin: int, m: Any,
               g: Any, negzero: bool, want: bool, tiny_after: bool, out: np.ndarray,
               fl: np.ndarray) -> None:
-    """:func:`_lean_loop` into float32 ``out``, its flags as literals."""
+    """:func:`_lean_loop` into ``out``, its flags as literals."""
     # every (op, exact32, want) a call with literal flags, so each loop compiles straight
     if t == 23:
         if want and op == 0:
-            _lean_loop(0, a, b, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+            _lean_loop(0, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
         elif want and op == 1:
-            _lean_loop(1, a, b, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+            _lean_loop(1, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif want and op == 3:
+            _lean_loop(3, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif want and op == 4:
+            _lean_loop(4, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
         elif want:
-            _lean_loop(2, a, b, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+            _lean_loop(2, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
         elif op == 0:
-            _lean_loop(0, a, b, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+            _lean_loop(0, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
         elif op == 1:
-            _lean_loop(1, a, b, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+            _lean_loop(1, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        elif op == 3:
+            _lean_loop(3, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        elif op == 4:
+            _lean_loop(4, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
         else:
-            _lean_loop(2, a, b, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+            _lean_loop(2, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
     elif want and op == 0:
-        _lean_loop(0, a, b, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        _lean_loop(0, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
     elif want and op == 1:
-        _lean_loop(1, a, b, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        _lean_loop(1, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
     elif want:
-        _lean_loop(2, a, b, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        _lean_loop(2, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
     elif op == 0:
-        _lean_loop(0, a, b, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(0, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
     elif op == 1:
-        _lean_loop(1, a, b, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(1, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+    elif op == 3:
+        _lean_loop(3, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
     else:
-        _lean_loop(2, a, b, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(2, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
 
 
 def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
-    """Whether :func:`_lean_chunk` computes ``op`` (0 add or sub, 1 mul) for a format: binary32
-    itself, or ``p <= 11`` with every value, and for ``*`` every product of two values,
-    a float32 number (normal, for a non-zero product) or beyond float32's max."""
+    """Whether :func:`_lean_chunk` computes ``op`` for a format, by claim D5 or D8 of
+    ``proofs/double_rounding.md``: 0, ``+ -`` (binary32 itself, or ``p <= 11`` with
+    every value a binary32 number); 1, ``*`` with flags (also every product of two
+    values a binary32 normal number, zero, or beyond binary32's max: the product is
+    exact); 2, ``*`` and ``/`` without flags (``p <= 8`` and ``emin >= 3t - 147``:
+    binary32's rounding of the product or quotient is innocuous, D8).
+
+    Examples
+    --------
+    >>> lean_fits(7, -126, 127, 1), lean_fits(7, -126, 127, 2), lean_fits(10, -14, 15, 2)
+    (False, True, False)
+    """
     if t == 23 and emin == -126 and emax == 127:
         return True
     # (t = 0: the last kept bit of the float32 pattern is its exponent's, whose parity
     # need not be the code's, so ties to even would go wrong)
     if t < 1 or t > 10 or emin < -126 or emax > 127 or emin - t < -149:
         return False
+    if op == 2:
+        return t <= 7 and emin >= 3 * t - 147
     return op == 0 or (2 * (emin - t) >= -126 and 2 * (emax + 1) <= 128)
 
 

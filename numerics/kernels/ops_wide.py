@@ -45,11 +45,11 @@ from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32
-from numerics.kernels.ops import overflow_value
+from numerics.kernels.ops import overflow_value, to_odd
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
 from numerics.kernels.spread import PARALLEL_MIN, spread
-from numerics.kernels.unpack import constants, values32
+from numerics.kernels.unpack import constants, scratch32, values32
 
 __all__ = ["OPS", "apply_wide", "apply_wide_span", "fits"]
 
@@ -105,16 +105,6 @@ def _load_impl(arr, i):  # type: ignore[no-untyped-def,unused-ignore]
     return load32
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _to_odd(s: float, err: float) -> float:
-    """``s + err`` (``s`` the binary64 sum, ``err`` its exact error) rounded to odd:
-    ``s`` when exact, else the truncation with its last bit set."""
-    inexact = (err != 0) & (err == err)  # (an infinite sum has a NaN error)
-    toward_zero = inexact & ((err < 0) != (s < 0))
-    b = f64_bits(s) - (_U64(1) if toward_zero else _U64(0))
-    return bits_f64(b | (_U64(1) if inexact else _U64(0)))
-
-
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int,
                emin: int, maxval: float, big: float, negzero: bool, want: bool,
@@ -142,7 +132,7 @@ def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int,
             q = z if op == _FMA else (-y if op == _SUB else y)
             sm = p + q
             bb = sm - p
-            h = _to_odd(sm, (p - (sm - bb)) + (q - bb))
+            h = to_odd(sm, (p - (sm - bb)) + (q - bb))
         # step 3 on the bits (a branch or a float select would keep the loop scalar)
         hb = f64_bits(h)
         sign = hb & _SIGN
@@ -209,33 +199,19 @@ def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int, em
         _wide_loop(4, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
 
 
-def _staging(out):  # type: ignore[no-untyped-def,unused-ignore]
-    """``out`` itself when it is float64, else a float64 buffer of its size."""
-
-
-@overload(_staging, jit_options=_JIT)
-def _staging_impl(out):  # type: ignore[no-untyped-def,unused-ignore]
-    if out.dtype == types.float64:
-        return lambda out: out
-    return lambda out: np.empty(out.size, np.float64)
-
-
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _wide_into(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, t: int,
                emin: int, maxval: float, big: float, negzero: bool, want: bool,
-               tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
-    """:func:`_wide_chunk` into float64 ``out``, or through a float64 buffer into float32
-    ``out`` (exact: the format's values are float32 values); codes are first decoded
-    into float32 buffers by a loop of 8-wide lanes (:func:`_values`).  The loops
-    compile once per operand dtype (float32, float64) whatever the result's."""
-    buf = _staging(out)
+               tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
+               sb: np.ndarray, sc: np.ndarray) -> None:
+    """:func:`_wide_chunk` into float64 or float32 ``out`` (written directly, exact: the
+    format's values are float32 values); codes are first decoded into the span's
+    float32 scratch ``sa``, ``sb``, ``sc`` by a loop of 8-wide lanes
+    (:func:`numerics.kernels.unpack.values32`)."""
     D = constants(d)
     cc = c if op == _FMA else c[:1]  # (only fma reads c)
-    _wide_chunk(op, values32(a, D), values32(b, D), values32(cc, D), t, emin, maxval, big,
-                negzero, want, tiny_after, buf, fl)
-    if buf.itemsize != out.itemsize:
-        for i in range(out.size):
-            out[i] = buf[i]
+    _wide_chunk(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), t, emin,
+                maxval, big, negzero, want, tiny_after, out, fl)
 
 
 def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
@@ -271,6 +247,9 @@ def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     big = overflow_value(P, overflow, maxval)
     negzero = P[rnd.NEGZERO] != 0
+    # scratch for decoded codes, once per span (an allocation per chunk costs more than
+    # the chunk's arithmetic)
+    sa, sb, sc = scratch32(a, m), scratch32(b, m), scratch32(c, m)
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
@@ -278,4 +257,4 @@ def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
         bb = b[start:stop] if b.size == n else b[:stop - start]
         cc = c[start:stop] if c.size == n else c[:stop - start]
         _wide_into(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
-                   out[start:stop], fl[start:stop] if want else fl)
+                   out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)

@@ -48,7 +48,7 @@ from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32
 from numerics.kernels.rounding import BIAS, BITS, EMIN, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 
 __all__ = ["EXCEPTIONS", "PLAN_SIZE", "constants", "decode32", "decode_codes", "decode_top",
-           "plan", "top_half", "values32"]
+           "plan", "scratch32", "top_half", "values32"]
 
 #: Codes with a value of their own that the recipe can carry.
 EXCEPTIONS = 4
@@ -200,29 +200,44 @@ def decode_codes(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
     return out
 
 
-def values32(arr, D):  # type: ignore[no-untyped-def,unused-ignore]
-    """A float operand as it is; codes decoded into a new float32 array (uint16 by
-    :func:`decode32` with the constants ``D``, int16 by :func:`decode_top`), NaN bits
-    kept so that signalling NaNs stay signalling.  One straight loop of 8 lanes, so the
-    arithmetic loops that follow read float32 and compile once for every format."""
+def values32(arr, D, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    """A float operand as it is; codes decoded into the float32 scratch ``buf`` (at
+    least ``arr.size`` long, allocated once per span by the caller: an allocation per
+    chunk costs more than the chunk's arithmetic), returned as ``buf[:arr.size]``;
+    uint16 by :func:`decode32` with the constants ``D``, int16 by
+    :func:`decode_top`.  NaN bits are kept so that signalling NaNs stay signalling.
+    One straight loop of 8 lanes, so the arithmetic loops that follow read float32
+    and compile once for every format."""
 
 
 @overload(values32, jit_options=_JIT)
-def _values32_impl(arr, D):  # type: ignore[no-untyped-def,unused-ignore]
+def _values32_impl(arr, D, buf):  # type: ignore[no-untyped-def,unused-ignore]
     if isinstance(arr.dtype, types.Float):
-        return lambda arr, D: arr
+        return lambda arr, D, buf: arr
     if arr.dtype == types.int16:  # codes that are float32 top halves (bfloat16)
-        def top(arr, D):  # type: ignore[no-untyped-def,unused-ignore]
-            v = np.empty(arr.size, np.float32)
+        def top(arr, D, buf):  # type: ignore[no-untyped-def,unused-ignore]
+            v = buf[:arr.size]
             _top_into(arr, v)
             return v
         return top
 
-    def general(arr, D):  # type: ignore[no-untyped-def,unused-ignore]
-        v = np.empty(arr.size, np.float32)
+    def general(arr, D, buf):  # type: ignore[no-untyped-def,unused-ignore]
+        v = buf[:arr.size]
         _decode_into(arr, D, v)
         return v
     return general
+
+
+def scratch32(arr, m):  # type: ignore[no-untyped-def,unused-ignore]
+    """The scratch buffer :func:`values32` needs for chunks of ``m`` elements of ``arr``:
+    ``m`` float32 for codes, none (an empty array) for float operands."""
+
+
+@overload(scratch32, jit_options=_JIT)
+def _scratch32_impl(arr, m):  # type: ignore[no-untyped-def,unused-ignore]
+    if isinstance(arr.dtype, types.Float):
+        return lambda arr, m: np.empty(0, np.float32)
+    return lambda arr, m: np.empty(m, np.float32)
 
 
 @numba.njit(cache=True, nogil=True)

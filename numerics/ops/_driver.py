@@ -108,12 +108,13 @@ def _kernel_array(x: np.ndarray) -> np.ndarray:
 
 def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> str:
     """Which loop rounds ``op`` to nearest: ``"lean"`` (``+ - *`` in float32 lanes,
-    :func:`numerics.kernels.ops.lean_fits`), ``"wide"`` (``+ - * / fma`` in float64
+    :func:`numerics.kernels.ops.lean_fits`; also ``/`` there, and fma in binary32, the
+    hardware's operation), ``"wide"`` (``+ - * / fma`` in float64
     lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
     Operands: float32 or float64 numbers, or codes of the result's format that decode
-    by arithmetic (:func:`code_plan`); float64 operands take the wide loop.  With
-    flags, binary32 products take the wide loop (their exact value below binary32's
-    normal range is unknown to the float32 lanes)."""
+    by arithmetic (:func:`code_plan`); float64 operands take the wide loop, and so
+    do, with flags, the products and quotients that binary32 rounds in other formats
+    (D8)."""
     from numerics.kernels.ops import lean_fits
     from numerics.kernels.ops_wide import fits
 
@@ -123,10 +124,19 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
         return ""
     if dtype.kind == "f" and dtype not in (np.float32, np.float64):
         return ""
-    lean = (op in ("add", "sub", "mul") and dtype != np.float64 and fmt.signed
-            and fmt.subnormals
-            and not (flags and op == "mul" and fmt.trailing_bits == 23)
-            and lean_fits(fmt.trailing_bits, fmt.emin, fmt.emax, 0 if op != "mul" else 1))
+    t, emin, emax = fmt.trailing_bits, fmt.emin, fmt.emax
+    binary32 = t == 23 and emin == -126 and emax == 127
+    if dtype == np.float64 or not (fmt.signed and fmt.subnormals):
+        lean = False
+    elif op in ("add", "sub"):
+        lean = lean_fits(t, emin, emax, 0)
+    elif op in ("mul", "div"):
+        # binary32: the hardware's result, its flags by D9; else exact products (D5.2)
+        # with or without flags, or rounding through binary32 (D8) without
+        lean = (binary32 or op == "mul" and lean_fits(t, emin, emax, 1)
+                or not flags and lean_fits(t, emin, emax, 2))
+    else:  # fma: binary32's own (its flags by D9)
+        lean = binary32
     if lean:
         return "lean"
     if fits(fmt.trailing_bits, fmt.emin, fmt.emax, fmt.signed, fmt.subnormals):
@@ -164,8 +174,8 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     if plan is not None and top_half(src):  # codes decode by a shift: int16 says so
         a, b, c = (x.view(np.int16) for x in (a, b, c))
     if n and lanes == "lean":
-        apply_lean({"add": 0, "mul": 1, "sub": 2}[op], a, b, d, p, overflow_code(overflow),
-                   bool(flags), tininess == "after", out, fl)
+        apply_lean({"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}[op], a, b, c, d, p,
+                   overflow_code(overflow), bool(flags), tininess == "after", out, fl)
     elif n and lanes == "wide":
         apply_wide(WIDE_OPS[op], a, b, c, d, p, overflow_code(overflow), bool(flags),
                    tininess == "after", out, fl)
