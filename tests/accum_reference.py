@@ -178,7 +178,9 @@ def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
     for x, y in zip(a, b):
         ex, sx = _exp_sig(x, emin_in)
         ey, sy = _exp_sig(y, emin_in)
-        terms.append((ex + ey, sx * sy))
+        # a product with a zero operand adds nothing and sets no alignment (MMA-Sim's
+        # fdpa: a zero's exponent is far below every other); a zero c counts as 2**-126
+        terms.append((ex + ey if x != 0 and y != 0 else -10**6, sx * sy))
     terms.append(_exp_sig(c, emin_c))
     E = max(e for e, _ in terms)
     q = Fraction(2) ** (E - F)

@@ -222,6 +222,45 @@ def test_fused_kernel_matches_rules_for_any_parameters(seed: int, F: int, G: int
             assert float(got[i, j]) == float(d), (i, j)
 
 
+@pytest.mark.parametrize("fin", ["e4m3fn", "e5m2"])
+@pytest.mark.parametrize("align", ["rtz", "rne"])
+def test_fused_kernel_binary32_lanes(fin: str, align: str) -> None:
+    """The fused GEMM adds 8-bit products in binary32 lanes (kernels.accum.lanes32_fit):
+    against the rational reference with cancelling terms, an addend far below the
+    products (its scale 2**(F - E) beyond binary32 where the row's products are zero),
+    a huge addend, and all-zero rows and columns, for F and G near the exactness limit."""
+    import dataclasses
+
+    from numerics.kernels.accum import ALIGN_RNE, ALIGN_RTZ, lanes32_fit
+
+    f = get_format(fin)
+    rng = np.random.default_rng(len(fin) + len(align))
+    for F, G in ((13, 32), (18, 16), (5, 8)):
+        how = ALIGN_RTZ if align == "rtz" else ALIGN_RNE
+        assert lanes32_fit(f.precision, f.emin, f.trailing_bits, f.emax, 127, F, G, how)
+        p = dataclasses.replace(accum.PRESETS["hopper-fp8"], name="drawn", fractional_bits=F,
+                                group_8=G, alignment_rounding=align, e8m13=F == 13)
+        K = 2 * G + 3
+        A, B = _fp8(rng, (4, K), fin), _fp8(rng, (K, 4), fin)
+        A[1] = 0.0  # an all-zero row: its sums are c alone
+        B[:, 3] = 0.0
+        A[2, 1::2] = -A[2, ::2][:A[2, 1::2].size]  # cancelling neighbours
+        C = np.array([[2.0**-140, -(2.0**-149), 1.5, 0.0],
+                      [2.0**-130, -(2.0**-126), 3.0e38, -(2.0**-149)],
+                      [0.0, 2.0**100, -1.0, 2.0**-126],
+                      [1.0, -0.0, 2.0**-20, -(2.0**-140)]])
+        got = accum.gemm(A, B, C, input_format=fin, accumulator=p)
+        for i in range(4):
+            for j in range(4):
+                a = [Fraction(float(v)) for v in A[i]] + [Fraction(0)] * ((-K) % G)
+                b = [Fraction(float(v)) for v in B[:, j]] + [Fraction(0)] * ((-K) % G)
+                d: Any = Fraction(float(C[i, j]))
+                for k0 in range(0, len(a), G):
+                    d = ref.ref_fused(a[k0:k0 + G], b[k0:k0 + G], d, f.emin, -126, F,
+                                      _OUT["binary32"], "rtz", F == 13, align)
+                assert float(got[i, j]) == float(d), (F, G, i, j, float(got[i, j]), float(d))
+
+
 def test_gemm_same_bits_for_every_thread_count() -> None:
     from numerics import threads
 

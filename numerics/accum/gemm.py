@@ -120,9 +120,12 @@ def _fused_kernel_chain(p: TensorCorePreset, ops: tuple[np.ndarray, ...], c: np.
     d = np.array(c, np.float64)
     align = {"rtz": kernel.ALIGN_RTZ, "rd": kernel.ALIGN_RD, "rne": kernel.ALIGN_RNE}
     a, ea, b, eb = ops
-    kernel.fused_gemm(a, ea, b, eb, d, lo, hi, G, int(p.fractional_bits),  # type: ignore[arg-type]
-                      align[p.alignment_rounding], format_params(out),
-                      mode_code(p.rounding_into(out)), p.e8m13)
+    F = int(p.fractional_bits)  # type: ignore[arg-type]
+    how = align[p.alignment_rounding]
+    lanes32 = a.dtype == np.float32 and kernel.lanes32_fit(
+        fin.precision, fin.emin, fin.trailing_bits, fin.emax, out.emax, F, G, how)
+    kernel.fused_gemm(a, ea, b, eb, d, lo, hi, G, F, how, format_params(out),
+                      mode_code(p.rounding_into(out)), p.e8m13, lanes32)
     return d
 
 

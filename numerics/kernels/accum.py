@@ -44,6 +44,7 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic
 
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     EMIN,
@@ -71,6 +72,7 @@ __all__ = [
     "exponents_span",
     "fused_gemm",
     "fused_gemm_span",
+    "lanes32_fit",
     "round_values",
     "round_values_span",
     "sum_rows",
@@ -348,7 +350,8 @@ def _align_value(v: float, align: int) -> float:
 
 def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
                d: np.ndarray, k0: int, k1: int, G: int, F: int,
-               align: int, Pout: np.ndarray, out_mode: int, e8m13: bool) -> None:
+               align: int, Pout: np.ndarray, out_mode: int, e8m13: bool,
+               lanes32: bool = False) -> None:
     """Chain the groups ``k0 .. k1`` (a multiple of ``G`` apart) of the ``"fused"`` rule
     into ``d`` (M, N), in place (:mod:`numerics.accum.tensorcore`, steps 1-4).
 
@@ -364,15 +367,93 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
     """
     blocks = (A.shape[0] + _GEMM_ROWS - 1) // _GEMM_ROWS
     spread(lambda lo, hi: fused_gemm_span(A, EA, B, EB, d, k0, k1, G, F, align, Pout,
-                                          out_mode, e8m13, lo, hi),
+                                          out_mode, e8m13, lanes32, lo, hi),
            blocks, unit=_GEMM_ROWS * B.shape[1] * (k1 - k0))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _terms64(A: np.ndarray, B: np.ndarray, scale: np.ndarray, tot: np.ndarray, i0: int,
+             R: int, g0: int, G: int, align: int) -> None:
+    """Step 2's terms of the group ``g0 .. g0 + G - 1`` added to ``tot`` (R, N) in binary64:
+    each ``a b 2**(F - E)`` exact, aligned to an integer by ``align``."""
+    N = B.shape[1]
+    for k in range(g0, g0 + G):
+        for r in range(R):
+            av = np.float64(A[i0 + r, k])
+            if av == 0.0:
+                continue
+            if align == ALIGN_RTZ:
+                for j in range(N):
+                    tot[r, j] += np.trunc(av * B[k, j] * scale[r, j])
+            elif align == ALIGN_RD:
+                for j in range(N):
+                    tot[r, j] += np.floor(av * B[k, j] * scale[r, j])
+            else:
+                for j in range(N):
+                    tot[r, j] += np.rint(av * B[k, j] * scale[r, j])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _terms32(A: np.ndarray, B: np.ndarray, scale: np.ndarray, tot: np.ndarray,
+             tot32: np.ndarray, scale32: np.ndarray, i0: int, R: int, g0: int, G: int,
+             rtz: bool) -> None:
+    """:func:`_terms64` in binary32 lanes (twice as many per register), for the operands
+    :func:`lanes32_fit` admits, with ``trunc`` (``rtz``) or ``rint`` alignment: every
+    product is exact in binary32 and a normal number; ``2**(F - E)`` is a binary32 normal
+    number whenever some product of the (row, column) is non-zero (else any finite
+    factor gives zero terms: it is clamped); each aligned term is an integer of at most
+    ``F + 1`` bits, and ``tot`` (``G + 1`` of them) stays below ``2**24``, so every
+    partial sum is exact.  A term below ``2**-126`` may round in binary32, but it is
+    below 1/2 either way, so its alignment is still 0.  Same sums, same order."""
+    N = B.shape[1]
+    for r in range(R):
+        for j in range(N):
+            sc = min(max(scale[r, j], 2.0**-126), 2.0**127)
+            scale32[r, j] = np.float32(sc)
+            tot32[r, j] = np.float32(tot[r, j])
+    for k in range(g0, g0 + G):
+        for r in range(R):
+            av = np.float32(A[i0 + r, k])
+            if av == 0.0:
+                continue
+            if rtz:
+                for j in range(N):
+                    tot32[r, j] += np.trunc(av * np.float32(B[k, j]) * scale32[r, j])
+            else:
+                for j in range(N):
+                    tot32[r, j] += np.rint(av * np.float32(B[k, j]) * scale32[r, j])
+    for r in range(R):
+        for j in range(N):
+            tot[r, j] = np.float64(tot32[r, j])
+
+
+def lanes32_fit(precision: int, emin: int, t: int, emax: int, emax_out: int, F: int,
+                G: int, align: int) -> bool:
+    """Whether :func:`fused_gemm` may add a group's terms in binary32 lanes
+    (:func:`_terms32`): inputs of at most 12 bits whose products are binary32 normal
+    numbers with exponents from ``F - 127`` up, output and product exponents at most
+    ``F + 126`` (so ``2**(F - E)`` is a binary32 normal number when a product counts),
+    ``(G + 1) 2**(F + 1) <= 2**24`` (exact totals), and ``trunc`` or ``rint`` alignment
+    (``floor`` of a negative term that underflows binary32 to -0 would lose its -1).
+
+    Examples
+    --------
+    >>> lanes32_fit(4, -6, 3, 8, 127, 13, 32, ALIGN_RTZ)  # e4m3fn on hopper-fp8
+    True
+    >>> lanes32_fit(8, -126, 7, 127, 127, 25, 16, ALIGN_RTZ)  # bfloat16 on hopper
+    False
+    """
+    low = 2 * (emin - t)
+    return (precision <= 12 and 2 * (emax + 1) <= 127 and low >= max(-126, F - 127)
+            and max(emax_out, 2 * emax + 1) <= F + 126 and (G + 1) << (F + 1) <= 1 << 24
+            and align in (ALIGN_RTZ, ALIGN_RNE))
 
 
 @numba.njit(cache=True, nogil=True)
 def fused_gemm_span(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
                     d: np.ndarray, k0: int, k1: int, G: int, F: int, align: int,
-                    Pout: np.ndarray, out_mode: int, e8m13: bool, start: int,
-                    stop: int) -> None:
+                    Pout: np.ndarray, out_mode: int, e8m13: bool, lanes32: bool,
+                    start: int, stop: int) -> None:
     """:func:`fused_gemm` for the row blocks ``start .. stop - 1`` on this thread."""
     M = A.shape[0]
     N = B.shape[1]
@@ -380,6 +461,8 @@ def fused_gemm_span(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray
     emin_out = Pout[EMIN]
     top = _pow2(Pout[4] + 1)  # 2**(emax + 1)
     has_inf = Pout[9] >= 0  # an infinity code
+    plain32 = t_out == 23 and emin_out == -126  # binary32's own grid
+    keep = np.uint32(0xFFFFFC00) if e8m13 else np.uint32(0xFFFFFFFF)
     RB = _GEMM_ROWS
     for blk in range(start, stop):
         i0 = blk * RB
@@ -387,6 +470,8 @@ def fused_gemm_span(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray
         E = np.empty((RB, N), np.int32)  # int32: the max pass vectorizes
         scale = np.empty((RB, N))
         tot = np.empty((RB, N))
+        scale32 = np.empty((RB, N) if lanes32 else (1, 1), np.float32)
+        tot32 = np.empty((RB, N) if lanes32 else (1, 1), np.float32)
         for g0 in range(k0, k1, G):
             # steps 1-2: E = max(e_c, max_k e_a + e_b); c's own term
             for r in range(R):
@@ -404,24 +489,33 @@ def fused_gemm_span(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray
                 for j in range(N):
                     scale[r, j] = _pow2(F - np.int64(E[r, j]))
                     tot[r, j] = _align_value(d[i0 + r, j] * scale[r, j], align)
-            for k in range(g0, g0 + G):
-                for r in range(R):
-                    av = np.float64(A[i0 + r, k])
-                    if av == 0.0:
-                        continue
-                    if align == ALIGN_RTZ:
-                        for j in range(N):
-                            tot[r, j] += np.trunc(av * B[k, j] * scale[r, j])
-                    elif align == ALIGN_RD:
-                        for j in range(N):
-                            tot[r, j] += np.floor(av * B[k, j] * scale[r, j])
-                    else:
-                        for j in range(N):
-                            tot[r, j] += np.rint(av * B[k, j] * scale[r, j])
-            # steps 3-4: one rounding into the output format
+            if lanes32:
+                _terms32(A, B, scale, tot, tot32, scale32, i0, R, g0, G, align == ALIGN_RTZ)
+            else:
+                _terms64(A, B, scale, tot, i0, R, g0, G, align)
+            # steps 3-4: one rounding into the output format.  First a straight pass
+            # (it vectorizes) for binary32 results whose value is a binary32 number
+            # below 2**(emax + 1), the common case: the rounding is exact, and e8m13
+            # clears the low 10 bits of the binary32 encoding (a multiple of
+            # 2**(max(e, -126) - 13), toward zero, subnormals included); an exact zero
+            # is +0 (adding +0.0).  The others are marked and rounded after.
+            slow = 0
             for r in range(R):
                 i = i0 + r
                 for j in range(N):
+                    v = tot[r, j] * _pow2(np.int64(E[r, j]) - F) + 0.0
+                    v32 = np.float32(v)
+                    ok = plain32 & (np.float64(v32) == v) & (abs(v) < top)
+                    rr = np.float64(f32_of_bits(bits_of_f32(v32) & keep))
+                    d[i, j] = rr if ok else np.nan
+                    slow += not ok
+            if slow == 0:
+                continue
+            for r in range(R):
+                i = i0 + r
+                for j in range(N):
+                    if d[i, j] == d[i, j]:
+                        continue
                     if tot[r, j] == 0.0:
                         d[i, j] = 0.0  # an exact zero is +0
                         continue
