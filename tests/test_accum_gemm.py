@@ -192,6 +192,20 @@ def test_gemm_float32_inputs_kernel_matches_reference(
     assert taken == [True]
 
 
+def _ref_fused_chain(a_row: np.ndarray, b_col: np.ndarray, c: float, G: int, F: int,
+                     emin_in: int, fout: str, mode: str, e8: bool, align: str) -> Any:
+    """One output of a fused-adder GEMM by the rational reference: the groups of ``G``
+    products (K padded with zeros) chained from ``c``."""
+    pad = [Fraction(0)] * ((-len(a_row)) % G)
+    a = [Fraction(float(v)) for v in a_row] + pad
+    b = [Fraction(float(v)) for v in b_col] + pad
+    d: Any = Fraction(float(c))
+    for k0 in range(0, len(a), G):
+        d = ref.ref_fused(a[k0:k0 + G], b[k0:k0 + G], d, emin_in, _OUT[fout][1], F,
+                          _OUT[fout], mode, e8, align)
+    return d
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(10, 30), st.integers(1, 32),
        st.sampled_from(["rtz", "rd", "rne"]), st.sampled_from(["binary32", "binary16"]),
@@ -213,12 +227,7 @@ def test_fused_kernel_matches_rules_for_any_parameters(seed: int, F: int, G: int
     emin_in = get_format(fin).emin
     for i in range(2):
         for j in range(3):
-            a = [Fraction(float(v)) for v in A[i]] + [Fraction(0)] * ((-K) % G)
-            b = [Fraction(float(v)) for v in B[:, j]] + [Fraction(0)] * ((-K) % G)
-            d: Any = Fraction(float(C[i, j]))
-            for k0 in range(0, len(a), G):
-                d = ref.ref_fused(a[k0:k0 + G], b[k0:k0 + G], d, emin_in, _OUT[fout][1], F,
-                                  _OUT[fout], mode, e8, align)
+            d = _ref_fused_chain(A[i], B[:, j], C[i, j], G, F, emin_in, fout, mode, e8, align)
             assert float(got[i, j]) == float(d), (i, j)
 
 
@@ -252,12 +261,8 @@ def test_fused_kernel_binary32_lanes(fin: str, align: str) -> None:
         got = accum.gemm(A, B, C, input_format=fin, accumulator=p)
         for i in range(4):
             for j in range(4):
-                a = [Fraction(float(v)) for v in A[i]] + [Fraction(0)] * ((-K) % G)
-                b = [Fraction(float(v)) for v in B[:, j]] + [Fraction(0)] * ((-K) % G)
-                d: Any = Fraction(float(C[i, j]))
-                for k0 in range(0, len(a), G):
-                    d = ref.ref_fused(a[k0:k0 + G], b[k0:k0 + G], d, f.emin, -126, F,
-                                      _OUT["binary32"], "rtz", F == 13, align)
+                d = _ref_fused_chain(A[i], B[:, j], C[i, j], G, F, f.emin, "binary32", "rtz",
+                                     F == 13, align)
                 assert float(got[i, j]) == float(d), (F, G, i, j, float(got[i, j]), float(d))
 
 
