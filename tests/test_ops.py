@@ -1052,3 +1052,42 @@ def test_float32_lanes_flag_signalling_nans() -> None:
     r, fl = ops.add(codes, codes, "bfloat16", flags=True)
     assert fl.invalid.tolist() == [True, False, False]
     assert float(r[2]) == 2.0
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "fma"])
+def test_binary64_hardware_lanes(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """binary64 rounded to nearest without flags is the hardware's operation
+    (numerics.kernels.ops_wide.apply_native): every element against the Fraction
+    reference (ties, cancellation, subnormal and overflowing results, specials), under
+    both overflow rules, on float64 and float32 operands and with a broadcast operand;
+    NaNs are the one quiet NaN of the general loop, bit for bit."""
+    import numerics.ops._driver as driver
+
+    fmt = get_format("binary64")
+    rng = np.random.default_rng(zlib.crc32(repr((op, "native")).encode()))
+    xs = hard_operands(fmt, op, rng, 90)
+    sp = np.array([0.0, -0.0, 1.0, -3.0, fmt.max, -fmt.max, fmt.smallest_normal,
+                   fmt.smallest_subnormal, -fmt.smallest_subnormal, math.inf, -math.inf,
+                   math.nan, 2.0**-1074 * 3, 2.0**1023, 0.5 + 2.0**-53])
+    grid = np.meshgrid(*([sp] * len(xs)), indexing="ij")
+    xs = [np.concatenate([x, g.reshape(-1)]) for x, g in zip(xs, grid)]
+    calls: list[str] = []
+    real = driver._lanes
+    monkeypatch.setattr(driver, "_lanes", lambda *args: calls.append(real(*args)) or calls[-1])
+    fn = getattr(ops, op)
+    # (float32 operands: binary32's hard cases, whose binary64 results are mostly exact)
+    x32 = [x.astype(np.float32) for x in hard_operands(get_format("binary32"), op, rng, 60)]
+    operand_sets = [xs, x32, [xs[0][:1]] + xs[1:]]  # (the last: a broadcast operand)
+    for overflow in ("ieee", "saturate"):
+        for operands in operand_sets:
+            size = max(x.size for x in operands)
+            vals = [np.broadcast_to(x, (size,)).astype(np.float64) for x in operands]
+            got = fn(*operands, fmt, overflow=overflow)
+            assert calls[-1] == "native"
+            for i in range(got.size):
+                args = tuple(float(v[i]) for v in vals)
+                want = reference(op, args, fmt, "rne", overflow)[0]
+                assert same(want, float(got[i])), (op, overflow, args, want, got[i])
+            general = fn(*operands, fmt, overflow=overflow, flags=True)[0]
+            assert calls[-1] == ""
+            assert np.array_equal(got.view(np.uint64), general.view(np.uint64))

@@ -32,8 +32,8 @@ from llvmlite import ir
 from numba import types
 from numba.core.extending import intrinsic
 
-__all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma32", "shl32",
-           "shr32"]
+__all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma32", "fma64",
+           "shl32", "shr32"]
 
 
 def _u32(context: Any, builder: Any, value: Any, ty: types.Type) -> Any:
@@ -142,6 +142,23 @@ def _fma32(typingctx: object, x: types.Type, y: types.Type, z: types.Type
     return sig, codegen
 
 
+@intrinsic
+def _fma64(typingctx: object, x: types.Type, y: types.Type, z: types.Type
+           ) -> tuple[Any, Any] | None:
+    """``x * y + z`` rounded once to binary64 (``llvm.fma.f64``, as :func:`fma32`)."""
+    if not (x == types.float64 and y == types.float64 and z == types.float64):
+        return None
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        f64 = context.get_value_type(types.float64)
+        fn = builder.module.declare_intrinsic("llvm.fma", [f64],
+                                              ir.FunctionType(f64, [f64, f64, f64]))
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
 # The intrinsics as plain callables for type checkers (their Python signature carries
 # numba's typing context); at run time these are the intrinsic objects themselves.
 shl32 = cast(Callable[[Any, Any], Any], _shl32)
@@ -151,3 +168,4 @@ bits_of_f32 = cast(Callable[[Any], Any], _bits_of_f32)
 f16_bits_of_f32 = cast(Callable[[Any], Any], _f16_bits_of_f32)
 f32_of_f16_bits = cast(Callable[[Any], Any], _f32_of_f16_bits)
 fma32 = cast(Callable[[Any, Any, Any], Any], _fma32)
+fma64 = cast(Callable[[Any, Any, Any], Any], _fma64)

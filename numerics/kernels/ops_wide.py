@@ -29,6 +29,10 @@ bits, exponents within float32's, subnormals; :func:`fits`), one element is:
    unbounded rounding beyond ``max``), ``invalid`` (a signalling NaN operand, a NaN
    from numbers, ``0 * inf`` in fma) and ``divide_by_zero``.
 
+binary64 itself, without flags, needs none of this (:func:`apply_native`): each
+operation of the hardware is IEEE 754's, rounded once to nearest-even, so ``h`` is the
+result; only the overflow rule and the one quiet NaN are applied to its bits.
+
 The tests pin every element and flag to the general loop of
 :mod:`numerics.kernels.ops` and to the Fraction reference.
 """
@@ -44,14 +48,15 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
-from numerics.kernels.lanes import bits_of_f32
+from numerics.kernels.lanes import bits_of_f32, fma64
 from numerics.kernels.ops import overflow_value, to_odd
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, scratch32, values32
 
-__all__ = ["OPS", "apply_wide", "apply_wide_span", "fits"]
+__all__ = ["OPS", "apply_native", "apply_native_span", "apply_wide", "apply_wide_span", "fits",
+           "native"]
 
 #: Operation codes of :func:`apply_wide`.
 OPS = {"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}
@@ -83,6 +88,21 @@ def fits(t: int, emin: int, emax: int, signed: bool, subnormals: bool) -> bool:
     """
     return 1 <= t <= 23 and emin >= -126 and emax <= 127 and emin - t >= -149 and signed \
         and subnormals
+
+
+def native(t: int, emin: int, emax: int, signed: bool, subnormals: bool, nan: bool,
+           infinity: bool) -> bool:
+    """Whether a format is binary64 (IEEE 754 specials included), which
+    :func:`apply_native` computes by the hardware's own operations.
+
+    Examples
+    --------
+    >>> native(52, -1022, 1023, True, True, True, True), native(23, -126, 127, True, True,
+    ...                                                         True, True)
+    (True, False)
+    """
+    return (t == 52 and emin == -1022 and emax == 1023 and signed and subnormals and nan
+            and infinity)
 
 
 def _load(arr, i):  # type: ignore[no-untyped-def,unused-ignore]
@@ -258,3 +278,81 @@ def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
         cc = c[start:stop] if c.size == n else c[:stop - start]
         _wide_into(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
                    out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
+
+
+# ----------------------------------------------------------------------------- binary64
+def apply_native(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
+                 out: np.ndarray) -> None:
+    """``out[i] = op(a[i], b[i][, c[i]])`` (``op`` from :data:`OPS`) in binary64, rounded
+    to nearest-even by the hardware (fma by ``llvm.fma.f64``), without flags: a result
+    beyond binary64's max (an infinity) becomes ``big`` with its sign (``inf``, or max
+    under ``overflow="saturate"``, as ``encode`` does) and a NaN the one quiet NaN.
+    Operands: float64 or float32 numbers, one dtype, each of ``out``'s length or of
+    length 1 (``c`` read by fma only).  Chunks run on the threads."""
+    chunks = (out.size + _CHUNK - 1) // _CHUNK
+    spread(lambda lo, hi: apply_native_span(op, a, b, c, big, out, lo, hi),
+           chunks, unit=_CHUNK, minimum=PARALLEL_MIN)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def apply_native_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
+                      out: np.ndarray, first: int, last: int) -> None:
+    """:func:`apply_native` for the chunks ``first .. last - 1`` of :data:`_CHUNK`
+    elements on this thread."""
+    n = out.size
+    m = min(n, _CHUNK)
+    if a.size != n:
+        a = np.full(m, a[0])
+    if b.size != n:
+        b = np.full(m, b[0])
+    if c.size != n:
+        c = np.full(m, c[0])
+    for ch in range(first, last):
+        start = ch * _CHUNK
+        stop = min(start + _CHUNK, n)
+        aa = a[start:stop] if a.size == n else a[:stop - start]
+        bb = b[start:stop] if b.size == n else b[:stop - start]
+        cc = c[start:stop] if c.size == n else c[:stop - start]
+        _native_chunk(op, aa, bb, cc, big, out[start:stop])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _native_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
+                  out: np.ndarray) -> None:
+    """:func:`_native_loop` with ``op`` as a literal (one straight loop each)."""
+    if op == _ADD:
+        _native_loop(0, a, b, c, big, out)
+    elif op == _MUL:
+        _native_loop(1, a, b, c, big, out)
+    elif op == _SUB:
+        _native_loop(2, a, b, c, big, out)
+    elif op == _DIV:
+        _native_loop(3, a, b, c, big, out)
+    else:
+        _native_loop(4, a, b, c, big, out)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _native_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
+                 out: np.ndarray) -> None:
+    """The hardware's binary64 operation for literal ``op``; the overflow rule and the
+    NaN on the result's bits (a branch would keep the loop scalar)."""
+    max_bits = f64_bits(_MAX)
+    big_bits = f64_bits(abs(big))
+    for i in range(out.size):
+        x = np.float64(a[i])
+        y = np.float64(b[i])
+        if op == _ADD:
+            h = x + y
+        elif op == _SUB:
+            h = x - y
+        elif op == _MUL:
+            h = x * y
+        elif op == _DIV:
+            h = x / y
+        else:
+            h = fma64(x, y, np.float64(c[i]))
+        hb = f64_bits(h)
+        m = hb & ~_SIGN
+        res = big_bits if m > max_bits else m
+        out[i] = _NAN if m > _INF_BITS else bits_f64(res | (hb & _SIGN))

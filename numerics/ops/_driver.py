@@ -107,7 +107,8 @@ def _kernel_array(x: np.ndarray) -> np.ndarray:
 
 
 def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> str:
-    """Which loop rounds ``op`` to nearest: ``"lean"`` (``+ - *`` in float32 lanes,
+    """Which loop rounds ``op`` to nearest: ``"native"`` (binary64 without flags, the
+    hardware's operations: :func:`numerics.kernels.ops_wide.apply_native`), ``"lean"`` (``+ - *`` in float32 lanes,
     :func:`numerics.kernels.ops.lean_fits`; also ``/`` there, and fma in binary32, the
     hardware's operation), ``"wide"`` (``+ - * / fma`` in float64
     lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
@@ -116,10 +117,14 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
     do, with flags, the products and quotients that binary32 rounds in other formats
     (D8)."""
     from numerics.kernels.ops import lean_fits
-    from numerics.kernels.ops_wide import fits
+    from numerics.kernels.ops_wide import fits, native
 
     if op not in ("add", "sub", "mul", "div", "fma"):
         return ""
+    if (dtype.kind == "f" and not flags
+            and native(fmt.trailing_bits, fmt.emin, fmt.emax, fmt.signed, fmt.subnormals,
+                       fmt.has_nan, fmt.has_infinity)):
+        return "native"
     if dtype.kind == "u" and not ((src is fmt or src == fmt) and code_plan(src) is not None):
         return ""
     if dtype.kind == "f" and dtype not in (np.float32, np.float64):
@@ -154,9 +159,9 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     whose values are float32 values; a numpy scalar when ``scalar``) and, with
     ``flags``, a dict of boolean arrays (or scalars) named by :data:`FLAG_NAMES`.
     """
-    from numerics.kernels.ops import OPS, apply, apply_lean
+    from numerics.kernels.ops import OPS, apply, apply_lean, overflow_value
     from numerics.kernels.ops_wide import OPS as WIDE_OPS
-    from numerics.kernels.ops_wide import apply_wide
+    from numerics.kernels.ops_wide import apply_native, apply_wide
     from numerics.kernels.rounding import format_params, mode_code, overflow_code
 
     n = math.prod(shape)
@@ -176,6 +181,9 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     if n and lanes == "lean":
         apply_lean({"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}[op], a, b, c, d, p,
                    overflow_code(overflow), bool(flags), tininess == "after", out, fl)
+    elif n and lanes == "native":
+        apply_native(WIDE_OPS[op], a, b, c, overflow_value(p, overflow_code(overflow),
+                                                          fmt.max), out)
     elif n and lanes == "wide":
         apply_wide(WIDE_OPS[op], a, b, c, d, p, overflow_code(overflow), bool(flags),
                    tininess == "after", out, fl)
