@@ -58,6 +58,7 @@ def rnd(x: Fraction, p: int, emin: int, emax: int, mode: str = "rne",
 
 
 FORMATS = {  # name: (p, emin, emax, max_finite)
+    "binary64": (53, -1022, 1023, None),
     "binary32": (24, -126, 127, None),
     "binary16": (11, -14, 15, None),
     "bfloat16": (8, -126, 127, None),

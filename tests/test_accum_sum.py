@@ -11,7 +11,7 @@ import pytest
 
 from numerics import accum
 
-FMTS = ["bfloat16", "binary16", "e4m3fn", "e5m2", "binary32"]
+FMTS = ["bfloat16", "binary16", "e4m3fn", "e5m2", "binary32", "binary64"]
 MODES = ["rne", "rna", "rtz", "ru", "rd", "rto"]
 
 
@@ -72,12 +72,18 @@ def test_bit_exact_against_reference(alg: str, mode: str, fmt: str) -> None:
         assert Fraction(float(r.value[j])) == want, (alg, mode, fmt, j)
 
 
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary32", "binary64"])
 @pytest.mark.parametrize("mode", ["rne", "rtz", "ru"])
-def test_dot_bit_exact(mode: str) -> None:
+def test_dot_bit_exact(mode: str, fmt: str) -> None:
+    """Each product rounded once, then the recursive sum (binary32 and binary64 rounded
+    to nearest: the hardware's own products and sums)."""
     rng = np.random.default_rng(7)
-    x, y = _data("bfloat16", rng, (5, 9)), _data("bfloat16", rng, (5, 9))
-    r = accum.dot(x, y, "bfloat16", rounding=mode)
-    fl = ref.rounder("bfloat16", mode)
+    x, y = _data(fmt, rng, (5, 9)), _data(fmt, rng, (5, 9))
+    if fmt != "bfloat16":  # products that are not binary32/binary64 numbers
+        x, y = x * (1 + 2.0**-20), y * (1 - 2.0**-21)
+        x, y = (np.asarray(accum.sum(v[..., None], fmt).value) for v in (x, y))
+    r = accum.dot(x, y, fmt, rounding=mode)
+    fl = ref.rounder(fmt, mode)
     for j in range(5):
         prods = [fl(Fraction(float(a)) * Fraction(float(b))) for a, b in zip(x[j], y[j])]
         assert Fraction(float(r.value[j])) == ref.ref_recursive(prods, fl)

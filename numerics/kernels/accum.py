@@ -48,12 +48,17 @@ from numerics.kernels.lanes import bits_of_f32, f32_of_bits
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     EMIN,
+    INFMAG,
     MODE_RD,
     MODE_RNE,
     MODE_RTZ,
     MODE_SR,
     MODE_SR_EXACT,
+    NAN_IEEE,
+    NANKIND,
     OVERFLOW_IEEE,
+    SIGNED,
+    SUBN,
     T,
     decode_one,
     round_pair,
@@ -68,10 +73,13 @@ __all__ = [
     "ALIGN_RD",
     "ALIGN_RNE",
     "ALIGN_RTZ",
+    "HW32",
+    "HW64",
     "exponents",
     "exponents_span",
     "fused_gemm",
     "fused_gemm_span",
+    "hardware",
     "lanes32_fit",
     "round_values",
     "round_values_span",
@@ -85,6 +93,24 @@ ALG_RECURSIVE, ALG_PAIRWISE, ALG_KAHAN, ALG_NEUMAIER = range(4)
 
 _SPLIT = 134217729.0  # 2**27 + 1
 _TILE = 8  # rows summed side by side by one thread
+
+
+#: ``fast`` of :func:`_add`: the format is binary32 (32) or binary64 (64) itself, whose
+#: sums rounded to nearest even are the hardware's.
+HW32, HW64 = 32, 64
+
+
+@numba.njit(cache=True, nogil=True)
+def hardware(P: np.ndarray, maxval: float) -> int:
+    """:data:`HW64` for binary64, :data:`HW32` for binary32 (the formats themselves:
+    their range, subnormals, infinities and NaNs), else 0."""
+    if P[INFMAG] < 0 or P[NANKIND] != NAN_IEEE or P[SIGNED] != 1 or P[SUBN] != 1:
+        return 0
+    if P[T] == 52 and P[EMIN] == -1022 and maxval == 1.7976931348623157e308:
+        return HW64
+    if P[T] == 23 and P[EMIN] == -126 and maxval == 3.4028234663852886e38:
+        return HW32
+    return 0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -144,17 +170,22 @@ def _two_prod(a: float, b: float) -> tuple[float, float]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add(fast: bool, a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
+def _add(fast: int, a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
          maxval: float, seed: int, index: int) -> float:
-    """``fl(a + b)``.  ``fast`` (round to nearest even, ``p <= 25``): ``RN_p(RN64(a + b))``
-    (module docstring) inline, within the format's range; the rest by
-    :func:`_add_slow`."""
+    """``fl(a + b)``.  ``fast`` (round to nearest even): :data:`HW64`, binary64 itself,
+    the hardware's sum; :data:`HW32`, binary32, the hardware's float32 sum; else nonzero
+    for ``p <= 25``: ``RN_p(RN64(a + b))`` (module docstring) inline, within the
+    format's range; the rest by :func:`_add_slow`."""
     s = a + b
+    if fast == HW64:
+        return s
+    if fast == HW32:
+        return np.float64(np.float32(a) + np.float32(b))
     if fast:
         r, ok = _rne_fast(s, t, emin, maxval)
         if ok:
             return r
-    return _add_slow(fast, a, b, s, P, mode, seed, index)
+    return _add_slow(fast != 0, a, b, s, P, mode, seed, index)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -174,8 +205,11 @@ def _add_slow(fast: bool, a: float, b: float, s: float, P: np.ndarray, mode: int
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _cast(x: float, P: np.ndarray, t: int, emin: int, maxval: float) -> float:
-    """The input ``x`` (exact in float64) rounded to nearest even into ``P``."""
+def _cast(x: float, P: np.ndarray, t: int, emin: int, maxval: float, fast: int) -> float:
+    """The input ``x`` (exact in float64) rounded to nearest even into ``P`` (in
+    binary64, :data:`HW64`, ``x`` itself)."""
+    if fast == HW64:
+        return x
     if t <= 24:
         r, ok = _rne_fast(x, t, emin, maxval)
         if ok:
@@ -184,15 +218,18 @@ def _cast(x: float, P: np.ndarray, t: int, emin: int, maxval: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, fast: bool,
+def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, fast: int,
           P: np.ndarray, mode: int, t: int, emin: int, maxval: float,
           seed: int, index: int) -> tuple[float, float]:
     """Term ``i`` of row ``r`` (the input rounded to nearest even; for a dot product the
     rounded product of the two rounded inputs) and the exact ``|x y|`` (``|x|``)."""
-    x = _cast(np.float64(X[r, i]), P, t, emin, maxval)
+    x = _cast(np.float64(X[r, i]), P, t, emin, maxval, fast)
     if not dot:
         return x, abs(x)
-    y = _cast(np.float64(Y[r, i]), P, t, emin, maxval)
+    y = _cast(np.float64(Y[r, i]), P, t, emin, maxval, fast)
+    if fast == HW64:  # the hardware's product is binary64's rounding of the exact one
+        p = x * y
+        return p, abs(p)
     if t <= 25:  # p <= 26: the product is exact in float64
         p = x * y
         if p == 0.0:  # exact, with the product's sign (adding -0 would change it in rd)
@@ -225,7 +262,9 @@ def sum_rows_span(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
                   abs_sum: np.ndarray, tiny: np.ndarray, start: int, stop: int) -> None:
     """:func:`sum_rows` for the tiles ``start .. stop - 1`` (rows ``8 start`` to
     ``8 stop - 1``) on this thread."""
-    fast = mode == MODE_RNE and P[T] <= 24
+    fast = hardware(P, maxval) if mode == MODE_RNE else 0
+    if fast == 0 and mode == MODE_RNE and P[T] <= 24:
+        fast = 1
     for tile in range(start, stop):
         _tile(X, Y, dot, alg, block, P, mode, maxval, seed, value, abs_sum, tiny, tile, fast)
 
@@ -233,7 +272,7 @@ def sum_rows_span(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
 @numba.njit(cache=True, nogil=True)
 def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
           P: np.ndarray, mode: int, maxval: float, seed: int, value: np.ndarray,
-          abs_sum: np.ndarray, tiny: np.ndarray, tile: int, fast: bool) -> None:
+          abs_sum: np.ndarray, tiny: np.ndarray, tile: int, fast: int) -> None:
     """Rows ``8 tile .. 8 tile + 7``, summed side by side with :func:`_add`."""
     batch, n = X.shape
     t = P[T]
