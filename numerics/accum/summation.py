@@ -212,9 +212,14 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
     value = np.empty(batch)
     abs_sum = np.empty(batch)
     tiny = np.empty(batch, np.int64)
-    if (Y is None and X.dtype == np.float32 and rounding == "rne" and algorithm != "neumaier"
-            and fmt.emin >= -126 and fmt.emax <= 127 and fmt.trailing_bits <= 10
-            and fmt.has_infinity and fmt.nan.name == "IEEE" and fmt.subnormals):
+    lanes = (fmt.emin >= -126 and fmt.emax <= 127 and fmt.has_infinity and fmt.signed
+             and fmt.nan.name == "IEEE" and fmt.subnormals)
+    binary32 = lanes and fmt.trailing_bits == 23 and fmt.emin == -126 and fmt.emax == 127
+    if (Y is None and rounding == "rne" and algorithm != "neumaier" and lanes
+            and (fmt.trailing_bits <= 10 and X.dtype == np.float32 or binary32)):
+        if X.dtype != np.float32:  # binary32's input rounding is the cast (4 B/element)
+            with np.errstate(all="ignore"):
+                X = X.astype(np.float32)
         kernel.sum_rows_f32(X, _KERNEL_ALGORITHMS[algorithm], block_size or 1,
                             23 - fmt.trailing_bits, fmt.emin, fmt.max, value, abs_sum)
         return value, abs_sum, tiny

@@ -779,6 +779,12 @@ def _rne_wide(v: float, prm: tuple[Any, ...]) -> float:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _rne_binary32(v: float, prm: tuple[Any, ...]) -> float:
+    """binary32 itself (``drop = 0``): every binary32 operation is already rounded."""
+    return v
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _rne_binary16(v: float, prm: tuple[Any, ...]) -> float:
     """RN_binary16 of the binary32 ``v``, in hardware (a quiet NaN stays itself)."""
     return _via_binary16(v)  # type: ignore[call-arg]
@@ -810,7 +816,8 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top:
                  value: np.ndarray, abs_sum: np.ndarray) -> None:
     """:func:`sum_rows` for C-contiguous float32 ``X`` (batch, n), nearest even, into a
     format with infinities, IEEE NaNs, ``p = 24 - drop <= 11`` and ``-126 <= emin``
-    (bfloat16, tf32, binary16, e5m2); ``top`` is its largest finite value.
+    (bfloat16, tf32, binary16, e5m2), or binary32 itself (``drop = 0``: the hardware's
+    operations); ``top`` is its largest finite value.
 
     Each operation is computed in binary32 and rounded once to the format (the comment
     above this section: the pair is the correctly rounded operation): add-and-mask on
@@ -839,7 +846,10 @@ def sum_rows_f32_span(X: np.ndarray, alg: int, block: int, drop: int, emin: int,
     thread."""
     prm = (np.int32(drop), np.float32(_pow2(emin)),
            np.float32(1.5 * _pow2(emin - (23 - drop) + 23)), np.float32(top))
-    if emin == -126:
+    if drop == 0:
+        for tile in range(start, stop):
+            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_binary32)
+    elif emin == -126:
         for tile in range(start, stop):
             _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_wide)
     elif _HAS_F16C and drop == 13 and emin == -14 and top == 65504.0:
