@@ -80,7 +80,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             out.append({
                 "group": "accum",
                 "case": f"gemm hopper-fp8 e4m3fn ({m}x4096 @ 4096x256), {nt} thread(s)",
-                "ours_s": times[nt], "peer": f"numpy float32 matmul ({peer_threads})", "peer_s": peer_mm,
+                "ours_s": times[nt], "peer": f"numpy float32 matmul ({peer_threads})",
+                "peer_s": peer_mm,
                 "target": "within 20x; 2 threads no slower than 1",
                 "ok": times[nt] <= 20 * peer_mm and times[nt] <= times[1] * 1.05})
     finally:
