@@ -109,9 +109,9 @@ def _kernel_array(x: np.ndarray) -> np.ndarray:
 def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> str:
     """Which loop rounds ``op`` to nearest: ``"native"`` (binary64 without flags, the
     hardware's operations: :func:`numerics.kernels.ops_wide.apply_native`), ``"lean"``
-    (``+ - *`` in float32 lanes, :func:`numerics.kernels.ops.lean_fits`; also ``/`` there, and fma in binary32, the
-    hardware's operation), ``"wide"`` (``+ - * / fma`` in float64
-    lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
+    (``+ - *`` in float32 lanes, :func:`numerics.kernels.ops.lean_fits`; also ``/``
+    there, and fma in binary32, the hardware's operation), ``"wide"`` (``+ - * / fma``
+    in float64 lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
     Operands: float32 or float64 numbers, or codes of the result's format that decode
     by arithmetic (:func:`code_plan`); float64 operands take the wide loop, and so
     do, with flags, the products and quotients that binary32 rounds in other formats
