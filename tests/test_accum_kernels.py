@@ -94,27 +94,36 @@ def test_float32_lanes_equal_the_general_kernel(alg: str, block: int | None, fmt
     np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
 
 
+@pytest.mark.parametrize("fmt", ["binary32", "binary64"])
 @pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", 5), ("kahan", None)])
-def test_binary32_sums_in_float32_lanes(alg: str, block: int | None) -> None:
-    """binary32 rounded to nearest sums in the binary32-lane kernel (the hardware's own
-    additions), from float32 rows and from float64 rows (rounded to binary32 on the way
-    in): every row against the exact reference, with ties, subnormals and signed zeros;
-    rows that overflow to inf and then give NaN against the general kernel."""
+def test_hardware_sums_in_lanes(alg: str, block: int | None, fmt: str) -> None:
+    """binary32 and binary64 rounded to nearest sum in lanes of their own type (the
+    hardware's own additions: kernels.accum.sum_rows_f32 / sum_rows_f64), from float32
+    rows and from float64 rows (rounded to binary32 on the way in): every row against
+    the exact reference, with ties, subnormals and signed zeros; rows that overflow to
+    inf and then give NaN against the general kernel."""
     import accum_reference as ref
 
     from numerics.kernels.accum import sum_rows
     from numerics.kernels.rounding import format_params, mode_code
 
     rng = np.random.default_rng(12)
-    x = rng.standard_normal((12, 61)) * np.exp2(rng.integers(-150, 120, (12, 61)))
+    wide = fmt == "binary64"
+    lo, hi, p, tiny = (-1074, 1000, 53, 2.0**-1074) if wide else (-150, 120, 24, 2.0**-149)
+    x = rng.standard_normal((12, 61)) * np.exp2(rng.integers(lo, hi, (12, 61)))
     x[0] = 1.0
-    x[0, 0] = 2.0**24  # stall: ties to even
-    x[1, ::2] = 2.0**-149 * 3  # subnormal sums
+    x[0, 0] = 2.0**p  # stall: ties to even
+    x[1, ::2] = tiny * 3  # subnormal sums
     x[2] = -0.0
-    x[3] = x[3] * (1 + 2.0**-30)  # float64 values that round on the way in
-    fl = ref.rounder("binary32", "rne")
-    for rows in (x.astype(np.float32), x):
-        got = accum.sum(rows, "binary32", algorithm=alg, block_size=block).value
+    x[3] = x[3] * (1 + 2.0**-30)  # float64 values that round on the way in (binary32)
+    x[4] = rng.standard_normal(61)  # sums that round
+    fl = ref.rounder(fmt, "rne")
+    # float32 rows: binary32's values (widened exactly for binary64)
+    x32 = (rng.standard_normal((6, 61)) * np.exp2(rng.integers(-150, 120, (6, 61)))
+           ).astype(np.float32) if wide else x.astype(np.float32)
+    x32[0, ::2] = np.float32(2.0**-149)
+    for rows in (x32, x):
+        got = accum.sum(rows, fmt, algorithm=alg, block_size=block).value
         for r in range(rows.shape[0]):
             xs = [fl(Fraction(float(v))) for v in rows[r]]
             want = (ref.ref_kahan(xs, fl) if alg == "kahan" else ref.ref_pairwise(xs, fl, 5)
@@ -123,12 +132,13 @@ def test_binary32_sums_in_float32_lanes(alg: str, block: int | None) -> None:
             if float(got[r]) == 0:
                 assert math.copysign(1, got[r]) == (-1 if r == 2 else 1)
     special = np.ones((3, 20))
-    special[0, ::3], special[0, 1::3] = 3e38, -3e38  # inf, then inf - inf
+    big = 1.7e308 if wide else 3e38
+    special[0, ::3], special[0, 1::3] = big, -big  # inf, then inf - inf
     special[1, 4] = np.nan
-    special[2, :] = 2e38  # overflow to inf and stay
-    got = accum.sum(special.astype(np.float32), "binary32", algorithm=alg,
+    special[2, :] = big * 2 / 3  # overflow to inf and stay
+    got = accum.sum(special if wide else special.astype(np.float32), fmt, algorithm=alg,
                     block_size=block).value
-    fmt = get_format("binary32")
+    fmt = get_format(fmt)
     want, abs_sum, tiny = np.empty(3), np.empty(3), np.empty(3, np.int64)
     sum_rows(special, special, False, {"recursive": 0, "pairwise": 1, "kahan": 2}[alg],
              block or 1, format_params(fmt), mode_code("rne"), fmt.max, np.uint64(0), want,

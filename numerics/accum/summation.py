@@ -223,6 +223,13 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
         kernel.sum_rows_f32(X, _KERNEL_ALGORITHMS[algorithm], block_size or 1,
                             23 - fmt.trailing_bits, fmt.emin, fmt.max, value, abs_sum)
         return value, abs_sum, tiny
+    if (Y is None and rounding == "rne" and algorithm != "neumaier" and fmt.signed
+            and fmt.trailing_bits == 52 and fmt.emin == -1022 and fmt.emax == 1023
+            and fmt.has_infinity and fmt.nan.name == "IEEE" and fmt.subnormals):
+        # binary64 itself: the hardware's additions, in lanes (float32 rows widened)
+        kernel.sum_rows_f64(X.astype(np.float64, copy=False), _KERNEL_ALGORITHMS[algorithm],
+                            block_size or 1, value, abs_sum)
+        return value, abs_sum, tiny
     seed = 0 if generator is None else int(generator.integers(0, 2**63))
     kernel.sum_rows(X, X if Y is None else Y, Y is not None, _KERNEL_ALGORITHMS[algorithm],
                     block_size or 1, format_params(fmt), mode_code(rounding), fmt.max,

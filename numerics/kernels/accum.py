@@ -86,6 +86,8 @@ __all__ = [
     "sum_rows",
     "sum_rows_f32",
     "sum_rows_f32_span",
+    "sum_rows_f64",
+    "sum_rows_f64_span",
     "sum_rows_span",
 ]
 
@@ -779,8 +781,9 @@ def _rne_wide(v: float, prm: tuple[Any, ...]) -> float:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _rne_binary32(v: float, prm: tuple[Any, ...]) -> float:
-    """binary32 itself (``drop = 0``): every binary32 operation is already rounded."""
+def _rne_same(v: float, prm: tuple[Any, ...]) -> float:
+    """binary32 (or binary64) itself: each operation of the lanes' own type is already
+    rounded."""
     return v
 
 
@@ -848,16 +851,17 @@ def sum_rows_f32_span(X: np.ndarray, alg: int, block: int, drop: int, emin: int,
            np.float32(1.5 * _pow2(emin - (23 - drop) + 23)), np.float32(top))
     if drop == 0:
         for tile in range(start, stop):
-            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_binary32)
+            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_same, _load_chunk)
     elif emin == -126:
         for tile in range(start, stop):
-            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_wide)
+            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_wide, _load_chunk)
     elif _HAS_F16C and drop == 13 and emin == -14 and top == 65504.0:
         for tile in range(start, stop):
-            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_binary16)
+            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_binary16,
+                       _load_chunk)
     else:
         for tile in range(start, stop):
-            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_narrow)
+            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_narrow, _load_chunk)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -876,6 +880,35 @@ def _load_chunk(X: np.ndarray, r0: int, Rt: int, i0: int, m: int, buf: np.ndarra
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _load_plain(X: np.ndarray, r0: int, Rt: int, i0: int, m: int, buf: np.ndarray) -> None:
+    """:func:`_load_chunk` element by element (float64 rows)."""
+    for q in range(Rt):
+        for k in range(m):
+            buf[k, q] = X[r0 + q, i0 + k]
+
+
+def sum_rows_f64(X: np.ndarray, alg: int, block: int, value: np.ndarray,
+                 abs_sum: np.ndarray) -> None:
+    """:func:`sum_rows` for C-contiguous float64 ``X`` (batch, n) in binary64 rounded to
+    nearest even: :func:`sum_rows_f32`'s lanes in binary64, whose operations are the
+    format's own (the same order, so the same bits as :func:`sum_rows`)."""
+    batch = X.shape[0]
+    R = min(_LANES, (batch + 7) // 8 * 8)
+    tiles = (batch + R - 1) // R if R > 0 else 0
+    spread(lambda lo, hi: sum_rows_f64_span(X, alg, block, value, abs_sum, R, lo, hi),
+           tiles, unit=R * X.shape[1])
+
+
+@numba.njit(cache=True, nogil=True)
+def sum_rows_f64_span(X: np.ndarray, alg: int, block: int, value: np.ndarray,
+                      abs_sum: np.ndarray, R: int, start: int, stop: int) -> None:
+    """:func:`sum_rows_f64` for the tiles of ``R`` rows ``start .. stop - 1``."""
+    prm = (np.int32(0), 0.0, 0.0, 0.0)
+    for tile in range(start, stop):
+        _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_same, _load_plain)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _round_all(buf: np.ndarray, size: int, prm: tuple[Any, ...], rnd: Any) -> None:
     """The first ``size`` values of ``buf`` (C order) rounded in place by
     :func:`_intake`."""
@@ -886,23 +919,24 @@ def _round_all(buf: np.ndarray, size: int, prm: tuple[Any, ...], rnd: Any) -> No
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...],
-               value: np.ndarray, abs_sum: np.ndarray, tile: int, rnd: Any) -> None:
-    """Rows ``R tile .. R tile + R - 1`` of :func:`sum_rows_f32` in ``R`` lanes (lanes
-    past the last row sum zeros), every operation rounded by ``rnd``."""
+               value: np.ndarray, abs_sum: np.ndarray, tile: int, rnd: Any, load: Any) -> None:
+    """Rows ``R tile .. R tile + R - 1`` of :func:`sum_rows_f32` in ``R`` lanes of
+    ``X``'s type (lanes past the last row sum zeros), every operation rounded by
+    ``rnd``; ``load`` transposes a chunk of terms (:func:`_load_chunk`)."""
     batch, n = X.shape
     r0 = tile * R
     Rt = min(R, batch - r0)
-    xs = np.zeros((_CHUNK, R), np.float32)  # the chunk's inputs transposed, then rounded
-    s = np.zeros(R, np.float32)  # the running (block) sum
-    c = np.zeros(R, np.float32)  # Kahan's compensation
+    xs = np.zeros((_CHUNK, R), X.dtype)  # the chunk's inputs transposed, then rounded
+    s = np.zeros(R, X.dtype)  # the running (block) sum
+    c = np.zeros(R, X.dtype)  # Kahan's compensation
     acc = np.zeros(R)
-    stack = np.zeros((_STACK, R), np.float32)
+    stack = np.zeros((_STACK, R), X.dtype)
     level = np.zeros(_STACK, np.int64)
     depth = 0
     left = block  # pairwise: terms left in the current block
     for i0 in range(0, n, _CHUNK):
         m = min(_CHUNK, n - i0)
-        _load_chunk(X, r0, Rt, i0, m, xs)
+        load(X, r0, Rt, i0, m, xs)
         _round_all(xs, m * R, prm, rnd)
         for k in range(m):
             for q in range(R):
