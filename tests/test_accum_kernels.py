@@ -145,3 +145,38 @@ def test_hardware_sums_in_lanes(alg: str, block: int | None, fmt: str) -> None:
              abs_sum, tiny)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+
+
+@pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", 5), ("kahan", None)])
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "binary32", "binary64"])
+def test_single_rows_equal_the_lanes(alg: str, block: int | None, fmt: str) -> None:
+    """A sum of one row (fewer than 4 rows: kernels.accum._row, its state in registers)
+    gives the bits of the same row summed among many (the lanes), with ties, subnormals,
+    overflow to inf, NaN and signed zeros; rows without overflow against the exact
+    reference too."""
+    import accum_reference as ref
+
+    rng = np.random.default_rng(13)
+    lo, hi = {"bfloat16": (-140, 126), "binary16": (-28, 14), "binary32": (-150, 126),
+              "binary64": (-150, 126)}[fmt]
+    x = (rng.standard_normal((9, 203)) * np.exp2(rng.integers(lo, hi, (9, 203))))
+    x = x.astype(np.float32)
+    x[0] = 1.0
+    x[0, 0] = 2.0 ** get_format(fmt).precision  # stall: ties to even
+    big = np.float32(3e38 if fmt in ("bfloat16", "binary32", "binary64") else 60000.0)
+    x[1, ::3], x[1, 1::3] = big, -big  # (binary64: no overflow, cancellation)
+    x[2, 5] = np.nan
+    x[3] = -0.0
+    x[4, :100] = np.float32(2.0**-140 if fmt != "binary16" else 3 * 2.0**-17)
+    x[5, ::2] = np.float32(2.0**-25)
+    many = accum.sum(x, fmt, algorithm=alg, block_size=block).value
+    fl = ref.rounder(fmt, "rne")
+    for r in range(x.shape[0]):
+        one = accum.sum(x[r], fmt, algorithm=alg, block_size=block).value
+        np.testing.assert_array_equal(np.asarray(one).view(np.uint64), many[r:r + 1].view(
+            np.uint64)[0], err_msg=f"{fmt} {alg} row {r}")
+        if r in (0, 3, 4, 5, 6):
+            xs = [fl(Fraction(float(v))) for v in x[r]]
+            want = (ref.ref_kahan(xs, fl) if alg == "kahan" else ref.ref_pairwise(xs, fl, 5)
+                    if alg == "pairwise" else ref.ref_recursive(xs, fl))
+            assert Fraction(float(one)) == want, (fmt, alg, r)

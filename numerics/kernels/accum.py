@@ -926,6 +926,10 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
     batch, n = X.shape
     r0 = tile * R
     Rt = min(R, batch - r0)
+    if Rt < 4:  # a few rows: one at a time, the state in registers (a shorter chain)
+        for q in range(Rt):
+            _row(X, r0 + q, alg, block, prm, value, abs_sum, rnd)
+        return
     xs = np.zeros((_CHUNK, R), X.dtype)  # the chunk's inputs transposed, then rounded
     s = np.zeros(R, X.dtype)  # the running (block) sum
     c = np.zeros(R, X.dtype)  # Kahan's compensation
@@ -980,6 +984,61 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
     for q in range(Rt):
         value[r0 + q] = s[q]
         abs_sum[r0 + q] = acc[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row(X: np.ndarray, r: int, alg: int, block: int, prm: tuple[Any, ...],
+         value: np.ndarray, abs_sum: np.ndarray, rnd: Any) -> None:
+    """Row ``r`` of :func:`_lane_tile` on its own: the same operations in the same order
+    (each input through :func:`_intake`, then recursive, Kahan or pairwise with the
+    same tree), its running sums in registers."""
+    n = X.shape[1]
+    zero = np.zeros(1, X.dtype)[0]
+    s = _intake(X[r, 0], prm, rnd)
+    acc = abs(np.float64(s))
+    c = zero
+    stack = np.zeros(_STACK, X.dtype)
+    level = np.zeros(_STACK, np.int64)
+    depth = 0
+    left = block - 1  # pairwise: terms left in the current block
+    for i in range(1, n):
+        x = _intake(X[r, i], prm, rnd)
+        acc += abs(np.float64(x))
+        if alg == ALG_RECURSIVE:
+            s = rnd(s + x, prm)
+        elif alg == ALG_KAHAN:
+            y = rnd(x - c, prm)
+            t = rnd(s + y, prm)
+            c = rnd(rnd(t - s, prm) - y, prm)
+            s = t
+        elif left > 0:  # pairwise: s is the running block sum
+            s = rnd(s + x, prm)
+            left -= 1
+        else:  # a block is complete: push it (merging equal levels), start the next
+            lev = 0
+            while depth >= 1 and level[depth - 1] == lev:
+                s = rnd(stack[depth - 1] + s, prm)
+                lev += 1
+                depth -= 1
+            stack[depth] = s
+            level[depth] = lev
+            depth += 1
+            s = x
+            left = block - 1
+    if alg == ALG_PAIRWISE:
+        lev = 0
+        while depth >= 1 and level[depth - 1] == lev:
+            s = rnd(stack[depth - 1] + s, prm)
+            lev += 1
+            depth -= 1
+        stack[depth] = s
+        depth += 1
+        while depth >= 2:  # the leftovers, from the right
+            stack[depth - 2] = rnd(stack[depth - 2] + stack[depth - 1], prm)
+            depth -= 1
+        s = stack[0]
+    value[r] = s
+    abs_sum[r] = acc
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
