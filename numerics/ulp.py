@@ -98,7 +98,7 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
     if arr.dtype == object or arr.dtype.kind not in "fiu":
         raise TypeError(f"Got {name} of dtype {arr.dtype}, expected a float or integer dtype")
     with np.errstate(invalid="ignore"):
-        out = arr.astype(np.float64)
+        out = arr.astype(np.float64, copy=False)  # (callers only read it)
     if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8 and arr.size:
         # int64/uint64 beyond 2**53 need not be float64 values: exact or refused
         top = 2.0**63 if arr.dtype.kind == "i" else 2.0**64
@@ -181,18 +181,6 @@ def _is_ml_float(dt: np.dtype) -> bool:
         ("bfloat16", "float8", "float6", "float4"))
 
 
-def _binade(a: np.ndarray) -> np.ndarray:
-    """``floor(log2(a))`` for finite positive ``a`` (int64), exact."""
-    _, ex = np.frexp(a)
-    return ex.astype(np.int64) - 1
-
-
-def _quantum(a: np.ndarray, fmt: Format) -> np.ndarray:
-    """Quantum of the binade of finite ``a >= 0`` (zero gets the subnormal quantum)."""
-    e = np.where(a > 0, _binade(np.where(a > 0, a, 1.0)), fmt.emin)
-    return np.ldexp(1.0, np.maximum(e, fmt.emin) - fmt.trailing_bits)
-
-
 def ulp(x: object, fmt: Format | str) -> Any:
     """Quantum of the binade of ``x`` in ``fmt``.
 
@@ -253,36 +241,6 @@ def _ulp_longdouble(arr: np.ndarray, fmt: Format, scalar: bool) -> Any:
         quantum = np.ldexp(1.0, np.minimum(q, 1024).astype(np.int32))
     out = np.where(finite, quantum, a.astype(np.float64))
     return _scalar_or_array(out, scalar)
-
-
-def _representable_mask(arr: np.ndarray, fmt: Format) -> np.ndarray:
-    """Which float64 values are values of ``fmt`` (NaN counted as representable)."""
-    a = np.abs(arr)
-    finite = np.isfinite(a)
-    af = np.where(finite, a, 0.0)
-    q = _quantum(af, fmt)
-    on_grid = np.floor(af / q) * q == af
-    ok = finite & on_grid & (af <= fmt.max)
-    if not fmt.subnormals:  # no zero either: nothing below the smallest normal
-        ok &= af >= fmt.smallest_normal
-    if not fmt.signed:
-        ok &= arr > 0
-    elif not fmt.has_negative_zero:
-        pass  # -0.0 is accepted as the value zero
-    ok |= np.isnan(arr) & fmt.has_nan
-    ok |= np.isinf(arr) & fmt.has_infinity & ((arr > 0) | fmt.signed)
-    return ok
-
-
-def _check_representable(arr: np.ndarray, fmt: Format, name: str) -> None:
-    with np.errstate(invalid="ignore"):
-        ok = _representable_mask(arr, fmt)
-    if not ok.all():
-        idx = int(np.flatnonzero(~ok.ravel())[0])
-        where = f"{name}[{idx}]" if arr.ndim else name
-        raise ValueError(
-            f"Got {where}={float(arr.ravel()[idx])!r}, which is not a value of {fmt.name}"
-        )
 
 
 #: Per format (by identity; the entry holds it): the scalar kernels, the parameter
@@ -400,25 +358,6 @@ def next_down(x: object, fmt: Format | str) -> Any:
     return _next(x, as_format(fmt), -1)
 
 
-def _magnitude_ordinal(a: np.ndarray, fmt: Format) -> np.ndarray:
-    """Magnitude code (uint64) of representable finite ``a >= 0``; inf -> max code + 1."""
-    t = fmt.trailing_bits
-    finite = np.isfinite(a)
-    af = np.where(finite & (a > 0), a, 1.0)
-    e = _binade(af)
-    normal = e >= fmt.emin
-    sig = np.ldexp(af, np.where(normal, t - e, t - fmt.emin))  # exact integer
-    sig_i = sig.astype(np.uint64)
-    field = np.where(normal, e + fmt.bias, 0).astype(np.uint64)
-    implicit = np.where(normal, np.uint64(1 << t), np.uint64(0)).astype(np.uint64)
-    mag = np.where(normal, field << np.uint64(t), np.uint64(0)) | (sig_i - implicit)
-    mag = np.where(finite & (a == 0), np.uint64(0), mag)
-    inf_mag = np.uint64(
-        fmt.code_of_inf if fmt.code_of_inf is not None else fmt.max_finite_code + 1
-    )
-    return np.where(finite, mag, inf_mag).astype(np.uint64)
-
-
 def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:
     """Map codes to a monotone signed integer line (int64).
 
@@ -497,20 +436,23 @@ def ulp_distance(a: object, b: object, fmt: Format | str) -> Any:
     fmt = as_format(fmt)
     xa, sa = _to_float64(a, "a")
     xb, sb = _to_float64(b, "b")
+    from numerics.kernels.ulp import distance, first_unrepresentable, format_ulp_params
+
     for arr, name in ((xa, "a"), (xb, "b")):
-        if np.isnan(arr).any():
-            idx = int(np.flatnonzero(np.isnan(arr).ravel())[0])
+        flat = np.ascontiguousarray(arr).reshape(-1)
+        if np.isnan(flat).any():
+            idx = int(np.flatnonzero(np.isnan(flat))[0])
             where = f"{name}[{idx}]" if arr.ndim else name
             raise ValueError(f"Got {where}=nan, but NaN has no place on the line of values")
-        _check_representable(arr, fmt, name)
-    xa, xb = np.broadcast_arrays(xa, xb)
-    ma = _magnitude_ordinal(np.abs(xa), fmt)
-    mb = _magnitude_ordinal(np.abs(xb), fmt)
-    na = (xa < 0) & fmt.signed
-    nb = (xb < 0) & fmt.signed
-    same = na == nb
-    # Magnitudes are below 2**63, so neither the difference nor the sum can wrap.
-    diff = np.maximum(ma, mb) - np.minimum(ma, mb)
-    # opposite signs: through zero, or from -2**emin to +2**emin in one step without it
-    out = np.where(same, diff, ma + mb + (0 if fmt.has_zero else 1)).astype(np.uint64)
+        idx = first_unrepresentable(flat, format_ulp_params(fmt))
+        if idx >= 0:
+            where = f"{name}[{idx}]" if arr.ndim else name
+            raise ValueError(f"Got {where}={float(flat[idx])!r}, which is not a value of "
+                             f"{fmt.name}")
+    shape = np.broadcast_shapes(xa.shape, xb.shape)
+    fa, fb = (np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in (xa, xb))
+    out = np.empty(shape, np.uint64)
+    inf_mag = fmt.code_of_inf if fmt.code_of_inf is not None else fmt.max_finite_code + 1
+    distance(fa, fb, out.reshape(-1), fmt.trailing_bits, fmt.emin, fmt.bias, inf_mag,
+             fmt.signed, fmt.has_zero)
     return _scalar_or_array(out, sa and sb)
