@@ -92,12 +92,18 @@ def test_ops_agree_with_softfloat(name: str, op: str) -> None:
     if op != "sqrt":
         xs[0][:4] = [np.inf, -np.inf, np.nan, 0.0]
         xs[1][:4] = [-np.inf, 0.0, 1.0, np.inf]
-    # float64 operands take the general loop or the float64 lanes; float32 operands
-    # rounded to nearest take the float32 lanes (numerics.kernels.ops.apply_lean)
+    # float64 operands take the general loop or the float64 lanes (binary64 without
+    # flags: the hardware's); float32 operands rounded to nearest take the float32 lanes
+    # (numerics.kernels.ops.apply_lean)
     runs = [(mode, xs) for mode in MODES]
     if fmt.float32_exact:
         runs.append(("rne", [x.astype(np.float32) for x in xs]))
     for mode, operands in runs:
+        # without flags (the hardware's binary64 and binary32 operations, the lanes)
+        plain = getattr(ops, op)(*operands, fmt, rounding=mode)
+        for i in range(xs[0].size):
+            want, _ = softfloat(name, op, tuple(float(x[i]) for x in xs), mode, "after")
+            assert same(want, float(plain[i])), (name, op, mode, "flags=False", want, plain[i])
         for tin in ("after", "before"):
             res, fl = getattr(ops, op)(*operands, fmt, rounding=mode, tininess=tin,
                                        flags=True)
