@@ -1069,6 +1069,8 @@ def test_binary64_hardware_lanes(op: str, monkeypatch: pytest.MonkeyPatch) -> No
     sp = np.array([0.0, -0.0, 1.0, -3.0, fmt.max, -fmt.max, fmt.smallest_normal,
                    fmt.smallest_subnormal, -fmt.smallest_subnormal, math.inf, -math.inf,
                    math.nan, 2.0**-1074 * 3, 2.0**1023, 0.5 + 2.0**-53])
+    if op == "fma":  # (15**3 triples: fewer specials)
+        sp = sp[[0, 1, 2, 4, 7, 9, 11, 13]]
     grid = np.meshgrid(*([sp] * len(xs)), indexing="ij")
     xs = [np.concatenate([x, g.reshape(-1)]) for x, g in zip(xs, grid)]
     calls: list[str] = []
