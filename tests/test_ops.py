@@ -1055,12 +1055,14 @@ def test_float32_lanes_flag_signalling_nans() -> None:
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "fma"])
-def test_binary64_hardware_lanes(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """binary64 rounded to nearest without flags is the hardware's operation
-    (numerics.kernels.ops_wide.apply_native): every element against the Fraction
-    reference (ties, cancellation, subnormal and overflowing results, specials), under
-    both overflow rules, on float64 and float32 operands and with a broadcast operand;
-    NaNs are the one quiet NaN of the general loop, bit for bit."""
+def test_D10_binary64_hardware_lanes(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """D10: binary64 rounded to nearest is the hardware's operation
+    (numerics.kernels.ops_wide.apply_native), with the flags of ``+ - * /`` from
+    error-free transformations (results near underflow and sums near overflow left to
+    the general loop): every element and flag against the Fraction reference (ties,
+    cancellation, subnormal and overflowing results, specials), under both overflow
+    and both tininess rules, on float64 and float32 operands and with a broadcast
+    operand; NaNs are the one quiet NaN of the general loop, bit for bit."""
     import numerics.ops._driver as driver
 
     fmt = get_format("binary64")
@@ -1090,6 +1092,17 @@ def test_binary64_hardware_lanes(op: str, monkeypatch: pytest.MonkeyPatch) -> No
                 args = tuple(float(v[i]) for v in vals)
                 want = reference(op, args, fmt, "rne", overflow)[0]
                 assert same(want, float(got[i])), (op, overflow, args, want, got[i])
-            general = fn(*operands, fmt, overflow=overflow, flags=True)[0]
-            assert calls[-1] == ""
+            for tininess in ("after", "before"):
+                got_v, got_fl = fn(*operands, fmt, overflow=overflow, flags=True,
+                                   tininess=tininess)
+                assert calls[-1] == ("" if op == "fma" else "native")
+                assert np.array_equal(got.view(np.uint64), got_v.view(np.uint64))
+                for i in range(got.size):
+                    args = tuple(float(v[i]) for v in vals)
+                    wf = reference(op, args, fmt, "rne", overflow, tininess)[1]
+                    gf = {k: bool(getattr(got_fl, k)[i]) for k in FLAG_NAMES}
+                    assert gf == wf, (op, overflow, tininess, args, wf, gf)
+            with monkeypatch.context() as m:
+                m.setattr(driver, "_lanes", lambda *args: "")
+                general = fn(*operands, fmt, overflow=overflow, flags=True)[0]
             assert np.array_equal(got.view(np.uint64), general.view(np.uint64))

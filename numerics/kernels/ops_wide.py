@@ -29,9 +29,10 @@ bits, exponents within float32's, subnormals; :func:`fits`), one element is:
    unbounded rounding beyond ``max``), ``invalid`` (a signalling NaN operand, a NaN
    from numbers, ``0 * inf`` in fma) and ``divide_by_zero``.
 
-binary64 itself, without flags, needs none of this (:func:`apply_native`): each
-operation of the hardware is IEEE 754's, rounded once to nearest-even, so ``h`` is the
-result; only the overflow rule and the one quiet NaN are applied to its bits.
+binary64 itself needs none of this (:func:`apply_native`): each operation of the
+hardware is IEEE 754's, rounded once to nearest-even, so ``h`` is the result; only the
+overflow rule and the one quiet NaN are applied to its bits, and the flags of ``+ - *
+/`` come from error-free transformations (claim D10).
 
 The tests pin every element and flag to the general loop of
 :mod:`numerics.kernels.ops` and to the Fraction reference.
@@ -55,8 +56,8 @@ from numerics.kernels.rounding import f64_bits as _f64_bits
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, scratch32, values32
 
-__all__ = ["OPS", "apply_native", "apply_native_span", "apply_wide", "apply_wide_span", "fits",
-           "native"]
+__all__ = ["GENERAL", "OPS", "apply_native", "apply_native_span", "apply_wide",
+           "apply_wide_span", "fits", "native"]
 
 #: Operation codes of :func:`apply_wide`.
 OPS = {"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}
@@ -281,22 +282,35 @@ def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
 
 
 # ----------------------------------------------------------------------------- binary64
+#: A flag byte of :func:`apply_native` with this bit: the element is left to the
+#: general loop (a result near underflow, or a sum near overflow).
+GENERAL = 0x80
+_TINY = 2.0**-960  # below: a product's or quotient's error may not be representable
+_SMALL = 2.0**-899  # a dividend below this: ``h * y - x`` could round to zero
+_HUGE = 2.0**1022  # a sum beyond this: left to the general loop (claim D10)
+
+
 def apply_native(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
-                 out: np.ndarray) -> None:
+                 want: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """``out[i] = op(a[i], b[i][, c[i]])`` (``op`` from :data:`OPS`) in binary64, rounded
-    to nearest-even by the hardware (fma by ``llvm.fma.f64``), without flags: a result
-    beyond binary64's max (an infinity) becomes ``big`` with its sign (``inf``, or max
-    under ``overflow="saturate"``, as ``encode`` does) and a NaN the one quiet NaN.
-    Operands: float64 or float32 numbers, one dtype, each of ``out``'s length or of
-    length 1 (``c`` read by fma only).  Chunks run on the threads."""
+    to nearest-even by the hardware (fma by ``llvm.fma.f64``): a result beyond
+    binary64's max (an infinity) becomes ``big`` with its sign (``inf``, or max under
+    ``overflow="saturate"``, as ``encode`` does) and a NaN the one quiet NaN.  With
+    ``want`` (``+ - * /`` only), ``fl[i]`` gets the flag bits from error-free
+    transformations (claim D10 of ``proofs/double_rounding.md``), or :data:`GENERAL`
+    for an element the caller recomputes with the general loop (results below
+    ``2**-960``, where an error term may not be representable, and sums beyond
+    ``2**1022``).  Operands: float64 or float32 numbers, one dtype, each of ``out``'s
+    length or of length 1 (``c`` read by fma only).  Chunks run on the threads."""
     chunks = (out.size + _CHUNK - 1) // _CHUNK
-    spread(lambda lo, hi: apply_native_span(op, a, b, c, big, out, lo, hi),
+    spread(lambda lo, hi: apply_native_span(op, a, b, c, big, want, out, fl, lo, hi),
            chunks, unit=_CHUNK, minimum=PARALLEL_MIN)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def apply_native_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
-                      out: np.ndarray, first: int, last: int) -> None:
+                      want: bool, out: np.ndarray, fl: np.ndarray, first: int,
+                      last: int) -> None:
     """:func:`apply_native` for the chunks ``first .. last - 1`` of :data:`_CHUNK`
     elements on this thread."""
     n = out.size
@@ -313,35 +327,47 @@ def apply_native_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big:
         aa = a[start:stop] if a.size == n else a[:stop - start]
         bb = b[start:stop] if b.size == n else b[:stop - start]
         cc = c[start:stop] if c.size == n else c[:stop - start]
-        _native_chunk(op, aa, bb, cc, big, out[start:stop])
+        _native_chunk(op, aa, bb, cc, big, want, out[start:stop],
+                      fl[start:stop] if want else fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _native_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
-                  out: np.ndarray) -> None:
-    """:func:`_native_loop` with ``op`` as a literal (one straight loop each)."""
-    if op == _ADD:
-        _native_loop(0, a, b, c, big, out)
+                  want: bool, out: np.ndarray, fl: np.ndarray) -> None:
+    """:func:`_native_loop` with ``op`` and ``want`` as literals (one straight loop
+    each)."""
+    if want:
+        if op == _ADD:
+            _native_loop(0, a, b, c, big, True, out, fl)
+        elif op == _MUL:
+            _native_loop(1, a, b, c, big, True, out, fl)
+        elif op == _SUB:
+            _native_loop(2, a, b, c, big, True, out, fl)
+        else:
+            _native_loop(3, a, b, c, big, True, out, fl)
+    elif op == _ADD:
+        _native_loop(0, a, b, c, big, False, out, fl)
     elif op == _MUL:
-        _native_loop(1, a, b, c, big, out)
+        _native_loop(1, a, b, c, big, False, out, fl)
     elif op == _SUB:
-        _native_loop(2, a, b, c, big, out)
+        _native_loop(2, a, b, c, big, False, out, fl)
     elif op == _DIV:
-        _native_loop(3, a, b, c, big, out)
+        _native_loop(3, a, b, c, big, False, out, fl)
     else:
-        _native_loop(4, a, b, c, big, out)
+        _native_loop(4, a, b, c, big, False, out, fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _native_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
-                 out: np.ndarray) -> None:
+                 want: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """The hardware's binary64 operation for literal ``op``; the overflow rule and the
-    NaN on the result's bits (a branch would keep the loop scalar)."""
+    NaN on the result's bits (a branch would keep the loop scalar); with ``want`` the
+    flags of claim D10."""
     max_bits = f64_bits(_MAX)
     big_bits = f64_bits(abs(big))
     for i in range(out.size):
-        x = np.float64(a[i])
-        y = np.float64(b[i])
+        x, xs = _load(a, i)
+        y, ys = _load(b, i)
         if op == _ADD:
             h = x + y
         elif op == _SUB:
@@ -352,6 +378,29 @@ def _native_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: floa
             h = x / y
         else:
             h = fma64(x, y, np.float64(c[i]))
+        if want:
+            finite = (abs(x) <= _MAX) & (abs(y) <= _MAX)
+            invalid = xs | ys | ((h != h) & (x == x) & (y == y))
+            divide = False
+            ah = abs(h)
+            if op == _MUL:
+                exact = fma64(x, y, -h) == 0.0
+                general = finite & (ah < _TINY) & (x != 0) & (y != 0)
+            elif op == _DIV:
+                divide = finite & (y == 0) & (x != 0)
+                finite = finite & (y != 0)
+                exact = fma64(h, y, -x) == 0.0
+                general = finite & (x != 0) & ((abs(x) < _SMALL) | (ah < _TINY))
+            else:  # TwoSum: the exact error of the sum
+                q = -y if op == _SUB else y
+                bb = h - x
+                exact = (x - (h - bb)) + (q - bb) == 0.0
+                general = finite & (ah > _HUGE)
+            over = finite & (ah > _MAX)
+            inexact = finite & (over | ~exact)
+            fl[i] = np.uint8(np.uint8(inexact) | (np.uint8(over) << 2)
+                             | (np.uint8(invalid) << 3) | (np.uint8(divide) << 4)
+                             | (np.uint8(general) << 7))
         hb = f64_bits(h)
         m = hb & ~_SIGN
         res = big_bits if m > max_bits else m

@@ -107,8 +107,9 @@ def _kernel_array(x: np.ndarray) -> np.ndarray:
 
 
 def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> str:
-    """Which loop rounds ``op`` to nearest: ``"native"`` (binary64 without flags, the
-    hardware's operations: :func:`numerics.kernels.ops_wide.apply_native`), ``"lean"``
+    """Which loop rounds ``op`` to nearest: ``"native"`` (binary64, the hardware's
+    operations: :func:`numerics.kernels.ops_wide.apply_native`; fma only without
+    flags), ``"lean"``
     (``+ - *`` in float32 lanes, :func:`numerics.kernels.ops.lean_fits`; also ``/``
     there, and fma in binary32, the hardware's operation), ``"wide"`` (``+ - * / fma``
     in float64 lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
@@ -121,7 +122,7 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
 
     if op not in ("add", "sub", "mul", "div", "fma"):
         return ""
-    if (dtype.kind == "f" and not flags
+    if (dtype.kind == "f" and (not flags or op != "fma")
             and native(fmt.trailing_bits, fmt.emin, fmt.emax, fmt.signed, fmt.subnormals,
                        fmt.has_nan, fmt.has_infinity)):
         return "native"
@@ -147,6 +148,28 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
     if fits(fmt.trailing_bits, fmt.emin, fmt.emax, fmt.signed, fmt.subnormals):
         return "wide"
     return ""
+
+
+def _redo(op: str, code: int, abc: tuple[np.ndarray, ...], n: int, table: np.ndarray,
+          p: np.ndarray, rounding: str, overflow: str, tininess: str, out: np.ndarray,
+          fl: np.ndarray) -> None:
+    """The elements :func:`numerics.kernels.ops_wide.apply_native` marks
+    :data:`~numerics.kernels.ops_wide.GENERAL` (results near underflow: rare), again with
+    the general loop."""
+    from numerics.kernels.ops import apply
+    from numerics.kernels.ops_wide import GENERAL
+    from numerics.kernels.rounding import mode_code, overflow_code
+
+    idx = np.flatnonzero(fl & GENERAL)
+    if not idx.size:
+        return
+    sub = [x[idx] if x.size == n else x for x in abc]
+    o = np.empty(idx.size)
+    f = np.empty(idx.size, np.uint8)
+    apply(code, op == "sub", *sub, table, p, mode_code(rounding), overflow_code(overflow),
+          tininess == "after", np.uint64(0), 53, True, -1, o, f)
+    out[idx] = o
+    fl[idx] = f
 
 
 def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
@@ -183,7 +206,9 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
                    overflow_code(overflow), bool(flags), tininess == "after", out, fl)
     elif n and lanes == "native":
         apply_native(WIDE_OPS[op], a, b, c, overflow_value(p, overflow_code(overflow),
-                                                          fmt.max), out)
+                                                          fmt.max), bool(flags), out, fl)
+        if flags:
+            _redo(op, code, (a, b, c), n, table, p, rounding, overflow, tininess, out, fl)
     elif n and lanes == "wide":
         apply_wide(WIDE_OPS[op], a, b, c, d, p, overflow_code(overflow), bool(flags),
                    tininess == "after", out, fl)
