@@ -12,6 +12,8 @@ For round-to-nearest-even into a format of precision ``p <= 25`` the kernel roun
 ``hi = RN64(a + b)`` instead of ``hi + lo``: ``RN_p(RN_53(a + b)) = RN_p(a + b)`` for
 ``p``-bit ``a`` and ``b`` since ``53 >= 2p + 2`` (Figueroa 1995; with underflow,
 Roux 2014; ``proofs/double_rounding.md``), and a product of two such values is exact.
+binary32 and binary64 themselves (:func:`hardware`) add with the hardware's own
+operations (binary64 also multiplies with them).
 ``RN_p(hi)`` is ``(|hi| + C) - C`` with the sign of ``hi``, where ``C = 1.5 * 2**(k + 52)``
 and ``k`` is the quantum exponent of ``hi``'s binade (clamped at ``emin``); values
 beyond the format's largest finite value, infinities and NaNs take :func:`round_pair`
@@ -645,6 +647,11 @@ def exponents_span(x: np.ndarray, emin: int, out: np.ndarray, start: int, stop: 
 # decided on that unbounded result; below 2**emin the exact x +- y is a multiple of
 # F's smallest subnormal below 2**emin, so it has at most p - 1 bits and RN_24 is
 # exact.  A float32 input is rounded once (RN_F of its exact value).
+#
+# binary32 itself (drop = 0) and binary64 (float64 rows, sum_rows_f64) take the same
+# lanes with no rounding step: each lane operation is already the format's.  A tile
+# of fewer than 4 rows (a 1-D sum) is summed row by row by _row, the same operations
+# in the same order with the running sums in registers.
 
 _LANES = 64  # rows summed side by side: eight AVX2 vectors of binary32
 _CHUNK = 128  # terms of each row transposed into the lane buffer at once
