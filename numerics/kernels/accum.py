@@ -843,32 +843,54 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top:
     batch = X.shape[0]
     R = min(_LANES, (batch + 7) // 8 * 8)
     tiles = (batch + R - 1) // R if R > 0 else 0
-    spread(lambda lo, hi: sum_rows_f32_span(X, alg, block, drop, emin, top, value, abs_sum,
-                                            R, lo, hi),
+    prm = (np.int32(drop), np.float32(2.0**emin),
+           np.float32(1.5 * 2.0 ** (emin - (23 - drop) + 23)), np.float32(top))
+    # one compiled span per rounding step: a call compiles only the one it uses
+    if drop == 0:
+        span = sum_rows_f32_span
+    elif emin == -126:
+        span = _span_wide
+    elif _HAS_F16C and drop == 13 and emin == -14 and top == 65504.0:
+        span = _span_binary16
+    else:
+        span = _span_narrow
+    spread(lambda lo, hi: span(X, alg, block, prm, value, abs_sum, R, lo, hi),
            tiles, unit=R * X.shape[1])
 
 
 @numba.njit(cache=True, nogil=True)
-def sum_rows_f32_span(X: np.ndarray, alg: int, block: int, drop: int, emin: int,
-                      top: float, value: np.ndarray, abs_sum: np.ndarray, R: int,
-                      start: int, stop: int) -> None:
+def sum_rows_f32_span(X: np.ndarray, alg: int, block: int, prm: tuple[Any, ...],
+                      value: np.ndarray, abs_sum: np.ndarray, R: int, start: int,
+                      stop: int) -> None:
     """:func:`sum_rows_f32` for the tiles of ``R`` rows ``start .. stop - 1`` on this
-    thread."""
-    prm = (np.int32(drop), np.float32(_pow2(emin)),
-           np.float32(1.5 * _pow2(emin - (23 - drop) + 23)), np.float32(top))
-    if drop == 0:
-        for tile in range(start, stop):
-            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_same, _load_chunk)
-    elif emin == -126:
-        for tile in range(start, stop):
-            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_wide, _load_chunk)
-    elif _HAS_F16C and drop == 13 and emin == -14 and top == 65504.0:
-        for tile in range(start, stop):
-            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_binary16,
-                       _load_chunk)
-    else:
-        for tile in range(start, stop):
-            _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_narrow, _load_chunk)
+    thread, in binary32 itself (``prm``: the rounding step's constants, unused here);
+    ``_span_wide``, ``_span_binary16`` and ``_span_narrow`` are the same with that
+    rounding step."""
+    for tile in range(start, stop):
+        _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_same, _load_chunk)
+
+
+@numba.njit(cache=True, nogil=True)
+def _span_wide(X: np.ndarray, alg: int, block: int, prm: tuple[Any, ...],
+               value: np.ndarray, abs_sum: np.ndarray, R: int, start: int, stop: int) -> None:
+    for tile in range(start, stop):
+        _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_wide, _load_chunk)
+
+
+@numba.njit(cache=True, nogil=True)
+def _span_binary16(X: np.ndarray, alg: int, block: int, prm: tuple[Any, ...],
+                   value: np.ndarray, abs_sum: np.ndarray, R: int, start: int,
+                   stop: int) -> None:
+    for tile in range(start, stop):
+        _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_binary16, _load_chunk)
+
+
+@numba.njit(cache=True, nogil=True)
+def _span_narrow(X: np.ndarray, alg: int, block: int, prm: tuple[Any, ...],
+                 value: np.ndarray, abs_sum: np.ndarray, R: int, start: int,
+                 stop: int) -> None:
+    for tile in range(start, stop):
+        _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_narrow, _load_chunk)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
