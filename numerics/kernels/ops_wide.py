@@ -56,7 +56,8 @@ from numerics.kernels.rounding import f64_bits as _f64_bits
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, scratch32, values32
 
-__all__ = ["GENERAL", "OPS", "apply_native", "apply_wide", "fits", "native"]
+__all__ = ["GENERAL", "OPS", "apply_native", "apply_native_span", "apply_wide",
+           "apply_wide_span", "fits", "native"]
 
 #: Operation codes of :func:`apply_wide`.
 OPS = {"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}
@@ -191,6 +192,49 @@ def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int,
         out[i] = _NAN if m > _INF_BITS else bits_f64(res | sign)
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int, emin: int,
+                maxval: float, big: float, negzero: bool, want: bool, tiny_after: bool,
+                out: np.ndarray, fl: np.ndarray) -> None:
+    """:func:`_wide_loop` with ``op`` and ``want`` as literals (one straight loop each)."""
+    if want:
+        if op == _ADD:
+            _wide_loop(0, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+        elif op == _MUL:
+            _wide_loop(1, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+        elif op == _SUB:
+            _wide_loop(2, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+        elif op == _DIV:
+            _wide_loop(3, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+        else:
+            _wide_loop(4, a, b, c, t, emin, maxval, big, negzero, True, tiny_after, out, fl)
+    elif op == _ADD:
+        _wide_loop(0, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+    elif op == _MUL:
+        _wide_loop(1, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+    elif op == _SUB:
+        _wide_loop(2, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+    elif op == _DIV:
+        _wide_loop(3, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+    else:
+        _wide_loop(4, a, b, c, t, emin, maxval, big, negzero, False, tiny_after, out, fl)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _wide_into(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, t: int,
+               emin: int, maxval: float, big: float, negzero: bool, want: bool,
+               tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
+               sb: np.ndarray, sc: np.ndarray) -> None:
+    """:func:`_wide_chunk` into float64 or float32 ``out`` (written directly, exact: the
+    format's values are float32 values); codes are first decoded into the span's
+    float32 scratch ``sa``, ``sb``, ``sc`` by a loop of 8-wide lanes
+    (:func:`numerics.kernels.unpack.values32`)."""
+    D = constants(d)
+    cc = c if op == _FMA else c[:1]  # (only fma reads c)
+    _wide_chunk(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), t, emin,
+                maxval, big, negzero, want, tiny_after, out, fl)
+
+
 def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
                fl: np.ndarray) -> None:
@@ -198,69 +242,43 @@ def apply_wide(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     into the format ``P`` that :func:`fits` accepts, with the flag bits in ``fl`` when
     ``want``.  Operands: one dtype (float64, float32, or uint16 codes decoded by the
     :func:`numerics.kernels.unpack.plan` array ``d``), each of the result's length or of
-    length 1; ``out`` float32 or float64.  (uint16 codes decode by the plan, int16 codes by
-    the shift of :func:`numerics.kernels.unpack.decode_top`.)  Chunks run on the
-    threads."""
+    length 1; ``out`` float32 or float64.  (uint16 codes decode by the plan, int16 codes by the
+    shift of :func:`numerics.kernels.unpack.decode_top`.)  Chunks run on the threads."""
     chunks = (out.size + _CHUNK - 1) // _CHUNK
-    span = _span(_WIDE_SPANS, _make_wide_span, op, bool(want))
-    spread(lambda lo, hi: span(a, b, c, d, P, overflow, tiny_after, out, fl, lo, hi),
-           chunks, unit=_CHUNK, minimum=_MIN_STEPS)
+    spread(lambda lo, hi: apply_wide_span(
+        op, a, b, c, d, P, overflow, want, tiny_after, out, fl, lo, hi),
+        chunks, unit=_CHUNK, minimum=_MIN_STEPS)
 
 
-#: The span loops made so far, by (op, flags): :func:`_make_wide_span`,
-#: :func:`_make_native_span`.
-_WIDE_SPANS: dict[tuple[int, bool], Any] = {}
-_NATIVE_SPANS: dict[tuple[int, bool], Any] = {}
-
-
-def _span(made: dict[tuple[int, bool], Any], make: Any, op: int, want: bool) -> Any:
-    """The span loop for ``op`` and ``want`` from ``made``, made by ``make`` on first use."""
-    span = made.get((op, want))
-    if span is None:
-        span = made[(op, want)] = make(op, want)
-    return span
-
-
-def _make_wide_span(OP: int, WANT: bool) -> Any:
-    """:func:`apply_wide`'s span loop with ``OP`` and ``WANT`` as constants, so that it
-    compiles the one :func:`_wide_loop` it runs (numba caches each on disk, keyed by
-    its constants)."""
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def span(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, P: np.ndarray,
-             overflow: int, tiny_after: bool, out: np.ndarray, fl: np.ndarray, first: int,
-             last: int) -> None:
-        """:func:`apply_wide` for the chunks ``first .. last - 1`` of :data:`_CHUNK`
-        elements on this thread; codes are first decoded into the span's float32
-        scratch by a loop of 8-wide lanes (:func:`numerics.kernels.unpack.values32`)."""
-        n = out.size
-        m = min(n, _CHUNK)
-        if a.size != n:
-            a = np.full(m, a[0])
-        if b.size != n:
-            b = np.full(m, b[0])
-        if c.size != n:
-            c = np.full(m, c[0])
-        t, emin = P[rnd.T], P[rnd.EMIN]
-        maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
-        big = overflow_value(P, overflow, maxval)
-        negzero = P[rnd.NEGZERO] != 0
-        D = constants(d)
-        # scratch for decoded codes, once per span (an allocation per chunk costs more
-        # than the chunk's arithmetic)
-        sa, sb, sc = scratch32(a, m), scratch32(b, m), scratch32(c, m)
-        for ch in range(first, last):
-            start = ch * _CHUNK
-            stop = min(start + _CHUNK, n)
-            aa = a[start:stop] if a.size == n else a[:stop - start]
-            bb = b[start:stop] if b.size == n else b[:stop - start]
-            cc = c[start:stop] if c.size == n else c[:stop - start]
-            cc = cc if OP == _FMA else cc[:1]  # (only fma reads c)
-            _wide_loop(OP, values32(aa, D, sa), values32(bb, D, sb), values32(cc, D, sc),
-                       t, emin, maxval, big, negzero, WANT, tiny_after, out[start:stop],
-                       fl[start:stop] if WANT else fl)
-
-    return span
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                    P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
+                    fl: np.ndarray, first: int, last: int) -> None:
+    """:func:`apply_wide` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
+    this thread."""
+    n = out.size
+    m = min(n, _CHUNK)
+    if a.size != n:
+        a = np.full(m, a[0])
+    if b.size != n:
+        b = np.full(m, b[0])
+    if c.size != n:
+        c = np.full(m, c[0])
+    t, emin = P[rnd.T], P[rnd.EMIN]
+    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
+    big = overflow_value(P, overflow, maxval)
+    negzero = P[rnd.NEGZERO] != 0
+    # scratch for decoded codes, once per span (an allocation per chunk costs more than
+    # the chunk's arithmetic)
+    sa, sb, sc = scratch32(a, m), scratch32(b, m), scratch32(c, m)
+    for ch in range(first, last):
+        start = ch * _CHUNK
+        stop = min(start + _CHUNK, n)
+        aa = a[start:stop] if a.size == n else a[:stop - start]
+        bb = b[start:stop] if b.size == n else b[:stop - start]
+        cc = c[start:stop] if c.size == n else c[:stop - start]
+        _wide_into(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
+                   out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
 
 
 # ----------------------------------------------------------------------------- binary64
@@ -285,38 +303,58 @@ def apply_native(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: floa
     ``2**1022``).  Operands: float64 or float32 numbers, one dtype, each of ``out``'s
     length or of length 1 (``c`` read by fma only).  Chunks run on the threads."""
     chunks = (out.size + _CHUNK - 1) // _CHUNK
-    span = _span(_NATIVE_SPANS, _make_native_span, op, bool(want))
-    spread(lambda lo, hi: span(a, b, c, big, out, fl, lo, hi),
+    spread(lambda lo, hi: apply_native_span(op, a, b, c, big, want, out, fl, lo, hi),
            chunks, unit=_CHUNK, minimum=PARALLEL_MIN)
 
 
-def _make_native_span(OP: int, WANT: bool) -> Any:
-    """:func:`apply_native`'s span loop with ``OP`` and ``WANT`` as constants (one
-    :func:`_native_loop` compiled per pair)."""
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def apply_native_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
+                      want: bool, out: np.ndarray, fl: np.ndarray, first: int,
+                      last: int) -> None:
+    """:func:`apply_native` for the chunks ``first .. last - 1`` of :data:`_CHUNK`
+    elements on this thread."""
+    n = out.size
+    m = min(n, _CHUNK)
+    if a.size != n:
+        a = np.full(m, a[0])
+    if b.size != n:
+        b = np.full(m, b[0])
+    if c.size != n:
+        c = np.full(m, c[0])
+    for ch in range(first, last):
+        start = ch * _CHUNK
+        stop = min(start + _CHUNK, n)
+        aa = a[start:stop] if a.size == n else a[:stop - start]
+        bb = b[start:stop] if b.size == n else b[:stop - start]
+        cc = c[start:stop] if c.size == n else c[:stop - start]
+        _native_chunk(op, aa, bb, cc, big, want, out[start:stop],
+                      fl[start:stop] if want else fl)
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def span(a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float, out: np.ndarray,
-             fl: np.ndarray, first: int, last: int) -> None:
-        """:func:`apply_native` for the chunks ``first .. last - 1`` of :data:`_CHUNK`
-        elements on this thread."""
-        n = out.size
-        m = min(n, _CHUNK)
-        if a.size != n:
-            a = np.full(m, a[0])
-        if b.size != n:
-            b = np.full(m, b[0])
-        if c.size != n:
-            c = np.full(m, c[0])
-        for ch in range(first, last):
-            start = ch * _CHUNK
-            stop = min(start + _CHUNK, n)
-            aa = a[start:stop] if a.size == n else a[:stop - start]
-            bb = b[start:stop] if b.size == n else b[:stop - start]
-            cc = c[start:stop] if c.size == n else c[:stop - start]
-            _native_loop(OP, aa, bb, cc, big, WANT, out[start:stop],
-                         fl[start:stop] if WANT else fl)
 
-    return span
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _native_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
+                  want: bool, out: np.ndarray, fl: np.ndarray) -> None:
+    """:func:`_native_loop` with ``op`` and ``want`` as literals (one straight loop
+    each)."""
+    if want:
+        if op == _ADD:
+            _native_loop(0, a, b, c, big, True, out, fl)
+        elif op == _MUL:
+            _native_loop(1, a, b, c, big, True, out, fl)
+        elif op == _SUB:
+            _native_loop(2, a, b, c, big, True, out, fl)
+        else:
+            _native_loop(3, a, b, c, big, True, out, fl)
+    elif op == _ADD:
+        _native_loop(0, a, b, c, big, False, out, fl)
+    elif op == _MUL:
+        _native_loop(1, a, b, c, big, False, out, fl)
+    elif op == _SUB:
+        _native_loop(2, a, b, c, big, False, out, fl)
+    elif op == _DIV:
+        _native_loop(3, a, b, c, big, False, out, fl)
+    else:
+        _native_loop(4, a, b, c, big, False, out, fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
