@@ -71,7 +71,7 @@ from numerics.kernels.random import draw
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, scratch32, values32
 
-__all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_span",
+__all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
            "decode_all", "lean_fits", "overflow_value", "to_odd",
            "unpack_flags"]
 
@@ -507,63 +507,40 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     flags in binary32) and binary32's ``fma(a[i], b[i], c[i])`` (``op`` 4, the
     hardware's: ``c`` is read by fma only).  Chunks run on the threads."""
     chunks = (out.size + _CHUNK - 1) // _CHUNK
-    span = _lean_span(op, bool(P[rnd.T] == 23), bool(want))
-    spread(lambda lo, hi: span(a, b, c, d, P, overflow, tiny_after, out, fl, lo, hi),
-           chunks, unit=_CHUNK, minimum=_MIN_STEPS)
+    spread(lambda lo, hi: apply_lean_span(
+        op, a, b, c, d, P, overflow, want, tiny_after, out, fl, lo, hi),
+        chunks, unit=_CHUNK, minimum=_MIN_STEPS)
 
 
-#: The span loops of :func:`apply_lean` made so far, by (op, binary32 itself, flags).
-_LEAN_SPANS: dict[tuple[int, bool, bool], Any] = {}
-
-
-def _lean_span(op: int, exact: bool, want: bool) -> Any:
-    """The span loop of :func:`apply_lean` for one operation, format kind (``exact``:
-    binary32 itself) and flag choice, made on first use (:func:`_make_lean_span`)."""
-    key = (op, exact, want)
-    span = _LEAN_SPANS.get(key)
-    if span is None:
-        span = _LEAN_SPANS[key] = _make_lean_span(op, exact, want)
-    return span
-
-
-def _make_lean_span(OP: int, EXACT: bool, WANT: bool) -> Any:
-    """A compiled span loop with ``OP``, ``EXACT`` and ``WANT`` as constants, so that it
-    compiles the one :func:`_lean_loop` it runs (a loop that chose among all of them at
-    run time compiled 17 of them on its first call: about 30 s).  numba caches each
-    on disk, keyed by its constants."""
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def span(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, P: np.ndarray,
-             overflow: int, tiny_after: bool, out: np.ndarray, fl: np.ndarray, first: int,
-             last: int) -> None:
-        """:func:`apply_lean` for the chunks ``first .. last - 1`` of :data:`_CHUNK`
-        elements on this thread."""
-        n = out.size
-        m = min(n, _CHUNK)
-        if a.size != n:
-            a = np.full(m, a[0])
-        if b.size != n:
-            b = np.full(m, b[0])
-        if c.size != n:
-            c = np.full(m, c[0])
-        t, emin = P[rnd.T], P[rnd.EMIN]
-        maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
-        big = overflow_value(P, overflow, maxval)
-        negzero = P[rnd.NEGZERO] != 0
-        # scratch for decoded codes, once per span (an allocation per chunk costs more
-        # than the chunk's arithmetic)
-        sa, sb, sc = scratch32(a, m), scratch32(b, m), scratch32(c, m)
-        for ch in range(first, last):
-            start = ch * _CHUNK
-            stop = min(start + _CHUNK, n)
-            aa = a[start:stop] if a.size == n else a[:stop - start]
-            bb = b[start:stop] if b.size == n else b[:stop - start]
-            cc = c[start:stop] if c.size == n else c[:stop - start]
-            _lean_chunk(OP, aa, bb, cc, d, t, emin, maxval, big, negzero, WANT, EXACT,
-                        tiny_after, out[start:stop], fl[start:stop] if WANT else fl, sa,
-                        sb, sc)
-
-    return span
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                    P: np.ndarray, overflow: int, want: bool, tiny_after: bool,
+                    out: np.ndarray, fl: np.ndarray, first: int, last: int) -> None:
+    """:func:`apply_lean` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
+    this thread."""
+    n = out.size
+    m = min(n, _CHUNK)
+    if a.size != n:
+        a = np.full(m, a[0])
+    if b.size != n:
+        b = np.full(m, b[0])
+    if c.size != n:
+        c = np.full(m, c[0])
+    t, emin = P[rnd.T], P[rnd.EMIN]
+    maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
+    big = overflow_value(P, overflow, maxval)
+    negzero = P[rnd.NEGZERO] != 0
+    # scratch for decoded codes, once per span (an allocation per chunk costs more
+    # than the chunk's arithmetic)
+    sa, sb, sc = scratch32(a, m), scratch32(b, m), scratch32(c, m)
+    for ch in range(first, last):
+        start = ch * _CHUNK
+        stop = min(start + _CHUNK, n)
+        aa = a[start:stop] if a.size == n else a[:stop - start]
+        bb = b[start:stop] if b.size == n else b[:stop - start]
+        cc = c[start:stop] if c.size == n else c[:stop - start]
+        _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
+                    out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -900,8 +877,8 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, exact32: bo
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                 t: int, emin: int, maxval: float, big: float, negzero: bool, want: bool,
-                exact: bool, tiny_after: bool, out: np.ndarray, fl: np.ndarray,
-                sa: np.ndarray, sb: np.ndarray, sc: np.ndarray) -> None:
+                tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
+                sb: np.ndarray, sc: np.ndarray) -> None:
     """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes,
     first decoded into float32 by :func:`numerics.kernels.unpack.values32` with the
     :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
@@ -937,9 +914,51 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
     m = np.float32(maxval)
     g = np.float32(big)
     cc = c if op == 4 else c[:1]
-    # op, exact and want arrive as constants: one straight loop is compiled per call
-    _lean_loop(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), exact, t,
-               emin, m, g, negzero, want, tiny_after, out, fl)
+    _lean_ops(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), t, emin, m,
+              g, negzero, want, tiny_after, out, fl)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lean_ops(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int, emin: int, m: Any,
+              g: Any, negzero: bool, want: bool, tiny_after: bool, out: np.ndarray,
+              fl: np.ndarray) -> None:
+    """:func:`_lean_loop` into ``out``, its flags as literals."""
+    # every (op, exact32, want) a call with literal flags, so each loop compiles straight
+    if t == 23:
+        if want and op == 0:
+            _lean_loop(0, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif want and op == 1:
+            _lean_loop(1, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif want and op == 3:
+            _lean_loop(3, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif want and op == 4:
+            _lean_loop(4, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif want:
+            _lean_loop(2, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+        elif op == 0:
+            _lean_loop(0, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        elif op == 1:
+            _lean_loop(1, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        elif op == 3:
+            _lean_loop(3, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        elif op == 4:
+            _lean_loop(4, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        else:
+            _lean_loop(2, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
+    elif want and op == 0:
+        _lean_loop(0, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif want and op == 1:
+        _lean_loop(1, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif want:
+        _lean_loop(2, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif op == 0:
+        _lean_loop(0, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+    elif op == 1:
+        _lean_loop(1, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+    elif op == 3:
+        _lean_loop(3, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+    else:
+        _lean_loop(2, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
 
 
 def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
