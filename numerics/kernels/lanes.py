@@ -32,7 +32,7 @@ from llvmlite import ir
 from numba import types
 from numba.core.extending import intrinsic
 
-__all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma32", "fma64",
+__all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma",
            "shl32", "shr32"]
 
 
@@ -124,36 +124,19 @@ def _f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
 
 
 @intrinsic
-def _fma32(typingctx: object, x: types.Type, y: types.Type, z: types.Type
-           ) -> tuple[Any, Any] | None:
-    """``x * y + z`` rounded once to binary32 (LLVM's ``llvm.fma.f32``: the FMA
-    instruction, which loops vectorize; a correctly rounded library call where the CPU
-    has none)."""
-    if not (x == types.float32 and y == types.float32 and z == types.float32):
+def _fma(typingctx: object, x: types.Type, y: types.Type, z: types.Type
+         ) -> tuple[Any, Any] | None:
+    """``x * y + z`` rounded once, for three float32 or three float64 operands (LLVM's
+    ``llvm.fma``: the FMA instruction, which loops vectorize; a correctly rounded
+    library call where the CPU has none)."""
+    if not (x in (types.float32, types.float64) and y == x and z == x):
         return None
-    sig = types.float32(types.float32, types.float32, types.float32)
+    sig = x(x, x, x)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        f32 = context.get_value_type(types.float32)
-        fn = builder.module.declare_intrinsic("llvm.fma", [f32],
-                                              ir.FunctionType(f32, [f32, f32, f32]))
-        return builder.call(fn, args)
-
-    return sig, codegen
-
-
-@intrinsic
-def _fma64(typingctx: object, x: types.Type, y: types.Type, z: types.Type
-           ) -> tuple[Any, Any] | None:
-    """``x * y + z`` rounded once to binary64 (``llvm.fma.f64``, as :func:`fma32`)."""
-    if not (x == types.float64 and y == types.float64 and z == types.float64):
-        return None
-    sig = types.float64(types.float64, types.float64, types.float64)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        f64 = context.get_value_type(types.float64)
-        fn = builder.module.declare_intrinsic("llvm.fma", [f64],
-                                              ir.FunctionType(f64, [f64, f64, f64]))
+        ty = context.get_value_type(signature.return_type)
+        fn = builder.module.declare_intrinsic("llvm.fma", [ty],
+                                              ir.FunctionType(ty, [ty, ty, ty]))
         return builder.call(fn, args)
 
     return sig, codegen
@@ -167,5 +150,4 @@ f32_of_bits = cast(Callable[[Any], Any], _f32_of_bits)
 bits_of_f32 = cast(Callable[[Any], Any], _bits_of_f32)
 f16_bits_of_f32 = cast(Callable[[Any], Any], _f16_bits_of_f32)
 f32_of_f16_bits = cast(Callable[[Any], Any], _f32_of_f16_bits)
-fma32 = cast(Callable[[Any, Any, Any], Any], _fma32)
-fma64 = cast(Callable[[Any, Any, Any], Any], _fma64)
+fma = cast(Callable[[Any, Any, Any], Any], _fma)

@@ -66,14 +66,14 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
-from numerics.kernels.lanes import bits_of_f32, f32_of_bits, fma32, shr32
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits, fma, shr32
 from numerics.kernels.random import draw
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, scratch32, values32
 
 __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
-           "decode_all", "lean_fits", "overflow_value", "to_odd",
-           "unpack_flags"]
+           "decode_all", "lean_fits", "overflow_value", "piece", "to_odd",
+           "unpack_flags", "widen"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
@@ -494,6 +494,20 @@ def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
                             np.int64(overflow), u, np.int64(ubits))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def widen(x: np.ndarray, n: int, m: int) -> np.ndarray:
+    """An operand of a span loop over ``n`` elements in chunks of at most ``m``: itself
+    when it has ``n`` elements, else (a broadcast operand of length 1) one chunk's
+    worth of its value, read by every chunk through :func:`piece`."""
+    return x if x.size == n else np.full(m, x[0])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def piece(x: np.ndarray, n: int, start: int, stop: int) -> np.ndarray:
+    """The chunk ``start:stop`` of a :func:`widen` operand."""
+    return x[start:stop] if x.size == n else x[:stop - start]
+
+
 # ----------------------------------------------------------------------------- the loop
 def apply_lean(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
@@ -520,12 +534,8 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     this thread."""
     n = out.size
     m = min(n, _CHUNK)
-    if a.size != n:
-        a = np.full(m, a[0])
-    if b.size != n:
-        b = np.full(m, b[0])
-    if c.size != n:
-        c = np.full(m, c[0])
+    # a broadcast operand: one chunk's worth, read by every chunk
+    a, b, c = widen(a, n, m), widen(b, n, m), widen(c, n, m)
     t, emin = P[rnd.T], P[rnd.EMIN]
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     big = overflow_value(P, overflow, maxval)
@@ -536,9 +546,8 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
-        aa = a[start:stop] if a.size == n else a[:stop - start]
-        bb = b[start:stop] if b.size == n else b[:stop - start]
-        cc = c[start:stop] if c.size == n else c[:stop - start]
+        aa, bb, cc = (piece(a, n, start, stop), piece(b, n, start, stop),
+                      piece(c, n, start, stop))
         _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
                     out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
 
@@ -587,12 +596,8 @@ def apply_span(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
     this thread."""
     n = out.size
     m = min(n, _CHUNK)
-    if a.size != n:  # a broadcast operand: one chunk's worth, read by every chunk
-        a = np.full(m, a[0])
-    if b.size != n:
-        b = np.full(m, b[0])
-    if c.size != n:
-        c = np.full(m, c[0])
+    # a broadcast operand: one chunk's worth, read by every chunk
+    a, b, c = widen(a, n, m), widen(b, n, m), widen(c, n, m)
     t, emin, emax = P[rnd.T], P[rnd.EMIN], P[rnd.EMAX]
     narrow = t <= 25 and emax <= 250 and emin - t >= -250
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
@@ -605,9 +610,8 @@ def apply_span(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
-        aa = a[start:stop] if a.size == n else a[:stop - start]
-        bb = b[start:stop] if b.size == n else b[:stop - start]
-        cc = c[start:stop] if c.size == n else c[:stop - start]
+        aa, bb, cc = (piece(a, n, start, stop), piece(b, n, start, stop),
+                      piece(c, n, start, stop))
         oo = out[start:stop]
         ff = fl[start:stop]
         bad = stop - start
@@ -848,7 +852,7 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, exact32: bo
         elif op == 3:
             h = x / y
         elif op == 4:
-            h = fma32(x, y, z[i])
+            h = fma(x, y, z[i])
         else:
             h = x * y
         bits = bits_of_f32(h)

@@ -49,8 +49,8 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
-from numerics.kernels.lanes import bits_of_f32, fma64
-from numerics.kernels.ops import overflow_value, to_odd
+from numerics.kernels.lanes import bits_of_f32, fma
+from numerics.kernels.ops import overflow_value, piece, to_odd, widen
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
 from numerics.kernels.spread import PARALLEL_MIN, spread
@@ -258,12 +258,8 @@ def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     this thread."""
     n = out.size
     m = min(n, _CHUNK)
-    if a.size != n:
-        a = np.full(m, a[0])
-    if b.size != n:
-        b = np.full(m, b[0])
-    if c.size != n:
-        c = np.full(m, c[0])
+    # a broadcast operand: one chunk's worth, read by every chunk
+    a, b, c = widen(a, n, m), widen(b, n, m), widen(c, n, m)
     t, emin = P[rnd.T], P[rnd.EMIN]
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     big = overflow_value(P, overflow, maxval)
@@ -274,9 +270,8 @@ def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
-        aa = a[start:stop] if a.size == n else a[:stop - start]
-        bb = b[start:stop] if b.size == n else b[:stop - start]
-        cc = c[start:stop] if c.size == n else c[:stop - start]
+        aa, bb, cc = (piece(a, n, start, stop), piece(b, n, start, stop),
+                      piece(c, n, start, stop))
         _wide_into(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
                    out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
 
@@ -315,18 +310,13 @@ def apply_native_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big:
     elements on this thread."""
     n = out.size
     m = min(n, _CHUNK)
-    if a.size != n:
-        a = np.full(m, a[0])
-    if b.size != n:
-        b = np.full(m, b[0])
-    if c.size != n:
-        c = np.full(m, c[0])
+    # a broadcast operand: one chunk's worth, read by every chunk
+    a, b, c = widen(a, n, m), widen(b, n, m), widen(c, n, m)
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
-        aa = a[start:stop] if a.size == n else a[:stop - start]
-        bb = b[start:stop] if b.size == n else b[:stop - start]
-        cc = c[start:stop] if c.size == n else c[:stop - start]
+        aa, bb, cc = (piece(a, n, start, stop), piece(b, n, start, stop),
+                      piece(c, n, start, stop))
         _native_chunk(op, aa, bb, cc, big, want, out[start:stop],
                       fl[start:stop] if want else fl)
 
@@ -377,19 +367,19 @@ def _native_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: floa
         elif op == _DIV:
             h = x / y
         else:
-            h = fma64(x, y, np.float64(c[i]))
+            h = fma(x, y, np.float64(c[i]))
         if want:
             finite = (abs(x) <= _MAX) & (abs(y) <= _MAX)
             invalid = xs | ys | ((h != h) & (x == x) & (y == y))
             divide = False
             ah = abs(h)
             if op == _MUL:
-                exact = fma64(x, y, -h) == 0.0
+                exact = fma(x, y, -h) == 0.0
                 general = finite & (ah < _TINY) & (x != 0) & (y != 0)
             elif op == _DIV:
                 divide = finite & (y == 0) & (x != 0)
                 finite = finite & (y != 0)
-                exact = fma64(h, y, -x) == 0.0
+                exact = fma(h, y, -x) == 0.0
                 general = finite & (x != 0) & ((abs(x) < _SMALL) | (ah < _TINY))
             else:  # TwoSum: the exact error of the sum
                 q = -y if op == _SUB else y
