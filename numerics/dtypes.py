@@ -9,6 +9,7 @@ is answered from the numpy table alone (and of a dtype name such as
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,12 @@ def dtype_of(fmt: Format | str) -> np.dtype | None:
     >>> dtype_of("tf32") is None
     True
     """
-    fmt = as_format(fmt)
+    return _native_dtype(as_format(fmt))
+
+
+@lru_cache(maxsize=64)
+def _native_dtype(fmt: Format) -> np.dtype | None:
+    """:func:`dtype_of` for a :class:`Format` (cached: every kernel call asks)."""
     from numerics.formats import get_format
 
     try:
@@ -91,6 +97,8 @@ def format_of_dtype(dtype: object) -> Format | None:
     >>> format_of_dtype(np.float16).name, format_of_dtype(np.dtype(">f4")).name
     ('binary16', 'binary32')
     """
+    if isinstance(dtype, np.dtype) and _ml_dtypes_added:
+        return _format_of_native(dtype)
     from numerics.formats import get_format
 
     try:
@@ -107,6 +115,17 @@ def format_of_dtype(dtype: object) -> Format | None:
         _add_ml_dtypes()  # a dtype of ml_dtypes' (so ml_dtypes is imported already)
     if dt.byteorder == ">" or (dt.byteorder == "<" and not np.little_endian):
         dt = dt.newbyteorder("=")  # the same format in the other byte order
+    name = _BY_DTYPE.get(dt)
+    return None if name is None else get_format(name)
+
+
+@lru_cache(maxsize=64)
+def _format_of_native(dt: np.dtype) -> Format | None:
+    """:func:`format_of_dtype` for a numpy dtype once ml_dtypes' are known (cached)."""
+    from numerics.formats import get_format
+
+    if dt.byteorder == ">" or (dt.byteorder == "<" and not np.little_endian):
+        dt = dt.newbyteorder("=")
     name = _BY_DTYPE.get(dt)
     return None if name is None else get_format(name)
 

@@ -168,6 +168,19 @@ class Format:
                 "outside binary64's; the largest supported range is binary64's"
             )
 
+    def __hash__(self) -> int:
+        # computed once: every kernel call looks its format up in caches keyed by it
+        h: int | None = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.name, self.exponent_bits, self.trailing_bits, self.bias,
+                      self.signed, self.infinity, self.nan, self.subnormals))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict[str, Any]:
+        # (a str hash differs between processes: a pickled format must not carry it)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     # ------------------------------------------------------------------ widths
     @property
     def bits(self) -> int:
@@ -184,7 +197,7 @@ class Format:
         """Number of distinct codes, ``2**bits``."""
         return 1 << self.bits
 
-    @property
+    @cached_property
     def float32_exact(self) -> bool:
         """Whether every value of the format is a float32 value (so float32 can hold
         decoded values and results exactly).

@@ -42,10 +42,10 @@ stochastic rounding, binary64) takes the steps above (:func:`_element`).
 
 Format parameters arrive as :func:`numerics.kernels.rounding.format_params`'s
 int64 array, so one compiled loop serves every format; operands are float64,
-float32 or uint16 (codes) arrays, all of one dtype, flat, each either of the
-result's length or of length 1 (broadcast).  Each loop is a serial function of a
-range of chunks of :data:`_CHUNK` elements (``*_span``); its driver spreads the
-chunks over the threads (:mod:`numerics.kernels.spread`), and nothing depends on
+float32 or uint16 (codes; the lane loops also take uint8) arrays, all of one dtype,
+flat, each either of the result's length or of length 1 (broadcast).  Each loop is
+a serial function of a range of chunks of :data:`_CHUNK` elements (``*_span``); its
+driver spreads the chunks over the threads (:mod:`numerics.kernels.spread`), and nothing depends on
 which thread runs them.
 
 Rounded to nearest, a format whose values are float32 values skips these steps
@@ -69,7 +69,7 @@ import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, fma, shr32
 from numerics.kernels.random import draw
 from numerics.kernels.spread import PARALLEL_MIN, spread
-from numerics.kernels.unpack import constants, scratch32, values32
+from numerics.kernels.unpack import constants, load32
 
 __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
            "decode_all", "lean_fits", "overflow_value", "piece", "to_odd",
@@ -515,8 +515,9 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     """``out[i] = a[i] + b[i]``, ``a[i] * b[i]`` or ``a[i] - b[i]`` (``op`` 0, 1, 2)
     rounded to nearest-even into the format ``P``, which :func:`lean_fits` accepts
     (:func:`_lean_chunk`), with the flag bits in ``fl`` when ``want``; float32 operands
-    or uint16 codes (decoded by the :func:`numerics.kernels.unpack.plan` array ``d``),
-    of the result's length or of length 1; ``out`` float32 or float64.  Also ``a[i] /
+    or codes (uint8, uint16; int16 for codes that are float32 top halves) decoded in the
+    loop by the :func:`numerics.kernels.unpack.plan` array ``d``, of the result's length
+    or of length 1; ``out`` float32 or float64.  Also ``a[i] /
     b[i]`` (``op`` 3: without flags in the formats ``lean_fits(..., 2)`` takes, with
     flags in binary32) and binary32's ``fma(a[i], b[i], c[i])`` (``op`` 4, the
     hardware's: ``c`` is read by fma only).  Chunks run on the threads."""
@@ -540,16 +541,13 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     big = overflow_value(P, overflow, maxval)
     negzero = P[rnd.NEGZERO] != 0
-    # scratch for decoded codes, once per span (an allocation per chunk costs more
-    # than the chunk's arithmetic)
-    sa, sb, sc = scratch32(a, m), scratch32(b, m), scratch32(c, m)
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
         aa, bb, cc = (piece(a, n, start, stop), piece(b, n, start, stop),
                       piece(c, n, start, stop))
         _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
-                    out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
+                    out[start:stop], fl[start:stop] if want else fl)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -716,7 +714,8 @@ def _fast_loop(op: int, residual: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
 def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, threshold: Any,
                 maxval: Any, tiny_after: bool) -> np.uint8:
     """The flag bits (:data:`FLAG_BITS`) of one element of :func:`_lean_loop`: ``h`` is
-    the binary32 result of ``x op y``, ``v`` its rounding into the format before the
+    the binary32 result of ``x op y`` (``op`` 0, ``x + y``, with ``y`` already negated
+    for a difference; 1, ``x * y``), ``v`` its rounding into the format before the
     overflow rule, ``unbounded`` the rounding with unbounded exponent (the bits step).
 
     * invalid: a signalling NaN operand (quiet bit clear), or a NaN from numbers
@@ -739,10 +738,9 @@ def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, thresho
     big32 = np.float32(3.4028234663852886e38)
     finite = (abs(x) <= big32) & (abs(y) <= big32)
     err = np.float32(0.0)
-    if op != 1:  # TwoSum (Knuth): h + err == x + y exactly when h is finite
-        yy = y if op == 0 else -y
+    if op == 0:  # TwoSum (Knuth): h + err == x + y exactly when h is finite
         bb = h - x
-        err = (x - (h - bb)) + (yy - bb)
+        err = (x - (h - bb)) + (y - bb)
     h_inf = abs(h) == np.float32(np.inf)
     over = finite & (h_inf | (abs(unbounded) > maxval))
     inexact = finite & (over | (v != h) | (err != 0))
@@ -823,15 +821,19 @@ def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, exact32: bool,
-               t: int, emin: int, maxval: Any, big: Any, negzero: bool, want: bool,
-               tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
-    """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 2 sub, 3 div,
-    and with ``exact32`` 4 fma, whose third operand is ``z``), ``exact32`` (binary32
-    itself: ``h`` is the result) and ``want`` (also the flags: :func:`_lean_flags`, or
+def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, negate: Any,
+               exact32: bool, t: int, emin: int, maxval: Any, big: Any, negzero: bool,
+               want: bool, tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
+    """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 3 div, and with
+    ``exact32`` 4 fma, whose third operand is ``z``), ``exact32`` (binary32 itself:
+    ``h`` is the result) and ``want`` (also the flags: :func:`_lean_flags`, or
     :func:`_binary32_flags` for binary32's ``* / fma``); ``out`` is float32 or float64.
-    Signs, the overflow rule and NaNs are bit operations on the float32 pattern (a
-    branch or a float64 select would keep the loop from vectorizing)."""
+    Operands are float32 numbers or codes, decoded in the loop
+    (:func:`numerics.kernels.unpack.load32` with the plan constants ``D``); the bits of
+    ``b`` are XORed with ``negate`` (``0x80000000`` makes ``a + b`` the difference:
+    the sign of a NaN plays no part).  Signs, the overflow rule and NaNs are bit
+    operations on the float32 pattern (a branch or a float64 select would keep the
+    loop from vectorizing)."""
     s = _U32(23 - t)
     round_bias = _U32((1 << (22 - t)) - 1) if t < 23 else _U32(0)
     keep = _U32(~((1 << (23 - t)) - 1) & 0xFFFFFFFF)
@@ -843,16 +845,15 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, exact32: bo
     zero_sign = _U32(0x80000000) if negzero else _U32(0)
     nan = np.float32(np.nan)
     for i in range(out.size):
-        x = a[i]
-        y = b[i]
+        x = load32(a, i, D)
+        y = f32_of_bits(_U32(bits_of_f32(load32(b, i, D)) ^ negate))
+        w = load32(z, i, D) if op == 4 else x
         if op == 0:
             h = x + y
-        elif op == 2:
-            h = x - y
         elif op == 3:
             h = x / y
         elif op == 4:
-            h = fma(x, y, z[i])
+            h = fma(x, y, w)
         else:
             h = x * y
         bits = bits_of_f32(h)
@@ -866,7 +867,7 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, exact32: bo
             sub = bits_of_f32((f32_of_bits(m) + c) - c)
             mag = normal if m >= threshold_bits else sub
         if want and exact32 and op == 4:
-            fl[i] = _binary32_flags(op, x, y, z[i], h, tiny_after)
+            fl[i] = _binary32_flags(op, x, y, w, h, tiny_after)
         elif want and exact32 and (op == 1 or op == 3):
             fl[i] = _binary32_flags(op, x, y, x, h, tiny_after)
         elif want:
@@ -881,10 +882,9 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, exact32: bo
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                 t: int, emin: int, maxval: float, big: float, negzero: bool, want: bool,
-                tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
-                sb: np.ndarray, sc: np.ndarray) -> None:
+                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes,
-    first decoded into float32 by :func:`numerics.kernels.unpack.values32` with the
+    decoded into float32 in the loop by :func:`numerics.kernels.unpack.load32` with the
     :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
     into a format whose values, sums and products :func:`lean_fits` keeps within
     float32: one straight loop of 32-bit lanes per case; with ``want``, ``fl[i]`` gets
@@ -911,58 +911,81 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
     too) becomes ``big`` with the sign (``encode``'s overflow rule), a NaN becomes the
     one quiet NaN, and a zero of a format without -0 is +0.  ``out`` is float32 or
     float64 (written directly: a float32 staging pass would cost more than the
-    arithmetic); ``sa`` and ``sb`` are the span's scratch for decoded codes
-    (:func:`numerics.kernels.unpack.scratch32`), ``sc`` that of ``c`` (read by fma
-    only)."""
-    D = constants(d)
-    m = np.float32(maxval)
-    g = np.float32(big)
+    arithmetic)."""
     cc = c if op == 4 else c[:1]
-    _lean_ops(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), t, emin, m,
-              g, negzero, want, tiny_after, out, fl)
+    _lean_ops(op, a, b, cc, constants(d), t, emin, np.float32(maxval), np.float32(big),
+              negzero, want, tiny_after, out, fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _lean_ops(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int, emin: int, m: Any,
-              g: Any, negzero: bool, want: bool, tiny_after: bool, out: np.ndarray,
-              fl: np.ndarray) -> None:
-    """:func:`_lean_loop` into ``out``, its flags as literals."""
-    # every (op, exact32, want) a call with literal flags, so each loop compiles straight
-    if t == 23:
-        if want and op == 0:
-            _lean_loop(0, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-        elif want and op == 1:
-            _lean_loop(1, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-        elif want and op == 3:
-            _lean_loop(3, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-        elif want and op == 4:
-            _lean_loop(4, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-        elif want:
-            _lean_loop(2, a, b, c, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-        elif op == 0:
-            _lean_loop(0, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
-        elif op == 1:
-            _lean_loop(1, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
-        elif op == 3:
-            _lean_loop(3, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
-        elif op == 4:
-            _lean_loop(4, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
-        else:
-            _lean_loop(2, a, b, c, True, t, emin, m, g, negzero, False, tiny_after, out, fl)
-    elif want and op == 0:
-        _lean_loop(0, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif want and op == 1:
-        _lean_loop(1, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
+def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
+                 emin: int, m: Any, g: Any, negzero: bool, want: bool, tiny_after: bool,
+                 out: np.ndarray, fl: np.ndarray) -> None:
+    """:func:`_lean_loop` for a format narrower than binary32, with ``op`` (``a - b`` as
+    ``a + (-b)``) and ``want`` as literals (each loop compiles straight)."""
+    neg = _U32(0x80000000) if op == 2 else _U32(0)
+    if want and op == 1:
+        _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
+                   fl)
     elif want:
-        _lean_loop(2, a, b, c, False, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif op == 0:
-        _lean_loop(0, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
+                   fl)
     elif op == 1:
-        _lean_loop(1, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
+                   fl)
     elif op == 3:
-        _lean_loop(3, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
+                   fl)
     else:
-        _lean_loop(2, a, b, c, False, t, emin, m, g, negzero, False, tiny_after, out, fl)
+        _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
+                   fl)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lean_binary32(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
+                   emin: int, m: Any, g: Any, negzero: bool, want: bool, tiny_after: bool,
+                   out: np.ndarray, fl: np.ndarray) -> None:
+    """:func:`_lean_loop` for binary32 itself (``exact32``), ``op`` and ``want`` literals."""
+    neg = _U32(0x80000000) if op == 2 else _U32(0)
+    if want and op == 1:
+        _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif want and op == 3:
+        _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif want and op == 4:
+        _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif want:
+        _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif op == 1:
+        _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
+                   fl)
+    elif op == 3:
+        _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
+                   fl)
+    elif op == 4:
+        _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
+                   fl)
+    else:
+        _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
+                   fl)
+
+
+def _lean_ops(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
+    """:func:`_lean_narrow` or, for binary32 (``t = 23``), :func:`_lean_binary32`; codes
+    compile only the first (there are no binary32 codes)."""
+
+
+@overload(_lean_ops, jit_options=_JIT, inline="always")
+def _lean_ops_impl(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
+    if not isinstance(a.dtype, types.Float):
+        return lambda op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl: \
+            _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl)
+
+    def any32(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
+        if t == 23:
+            _lean_binary32(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl)
+        else:
+            _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl)
+    return any32
 
 
 def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:

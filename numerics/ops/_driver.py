@@ -37,6 +37,7 @@ def decode_table(fmt: Format) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=64)
 def check_values(fmt: Format) -> Any:
     """``f(flat) -> int``: the first index of ``flat`` that is not a value of ``fmt``."""
     from numerics.kernels.ulp import first_unrepresentable, format_ulp_params
@@ -106,6 +107,7 @@ def _kernel_array(x: np.ndarray) -> np.ndarray:
     return x if x.flags.writeable else np.array(x)
 
 
+@lru_cache(maxsize=256)
 def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> str:
     """Which loop rounds ``op`` to nearest: ``"native"`` (binary64, the hardware's
     operations: :func:`numerics.kernels.ops_wide.apply_native`; fma only without
@@ -172,6 +174,17 @@ def _redo(op: str, code: int, abc: tuple[np.ndarray, ...], n: int, table: np.nda
     fl[idx] = f
 
 
+@lru_cache(maxsize=1)
+def _kernels() -> tuple[Any, Any, Any]:
+    """The kernel modules :func:`run` calls, imported on its first call (a ``from``
+    import in every call would cost about a microsecond each)."""
+    import numerics.kernels.ops as ops_kernels
+    import numerics.kernels.ops_wide as wide_kernels
+    import numerics.kernels.rounding as rounding_kernels
+
+    return ops_kernels, wide_kernels, rounding_kernels
+
+
 def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
         scalar: bool, fmt: Format, src: Format, rounding: str, overflow: str, tininess: str,
         flags: bool, rng: Any, sr_bits: int | None,
@@ -182,10 +195,10 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     whose values are float32 values; a numpy scalar when ``scalar``) and, with
     ``flags``, a dict of boolean arrays (or scalars) named by :data:`FLAG_NAMES`.
     """
-    from numerics.kernels.ops import OPS, apply, apply_lean, overflow_value
-    from numerics.kernels.ops_wide import OPS as WIDE_OPS
-    from numerics.kernels.ops_wide import apply_native, apply_wide
-    from numerics.kernels.rounding import format_params, mode_code, overflow_code
+    K, W, R = _kernels()
+    OPS, apply, apply_lean, overflow_value = K.OPS, K.apply, K.apply_lean, K.overflow_value
+    WIDE_OPS, apply_native, apply_wide = W.OPS, W.apply_native, W.apply_wide
+    format_params, mode_code, overflow_code = R.format_params, R.mode_code, R.overflow_code
 
     n = math.prod(shape)
     code = OPS["add" if op == "sub" else op]
@@ -195,6 +208,8 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     p = format_params(fmt)
     seed = np.uint64(sr_seed(rng) if rounding == "sr" else 0)
     lanes = _lanes(op, src, fmt, xs[0].dtype, bool(flags)) if rounding == "rne" else ""
+    if a.dtype == np.uint8 and lanes != "lean":  # the other loops take codes as uint16
+        a, b, c = (x.astype(np.uint16) for x in (a, b, c))
     out = np.empty(n, dtype if lanes else np.float64)
     fl = np.empty(n if flags or not lanes else 0, np.uint8)
     plan = code_plan(src) if lanes and a.dtype.kind == "u" else None

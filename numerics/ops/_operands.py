@@ -9,7 +9,7 @@ complex numbers and strings are TypeErrors; ragged nestings and values outside
 the format are ValueErrors naming the argument (and the element's index).
 
 The kernel takes operands flat and of one dtype: float64, float32, or the
-codes of the format's own dtype as uint16 (decoded by a table).  An operand
+codes of the format's own dtype as uint8 or uint16.  An operand
 of the result's shape is raveled (copied only when not contiguous: strided,
 negative strides, big-endian); an operand with one element stays one element
 (the kernel broadcasts it); any other broadcast is materialized.
@@ -46,6 +46,8 @@ def index_text(name: str, shape: tuple[int, ...], flat: int) -> str:
 
 def broadcast_shape(shapes: list[tuple[int, ...]], names: list[str]) -> tuple[int, ...]:
     """numpy's broadcast shape (for any number of dimensions), or a ValueError."""
+    if all(s == shapes[0] for s in shapes):
+        return shapes[0]
     out: list[int] = []
     for k in range(1, max(len(s) for s in shapes) + 1):
         dims = {s[-k] for s in shapes if len(s) >= k} - {1}
@@ -75,7 +77,7 @@ def _as_array(x: Any, name: str) -> np.ndarray:
                          f"(ragged nesting): {err}") from None
     except TypeError as err:
         raise TypeError(f"Got {name} of type {type(x).__name__}: {err}") from None
-    if format_of_dtype(arr.dtype) is None and arr.dtype.kind not in "fiuO":
+    if arr.dtype.kind not in "fiuO" and format_of_dtype(arr.dtype) is None:
         raise TypeError(f"Got {name} with dtype {arr.dtype}; expected real numbers "
                         "(not booleans, complex numbers or text)")
     if not arr.dtype.isnative:
@@ -138,9 +140,8 @@ def operands(xs: list[Any], names: list[str], fmt: Format, check: Any
     for x, name in zip(xs, names):
         arr = _as_array(x, name)
         if native is not None and arr.dtype == native and native.itemsize <= 2:
-            # codes, all as uint16 (one compiled loop for 8- and 16-bit formats)
-            arrays.append(arr.view(np.uint8).astype(np.uint16) if native.itemsize == 1
-                          else arr.view(np.uint16))
+            # codes as unsigned integers of their width (a view: no pass over memory)
+            arrays.append(arr.view(np.uint8 if native.itemsize == 1 else np.uint16))
             continue
         if arr.dtype not in (np.float64, np.float32):
             arr = _exact_float64(arr, name, fmt)
