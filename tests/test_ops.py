@@ -790,9 +790,11 @@ def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> N
             lane = driver._lanes(op, fmt, fmt, operands[0].dtype if kind != "codes"
                                  else np.dtype(np.uint16), False)
             # (without flags: D8 takes bfloat16 products, and quotients where p <= 8)
+            # (fma: binary32's own, or rounded to odd where products are exact binary32
+            # normals, D11: all but bfloat16, whose products can leave binary32's range)
             lean = kind != "float64" and (
                 op in ("add", "sub", "mul") or op == "div" and name != "binary16"
-                or op == "fma" and name == "binary32")
+                or op == "fma" and name != "bfloat16")
             assert lane == ("lean" if lean else "wide")
             for dtype in (np.float32, np.float64):
                 got = fn(*operands, fmt, overflow=overflow, dtype=dtype)
@@ -811,6 +813,55 @@ def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> N
                     bad = np.flatnonzero(g != w)
                     assert bad.size == 0, (name, op, kind, overflow, tininess, flag, [
                         tuple(float(x[i]) for x in xs) + (bool(g[i]),) for i in bad[:4]])
+
+
+@pytest.mark.parametrize("name", ["e5m2", "binary16", "binary8p3"])
+def test_D11_fma_rounded_to_odd_in_binary32(name: str) -> None:
+    """D11: fma in the float32 lanes, where every product is an exact binary32 normal
+    number, rounds ``x*y + z`` to odd at 24 bits and then to the format.  Operands
+    whose exact product is a midpoint of the format near its largest values, with
+    ``z`` a few of the smallest subnormals (far below binary32's ulp there, so that
+    binary32's own fma lands on the midpoint): each result against the Fraction
+    reference, with flags against the general loop; and binary32's fma followed by
+    one rounding to the format is wrong on some of them (the case D11 exists for).
+    (Formats whose range spans fewer than 24 + p bits, e4m3fn's, have no such
+    operands: there binary32's sum is exact below the overflow threshold.)"""
+    import numerics.ops._driver as driver
+    from numerics import round_to
+
+    fmt = get_format(name)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    vals = decode_codes(np.arange(1 << fmt.bits), fmt)
+    vals = np.unique(np.abs(vals[np.isfinite(vals) & (vals != 0)]))
+    a, b = rng.choice(vals, 400000), rng.choice(vals, 400000)
+    ab = a * b  # exact in binary64
+    lo = np.asarray(round_to(ab, fmt, rounding="rtz", overflow="saturate"))
+    up = np.asarray(round_to(ab, fmt, rounding="ru", overflow="saturate"))
+    mid = (ab == (lo + up) / 2) & (lo != up) & (ab < fmt.max)
+    mid &= ab > 2.0**24 * fmt.smallest_subnormal  # z below binary32's half-ulp of a*b
+    a, b = a[mid][:300], b[mid][:300]
+    assert a.size >= 50, a.size
+    sign = rng.choice([1.0, -1.0], (3, a.size))
+    a, b = a * sign[0], b * sign[1]
+    c = sign[2] * fmt.smallest_subnormal * rng.integers(1, 4, a.size)
+    dt = np.float32
+    assert driver._lanes("fma", fmt, fmt, np.dtype(dt), True) == "lean"
+    assert driver._lanes("fma", fmt, fmt, np.dtype(dt), False) == "lean"
+    got = ops.fma(a.astype(dt), b.astype(dt), c.astype(dt), fmt)
+    got_v, got_fl = ops.fma(a.astype(dt), b.astype(dt), c.astype(dt), fmt, flags=True)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(driver, "_lanes", lambda *args: "")
+        _, general = ops.fma(a, b, c, fmt, flags=True)
+    # binary32's fma: a*b + c is exact in binary64 here (at most 2**17 over 2**-24)
+    naive = np.asarray(round_to((a * b + c).astype(dt), fmt))
+    wrong = 0
+    for i in range(a.size):
+        w = reference("fma", (float(a[i]), float(b[i]), float(c[i])), fmt, "rne", "ieee")[0]
+        assert same(w, float(got[i])) and same(w, float(got_v[i])), (a[i], b[i], c[i], w)
+        wrong += not same(w, float(naive[i]))
+    for flag in ("inexact", "underflow", "overflow", "invalid", "divide_by_zero"):
+        assert np.array_equal(getattr(got_fl, flag), getattr(general, flag)), flag
+    assert wrong > 0
 
 
 def test_code_decoding() -> None:

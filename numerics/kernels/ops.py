@@ -711,12 +711,14 @@ def _fast_loop(op: int, residual: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, threshold: Any,
-                maxval: Any, tiny_after: bool) -> np.uint8:
+def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
+                threshold: Any, maxval: Any, tiny_after: bool) -> np.uint8:
     """The flag bits (:data:`FLAG_BITS`) of one element of :func:`_lean_loop`: ``h`` is
     the binary32 result of ``x op y`` (``op`` 0, ``x + y``, with ``y`` already negated
-    for a difference; 1, ``x * y``), ``v`` its rounding into the format before the
-    overflow rule, ``unbounded`` the rounding with unbounded exponent (the bits step).
+    for a difference; 1, ``x * y``) or ``fma(x, y, z)`` rounded to odd (``op`` 4, D11;
+    for the others ``z`` is ``x``, whose terms then repeat), ``v`` its rounding into
+    the format before the overflow rule, ``unbounded`` the rounding with unbounded
+    exponent (the bits step).
 
     * invalid: a signalling NaN operand (quiet bit clear), or a NaN from numbers
       (``inf - inf``, ``0 * inf``);
@@ -731,12 +733,17 @@ def _lean_flags(op: int, x: Any, y: Any, h: Any, v: Any, unbounded: Any, thresho
     # bitwise operators on booleans throughout: no branches, so the loop vectorizes
     xnan = x != x
     ynan = y != y
+    znan = z != z
     xquiet = (bits_of_f32(x) & np.uint32(0x400000)) != 0
     yquiet = (bits_of_f32(y) & np.uint32(0x400000)) != 0
-    snan = (xnan & ~xquiet) | (ynan & ~yquiet)
-    invalid = snan | ((h != h) & ~xnan & ~ynan)
+    zquiet = (bits_of_f32(z) & np.uint32(0x400000)) != 0
+    snan = (xnan & ~xquiet) | (ynan & ~yquiet) | (znan & ~zquiet)
+    invalid = snan | ((h != h) & ~xnan & ~ynan & ~znan)
+    if op == 4:  # 0 * inf is invalid whatever z is (a quiet NaN too), as in the general loop
+        invalid = invalid | ((x == 0) & (abs(y) == np.inf)) | ((abs(x) == np.inf) & (y == 0))
     big32 = np.float32(3.4028234663852886e38)
-    finite = (abs(x) <= big32) & (abs(y) <= big32)
+    finite = (abs(x) <= big32) & (abs(y) <= big32) & (abs(z) <= big32)
+    # (fma: an inexact h, rounded to odd, has its 24th bit set, so v differs from it)
     err = np.float32(0.0)
     if op == 0:  # TwoSum (Knuth): h + err == x + y exactly when h is finite
         bb = h - x
@@ -758,6 +765,16 @@ def to_odd(s: float, err: float) -> float:
     toward_zero = inexact & ((err < 0) != (s < 0))
     b = rnd.f64_bits(s) - (np.uint64(1) if toward_zero else np.uint64(0))
     return rnd.bits_f64(b | (np.uint64(1) if inexact else np.uint64(0)))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def to_odd32(s: Any, err: Any) -> Any:
+    """:func:`to_odd` in binary32: ``s + err`` (``s`` the binary32 sum, ``err`` its exact
+    error) rounded to odd at 24 bits."""
+    inexact = (err != 0) & (err == err)
+    toward_zero = inexact & ((err < 0) != (s < 0))
+    b = _U32(bits_of_f32(s) - (_U32(1) if toward_zero else _U32(0)))
+    return f32_of_bits(_U32(b | (_U32(1) if inexact else _U32(0))))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -852,8 +869,13 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
             h = x + y
         elif op == 3:
             h = x / y
-        elif op == 4:
+        elif op == 4 and exact32:
             h = fma(x, y, w)
+        elif op == 4:  # the exact product plus w, rounded to odd at 24 bits (D11)
+            pr = x * y
+            sm = pr + w
+            bb = sm - pr
+            h = to_odd32(sm, (pr - (sm - bb)) + (w - bb))
         else:
             h = x * y
         bits = bits_of_f32(h)
@@ -871,7 +893,7 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
         elif want and exact32 and (op == 1 or op == 3):
             fl[i] = _binary32_flags(op, x, y, x, h, tiny_after)
         elif want:
-            fl[i] = _lean_flags(op, x, y, h, f32_of_bits(_U32(mag | sign)),
+            fl[i] = _lean_flags(op, x, y, w, h, f32_of_bits(_U32(mag | sign)),
                                 f32_of_bits(_U32(normal | sign)), threshold, maxval,
                                 tiny_after)
         res = big_bits if mag > max_bits else mag
@@ -927,6 +949,9 @@ def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t
     if want and op == 1:
         _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
                    fl)
+    elif want and op == 4:
+        _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
+                   fl)
     elif want:
         _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
                    fl)
@@ -935,6 +960,9 @@ def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t
                    fl)
     elif op == 3:
         _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
+                   fl)
+    elif op == 4:
+        _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
                    fl)
     else:
         _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
@@ -994,12 +1022,16 @@ def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
     every value a binary32 number); 1, ``*`` with flags (also every product of two
     values a binary32 normal number, zero, or beyond binary32's max: the product is
     exact); 2, ``*`` and ``/`` without flags (``p <= 8`` and ``emin >= 3t - 147``:
-    binary32's rounding of the product or quotient is innocuous, D8).
+    binary32's rounding of the product or quotient is innocuous, D8); 3, fma (the
+    products of 1, all binary32 normal numbers or zero, and every ``|x*y + z|`` below
+    ``2**126``: the sum rounded to odd, D11).
 
     Examples
     --------
     >>> lean_fits(7, -126, 127, 1), lean_fits(7, -126, 127, 2), lean_fits(10, -14, 15, 2)
     (False, True, False)
+    >>> lean_fits(3, -6, 8, 3), lean_fits(10, -14, 15, 3), lean_fits(7, -126, 127, 3)
+    (True, True, False)
     """
     if t == 23 and emin == -126 and emax == 127:
         return True
@@ -1009,6 +1041,8 @@ def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
         return False
     if op == 2:
         return t <= 7 and emin >= 3 * t - 147
+    if op == 3:  # |x*y + z| < 2**(2 emax + 2) + 2**(emax + 1) <= 2**(2 emax + 3)
+        return 2 * (emin - t) >= -126 and 2 * emax + 3 <= 126
     return op == 0 or (2 * (emin - t) >= -126 and 2 * (emax + 1) <= 128)
 
 

@@ -111,9 +111,10 @@ def _kernel_array(x: np.ndarray) -> np.ndarray:
 def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> str:
     """Which loop rounds ``op`` to nearest: ``"native"`` (binary64, the hardware's
     operations: :func:`numerics.kernels.ops_wide.apply_native`; fma only without
-    flags), ``"lean"``
-    (``+ - *`` in float32 lanes, :func:`numerics.kernels.ops.lean_fits`; also ``/``
-    there, and fma in binary32, the hardware's operation), ``"wide"`` (``+ - * / fma``
+    flags), ``"lean"`` (``+ - *`` in float32 lanes,
+    :func:`numerics.kernels.ops.lean_fits`; also ``/`` there, fma in binary32, the
+    hardware's operation, and fma rounded to odd where products are exact, D11),
+    ``"wide"`` (``+ - * / fma``
     in float64 lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
     Operands: float32 or float64 numbers, or codes of the result's format that decode
     by arithmetic (:func:`code_plan`); float64 operands take the wide loop, and so
@@ -143,8 +144,8 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
         # with or without flags, or rounding through binary32 (D8) without
         lean = (binary32 or op == "mul" and lean_fits(t, emin, emax, 1)
                 or not flags and lean_fits(t, emin, emax, 2))
-    else:  # fma: binary32's own (its flags by D9)
-        lean = binary32
+    else:  # fma: binary32's own (its flags by D9), else rounded to odd in binary32 (D11)
+        lean = binary32 or lean_fits(t, emin, emax, 3)
     if lean:
         return "lean"
     if fits(fmt.trailing_bits, fmt.emin, fmt.emax, fmt.signed, fmt.subnormals):
