@@ -1038,6 +1038,76 @@ def test_D8_products_and_quotients_through_binary32(name: str) -> None:
                 assert same(w, float(got[i])), (name, op, float(a[i]), float(b[i]), w, got[i])
 
 
+@pytest.mark.parametrize("name", ["bfloat16", "e4m3fn", "e5m2", "binary8p3"])
+def test_D12_products_and_quotients_with_flags(name: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """D12: with flags, ``*`` and ``/`` of the D8 formats stay in the float32 lanes, their
+    flags from exact checks, and elements with ``|h|`` below ``2**-125`` are marked for
+    the general loop.  Results aimed at the format's tininess boundary and subnormals,
+    at binary32's (``2**-125``, ``2**-126``, ``2**-149``, ``2**-150``, where bfloat16's
+    products and quotients are rounded or lost by binary32) and at overflow: each value
+    against the Fraction reference and every flag against the general loop, under both
+    tininess and both overflow rules, float32 and code operands; bfloat16 marks some
+    elements, so both paths run."""
+    import numerics.ops._driver as driver
+    from numerics import round_to
+    from numerics.dtypes import dtype_of
+
+    fmt = get_format(name)
+    rng = np.random.default_rng(zlib.crc32(("D12", name).__repr__().encode()))
+    targets = [2.0**fmt.emin, 2.0**fmt.emin * (1 - 2.0**-(fmt.precision + 1)),
+               fmt.smallest_subnormal, fmt.smallest_subnormal * 0.75, 2.0**-125, 2.0**-126,
+               2.0**-140, 2.0**-149, 2.0**-150, fmt.max, fmt.max * 1.01, 1.0]
+    n = 40
+    y = np.asarray(round_to(np.ldexp(rng.uniform(1, 2, n), rng.integers(-6, 7, n)), fmt,
+                            overflow="saturate"))
+    a: dict[str, list[np.ndarray]] = {"mul": [], "div": []}
+    b: dict[str, list[np.ndarray]] = {"mul": [], "div": []}
+    for target in targets:
+        t = target * rng.uniform(0.9, 1.1, n) * rng.choice([1.0, -1.0], n)
+        for op, x in (("div", t * y), ("mul", t / y)):
+            x = np.asarray(round_to(x, fmt, overflow="saturate"))
+            keep = (x != 0) & np.isfinite(x)
+            a[op].append(x[keep])
+            b[op].append(y[keep])
+    seen = []
+    real = driver._redo
+    monkeypatch.setattr(driver, "_redo", lambda *args: (
+        seen.append(int((args[-1] >= driver_general()).sum())), real(*args))[1])
+    native = dtype_of(fmt)
+    for op in ("mul", "div"):
+        x, yy = np.concatenate(a[op]), np.concatenate(b[op])
+        assert driver._lanes(op, fmt, fmt, np.dtype(np.float32), True) == "lean"
+        for overflow in ("ieee", "saturate"):
+            want = [reference(op, (float(u), float(v)), fmt, "rne", overflow)[0]
+                    for u, v in zip(x, yy)]
+            for tininess in ("after", "before"):
+                with monkeypatch.context() as m:
+                    m.setattr(driver, "_lanes", lambda *args: "")
+                    _, general = getattr(ops, op)(x, yy, fmt, overflow=overflow,
+                                                  tininess=tininess, flags=True)
+                for operands in ((x.astype(np.float32), yy.astype(np.float32)),
+                                 (x.astype(native), yy.astype(native))):
+                    got, fl = getattr(ops, op)(*operands, fmt, overflow=overflow,
+                                               tininess=tininess, flags=True)
+                    for i, w in enumerate(want):
+                        assert same(w, float(got[i])), (name, op, x[i], yy[i], w, got[i])
+                    for flag in ("inexact", "underflow", "overflow", "invalid",
+                                 "divide_by_zero"):
+                        g, w = getattr(fl, flag), getattr(general, flag)
+                        bad = np.flatnonzero(g != w)
+                        assert bad.size == 0, (name, op, overflow, tininess, flag,
+                                               [(x[i], yy[i]) for i in bad[:4]])
+    assert seen and (sum(seen) > 0) == (name == "bfloat16"), seen
+
+
+def driver_general() -> int:
+    """The mark of an element left to the general loop (numerics.kernels.ops.GENERAL)."""
+    from numerics.kernels.ops import GENERAL
+
+    return GENERAL
+
+
 @pytest.mark.parametrize("op", ["mul", "div", "fma"])
 def test_D9_binary32_flags(op: str) -> None:
     """D9: binary32's own ``*``, ``/`` and fma with flags in the float32 lanes, results

@@ -71,7 +71,7 @@ from numerics.kernels.random import draw
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, load32
 
-__all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
+__all__ = ["FLAG_BITS", "GENERAL", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
            "decode_all", "lean_fits", "overflow_value", "piece", "to_odd",
            "unpack_flags", "widen"]
 
@@ -79,6 +79,9 @@ __all__ = ["FLAG_BITS", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
 #: Bits of the flags array: inexact, underflow, overflow, invalid, divide_by_zero.
 FLAG_BITS = (1, 2, 4, 8, 16)
+#: A flag byte with this bit: the element is left to the general loop (:func:`apply`),
+#: which the caller runs on it (results near underflow: rare).
+GENERAL = 0x80
 
 # Magnitude-level modes of the flag computation (ru/rd become rtz/raz by the sign).
 _RTZ, _RAZ, _RNE, _RNA, _RTO, _SR = range(6)
@@ -715,20 +718,25 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
                 threshold: Any, maxval: Any, tiny_after: bool) -> np.uint8:
     """The flag bits (:data:`FLAG_BITS`) of one element of :func:`_lean_loop`: ``h`` is
     the binary32 result of ``x op y`` (``op`` 0, ``x + y``, with ``y`` already negated
-    for a difference; 1, ``x * y``) or ``fma(x, y, z)`` rounded to odd (``op`` 4, D11;
-    for the others ``z`` is ``x``, whose terms then repeat), ``v`` its rounding into
-    the format before the overflow rule, ``unbounded`` the rounding with unbounded
-    exponent (the bits step).
+    for a difference; 1, ``x * y``; 3, ``x / y``) or ``fma(x, y, z)`` rounded to odd
+    (``op`` 4, D11; for the others ``z`` is ``x``, whose terms then repeat), ``v`` its
+    rounding into the format before the overflow rule, ``unbounded`` the rounding with
+    unbounded exponent (the bits step).
 
-    * invalid: a signalling NaN operand (quiet bit clear), or a NaN from numbers
-      (``inf - inf``, ``0 * inf``);
-    * the exact result is ``h`` plus TwoSum's error for ``+ -`` (binary32 is exact for the
-      products :func:`lean_fits` admits), and every result below ``2**emin`` is exact in
-      binary32 (claim D5), so tininess before rounding is ``0 < |h| < 2**emin`` and after
-      rounding ``0 < |unbounded| < 2**emin``;
+    * invalid: a signalling NaN operand (quiet bit clear), a NaN from numbers
+      (``inf - inf``, ``0 * inf``, ``0 / 0``), or fma's ``0 * inf``; divide_by_zero:
+      a finite non-zero ``x`` over a zero ``y``;
+    * the exact result is ``h`` plus TwoSum's error for ``+ -``, ``h`` for products in
+      binary32's normal range, and every sum below ``2**emin`` is exact in binary32
+      (claim D5), so tininess before rounding is ``0 < |h| < 2**emin`` and after
+      rounding ``0 < |unbounded| < 2**emin``; a quotient is exact when ``v * y == x``
+      and tiny when ``|x| < 2**emin |y|``, both exact in binary64 (D12);
     * overflow: ``|unbounded|`` beyond ``max``, or an infinite ``h`` from finite operands;
     * inexact: ``v`` differs from the exact result, or overflow; underflow: tiny and
-      inexact.
+      inexact;
+    * :data:`GENERAL`: a product or quotient of finite non-zero operands with ``|h|``
+      below ``2**-125`` (binary32 may have rounded it, or rounded it on its subnormal
+      grid), which the caller recomputes with the general loop (D12).
     """
     # bitwise operators on booleans throughout: no branches, so the loop vectorizes
     xnan = x != x
@@ -748,13 +756,30 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
     if op == 0:  # TwoSum (Knuth): h + err == x + y exactly when h is finite
         bb = h - x
         err = (x - (h - bb)) + (y - bb)
+    divide = False
+    if op == 3:  # D12: exactness and tininess of the quotient in binary64, exactly
+        divide = finite & (y == 0) & (x != 0)
+        finite = finite & (y != 0)
+        x64, y64 = np.float64(x), np.float64(y)
+        exact = np.float64(v) * y64 == x64
+        tiny = (x != 0) & (abs(x64) < np.float64(threshold) * abs(y64))
+    else:
+        exact = (v == h) & (err == 0)
+        tiny = (abs(h) > 0) & (abs(h) < threshold)
     h_inf = abs(h) == np.float32(np.inf)
     over = finite & (h_inf | (abs(unbounded) > maxval))
-    inexact = finite & (over | (v != h) | (err != 0))
-    mag = abs(unbounded) if tiny_after else abs(h)
-    under = inexact & (mag > 0) & (mag < threshold)
+    inexact = finite & (over | ~exact)
+    if tiny_after:
+        tiny = (abs(unbounded) > 0) & (abs(unbounded) < threshold)
+    under = inexact & tiny
+    # D12: a product or quotient near binary32's underflow threshold (h inexact, or
+    # rounded on binary32's subnormal grid) is left to the general loop
+    general = False
+    if op == 1 or op == 3:
+        general = finite & (x != 0) & (y != 0) & (abs(h) < np.float32(2.0**-125))
     return np.uint8(np.uint8(inexact) | (np.uint8(under) << 1) | (np.uint8(over) << 2)
-                    | (np.uint8(invalid) << 3))
+                    | (np.uint8(invalid) << 3) | (np.uint8(divide) << 4)
+                    | (np.uint8(general) << 7))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -951,6 +976,9 @@ def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t
                    fl)
     elif want and op == 4:
         _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
+                   fl)
+    elif want and op == 3:
+        _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
                    fl)
     elif want:
         _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,

@@ -50,7 +50,7 @@ from numba.extending import overload
 
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, fma
-from numerics.kernels.ops import overflow_value, piece, to_odd, widen
+from numerics.kernels.ops import GENERAL, overflow_value, piece, to_odd, widen
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
 from numerics.kernels.spread import PARALLEL_MIN, spread
@@ -277,9 +277,6 @@ def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
 
 
 # ----------------------------------------------------------------------------- binary64
-#: A flag byte of :func:`apply_native` with this bit: the element is left to the
-#: general loop (a result near underflow, or a sum near overflow).
-GENERAL = 0x80
 _TINY = 2.0**-960  # below: a product's or quotient's error may not be representable
 _SMALL = 2.0**-899  # a dividend below this: ``h * y - x`` could round to zero
 _HUGE = 2.0**1022  # a sum beyond this: left to the general loop (claim D10)

@@ -140,10 +140,10 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
     elif op in ("add", "sub"):
         lean = lean_fits(t, emin, emax, 0)
     elif op in ("mul", "div"):
-        # binary32: the hardware's result, its flags by D9; else exact products (D5.2)
-        # with or without flags, or rounding through binary32 (D8) without
+        # binary32: the hardware's result, its flags by D9; else exact products (D5.2),
+        # or rounding through binary32 (D8) with flags from exact checks (D12)
         lean = (binary32 or op == "mul" and lean_fits(t, emin, emax, 1)
-                or not flags and lean_fits(t, emin, emax, 2))
+                or lean_fits(t, emin, emax, 2))
     else:  # fma: binary32's own (its flags by D9), else rounded to odd in binary32 (D11)
         lean = binary32 or lean_fits(t, emin, emax, 3)
     if lean:
@@ -156,17 +156,19 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
 def _redo(op: str, code: int, abc: tuple[np.ndarray, ...], n: int, table: np.ndarray,
           p: np.ndarray, rounding: str, overflow: str, tininess: str, out: np.ndarray,
           fl: np.ndarray) -> None:
-    """The elements :func:`numerics.kernels.ops_wide.apply_native` marks
-    :data:`~numerics.kernels.ops_wide.GENERAL` (results near underflow: rare), again with
-    the general loop."""
-    from numerics.kernels.ops import apply
-    from numerics.kernels.ops_wide import GENERAL
+    """The elements :func:`numerics.kernels.ops_wide.apply_native` or
+    :func:`numerics.kernels.ops.apply_lean` marks :data:`~numerics.kernels.ops.GENERAL`
+    (results near underflow: rare), again with the general loop."""
+    from numerics.kernels.ops import GENERAL, apply
     from numerics.kernels.rounding import mode_code, overflow_code
 
-    idx = np.flatnonzero(fl & GENERAL)
-    if not idx.size:
+    if fl.max() < GENERAL:  # (one pass; the flag bits proper are all below it)
         return
+    idx = np.flatnonzero(fl & np.uint8(GENERAL))
+    # codes as the general loop takes them: uint16, decoded by the table
     sub = [x[idx] if x.size == n else x for x in abc]
+    sub = [x.view(np.uint16) if x.dtype == np.int16 else
+           x.astype(np.uint16) if x.dtype == np.uint8 else x for x in sub]
     o = np.empty(idx.size)
     f = np.empty(idx.size, np.uint8)
     apply(code, op == "sub", *sub, table, p, mode_code(rounding), overflow_code(overflow),
@@ -220,6 +222,8 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     if n and lanes == "lean":
         apply_lean({"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}[op], a, b, c, d, p,
                    overflow_code(overflow), bool(flags), tininess == "after", out, fl)
+        if flags:
+            _redo(op, code, (a, b, c), n, table, p, rounding, overflow, tininess, out, fl)
     elif n and lanes == "native":
         apply_native(WIDE_OPS[op], a, b, c, overflow_value(p, overflow_code(overflow),
                                                           fmt.max), bool(flags), out, fl)
