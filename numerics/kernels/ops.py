@@ -69,7 +69,7 @@ import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, fma, shr32
 from numerics.kernels.random import draw
 from numerics.kernels.spread import PARALLEL_MIN, spread
-from numerics.kernels.unpack import constants, load32
+from numerics.kernels.unpack import codes16, constants, load32, scratch16, scratch32, values32
 
 __all__ = ["FLAG_BITS", "GENERAL", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
            "decode_all", "lean_fits", "overflow_value", "piece", "to_odd",
@@ -544,13 +544,20 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
     big = overflow_value(P, overflow, maxval)
     negzero = P[rnd.NEGZERO] != 0
+    # 8-bit codes are widened a chunk at a time (the loops compile for uint16 only);
+    # with flags, codes are decoded into float32 scratch (once per span: an allocation
+    # per chunk costs more than the chunk's arithmetic)
+    wa, wb, wc = scratch16(a, m), scratch16(b, m), scratch16(c, m)
+    k = m if want else 0
+    sa, sb, sc = scratch32(a, k), scratch32(b, k), scratch32(c, k)
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
-        aa, bb, cc = (piece(a, n, start, stop), piece(b, n, start, stop),
-                      piece(c, n, start, stop))
+        aa, bb, cc = (codes16(piece(a, n, start, stop), wa),
+                      codes16(piece(b, n, start, stop), wb),  # (c: read by fma only)
+                      codes16(piece(c, n, start, stop if op == 4 else start + 1), wc))
         _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
-                    out[start:stop], fl[start:stop] if want else fl)
+                    out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -929,10 +936,10 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                 t: int, emin: int, maxval: float, big: float, negzero: bool, want: bool,
-                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
+                tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
+                sb: np.ndarray, sc: np.ndarray) -> None:
     """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes,
-    decoded into float32 in the loop by :func:`numerics.kernels.unpack.load32` with the
-    :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
+    decoded by the :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
     into a format whose values, sums and products :func:`lean_fits` keeps within
     float32: one straight loop of 32-bit lanes per case; with ``want``, ``fl[i]`` gets
     the flag bits (:func:`_lean_flags`, tininess after rounding when ``tiny_after``).
@@ -958,32 +965,31 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
     too) becomes ``big`` with the sign (``encode``'s overflow rule), a NaN becomes the
     one quiet NaN, and a zero of a format without -0 is +0.  ``out`` is float32 or
     float64 (written directly: a float32 staging pass would cost more than the
-    arithmetic)."""
+    arithmetic).
+
+    Without flags, codes are decoded inside the loop
+    (:func:`numerics.kernels.unpack.load32`: no pass over memory), so those loops
+    compile once per code dtype; with flags, into the float32 scratch ``sa``, ``sb``,
+    ``sc`` first (:func:`numerics.kernels.unpack.values32`), so the larger flag loops
+    compile for float32 operands only."""
     cc = c if op == 4 else c[:1]
-    _lean_ops(op, a, b, cc, constants(d), t, emin, np.float32(maxval), np.float32(big),
-              negzero, want, tiny_after, out, fl)
+    D = constants(d)
+    m, g = np.float32(maxval), np.float32(big)
+    if want:
+        _lean_flagged(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), D, t,
+                      emin, m, g, negzero, tiny_after, out, fl)
+    else:
+        _lean_plain(op, a, b, cc, D, t, emin, m, g, negzero, tiny_after, out, fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
-                 emin: int, m: Any, g: Any, negzero: bool, want: bool, tiny_after: bool,
+                 emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
                  out: np.ndarray, fl: np.ndarray) -> None:
-    """:func:`_lean_loop` for a format narrower than binary32, with ``op`` (``a - b`` as
-    ``a + (-b)``) and ``want`` as literals (each loop compiles straight)."""
+    """:func:`_lean_loop` without flags for a format narrower than binary32, with ``op``
+    (``a - b`` as ``a + (-b)``) as a literal (each loop compiles straight)."""
     neg = _U32(0x80000000) if op == 2 else _U32(0)
-    if want and op == 1:
-        _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
-                   fl)
-    elif want and op == 4:
-        _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
-                   fl)
-    elif want and op == 3:
-        _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
-                   fl)
-    elif want:
-        _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
-                   fl)
-    elif op == 1:
+    if op == 1:
         _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
                    fl)
     elif op == 3:
@@ -999,19 +1005,12 @@ def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_binary32(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
-                   emin: int, m: Any, g: Any, negzero: bool, want: bool, tiny_after: bool,
+                   emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
                    out: np.ndarray, fl: np.ndarray) -> None:
-    """:func:`_lean_loop` for binary32 itself (``exact32``), ``op`` and ``want`` literals."""
+    """:func:`_lean_loop` without flags for binary32 itself (``exact32``), ``op`` a
+    literal."""
     neg = _U32(0x80000000) if op == 2 else _U32(0)
-    if want and op == 1:
-        _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif want and op == 3:
-        _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif want and op == 4:
-        _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif want:
-        _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif op == 1:
+    if op == 1:
         _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
                    fl)
     elif op == 3:
@@ -1025,23 +1024,52 @@ def _lean_binary32(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any,
                    fl)
 
 
-def _lean_ops(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
+def _lean_plain(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
     """:func:`_lean_narrow` or, for binary32 (``t = 23``), :func:`_lean_binary32`; codes
     compile only the first (there are no binary32 codes)."""
 
 
-@overload(_lean_ops, jit_options=_JIT, inline="always")
-def _lean_ops_impl(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
+@overload(_lean_plain, jit_options=_JIT, inline="always")
+def _lean_plain_impl(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
     if not isinstance(a.dtype, types.Float):
-        return lambda op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl: \
-            _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl)
+        return lambda op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl: \
+            _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
 
-    def any32(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
+    def any32(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
         if t == 23:
-            _lean_binary32(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl)
+            _lean_binary32(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
         else:
-            _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, want, tiny_after, out, fl)
+            _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
     return any32
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lean_flagged(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
+                  emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
+                  out: np.ndarray, fl: np.ndarray) -> None:
+    """:func:`_lean_loop` with flags (float32 operands), ``op`` and binary32 itself
+    (``exact32``) as literals."""
+    neg = _U32(0x80000000) if op == 2 else _U32(0)
+    if t == 23 and op == 1:
+        _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif t == 23 and op == 3:
+        _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif t == 23 and op == 4:
+        _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif t == 23:
+        _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    elif op == 1:
+        _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
+                   fl)
+    elif op == 3:
+        _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
+                   fl)
+    elif op == 4:
+        _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
+                   fl)
+    else:
+        _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
+                   fl)
 
 
 def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:

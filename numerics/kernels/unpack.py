@@ -49,8 +49,8 @@ from numba.extending import overload
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32
 from numerics.kernels.rounding import BIAS, BITS, EMIN, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 
-__all__ = ["EXCEPTIONS", "PLAN_SIZE", "constants", "decode32", "decode_codes", "decode_top",
-           "load32", "plan", "scratch32", "top_half", "values32"]
+__all__ = ["EXCEPTIONS", "PLAN_SIZE", "codes16", "constants", "decode32", "decode_codes",
+           "decode_top", "load32", "plan", "scratch16", "scratch32", "top_half", "values32"]
 
 #: Codes with a value of their own that the recipe can carry.
 EXCEPTIONS = 4
@@ -224,7 +224,7 @@ def decode_codes(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 def load32(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
     """Element ``i`` of an operand as float32: a float32 number as it is, a code by
-    arithmetic (uint8 and uint16 by :func:`decode32` with the constants ``D``, int16 by
+    arithmetic (uint16, or uint8, by :func:`decode32` with the constants ``D``, int16 by
     :func:`decode_top`), NaN bits kept.  Inlined into a lane loop, the decode costs a
     few lane operations and no pass over memory."""
 
@@ -264,6 +264,36 @@ def _values32_impl(arr, D, buf):  # type: ignore[no-untyped-def,unused-ignore]
         _decode_into(arr, D, v)
         return v
     return general
+
+
+def scratch16(arr, m):  # type: ignore[no-untyped-def,unused-ignore]
+    """Scratch for :func:`codes16`: ``m`` uint16 for uint8 codes, none for other operands."""
+
+
+@overload(scratch16, jit_options=_JIT)
+def _scratch16_impl(arr, m):  # type: ignore[no-untyped-def,unused-ignore]
+    if arr.dtype == types.uint8:
+        return lambda arr, m: np.empty(m, np.uint16)
+    return lambda arr, m: np.empty(0, np.uint16)
+
+
+def codes16(arr, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    """uint8 codes widened into the uint16 scratch ``buf`` (returned as
+    ``buf[:arr.size]``); any other operand as it is.  A chunk at a time, in cache:
+    the lane loops then compile for uint16 codes only."""
+
+
+@overload(codes16, jit_options=_JIT)
+def _codes16_impl(arr, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    if arr.dtype != types.uint8:
+        return lambda arr, buf: arr
+
+    def widen(arr, buf):  # type: ignore[no-untyped-def,unused-ignore]
+        v = buf[:arr.size]
+        for i in range(arr.size):
+            v[i] = arr[i]
+        return v
+    return widen
 
 
 def scratch32(arr, m):  # type: ignore[no-untyped-def,unused-ignore]
