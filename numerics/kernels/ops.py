@@ -737,7 +737,8 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
       binary32's normal range, and every sum below ``2**emin`` is exact in binary32
       (claim D5), so tininess before rounding is ``0 < |h| < 2**emin`` and after
       rounding ``0 < |unbounded| < 2**emin``; a quotient is exact when ``v * y == x``
-      and tiny when ``|x| < 2**emin |y|``, both exact in binary64 (D12);
+      and tiny when ``|h| < 2**emin``, or ``|h| == 2**emin`` and ``|x| < |h * y|``
+      (products exact in binary32 for the elements not marked, D12);
     * overflow: ``|unbounded|`` beyond ``max``, or an infinite ``h`` from finite operands;
     * inexact: ``v`` differs from the exact result, or overflow; underflow: tiny and
       inexact;
@@ -764,12 +765,12 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
         bb = h - x
         err = (x - (h - bb)) + (y - bb)
     divide = False
-    if op == 3:  # D12: exactness and tininess of the quotient in binary64, exactly
+    if op == 3:  # D12.2: the quotient's exactness and tininess by exact products
         divide = finite & (y == 0) & (x != 0)
         finite = finite & (y != 0)
-        x64, y64 = np.float64(x), np.float64(y)
-        exact = np.float64(v) * y64 == x64
-        tiny = (x != 0) & (abs(x64) < np.float64(threshold) * abs(y64))
+        exact = v * y == x
+        ah = abs(h)
+        tiny = (x != 0) & ((ah < threshold) | ((ah == threshold) & (abs(x) < abs(h * y))))
     else:
         exact = (v == h) & (err == 0)
         tiny = (abs(h) > 0) & (abs(h) < threshold)
