@@ -117,9 +117,9 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
     ``"wide"`` (``+ - * / fma``
     in float64 lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
     Operands: float32 or float64 numbers, or codes of the result's format that decode
-    by arithmetic (:func:`code_plan`); float64 operands take the wide loop, and so
-    do, with flags, the products and quotients that binary32 rounds in other formats
-    (D8)."""
+    by arithmetic (:func:`code_plan`); float64 operands take the wide loop.  With
+    flags, the lean loop marks results near binary32's underflow for :func:`_redo`
+    (D12)."""
     from numerics.kernels.ops import lean_fits
     from numerics.kernels.ops_wide import fits, native
 
