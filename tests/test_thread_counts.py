@@ -79,3 +79,38 @@ def test_sums_give_the_same_bits_on_every_thread_count(fmt: str, algorithm: str)
     one, two = on_one_and_two(lambda: accum.dot(X, X[::-1], fmt, axis=1,
                                                 algorithm=algorithm))
     np.testing.assert_array_equal(one.value.view(np.uint64), two.value.view(np.uint64))
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e4m3fn"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "fma"])
+def test_lane_loops_on_codes_give_the_same_bits_on_every_thread_count(fmt: str,
+                                                                      op: str) -> None:
+    """Codes in the format's own dtype (decoded inside the lane loops; 8-bit codes
+    widened a chunk at a time), full-length, broadcast from one element and strided:
+    the same bits and flags on 1 and 2 threads, and as the same values given as
+    float32 operands (another compiled loop)."""
+    from numerics.dtypes import dtype_of
+
+    dt = dtype_of(fmt)
+    assert dt is not None
+    a, b, c = (representable(fmt, 2 * N_OPS, seed) for seed in (4, 5, 6))
+    layouts = {"full": (a[:N_OPS], b[:N_OPS], c[:N_OPS]),
+               "broadcast": (a[:N_OPS], b[:1], c[:N_OPS]),
+               "strided": (a[::2], b[1::2], c[::-2])}
+    fn = getattr(ops, op)
+    for layout, xs in layouts.items():
+        args = xs if op == "fma" else xs[:2]
+        codes = [x.astype(dt) for x in args]
+        for flags in (False, True):
+            (r1, r2) = on_one_and_two(lambda: fn(*codes, fmt, flags=flags))
+            ref = fn(*[x.astype(np.float32) for x in args], fmt, flags=flags)
+            v1, v2, vr = (r[0] if flags else r for r in (r1, r2, ref))
+            for v in (v2, vr):
+                np.testing.assert_array_equal(v1.view(np.uint8), v.view(np.uint8),
+                                              err_msg=f"{layout} flags={flags}")
+            if flags:
+                for name in ("inexact", "underflow", "overflow", "invalid",
+                             "divide_by_zero"):
+                    for f in (r2[1], ref[1]):
+                        np.testing.assert_array_equal(getattr(r1[1], name),
+                                                      getattr(f, name), err_msg=name)
