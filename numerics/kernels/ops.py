@@ -58,7 +58,7 @@ D5 of ``proofs/double_rounding.md``) and :mod:`numerics.kernels.ops_wide` (``+ -
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, cast
 
 import numba
 import numpy as np
@@ -97,6 +97,10 @@ _CHUNK = 1 << 12
 _MIN_STEPS = PARALLEL_MIN // 4  # elements worth a thread (costlier than an encode)
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
 _U32 = np.uint32
+# the intrinsics as plain callables for type checkers (numba's typing context is their
+# first parameter in Python)
+_f64_bits = cast(Callable[[Any], Any], rnd.f64_bits)
+_bits_f64 = cast(Callable[[Any], Any], rnd.bits_f64)
 
 
 # ----------------------------------------------------------------------------- operands
@@ -796,8 +800,8 @@ def to_odd(s: float, err: float) -> float:
     ``s`` when exact, else the truncation with its last bit set."""
     inexact = (err != 0) & (err == err)  # (an infinite sum has a NaN error)
     toward_zero = inexact & ((err < 0) != (s < 0))
-    b = rnd.f64_bits(s) - (np.uint64(1) if toward_zero else np.uint64(0))
-    return rnd.bits_f64(b | (np.uint64(1) if inexact else np.uint64(0)))
+    b = _f64_bits(s) - (np.uint64(1) if toward_zero else np.uint64(0))
+    return _bits_f64(b | (np.uint64(1) if inexact else np.uint64(0)))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -171,8 +171,9 @@ def _redo(op: str, code: int, abc: tuple[np.ndarray, ...], n: int, table: np.nda
            x.astype(np.uint16) if x.dtype == np.uint8 else x for x in sub]
     o = np.empty(idx.size)
     f = np.empty(idx.size, np.uint8)
-    apply(code, op == "sub", *sub, table, p, mode_code(rounding), overflow_code(overflow),
-          tininess == "after", np.uint64(0), 53, True, -1, o, f)
+    sa, sb, sc = sub
+    apply(code, op == "sub", sa, sb, sc, table, p, mode_code(rounding),
+          overflow_code(overflow), tininess == "after", np.uint64(0), 53, True, -1, o, f)
     out[idx] = o
     fl[idx] = f
 
