@@ -1,4 +1,4 @@
-"""numerics.ops's vector lanes (claims D5 to D12 of proofs/double_rounding.md): each
+"""numerics.ops's vector lanes (claims D5 to D13 of proofs/double_rounding.md): each
 lane loop against the exact Fraction reference in tests/ops_reference.py and, flag for
 flag, against the general loop.  (A file of its own so that pytest-xdist compiles the
 lane loops on one worker while the general loop's tests run on another.)"""
@@ -102,11 +102,9 @@ def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> N
             lane = driver._lanes(op, fmt, fmt, operands[0].dtype if kind != "codes"
                                  else np.dtype(np.uint16), False)
             # (without flags: D8 takes bfloat16 products, and quotients where p <= 8)
-            # (fma: binary32's own, or rounded to odd where products are exact binary32
-            # normals, D11: all but bfloat16, whose products can leave binary32's range)
+            # (fma: binary32's own, or rounded to odd in binary32, D11 and D13)
             lean = kind != "float64" and (
-                op in ("add", "sub", "mul") or op == "div" and name != "binary16"
-                or op == "fma" and name != "bfloat16")
+                op in ("add", "sub", "mul", "fma") or op == "div" and name != "binary16")
             assert lane == ("lean" if lean else "wide")
             for dtype in (np.float32, np.float64):
                 got = fn(*operands, fmt, overflow=overflow, dtype=dtype)
@@ -174,6 +172,83 @@ def test_D11_fma_rounded_to_odd_in_binary32(name: str) -> None:
     for flag in ("inexact", "underflow", "overflow", "invalid", "divide_by_zero"):
         assert np.array_equal(getattr(got_fl, flag), getattr(general, flag)), flag
     assert wrong > 0
+
+
+def _d13_operands(fmt: Format, rng: np.random.Generator, n: int) -> list[np.ndarray]:
+    """fma operands of ``fmt`` whose products leave binary32's normal range: products
+    aimed at ``2**(2t - 148)`` (below it binary32 may round them), at binary32's
+    ``2**-126``, ``2**-149`` and ``2**-150``, at ``2**128`` (binary32 overflows while
+    ``x*y + z`` may not), with addends that are zero, a few of the format's smallest
+    subnormals, the product's negation rounded to the format (cancellation), or
+    ``-max``."""
+    from numerics import round_to
+
+    t = fmt.trailing_bits
+    targets = [2.0**(2 * t - 148), 2.0**(2 * t - 149), 2.0**-126, 2.0**-140, 2.0**-149,
+               2.0**-150, 2.0**-152, 2.0**128, 2.0**127 * 1.99]
+    xs, ys, zs = [], [], []
+    for target in targets:
+        y = np.asarray(round_to(np.ldexp(rng.uniform(1, 2, n), rng.integers(-8, 9, n)),
+                                fmt))
+        x = np.asarray(round_to(target * rng.uniform(0.97, 1.03, n) / y, fmt,
+                                overflow="saturate"))
+        keep = (x != 0) & np.isfinite(x)
+        x, y = x[keep] * rng.choice([1.0, -1.0], keep.sum()), y[keep]
+        p = x * y  # exact in binary64
+        choice = rng.integers(0, 5, x.size)
+        z = np.select([choice == 0, choice == 1, choice == 2, choice == 3],
+                      [np.zeros(x.size),
+                       fmt.smallest_subnormal * rng.integers(-3, 4, x.size),
+                       -np.asarray(round_to(p, fmt, rounding="rtz", overflow="saturate")),
+                       -np.sign(p) * fmt.max],
+                      np.asarray(round_to(p * rng.uniform(-2, 2, x.size), fmt,
+                                          overflow="saturate")))
+        xs.append(x), ys.append(y), zs.append(z)
+    return [np.concatenate(v) for v in (xs, ys, zs)]
+
+
+def test_D13_fma_products_outside_binary32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """D13: fma in the float32 lanes for a format whose products can leave binary32's
+    normal range (bfloat16): products binary32 may have rounded (below ``2**(2t -
+    148)``, or infinite) go to the general loop, counted without flags and marked with
+    them.  Operands from :func:`_d13_operands`: each value and every flag against the
+    Fraction reference, under both tininess and both overflow rules, float32 and code
+    operands; without the marks, the lanes' own results are wrong on some of them
+    (the case D13 exists for)."""
+    import numerics.ops._driver as driver
+    from numerics.dtypes import dtype_of
+    from numerics.kernels.ops import apply_lean
+    from numerics.kernels.rounding import format_params, overflow_code
+
+    fmt = get_format("bfloat16")
+    rng = np.random.default_rng(zlib.crc32(b"D13"))
+    x, y, z = _d13_operands(fmt, rng, 12)
+    native = dtype_of(fmt)
+    assert native is not None
+    for overflow in ("ieee", "saturate"):
+        for tininess in ("after", "before"):
+            want = [reference("fma", (float(u), float(v), float(w)), fmt, "rne", overflow,
+                              tininess) for u, v, w in zip(x, y, z)]
+            for dt in (np.float32, native):
+                operands = [v.astype(dt) for v in (x, y, z)]
+                assert driver._lanes("fma", fmt, fmt, operands[0].dtype, True) == "lean"
+                plain = ops.fma(*operands, fmt, overflow=overflow, dtype=np.float32)
+                got, fl = ops.fma(*operands, fmt, overflow=overflow, tininess=tininess,
+                                  flags=True)
+                for i, (w, wf) in enumerate(want):
+                    args = (x[i], y[i], z[i])
+                    assert same(w, float(plain[i])), (overflow, args, w, plain[i])
+                    assert same(w, float(got[i])), (overflow, args, w, got[i])
+                    for flag in FLAG_NAMES:
+                        assert bool(getattr(fl, flag)[i]) == wf[flag], (flag, args, tininess)
+    # the lanes alone, without the general loop: wrong on some elements, and counted
+    out = np.empty(x.size, np.float32)
+    a, b, c = (v.astype(np.float32) for v in (x, y, z))
+    count = apply_lean(4, a, b, c, driver._no_plan(), format_params(fmt),
+                       overflow_code("ieee"), False, True, out, np.empty(0, np.uint8))
+    wrong = sum(not same(reference("fma", (float(u), float(v), float(w)), fmt, "rne")[0],
+                         float(o)) for u, v, w, o in zip(x, y, z, out))
+    assert 0 < wrong <= count, (wrong, count)
 
 
 def test_code_decoding() -> None:

@@ -93,6 +93,10 @@ _NAN = np.float64(np.nan)
 _SENTINEL = np.int64(0x7FF4DEADBEEF0000)
 _SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
 #: Elements per chunk of the parallel loop (whole chunks run on one thread).
+#: The float32 pattern the lean loop writes for a result it leaves wrong without flags
+#: (a quiet NaN whose payload no result has; D13).
+MARK = np.uint32(0x7FC5A5A5)
+
 _CHUNK = 1 << 12
 _MIN_STEPS = PARALLEL_MIN // 4  # elements worth a thread (costlier than an encode)
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -518,7 +522,7 @@ def piece(x: np.ndarray, n: int, start: int, stop: int) -> np.ndarray:
 # ----------------------------------------------------------------------------- the loop
 def apply_lean(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                P: np.ndarray, overflow: int, want: bool, tiny_after: bool, out: np.ndarray,
-               fl: np.ndarray) -> None:
+               fl: np.ndarray) -> int:
     """``out[i] = a[i] + b[i]``, ``a[i] * b[i]`` or ``a[i] - b[i]`` (``op`` 0, 1, 2)
     rounded to nearest-even into the format ``P``, which :func:`lean_fits` accepts
     (:func:`_lean_chunk`), with the flag bits in ``fl`` when ``want``; float32 operands
@@ -526,20 +530,24 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     loop by the :func:`numerics.kernels.unpack.plan` array ``d``, of the result's length
     or of length 1; ``out`` float32 or float64.  Also ``a[i] /
     b[i]`` (``op`` 3: without flags in the formats ``lean_fits(..., 2)`` takes, with
-    flags in binary32) and binary32's ``fma(a[i], b[i], c[i])`` (``op`` 4, the
-    hardware's: ``c`` is read by fma only).  Chunks run on the threads."""
+    flags in binary32) and ``fma(a[i], b[i], c[i])`` (``op`` 4: ``c`` is read by fma
+    only).  Chunks run on the threads.
+
+    Returns the number of fma results left wrong without flags (products binary32
+    may have rounded, D13: the caller runs the call again with flags, which marks
+    them :data:`GENERAL`); 0 for the other operations and with flags."""
     chunks = (out.size + _CHUNK - 1) // _CHUNK
-    spread(lambda lo, hi: apply_lean_span(
+    return sum(spread(lambda lo, hi: apply_lean_span(
         op, a, b, c, d, P, overflow, want, tiny_after, out, fl, lo, hi),
-        chunks, unit=_CHUNK, minimum=_MIN_STEPS)
+        chunks, unit=_CHUNK, minimum=_MIN_STEPS))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                     P: np.ndarray, overflow: int, want: bool, tiny_after: bool,
-                    out: np.ndarray, fl: np.ndarray, first: int, last: int) -> None:
+                    out: np.ndarray, fl: np.ndarray, first: int, last: int) -> int:
     """:func:`apply_lean` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
-    this thread."""
+    this thread; returns their count of wrong fma results (D13)."""
     n = out.size
     m = min(n, _CHUNK)
     # a broadcast operand: one chunk's worth, read by every chunk
@@ -554,14 +562,17 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     wa, wb, wc = scratch16(a, m), scratch16(b, m), scratch16(c, m)
     k = m if want else 0
     sa, sb, sc = scratch32(a, k), scratch32(b, k), scratch32(c, k)
+    marks = 0
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
         aa, bb, cc = (codes16(piece(a, n, start, stop), wa),
                       codes16(piece(b, n, start, stop), wb),  # (c: read by fma only)
                       codes16(piece(c, n, start, stop if op == 4 else start + 1), wc))
-        _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
-                    out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
+        marks += _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want,
+                             tiny_after, out[start:stop], fl[start:stop] if want else fl,
+                             sa, sb, sc)
+    return marks
 
 
 @numba.njit(cache=True, nogil=True)
@@ -726,7 +737,8 @@ def _fast_loop(op: int, residual: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
-                threshold: Any, maxval: Any, tiny_after: bool) -> np.uint8:
+                threshold: Any, possible: bool, tiny_product: Any, cut_after: Any,
+                maxval: Any, tiny_after: bool) -> np.uint8:
     """The flag bits (:data:`FLAG_BITS`) of one element of :func:`_lean_loop`: ``h`` is
     the binary32 result of ``x op y`` (``op`` 0, ``x + y``, with ``y`` already negated
     for a difference; 1, ``x * y``; 3, ``x / y``) or ``fma(x, y, z)`` rounded to odd
@@ -742,13 +754,17 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
       (claim D5), so tininess before rounding is ``0 < |h| < 2**emin`` and after
       rounding ``0 < |unbounded| < 2**emin``; a quotient is exact when ``v * y == x``
       and tiny when ``|h| < 2**emin``, or ``|h| == 2**emin`` and ``|x| < |h * y|``
-      (products exact in binary32 for the elements not marked, D12);
+      (products exact in binary32 for the elements not marked, D12); for fma, tininess
+      after rounding is ``0 < |h| < cut_after = 2**emin (1 - 2**-(t + 2))``, the
+      half-way point below which rounding to ``p`` bits stays under ``2**emin`` (``h``
+      may be a binary32 subnormal, whose bits do not round as ``unbounded``'s: D13.4);
     * overflow: ``|unbounded|`` beyond ``max``, or an infinite ``h`` from finite operands;
     * inexact: ``v`` differs from the exact result, or overflow; underflow: tiny and
       inexact;
     * :data:`GENERAL`: a product or quotient of finite non-zero operands with ``|h|``
       below ``2**-125`` (binary32 may have rounded it, or rounded it on its subnormal
-      grid), which the caller recomputes with the general loop (D12).
+      grid), which the caller recomputes with the general loop (D12); for fma, an
+      inexact product (:func:`_fma_general`, D13).
     """
     # bitwise operators on booleans throughout: no branches, so the loop vectorizes
     xnan = x != x
@@ -781,7 +797,9 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
     h_inf = abs(h) == np.float32(np.inf)
     over = finite & (h_inf | (abs(unbounded) > maxval))
     inexact = finite & (over | ~exact)
-    if tiny_after:
+    if tiny_after and op == 4:  # h, rounded to odd, may be a binary32 subnormal (D13.4)
+        tiny = (abs(h) > 0) & (abs(h) < cut_after)
+    elif tiny_after:
         tiny = (abs(unbounded) > 0) & (abs(unbounded) < threshold)
     under = inexact & tiny
     # D12: a product or quotient near binary32's underflow threshold (h inexact, or
@@ -789,9 +807,21 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
     general = False
     if op == 1 or op == 3:
         general = finite & (x != 0) & (y != 0) & (abs(h) < np.float32(2.0**-125))
+    elif op == 4 and possible:  # (False for D11's formats)
+        general = _fma_general(x, y, x * y, tiny_product)
     return np.uint8(np.uint8(inexact) | (np.uint8(under) << 1) | (np.uint8(over) << 2)
                     | (np.uint8(invalid) << 3) | (np.uint8(divide) << 4)
                     | (np.uint8(general) << 7))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _fma_general(x: Any, y: Any, pr: Any, tiny_product: Any) -> Any:
+    """Whether binary32's product ``pr`` of the finite non-zero ``x`` and ``y`` may be
+    inexact (claim D13): below ``tiny_product = 2**(2t - 148)`` (its last bit may fall
+    under ``2**-149``) or infinite.  Never for formats D11 takes."""
+    big32 = np.float32(3.4028234663852886e38)
+    return (abs(x) <= big32) & (abs(y) <= big32) & (x != 0) & (y != 0) \
+        & ((abs(pr) < tiny_product) | (abs(pr) > big32))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -877,9 +907,9 @@ def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, negate: Any,
                exact32: bool, t: int, emin: int, maxval: Any, big: Any, negzero: bool,
-               want: bool, tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
-    """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 3 div, and with
-    ``exact32`` 4 fma, whose third operand is ``z``), ``exact32`` (binary32 itself:
+               want: bool, tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> int:
+    """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 3 div, 4 fma,
+    whose third operand is ``z``), ``exact32`` (binary32 itself:
     ``h`` is the result) and ``want`` (also the flags: :func:`_lean_flags`, or
     :func:`_binary32_flags` for binary32's ``* / fma``); ``out`` is float32 or float64.
     Operands are float32 numbers or codes, decoded in the loop
@@ -887,7 +917,11 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
     ``b`` are XORed with ``negate`` (``0x80000000`` makes ``a + b`` the difference:
     the sign of a NaN plays no part).  Signs, the overflow rule and NaNs are bit
     operations on the float32 pattern (a branch or a float64 select would keep the
-    loop from vectorizing)."""
+    loop from vectorizing).
+
+    Returns the number of fma elements whose binary32 product may be inexact (D13:
+    :func:`_fma_general`) without flags: their results are :data:`MARK` (with flags
+    their flag bytes get :data:`GENERAL` instead)."""
     s = _U32(23 - t)
     round_bias = _U32((1 << (22 - t)) - 1) if t < 23 else _U32(0)
     keep = _U32(~((1 << (23 - t)) - 1) & 0xFFFFFFFF)
@@ -898,7 +932,16 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
     big_bits = _U32(bits_of_f32(np.float32(big)) & _U32(0x7FFFFFFF))
     zero_sign = _U32(0x80000000) if negzero else _U32(0)
     nan = np.float32(np.nan)
+    mark = f32_of_bits(MARK)
+    tiny_product = np.float32(math.ldexp(1.0, 2 * t - 148))
+    cut_after = np.float32(math.ldexp(1.0, emin) - math.ldexp(1.0, emin - t - 2))
+    # fma products that binary32 may round (D13; never in D11's formats, and then
+    # LLVM unswitches the loop on this test): marked with flags, else counted
+    possible = op == 4 and not exact32 and not (
+        2 * (emin - t) >= 2 * t - 148 and np.float64(maxval)**2 < 2.0**128)
+    count = possible and not want
     for i in range(out.size):
+        wrong = False
         x = load32(a, i, D)
         y = f32_of_bits(_U32(bits_of_f32(load32(b, i, D)) ^ negate))
         w = load32(z, i, D) if op == 4 else x
@@ -908,11 +951,13 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
             h = x / y
         elif op == 4 and exact32:
             h = fma(x, y, w)
-        elif op == 4:  # the exact product plus w, rounded to odd at 24 bits (D11)
+        elif op == 4:  # the exact product plus w, rounded to odd at 24 bits (D11, D13)
             pr = x * y
             sm = pr + w
             bb = sm - pr
             h = to_odd32(sm, (pr - (sm - bb)) + (w - bb))
+            if count:
+                wrong = _fma_general(x, y, pr, tiny_product)
         else:
             h = x * y
         bits = bits_of_f32(h)
@@ -931,18 +976,26 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
             fl[i] = _binary32_flags(op, x, y, x, h, tiny_after)
         elif want:
             fl[i] = _lean_flags(op, x, y, w, h, f32_of_bits(_U32(mag | sign)),
-                                f32_of_bits(_U32(normal | sign)), threshold, maxval,
-                                tiny_after)
+                                f32_of_bits(_U32(normal | sign)), threshold, possible,
+                                tiny_product, cut_after, maxval, tiny_after)
         res = big_bits if mag > max_bits else mag
         sign = sign if mag != _U32(0) else _U32(sign & zero_sign)
-        out[i] = nan if m > _U32(0x7F800000) else f32_of_bits(_U32(res | sign))
+        out[i] = mark if wrong else nan if m > _U32(0x7F800000) else \
+            f32_of_bits(_U32(res | sign))
+    # (counted in a loop of its own, over the output in cache: a count in the loop
+    # above would halve its vector width)
+    marks = 0
+    if count:
+        for i in range(out.size):
+            marks += bits_of_f32(np.float32(out[i])) == MARK
+    return marks
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
                 t: int, emin: int, maxval: float, big: float, negzero: bool, want: bool,
                 tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
-                sb: np.ndarray, sc: np.ndarray) -> None:
+                sb: np.ndarray, sc: np.ndarray) -> int:
     """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes,
     decoded by the :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
     into a format whose values, sums and products :func:`lean_fits` keeps within
@@ -981,52 +1034,49 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
     D = constants(d)
     m, g = np.float32(maxval), np.float32(big)
     if want:
-        _lean_flagged(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), D, t,
-                      emin, m, g, negzero, tiny_after, out, fl)
-    else:
-        _lean_plain(op, a, b, cc, D, t, emin, m, g, negzero, tiny_after, out, fl)
+        return _lean_flagged(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc),
+                             D, t, emin, m, g, negzero, tiny_after, out, fl)
+    return _lean_plain(op, a, b, cc, D, t, emin, m, g, negzero, tiny_after, out, fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
                  emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
-                 out: np.ndarray, fl: np.ndarray) -> None:
+                 out: np.ndarray, fl: np.ndarray) -> int:
     """:func:`_lean_loop` without flags for a format narrower than binary32, with ``op``
     (``a - b`` as ``a + (-b)``) as a literal (each loop compiles straight)."""
     neg = _U32(0x80000000) if op == 2 else _U32(0)
     if op == 1:
-        _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
-                   fl)
-    elif op == 3:
-        _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
-                   fl)
-    elif op == 4:
-        _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
-                   fl)
-    else:
-        _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, False, tiny_after, out,
-                   fl)
+        return _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, False,
+                          tiny_after, out, fl)
+    if op == 3:
+        return _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, False,
+                          tiny_after, out, fl)
+    if op == 4:
+        return _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, False,
+                          tiny_after, out, fl)
+    return _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, False,
+                      tiny_after, out, fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_binary32(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
                    emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
-                   out: np.ndarray, fl: np.ndarray) -> None:
+                   out: np.ndarray, fl: np.ndarray) -> int:
     """:func:`_lean_loop` without flags for binary32 itself (``exact32``), ``op`` a
     literal."""
     neg = _U32(0x80000000) if op == 2 else _U32(0)
     if op == 1:
-        _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
-                   fl)
-    elif op == 3:
-        _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
-                   fl)
-    elif op == 4:
-        _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
-                   fl)
-    else:
-        _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, False, tiny_after, out,
-                   fl)
+        return _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, False,
+                          tiny_after, out, fl)
+    if op == 3:
+        return _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, False,
+                          tiny_after, out, fl)
+    if op == 4:
+        return _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, False,
+                          tiny_after, out, fl)
+    return _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, False,
+                      tiny_after, out, fl)
 
 
 def _lean_plain(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
@@ -1042,39 +1092,42 @@ def _lean_plain_impl(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl
 
     def any32(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
         if t == 23:
-            _lean_binary32(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
-        else:
-            _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
+            return _lean_binary32(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out,
+                                  fl)
+        return _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
     return any32
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_flagged(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
                   emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
-                  out: np.ndarray, fl: np.ndarray) -> None:
+                  out: np.ndarray, fl: np.ndarray) -> int:
     """:func:`_lean_loop` with flags (float32 operands), ``op`` and binary32 itself
     (``exact32``) as literals."""
     neg = _U32(0x80000000) if op == 2 else _U32(0)
     if t == 23 and op == 1:
-        _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif t == 23 and op == 3:
-        _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif t == 23 and op == 4:
-        _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif t == 23:
-        _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, True, tiny_after, out, fl)
-    elif op == 1:
-        _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
-                   fl)
-    elif op == 3:
-        _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
-                   fl)
-    elif op == 4:
-        _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
-                   fl)
-    else:
-        _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, True, tiny_after, out,
-                   fl)
+        return _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, True,
+                          tiny_after, out, fl)
+    if t == 23 and op == 3:
+        return _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, True,
+                          tiny_after, out, fl)
+    if t == 23 and op == 4:
+        return _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, True,
+                          tiny_after, out, fl)
+    if t == 23:
+        return _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, True,
+                          tiny_after, out, fl)
+    if op == 1:
+        return _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, True,
+                          tiny_after, out, fl)
+    if op == 3:
+        return _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, True,
+                          tiny_after, out, fl)
+    if op == 4:
+        return _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, True,
+                          tiny_after, out, fl)
+    return _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, True,
+                      tiny_after, out, fl)
 
 
 def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
@@ -1084,14 +1137,15 @@ def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
     values a binary32 normal number, zero, or beyond binary32's max: the product is
     exact); 2, ``*`` and ``/`` without flags (``p <= 8`` and ``emin >= 3t - 147``:
     binary32's rounding of the product or quotient is innocuous, D8); 3, fma (the
-    products of 1, all binary32 normal numbers or zero, and every ``|x*y + z|`` below
-    ``2**126``: the sum rounded to odd, D11).
+    exact product plus the addend rounded to odd, D11; products binary32 may have
+    rounded, which only formats with products outside its normal range have, are
+    counted or marked for the general loop, D13).
 
     Examples
     --------
     >>> lean_fits(7, -126, 127, 1), lean_fits(7, -126, 127, 2), lean_fits(10, -14, 15, 2)
     (False, True, False)
-    >>> lean_fits(3, -6, 8, 3), lean_fits(10, -14, 15, 3), lean_fits(7, -126, 127, 3)
+    >>> lean_fits(3, -6, 8, 3), lean_fits(7, -126, 127, 3), lean_fits(12, -14, 15, 3)
     (True, True, False)
     """
     if t == 23 and emin == -126 and emax == 127:
@@ -1102,8 +1156,8 @@ def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
         return False
     if op == 2:
         return t <= 7 and emin >= 3 * t - 147
-    if op == 3:  # |x*y + z| < 2**(2 emax + 2) + 2**(emax + 1) <= 2**(2 emax + 3)
-        return 2 * (emin - t) >= -126 and 2 * emax + 3 <= 126
+    if op == 3:  # products binary32 may round are marked (D13)
+        return True
     return op == 0 or (2 * (emin - t) >= -126 and 2 * (emax + 1) <= 128)
 
 

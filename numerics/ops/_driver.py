@@ -113,13 +113,13 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
     operations: :func:`numerics.kernels.ops_wide.apply_native`; fma only without
     flags), ``"lean"`` (``+ - *`` in float32 lanes,
     :func:`numerics.kernels.ops.lean_fits`; also ``/`` there, fma in binary32, the
-    hardware's operation, and fma rounded to odd where products are exact, D11),
+    hardware's operation, and fma rounded to odd, D11, D13),
     ``"wide"`` (``+ - * / fma``
     in float64 lanes, :func:`numerics.kernels.ops_wide.fits`) or ``""`` (the general loop).
     Operands: float32 or float64 numbers, or codes of the result's format that decode
     by arithmetic (:func:`code_plan`); float64 operands take the wide loop.  With
     flags, the lean loop marks results near binary32's underflow for :func:`_redo`
-    (D12)."""
+    (D12), and fma products binary32 rounded (D13)."""
     from numerics.kernels.ops import lean_fits
     from numerics.kernels.ops_wide import fits, native
 
@@ -144,8 +144,8 @@ def _lanes(op: str, src: Format, fmt: Format, dtype: np.dtype, flags: bool) -> s
         # or rounding through binary32 (D8) with flags from exact checks (D12)
         lean = (binary32 or op == "mul" and lean_fits(t, emin, emax, 1)
                 or lean_fits(t, emin, emax, 2))
-    else:  # fma: binary32's own (its flags by D9), else rounded to odd in binary32 (D11)
-        lean = binary32 or lean_fits(t, emin, emax, 3)
+    else:  # fma: binary32's own (its flags by D9), else rounded to odd in binary32
+        lean = binary32 or lean_fits(t, emin, emax, 3)  # (D11, D13)
     if lean:
         return "lean"
     if fits(fmt.trailing_bits, fmt.emin, fmt.emax, fmt.signed, fmt.subnormals):
@@ -221,9 +221,14 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     if plan is not None and top_half(src):  # codes decode by a shift: int16 says so
         a, b, c = (x.view(np.int16) for x in (a, b, c))
     if n and lanes == "lean":
-        apply_lean({"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}[op], a, b, c, d, p,
-                   overflow_code(overflow), bool(flags), tininess == "after", out, fl)
-        if flags:
+        lean_op = {"add": 0, "mul": 1, "sub": 2, "div": 3, "fma": 4}[op]
+        wrong = apply_lean(lean_op, a, b, c, d, p, overflow_code(overflow), bool(flags),
+                           tininess == "after", out, fl)
+        if wrong:  # fma products binary32 rounded (D13, rare): again, with their marks
+            fl = np.empty(n, np.uint8)
+            apply_lean(lean_op, a, b, c, d, p, overflow_code(overflow), True,
+                       tininess == "after", out, fl)
+        if flags or wrong:
             _redo(op, code, (a, b, c), n, table, p, rounding, overflow, tininess, out, fl)
     elif n and lanes == "native":
         apply_native(WIDE_OPS[op], a, b, c, overflow_value(p, overflow_code(overflow),
