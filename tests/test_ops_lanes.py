@@ -203,7 +203,9 @@ def _d13_operands(fmt: Format, rng: np.random.Generator, n: int) -> list[np.ndar
                        -np.sign(p) * fmt.max],
                       np.asarray(round_to(p * rng.uniform(-2, 2, x.size), fmt,
                                           overflow="saturate")))
-        xs.append(x), ys.append(y), zs.append(z)
+        xs.append(x)
+        ys.append(y)
+        zs.append(z)
     return [np.concatenate(v) for v in (xs, ys, zs)]
 
 
@@ -230,10 +232,10 @@ def test_D13_fma_products_outside_binary32(monkeypatch: pytest.MonkeyPatch) -> N
             want = [reference("fma", (float(u), float(v), float(w)), fmt, "rne", overflow,
                               tininess) for u, v, w in zip(x, y, z)]
             for dt in (np.float32, native):
-                operands = [v.astype(dt) for v in (x, y, z)]
-                assert driver._lanes("fma", fmt, fmt, operands[0].dtype, True) == "lean"
-                plain = ops.fma(*operands, fmt, overflow=overflow, dtype=np.float32)
-                got, fl = ops.fma(*operands, fmt, overflow=overflow, tininess=tininess,
+                p, q, r = (arr.astype(dt) for arr in (x, y, z))
+                assert driver._lanes("fma", fmt, fmt, p.dtype, True) == "lean"
+                plain = ops.fma(p, q, r, fmt, overflow=overflow, dtype=np.float32)
+                got, fl = ops.fma(p, q, r, fmt, overflow=overflow, tininess=tininess,
                                   flags=True)
                 for i, (w, wf) in enumerate(want):
                     args = (x[i], y[i], z[i])
