@@ -5,17 +5,18 @@ codes.  For a format whose values are float32 values and whose codes are laid ou
 as IEEE 754 interchange formats are (sign, biased exponent, trailing significand;
 exponent field 0 for zero and subnormals) the value follows from the code's bits:
 
-1. A normal code: shift the magnitude bits left by ``23 - t``, add ``127 - bias`` to
-   the exponent field and put the sign in bit 31.
-2. A subnormal code (exponent field 0): its trailing bits as a float32 integer times
-   ``2**(emin - t)``, which is a normal float32 when the format's subnormals are
-   float32 normals; otherwise (``bfloat16``, whose subnormals are float32's) step 1
-   already gives the pattern.  No float32 subnormal enters an operation (they are
-   slow on x86: a microcode assist per element).
-3. IEEE specials: a magnitude at or above the all-ones exponent field is an
+1. Shift the magnitude bits left by ``23 - t``: the exponent field lands in
+   float32's and the trailing bits at the top of its significand, so read as a
+   float32 the pattern is the code's value times ``2**(bias - 127)``, subnormal
+   codes included (they become float32 subnormals, ``m 2**(-126 - t)``).  Multiply
+   by ``2**(127 - bias)``: exact, since the product is the code's value, a float32
+   number.  Put the sign in bit 31.  (One integer shift and one multiplication; a
+   subnormal operand costs nothing extra on the AMD Zen 4 this project benchmarks
+   on, and on CPUs that take a microcode assist for one, only subnormal codes pay.)
+2. IEEE specials: a magnitude at or above the all-ones exponent field is an
    infinity or a NaN with its trailing bits (so the quiet bit of a NaN is float32's);
    in a format whose largest magnitudes are NaNs (``e4m3fn``), from the first of them.
-4. Up to :data:`EXCEPTIONS` single codes with their own value (P3109's NaN and
+3. Up to :data:`EXCEPTIONS` single codes with their own value (P3109's NaN and
    infinities, the ``fnuz`` NaN at the negative-zero code).  A format with none skips
    the step (the test is the same for every code, so a loop is split on it).
 
@@ -47,7 +48,7 @@ from numba.core import types
 from numba.extending import overload
 
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32
-from numerics.kernels.rounding import BIAS, BITS, EMIN, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
+from numerics.kernels.rounding import BIAS, BITS, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 
 __all__ = ["EXCEPTIONS", "PLAN_SIZE", "codes16", "constants", "decode32", "decode_codes",
            "decode_top", "load32", "plan", "scratch16", "scratch32", "top_half", "values32"]
@@ -55,7 +56,7 @@ __all__ = ["EXCEPTIONS", "PLAN_SIZE", "codes16", "constants", "decode32", "decod
 #: Codes with a value of their own that the recipe can carry.
 EXCEPTIONS = 4
 _NONE = 0xFFFFFFFF  # an exception slot that no 16-bit code matches
-_EXC = 9  # where the exception codes start in a plan array
+_EXC = 6  # where the exception codes start in a plan array
 #: Entries of a :func:`plan` array.
 PLAN_SIZE = _EXC + 2 * EXCEPTIONS
 _U32 = np.uint32
@@ -63,17 +64,15 @@ _JIT: Any = {"cache": True, "nogil": True}
 
 
 def _recipe(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Steps 1 to 4 on uint32 ``codes`` in numpy: float32 values (the reference for the
+    """Steps 1 to 3 on uint32 ``codes`` in numpy: float32 values (the reference for the
     compiled :func:`decode32`)."""
-    s, sign_mask, sign_shift, mag_mask, top, t_mask, rebias, sub_top, sub_scale = (
-        int(v) for v in d[:9])
+    s, sign_mask, sign_shift, mag_mask, top, scale = (int(v) for v in d[:6])
     sign = ((codes & sign_mask) << sign_shift).astype(np.uint32)
     mag = codes & mag_mask
-    normal = (((mag << s) + rebias) & 0xFFFFFFFF | sign).astype(np.uint32)
-    sub = (mag.astype(np.float32) * np.uint32(sub_scale).view(np.float32)).view(np.uint32) | sign
-    v = np.where((mag < sub_top) & (sub_scale != 0), sub, normal)
-    special = ((mag & t_mask) << s | sign | 0x7F800000).astype(np.uint32)
-    v = np.where(mag >= top, special, v)
+    shifted = (mag << s).astype(np.uint32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = (shifted.view(np.float32) * np.uint32(scale).view(np.float32)).view(np.uint32)
+    v = np.where(mag >= top, shifted | 0x7F800000, v) | sign
     for k in range(EXCEPTIONS):
         v = np.where(codes == d[_EXC + k], d[_EXC + EXCEPTIONS + k], v)
     return v.astype(np.uint32).view(np.float32)
@@ -86,14 +85,12 @@ def plan(P: np.ndarray, table: np.ndarray) -> np.ndarray | None:
     not reproduce every code: each value exactly, the sign of each zero, and each NaN
     as a NaN that is signalling exactly when the table's is."""
     t, w, bias, bits = int(P[T]), int(P[W]), int(P[BIAS]), int(P[BITS])
-    emin = int(P[EMIN])
     if not (0 <= t <= 23 and bits <= 16 and -126 <= 127 - bias <= 127):
         return None
     signed = int(P[SIGNED]) == 1
-    sub_scale = np.float32(2.0 ** (emin - t)) if emin - t >= -126 else np.float32(0)
+    scale = np.float32(2.0 ** (127 - bias))
     d = np.array([23 - t, (1 << (bits - 1)) if signed else 0, 32 - bits,
-                  int(P[MAGMASK]), 0, (1 << t) - 1, ((127 - bias) << 23) & 0xFFFFFFFF,
-                  1 << t, int(sub_scale.view(np.uint32))]
+                  int(P[MAGMASK]), 0, int(scale.view(np.uint32))]
                  + [_NONE] * (2 * EXCEPTIONS), np.uint32)
     codes = np.arange(table.size, dtype=np.uint32)
     mags = codes & np.uint32(P[MAGMASK])
@@ -169,10 +166,10 @@ def decode_top(code: Any) -> Any:
 def constants(d: np.ndarray) -> tuple[Any, ...]:
     """The entries of a :func:`plan` array as 32-bit loop invariants (so that a loop
     keeps them in registers)."""
-    return (_U32(d[0]), _U32(d[1]), _U32(d[2]), _U32(d[3]), _U32(d[4]), _U32(d[5]),
-            _U32(d[6]), _U32(d[7]), f32_of_bits(_U32(d[8])),
-            (_U32(d[9]), _U32(d[10]), _U32(d[11]), _U32(d[12])),
-            (_U32(d[13]), _U32(d[14]), _U32(d[15]), _U32(d[16])))
+    return (_U32(d[0]), _U32(d[1]), _U32(d[2]), _U32(d[3]), _U32(d[4]),
+            f32_of_bits(_U32(d[5])),
+            (_U32(d[6]), _U32(d[7]), _U32(d[8]), _U32(d[9])),
+            (_U32(d[10]), _U32(d[11]), _U32(d[12]), _U32(d[13])))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -184,17 +181,15 @@ def _pick(cond: bool, yes: Any, no: Any) -> Any:
 
 @numba.njit(cache=True, nogil=True)
 def decode32(code: Any, D: tuple[Any, ...]) -> Any:
-    """The float32 value of one code (steps 1 to 4; ``D`` from :func:`constants`).
-    Branch-free but for the test of step 4, which is the same for every code, so a
+    """The float32 value of one code (steps 1 to 3; ``D`` from :func:`constants`).
+    Branch-free but for the test of step 3, which is the same for every code, so a
     loop over codes vectorizes.  (Left to LLVM to inline: numba's own inlining of
     the branch into the lane loops trips its IR checks.)"""
-    s, sign_mask, sign_shift, mag_mask, top, t_mask, rebias, sub_top, sub_scale, exc, val = D
+    s, sign_mask, sign_shift, mag_mask, top, scale, exc, val = D
     c = _U32(code)
     mag = _U32(c & mag_mask)
     shifted = shl32(mag, s)
-    v = _U32(shifted + rebias)
-    sub = bits_of_f32(np.float32(np.int32(mag)) * sub_scale)
-    v = _pick((mag < sub_top) & (sub_scale != 0), sub, v)
+    v = bits_of_f32(f32_of_bits(shifted) * scale)
     # (the exponent field of ``shifted`` lies within float32's: setting all of its bits
     # keeps the trailing bits)
     v = _pick(mag >= top, _U32(shifted | _U32(0x7F800000)), v)
@@ -205,7 +200,7 @@ def decode32(code: Any, D: tuple[Any, ...]) -> Any:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _exceptions(c: Any, v: Any, exc: tuple[Any, ...], val: tuple[Any, ...]) -> Any:
-    """Step 4: the bits ``v`` of code ``c``, or its exception's value."""
+    """Step 3: the bits ``v`` of code ``c``, or its exception's value."""
     v = _pick(c == exc[0], val[0], v)
     v = _pick(c == exc[1], val[1], v)
     v = _pick(c == exc[2], val[2], v)
