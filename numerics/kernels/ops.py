@@ -1098,26 +1098,12 @@ def _lean_plain_impl(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl
     return any32
 
 
-def _lean_flagged(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
-    """:func:`_lean_loop` with flags (float32 operands and results), ``op`` and binary32
-    itself (``exact32``) as literals.  The flag loops write float32 only (the caller
-    converts): for a float64 ``out`` this compiles to nothing, which halves the flag
-    loops to compile."""
-
-
-@overload(_lean_flagged, jit_options=_JIT, inline="always")
-def _lean_flagged_impl(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
-    if out.dtype != types.float32:
-        return lambda op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl: 0
-    return lambda op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl: \
-        _lean_flagged32(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
-
-
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _lean_flagged32(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
-                    emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
-                    out: np.ndarray, fl: np.ndarray) -> int:
-    """:func:`_lean_flagged` for a float32 ``out``."""
+def _lean_flagged(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
+                  emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
+                  out: np.ndarray, fl: np.ndarray) -> int:
+    """:func:`_lean_loop` with flags (float32 operands), ``op`` and binary32 itself
+    (``exact32``) as literals."""
     neg = _U32(0x80000000) if op == 2 else _U32(0)
     if t == 23 and op == 1:
         return _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, True,

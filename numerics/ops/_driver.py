@@ -214,9 +214,7 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     lanes = _lanes(op, src, fmt, xs[0].dtype, bool(flags)) if rounding == "rne" else ""
     if a.dtype == np.uint8 and lanes != "lean":  # the other loops take codes as uint16
         a, b, c = (x.astype(np.uint16) for x in (a, b, c))
-    # (the lean loops with flags write float32 only: compiled once, converted here)
-    out = np.empty(n, np.float32 if lanes == "lean" and flags else dtype if lanes
-                   else np.float64)
+    out = np.empty(n, dtype if lanes else np.float64)
     fl = np.empty(n if flags or not lanes else 0, np.uint8)
     plan = code_plan(src) if lanes and a.dtype.kind == "u" else None
     d = _no_plan() if plan is None else plan
@@ -228,12 +226,9 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
                            tininess == "after", out, fl)
         if wrong:  # fma products binary32 rounded (D13, rare): again, with their marks
             fl = np.empty(n, np.uint8)
-            again = np.empty(n, np.float32)
             apply_lean(lean_op, a, b, c, d, p, overflow_code(overflow), True,
-                       tininess == "after", again, fl)
-            _redo(op, code, (a, b, c), n, table, p, rounding, overflow, tininess, again, fl)
-            out[:] = again
-        elif flags:
+                       tininess == "after", out, fl)
+        if flags or wrong:
             _redo(op, code, (a, b, c), n, table, p, rounding, overflow, tininess, out, fl)
     elif n and lanes == "native":
         apply_native(WIDE_OPS[op], a, b, c, overflow_value(p, overflow_code(overflow),
