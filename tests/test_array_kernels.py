@@ -294,3 +294,50 @@ def test_decode_exact_agrees_with_the_table() -> None:
         v = decode_exact(c, fmt)
         assert (isinstance(v, float) and math.isnan(v) and math.isnan(table[c])) or \
             float(v) == table[c]
+
+
+# ------------------------------------------------------------------ the value check
+def _check_each(x: np.ndarray, fmt: Format) -> np.ndarray:
+    """Per element: 1 where the operand check finds ``x[i]`` outside ``fmt``, else 0
+    (numerics.kernels.ulp's count on one-element slices, so float32 ``x`` takes the
+    32-bit lanes where the format allows and float64 ``x`` the float64 test)."""
+    Q = kernels.format_ulp_params(fmt)
+    return np.array([kernels.first_unrepresentable(x[i:i + 1], Q) + 1 for i in range(x.size)])
+
+
+def _float32_probes(fmt: Format, rng: np.random.Generator) -> np.ndarray:
+    """float32 inputs for the value check: every finite value of ``fmt`` that binary32
+    holds, the midpoints between neighbours (the bit just below the format's grid set),
+    both binary32 neighbours of each value, halves and threes of the smallest
+    subnormal, binary32's extremes and specials, and random bit patterns."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = (every_value(fmt) if fmt.bits <= 16 else
+             rng.standard_normal(4000) * 2.0 ** rng.integers(-140, 120, 4000)).astype(np.float32)
+    v = np.unique(v[np.isfinite(v)])
+    mid = (v[:-1] + (v[1:] - v[:-1]) / 2).astype(np.float32)  # midpoints: one bit below
+    sub = np.float32(fmt.smallest_subnormal if fmt.subnormals else fmt.smallest_normal)
+    extra = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, sub / 2, sub * 1.5, sub * 3,
+                      1.4e-45, -1.4e-45, 1.1754944e-38, 3.4028235e38], np.float32)
+    randoms = rng.integers(0, 1 << 32, 4000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    inf = np.float32(np.inf)
+    return np.concatenate([v, mid, -mid, np.nextafter(v, inf), np.nextafter(v, -inf), extra,
+                           randoms])
+
+
+@pytest.mark.parametrize("fmt", [f for f in SMALL if f.float32_exact] +
+                         [numerics.get_format("binary32")], ids=lambda f: f.name)
+def test_value_check_in_binary32_lanes(fmt: Format) -> None:
+    """The operand check of ``numerics.ops`` (is every element a value of the format?)
+    on float32 input runs in 32-bit lanes for a format whose values are binary32
+    numbers (numerics.kernels.ulp._representable32): element for element it agrees
+    with the float64 test on the same numbers, and with decode's values."""
+    x = _float32_probes(fmt, np.random.default_rng(fmt.bits * 1000 + fmt.trailing_bits))
+    got = _check_each(x, fmt)
+    with np.errstate(invalid="ignore"):  # (signalling NaN patterns among the probes)
+        x64 = x.astype(np.float64)
+    assert np.array_equal(got, _check_each(x64, fmt)), fmt.name
+    assert got.any() == (fmt.name != "binary32") and not got.all()  # (binary32: all pass)
+    if fmt.bits <= 16:  # every value of the format passes
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = every_value(fmt)
+        assert not _check_each(values[np.isfinite(values)].astype(np.float32), fmt).any()

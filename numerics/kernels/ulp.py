@@ -42,7 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits
 from numerics.kernels.rounding import bits_f64, f64_bits
 from numerics.kernels.spread import serial, spread
 
@@ -70,6 +73,7 @@ CHUNK = 1 << 16
 EMIN, T, MAX, SUBNORMAL, NORMAL, SIGNED, HAS_NAN, HAS_INF, NEGZERO, BEYOND, ZERO = range(11)
 
 _U64 = np.uint64
+_U32 = np.uint32
 _ABS = _U64(0x7FFFFFFFFFFFFFFF)
 _SIGN = _U64(0x8000000000000000)
 _INF_BITS = _U64(0x7FF0000000000000)
@@ -277,15 +281,58 @@ def next_value(x: np.ndarray, out: np.ndarray, Q: np.ndarray, direction: int) ->
 @numba.njit(cache=True, nogil=True)
 def _count_unrepresentable(xs: np.ndarray, Q: np.ndarray) -> int:
     """How many elements of ``xs`` are not values of the format (a loop without an
-    early exit, so it vectorizes)."""
+    early exit, so it vectorizes); float32 ``xs`` of a format whose values are all
+    binary32 numbers in 32-bit lanes (:func:`_representable32`)."""
     emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
     top, normal, signed = Q[MAX], Q[NORMAL], Q[SIGNED] != 0
     has_nan, has_inf, has_zero = Q[HAS_NAN] != 0, Q[HAS_INF] != 0, Q[ZERO] != 0
     bad = 0
+    if _binary32(xs) and 0 <= t <= 23 and -126 <= emin <= 127 and emin - t >= -149 \
+            and top < 2.0**128:
+        # (the test is the same for every element: LLVM keeps two straight loops)
+        low = _U32((1 << (23 - t)) - 1)
+        normal_bits = bits_of_f32(np.float32(normal))
+        c = np.float32(math.ldexp(1.0, emin - t + 23))
+        top32, normal32 = np.float32(top), np.float32(normal)
+        for i in range(xs.size):
+            # (np.float32: types the branch for float64 xs too, where it never runs)
+            bad += np.int64(not _representable32(np.float32(xs[i]), low, normal_bits, c,
+                                                 top32, normal32, signed, has_nan, has_inf,
+                                                 has_zero))
+        return bad
     for i in range(xs.size):
         bad += 0 if _representable(np.float64(xs[i]), emin, t, top, normal, signed,
                                    has_nan, has_inf, has_zero) else 1
     return bad
+
+
+def _binary32(xs):  # type: ignore[no-untyped-def,unused-ignore]
+    """Whether ``xs`` holds float32 (a compile-time constant)."""
+
+
+@overload(_binary32, jit_options={"cache": True, "nogil": True}, inline="always")
+def _binary32_impl(xs):  # type: ignore[no-untyped-def,unused-ignore]
+    answer = xs.dtype == types.float32
+    return lambda xs: answer
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _representable32(v: Any, low: Any, normal_bits: Any, c: Any, top: Any, normal: Any,
+                     signed: bool, has_nan: bool, has_inf: bool, has_zero: bool) -> bool:
+    """:func:`_representable` for a binary32 ``v`` and a format whose values are binary32
+    numbers, in 32-bit lanes: from ``2**emin`` (bits ``normal_bits``) up, the ``23 - t``
+    low bits (``low``) are zero; below, ``|v|`` is a multiple of ``2**(emin - t)``,
+    which ``(|v| + c) - c`` with ``c = 2**(emin - t + 23)`` keeps exactly when it is
+    (the addition rounds to that quantum, binary32 subnormals included)."""
+    b = _U32(bits_of_f32(v) & _U32(0x7FFFFFFF))
+    a = f32_of_bits(b)
+    above = b >= normal_bits  # (bitwise selects: a branch would keep the loop scalar)
+    on_grid = (above & ((b & low) == _U32(0))) | (~above & (((a + c) - c) == a))
+    ok = (b < _U32(0x7F800000)) & on_grid & (a <= top) & (has_zero | (a >= normal))
+    if not signed:
+        ok = ok & (v > 0)
+    ok = ok | ((b > _U32(0x7F800000)) & has_nan)
+    return ok | ((b == _U32(0x7F800000)) & has_inf & ((v > 0) | signed))
 
 
 #: first_unrepresentable counts the misfits of blocks of this many elements and looks
