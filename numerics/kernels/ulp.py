@@ -74,6 +74,7 @@ EMIN, T, MAX, SUBNORMAL, NORMAL, SIGNED, HAS_NAN, HAS_INF, NEGZERO, BEYOND, ZERO
 
 _U64 = np.uint64
 _U32 = np.uint32
+_JIT: Any = {"cache": True, "nogil": True}
 _ABS = _U64(0x7FFFFFFFFFFFFFFF)
 _SIGN = _U64(0x8000000000000000)
 _INF_BITS = _U64(0x7FF0000000000000)
@@ -310,7 +311,7 @@ def _binary32(xs):  # type: ignore[no-untyped-def,unused-ignore]
     """Whether ``xs`` holds float32 (a compile-time constant)."""
 
 
-@overload(_binary32, jit_options={"cache": True, "nogil": True}, inline="always")
+@overload(_binary32, jit_options=_JIT, inline="always")
 def _binary32_impl(xs):  # type: ignore[no-untyped-def,unused-ignore]
     answer = xs.dtype == types.float32
     return lambda xs: answer
