@@ -253,6 +253,69 @@ def test_D13_fma_products_outside_binary32(monkeypatch: pytest.MonkeyPatch) -> N
     assert 0 < wrong <= count, (wrong, count)
 
 
+def _quantum_reference(h: float, fmt: Format) -> float:
+    """``h >= 0`` rounded to nearest-even to ``fmt``'s quantum at ``h`` (unbounded above),
+    in exact rational arithmetic."""
+    e = max(math.frexp(h)[1] - 1, fmt.emin) if h else fmt.emin
+    q = Fraction(2) ** (e - fmt.trailing_bits)
+    return float(round(Fraction(h) / q) * q)  # (round: half to even)
+
+
+def test_D14_rounding_by_quantum() -> None:
+    """D14: ``(|h| + C) - C`` with ``C = 2**(max(E, emin) + 23 - t)`` rounds a binary32
+    magnitude to nearest-even on the format's grid, subnormals included, for every
+    format ``quantum_fits`` takes; magnitudes from ``2**(emax + 1)`` up (and
+    infinity) come out beyond ``max``, a NaN stays a NaN.  Values, midpoints, their
+    binary32 neighbours, binary32 subnormals and large magnitudes against the
+    Fraction reference."""
+    import numba
+
+    from numerics.kernels.ops import quantum_fits, round_by_quantum
+
+    @numba.njit
+    def run(m: np.ndarray, threshold_bits: np.uint32, shift: np.uint32) -> np.ndarray:
+        out = np.empty_like(m)
+        for i in range(m.size):
+            out[i] = round_by_quantum(m[i], threshold_bits, shift)
+        return out
+
+    rng = np.random.default_rng(14)
+    taken = []
+    for name in FORMATS:
+        fmt = get_format(name)
+        t = fmt.trailing_bits
+        if not (fmt.signed and fmt.subnormals and t <= 22 and fmt.emin - t >= -149
+                and fmt.emax <= 127 and quantum_fits(t, fmt.max)):
+            continue
+        taken.append(name)
+        vals = np.unique(np.abs(decode_codes(np.arange(1 << fmt.bits), fmt)))
+        vals = vals[np.isfinite(vals)].astype(np.float32)
+        mids = ((vals[1:].astype(np.float64) + vals[:-1]) / 2).astype(np.float32)
+        top = np.float32(fmt.max + 2.0 ** (fmt.emax - t - 1))  # max's upper midpoint
+        base = np.concatenate([vals, mids, [top, np.float32(2.0 ** (fmt.emax + 1))]])
+        inf32 = np.float32(np.inf)
+        near = np.concatenate([base, np.nextafter(base, inf32), np.nextafter(base, 0)])
+        tiny = np.arange(0, 1 << 12, dtype=np.uint32).view(np.float32)  # subnormals
+        big = np.ldexp(np.float32(1), np.arange(fmt.emax + 1, 128)).astype(np.float32)
+        wild = rng.integers(0, 0x7F800000, 3000, dtype=np.uint32).view(np.float32)
+        h = np.concatenate([near, tiny, big, np.nextafter(big, inf32), wild,
+                            [np.finfo(np.float32).max]]).astype(np.float32)
+        got = run(h.view(np.uint32), np.float32(2.0 ** fmt.emin).view(np.uint32),
+                  np.uint32((23 - t) << 23)).view(np.float32)
+        for x, g in zip(h.tolist(), got.tolist()):
+            want = _quantum_reference(x, fmt)
+            if want <= fmt.max:
+                assert g == want, (name, x, g, want)
+            else:  # beyond max: compared as unsigned bits, as the lanes do
+                assert np.float32(g).view(np.uint32) > np.float32(fmt.max).view(np.uint32), \
+                    (name, x, g)
+        special = run(np.array([0x7F800000, 0x7FC00000], np.uint32),
+                      np.float32(2.0 ** fmt.emin).view(np.uint32), np.uint32((23 - t) << 23))
+        assert special[0] == 0x7F800000 and math.isnan(special[1:].view(np.float32)[0])
+    assert {"e4m3fn", "e5m2", "e2m1fn", "binary16", "binary8p1"} <= set(taken), taken
+    assert "bfloat16" not in taken
+
+
 def test_code_decoding() -> None:
     """The lanes decode codes by arithmetic (numerics.kernels.unpack): for every format
     of at most 16 bits that it takes, every code gives the decode table's value, the

@@ -10,7 +10,7 @@ intrinsics here emit the 32-bit instruction directly.
 
 Preconditions
 -------------
-``shl32(x, s)`` and ``shr32(x, s)`` need ``0 <= s < 32`` (LLVM's ``shl``/``lshr``
+``shl32(x, s)``, ``shr32(x, s)`` and ``sar32(x, s)`` need ``0 <= s < 32`` (LLVM's ``shl``/``lshr``
 are poison beyond the width); every caller clamps ``s`` first.
 
 Examples
@@ -19,9 +19,10 @@ Examples
 >>> import numpy as np
 >>> @numba.njit
 ... def demo(x):
-...     return shr32(np.uint32(x), np.uint32(4)), bits_of_f32(f32_of_bits(np.uint32(x)))
->>> [int(v) for v in demo(0x3F800000)]
-[66584576, 1065353216]
+...     return (shr32(np.uint32(x), np.uint32(4)), sar32(np.uint32(x), np.uint32(4)),
+...             bits_of_f32(f32_of_bits(np.uint32(x))))
+>>> [hex(v) for v in demo(0xBF800000)]
+['0xbf80000', '0xfbf80000', '0xbf800000']
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from numba import types
 from numba.core.extending import intrinsic
 
 __all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma",
-           "shl32", "shr32"]
+           "sar32", "shl32", "shr32"]
 
 
 def _u32(context: Any, builder: Any, value: Any, ty: types.Type) -> Any:
@@ -63,6 +64,20 @@ def _shr32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
         a = _u32(context, builder, args[0], signature.args[0])
         b = _u32(context, builder, args[1], signature.args[1])
         return builder.lshr(a, b)
+
+    return sig, codegen
+
+
+@intrinsic
+def _sar32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
+    """``x >> s`` (arithmetic: bit 31 copied into the vacated bits) in a 32-bit lane,
+    for ``0 <= s < 32``, returned as the uint32 of the same bits."""
+    sig = types.uint32(x, s)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        a = _u32(context, builder, args[0], signature.args[0])
+        b = _u32(context, builder, args[1], signature.args[1])
+        return builder.ashr(a, b)
 
     return sig, codegen
 
@@ -146,6 +161,7 @@ def _fma(typingctx: object, x: types.Type, y: types.Type, z: types.Type
 # numba's typing context); at run time these are the intrinsic objects themselves.
 shl32 = cast(Callable[[Any, Any], Any], _shl32)
 shr32 = cast(Callable[[Any, Any], Any], _shr32)
+sar32 = cast(Callable[[Any, Any], Any], _sar32)
 f32_of_bits = cast(Callable[[Any], Any], _f32_of_bits)
 bits_of_f32 = cast(Callable[[Any], Any], _bits_of_f32)
 f16_bits_of_f32 = cast(Callable[[Any], Any], _f16_bits_of_f32)

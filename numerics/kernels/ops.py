@@ -72,7 +72,8 @@ from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import codes16, constants, load32, scratch16, scratch32, values32
 
 __all__ = ["FLAG_BITS", "GENERAL", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
-           "decode_all", "lean_fits", "overflow_value", "piece", "to_odd",
+           "decode_all", "lean_fits", "overflow_value", "piece", "quantum_fits",
+           "round_by_quantum", "to_odd",
            "unpack_flags", "widen"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
@@ -98,6 +99,8 @@ _SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
 MARK = np.uint32(0x7FC5A5A5)
 
 _CHUNK = 1 << 12
+#: Elements per piece of a lean loop without flags (:func:`apply_lean_span`).
+_LEAN_STEP = 1 << 15
 _MIN_STEPS = PARALLEL_MIN // 4  # elements worth a thread (costlier than an encode)
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
 _U32 = np.uint32
@@ -549,8 +552,12 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     """:func:`apply_lean` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
     this thread; returns their count of wrong fma results (D13)."""
     n = out.size
-    m = min(n, _CHUNK)
-    # a broadcast operand: one chunk's worth, read by every chunk
+    # without flags, pieces of _LEAN_STEP elements (the per-piece setup of a chunk
+    # costs about a third of a 4096-element float32 loop); the threads still split
+    # the work by chunks
+    step = _CHUNK if want else _LEAN_STEP
+    m = min(n, step)
+    # a broadcast operand: one piece's worth, read by every piece
     a, b, c = widen(a, n, m), widen(b, n, m), widen(c, n, m)
     t, emin = P[rnd.T], P[rnd.EMIN]
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
@@ -563,9 +570,9 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     k = m if want else 0
     sa, sb, sc = scratch32(a, k), scratch32(b, k), scratch32(c, k)
     marks = 0
-    for ch in range(first, last):
-        start = ch * _CHUNK
-        stop = min(start + _CHUNK, n)
+    hi = min(last * _CHUNK, n)
+    for start in range(first * _CHUNK, hi, step):
+        stop = min(start + step, hi)
         aa, bb, cc = (codes16(piece(a, n, start, stop), wa),
                       codes16(piece(b, n, start, stop), wb),  # (c: read by fma only)
                       codes16(piece(c, n, start, stop if op == 4 else start + 1), wc))
@@ -904,6 +911,48 @@ def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -
                     | (np.uint8(invalid) << 3) | (np.uint8(divide) << 4))
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def quantum_fits(t: int, maxval: float) -> bool:
+    """Whether :func:`round_by_quantum` rounds into a format of ``t <= 22`` trailing
+    bits whose largest finite value is ``maxval`` (claim D14 of
+    ``proofs/double_rounding.md``): its binades ``E <= emax`` need the constant
+    ``2**(E + 23 - t)``, a binary32 number when ``emax <= 104 + t``.
+
+    Examples
+    --------
+    >>> quantum_fits(3, 448.0), quantum_fits(7, 3.3895313892515355e+38)
+    (True, False)
+    """
+    return np.float64(maxval) < 2.0 ** (105 + t)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def round_by_quantum(m: Any, threshold_bits: Any, quantum_shift: Any) -> Any:
+    """The bits of ``|h|`` (bits ``m``, a binary32 magnitude) rounded to nearest-even
+    to its format's quantum, by claim D14 of ``proofs/double_rounding.md``:
+    ``(|h| + C) - C`` with ``C = 2**(max(E, emin) + 23 - t)``, where
+    ``2**E <= |h| < 2**(E + 1)`` (``threshold_bits``: the bits of ``2**emin``;
+    ``quantum_shift``: ``(23 - t) << 23``).  The format's unbounded rounding for
+    ``|h| < 2**(emax + 1)`` when :func:`quantum_fits`; beyond, a magnitude above
+    ``max`` (``|h|`` itself, a NaN, or an infinity for an infinite ``h``), which the
+    overflow rule then replaces.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bits = lambda x: int(np.float32(x).view(np.uint32))
+    >>> value = lambda m: float(np.uint32(m).view(np.float32))
+    >>> emin, t = -6, 3  # e4m3fn: 17 = 2**4 * 1.0625 rounds to 16, 2**-9 * 1.5 to 2**-8
+    >>> [value(round_by_quantum(np.uint32(bits(x)), np.uint32(bits(2.0**emin)),
+    ...                         np.uint32((23 - t) << 23))) for x in (17.0, 2**-9 * 1.5)]
+    [16.0, 0.00390625]
+    """
+    e = _U32(m & _U32(0x7F800000))
+    e = e if e > threshold_bits else threshold_bits
+    c = f32_of_bits(_U32(e + quantum_shift))
+    return bits_of_f32((f32_of_bits(m) + c) - c)
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, negate: Any,
                exact32: bool, t: int, emin: int, maxval: Any, big: Any, negzero: bool,
@@ -940,6 +989,11 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
     possible = op == 4 and not exact32 and not (
         2 * (emin - t) >= 2 * t - 148 and np.float64(maxval)**2 < 2.0**128)
     count = possible and not want
+    # without flags, a format whose exponents stay clear of binary32's top rounds by
+    # one addition (see :func:`round_by_quantum`); the test is loop-invariant (LLVM
+    # unswitches the loop on it)
+    by_quantum = not exact32 and not want and quantum_fits(t, maxval)
+    quantum_shift = _U32((23 - t) << 23)
     for i in range(out.size):
         wrong = False
         x = load32(a, i, D)
@@ -966,6 +1020,9 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
         if exact32:
             mag = m
             normal = m
+        elif by_quantum:
+            mag = round_by_quantum(m, threshold_bits, quantum_shift)
+            normal = mag
         else:
             normal = _U32(_U32(m + round_bias + _U32(shr32(m, s) & _U32(1))) & keep)
             sub = bits_of_f32((f32_of_bits(m) + c) - c)

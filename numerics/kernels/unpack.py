@@ -47,7 +47,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits, sar32, shl32
 from numerics.kernels.rounding import BIAS, BITS, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 
 __all__ = ["EXCEPTIONS", "PLAN_SIZE", "codes16", "constants", "decode32", "decode_codes",
@@ -166,7 +166,11 @@ def decode_top(code: Any) -> Any:
 def constants(d: np.ndarray) -> tuple[Any, ...]:
     """The entries of a :func:`plan` array as 32-bit loop invariants (so that a loop
     keeps them in registers)."""
-    return (_U32(d[0]), _U32(d[1]), _U32(d[2]), _U32(d[3]), _U32(d[4]),
+    s = np.int64(d[0])
+    left = np.int64(d[2]) - (1 if d[1] == 0 else 0)  # the code's top bit to bit 31 (signed)
+    keep = np.int64(d[1] != 0) << 31 | np.int64(d[3]) << s
+    top = min(np.int64(d[4]) << s, np.int64(0xFFFFFFFF))
+    return (_U32(left), _U32(left - s), _U32(keep), _U32(top), _U32(d[4]),
             f32_of_bits(_U32(d[5])),
             (_U32(d[6]), _U32(d[7]), _U32(d[8]), _U32(d[9])),
             (_U32(d[10]), _U32(d[11]), _U32(d[12]), _U32(d[13])))
@@ -185,15 +189,15 @@ def decode32(code: Any, D: tuple[Any, ...]) -> Any:
     Branch-free but for the test of step 3, which is the same for every code, so a
     loop over codes vectorizes.  (Left to LLVM to inline: numba's own inlining of
     the branch into the lane loops trips its IR checks.)"""
-    s, sign_mask, sign_shift, mag_mask, top, scale, exc, val = D
+    left, right, keep, top, _, scale, exc, val = D
     c = _U32(code)
-    mag = _U32(c & mag_mask)
-    shifted = shl32(mag, s)
-    v = bits_of_f32(f32_of_bits(shifted) * scale)
+    # the sign to bit 31 and the magnitude bits to float32's places in two shifts (the
+    # arithmetic one copies the sign into the bits the mask then clears)
+    shifted = _U32(sar32(shl32(c, left), right) & keep)
+    v = bits_of_f32(f32_of_bits(shifted) * scale)  # (the sign passes the product)
     # (the exponent field of ``shifted`` lies within float32's: setting all of its bits
     # keeps the trailing bits)
-    v = _pick(mag >= top, _U32(shifted | _U32(0x7F800000)), v)
-    v = _U32(v | shl32(_U32(c & sign_mask), sign_shift))
+    v = _pick(_U32(shifted & _U32(0x7FFFFFFF)) >= top, _U32(shifted | _U32(0x7F800000)), v)
     # (the test is the same for every code: a loop is split on it)
     return f32_of_bits(_exceptions(c, v, exc, val) if exc[0] != _U32(_NONE) else v)
 

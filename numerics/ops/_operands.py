@@ -18,6 +18,7 @@ negative strides, big-endian); an operand with one element stays one element
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -120,8 +121,10 @@ def _exact_float64(arr: np.ndarray, name: str, fmt: Format) -> np.ndarray:
     return x64
 
 
+@lru_cache(maxsize=256)
 def _holds_all(fmt: Format, dtype: np.dtype) -> bool:
-    """Whether every value of the float ``dtype`` (float32, float64) is a value of ``fmt``."""
+    """Whether every value of the float ``dtype`` (float32, float64) is a value of ``fmt``
+    (cached: a call costs about as much as the rest of a small operation's intake)."""
     fi = np.finfo(dtype)
     return (fmt.trailing_bits >= fi.nmant and fmt.emax >= fi.maxexp - 1
             and fmt.emin - fmt.trailing_bits <= fi.minexp - fi.nmant and fmt.subnormals
