@@ -99,7 +99,7 @@ _SENTINEL_F = np.int64(0x7FF4DEADBEEF0000).view(np.float64)
 MARK = np.uint32(0x7FC5A5A5)
 
 _CHUNK = 1 << 12
-#: Elements per piece of a lean loop without flags (:func:`apply_lean_span`).
+#: Elements per piece of a lean loop (:func:`apply_lean_span`; its code scratch stays in L2).
 _LEAN_STEP = 1 << 15
 _MIN_STEPS = PARALLEL_MIN // 4  # elements worth a thread (costlier than an encode)
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -552,10 +552,9 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     """:func:`apply_lean` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
     this thread; returns their count of wrong fma results (D13)."""
     n = out.size
-    # without flags, pieces of _LEAN_STEP elements (the per-piece setup of a chunk
-    # costs about a third of a 4096-element float32 loop); the threads still split
-    # the work by chunks
-    step = _CHUNK if want else _LEAN_STEP
+    # pieces of _LEAN_STEP elements (the per-piece setup costs about a third of a
+    # 4096-element float32 loop); the threads still split the work by chunks
+    step = _LEAN_STEP
     m = min(n, step)
     # a broadcast operand: one piece's worth, read by every piece
     a, b, c = widen(a, n, m), widen(b, n, m), widen(c, n, m)
