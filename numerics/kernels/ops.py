@@ -744,13 +744,13 @@ def _fast_loop(op: int, residual: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
                 threshold: Any, possible: bool, tiny_product: Any, cut_after: Any,
-                maxval: Any, tiny_after: bool) -> np.uint8:
+                maxval: Any, tiny_after: bool, exact32: bool) -> np.uint8:
     """The flag bits (:data:`FLAG_BITS`) of one element of :func:`_lean_loop`: ``h`` is
     the binary32 result of ``x op y`` (``op`` 0, ``x + y``, with ``y`` already negated
     for a difference; 1, ``x * y``; 3, ``x / y``) or ``fma(x, y, z)`` rounded to odd
     (``op`` 4, D11; for the others ``z`` is ``x``, whose terms then repeat), ``v`` its
     rounding into the format before the overflow rule, ``unbounded`` the rounding with
-    unbounded exponent (the bits step).
+    unbounded exponent (the bits step); ``exact32``: the format is binary32 itself.
 
     * invalid: a signalling NaN operand (quiet bit clear), a NaN from numbers
       (``inf - inf``, ``0 * inf``, ``0 / 0``), or fma's ``0 * inf``; divide_by_zero:
@@ -807,7 +807,8 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
         tiny = (abs(h) > 0) & (abs(h) < cut_after)
     elif tiny_after:
         tiny = (abs(unbounded) > 0) & (abs(unbounded) < threshold)
-    under = inexact & tiny
+    # (binary32's own sums below 2**-126 are exact: a sum never underflows there)
+    under = False if exact32 and op == 0 else inexact & tiny
     # D12: a product or quotient near binary32's underflow threshold (h inexact, or
     # rounded on binary32's subnormal grid) is left to the general loop
     general = False
@@ -1033,7 +1034,7 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
         elif want:
             fl[i] = _lean_flags(op, x, y, w, h, f32_of_bits(_U32(mag | sign)),
                                 f32_of_bits(_U32(normal | sign)), threshold, possible,
-                                tiny_product, cut_after, maxval, tiny_after)
+                                tiny_product, cut_after, maxval, tiny_after, exact32)
         res = big_bits if mag > max_bits else mag
         sign = sign if mag != _U32(0) else _U32(sign & zero_sign)
         out[i] = mark if wrong else nan if m > _U32(0x7F800000) else \
