@@ -71,10 +71,9 @@ from numerics.kernels.random import draw
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import codes16, constants, load32, scratch16, scratch32, values32
 
-__all__ = ["FLAG_BITS", "GENERAL", "OPS", "apply", "apply_lean", "apply_lean_span", "apply_span",
-           "decode_all", "lean_fits", "overflow_value", "piece", "quantum_fits",
-           "round_by_quantum", "to_odd",
-           "unpack_flags", "widen"]
+__all__ = ["FLAG_BITS", "GENERAL", "MARK", "OPS", "apply", "apply_lean", "apply_lean_span",
+           "apply_span", "decode_all", "lean_fits", "overflow_value", "piece",
+           "quantum_fits", "round_by_quantum", "to_odd", "unpack_flags", "widen"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
