@@ -42,44 +42,33 @@ def _u32(context: Any, builder: Any, value: Any, ty: types.Type) -> Any:
     return context.cast(builder, value, ty, types.uint32)
 
 
-@intrinsic
-def _shl32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
-    """``(x << s) mod 2**32`` in a 32-bit lane, for ``0 <= s < 32``."""
-    sig = types.uint32(x, s)
+def _shift32(name: str, instruction: str, doc: str) -> Any:
+    """A lane intrinsic ``name(x, s)``: LLVM's 32-bit ``instruction`` (``shl``, ``lshr``,
+    ``ashr``) on ``x`` and ``s`` taken as uint32, returned as uint32."""
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        a = _u32(context, builder, args[0], signature.args[0])
-        b = _u32(context, builder, args[1], signature.args[1])
-        return builder.shl(a, b)
+    def shift(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
+        sig = types.uint32(x, s)
 
-    return sig, codegen
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            a = _u32(context, builder, args[0], signature.args[0])
+            b = _u32(context, builder, args[1], signature.args[1])
+            return getattr(builder, instruction)(a, b)
 
+        return sig, codegen
 
-@intrinsic
-def _shr32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
-    """``x >> s`` (logical) in a 32-bit lane, for ``0 <= s < 32``."""
-    sig = types.uint32(x, s)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        a = _u32(context, builder, args[0], signature.args[0])
-        b = _u32(context, builder, args[1], signature.args[1])
-        return builder.lshr(a, b)
-
-    return sig, codegen
+    # (the module attribute's name: numba's cache finds the intrinsic by it)
+    shift.__name__ = shift.__qualname__ = name
+    shift.__doc__ = doc
+    return intrinsic(shift)
 
 
-@intrinsic
-def _sar32(typingctx: object, x: types.Type, s: types.Type) -> tuple[Any, Any]:
-    """``x >> s`` (arithmetic: bit 31 copied into the vacated bits) in a 32-bit lane,
-    for ``0 <= s < 32``, returned as the uint32 of the same bits."""
-    sig = types.uint32(x, s)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        a = _u32(context, builder, args[0], signature.args[0])
-        b = _u32(context, builder, args[1], signature.args[1])
-        return builder.ashr(a, b)
-
-    return sig, codegen
+_shl32 = _shift32("_shl32", "shl", "``(x << s) mod 2**32`` in a 32-bit lane, for "
+                  "``0 <= s < 32``.")
+_shr32 = _shift32("_shr32", "lshr", "``x >> s`` (logical) in a 32-bit lane, for "
+                  "``0 <= s < 32``.")
+_sar32 = _shift32("_sar32", "ashr", "``x >> s`` (arithmetic: bit 31 copied into the "
+                  "vacated bits) in a 32-bit lane, for ``0 <= s < 32``, returned as the "
+                  "uint32 of the same bits.")
 
 
 @intrinsic

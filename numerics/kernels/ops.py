@@ -553,8 +553,7 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     n = out.size
     # pieces of _LEAN_STEP elements (the per-piece setup costs about a third of a
     # 4096-element float32 loop); the threads still split the work by chunks
-    step = _LEAN_STEP
-    m = min(n, step)
+    m = min(n, _LEAN_STEP)
     # a broadcast operand: one piece's worth, read by every piece
     a, b, c = widen(a, n, m), widen(b, n, m), widen(c, n, m)
     t, emin = P[rnd.T], P[rnd.EMIN]
@@ -569,8 +568,8 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     sa, sb, sc = scratch32(a, k), scratch32(b, k), scratch32(c, k)
     marks = 0
     hi = min(last * _CHUNK, n)
-    for start in range(first * _CHUNK, hi, step):
-        stop = min(start + step, hi)
+    for start in range(first * _CHUNK, hi, _LEAN_STEP):
+        stop = min(start + _LEAN_STEP, hi)
         aa, bb, cc = (codes16(piece(a, n, start, stop), wa),
                       codes16(piece(b, n, start, stop), wb),  # (c: read by fma only)
                       codes16(piece(c, n, start, stop if op == 4 else start + 1), wc))

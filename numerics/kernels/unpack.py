@@ -166,14 +166,15 @@ def decode_top(code: Any) -> Any:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def constants(d: np.ndarray) -> tuple[Any, ...]:
-    """The entries of a :func:`plan` array as 32-bit loop invariants (so that a loop
-    keeps them in registers)."""
+    """The constants of :func:`decode32` from a :func:`plan` array, as 32-bit loop
+    invariants (so that a loop keeps them in registers): the two shifts and the mask
+    that place sign and magnitude, the NaN threshold on the placed magnitude, the
+    scale, and the exception codes and values."""
     s = np.int64(d[0])
     left = np.int64(d[2]) - (1 if d[1] == 0 else 0)  # the code's top bit to bit 31 (signed)
     keep = np.int64(d[1] != 0) << 31 | np.int64(d[3]) << s
     top = min(np.int64(d[4]) << s, np.int64(0xFFFFFFFF))
-    return (_U32(left), _U32(left - s), _U32(keep), _U32(top), _U32(d[4]),
-            f32_of_bits(_U32(d[5])),
+    return (_U32(left), _U32(left - s), _U32(keep), _U32(top), f32_of_bits(_U32(d[5])),
             (_U32(d[6]), _U32(d[7]), _U32(d[8]), _U32(d[9])),
             (_U32(d[10]), _U32(d[11]), _U32(d[12]), _U32(d[13])))
 
@@ -191,7 +192,7 @@ def decode32(code: Any, D: tuple[Any, ...]) -> Any:
     Branch-free but for the test of step 3, which is the same for every code, so a
     loop over codes vectorizes.  (Left to LLVM to inline: numba's own inlining of
     the branch into the lane loops trips its IR checks.)"""
-    left, right, keep, top, _, scale, exc, val = D
+    left, right, keep, top, scale, exc, val = D
     c = _U32(code)
     # the sign to bit 31 and the magnitude bits to float32's places in two shifts (the
     # arithmetic one copies the sign into the bits the mask then clears)
