@@ -107,10 +107,14 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
     same = 0
     for block in range(0, n, 512):
         end = min(block + 512, n)
-        differ = 0
-        for i in range(block, end):  # a vectorised scan: most blocks are equal
-            differ += ca[i] != cb[i]
-        if differ == 0:
+        # a vectorised scan (most blocks are equal), over slices that index from 0: an
+        # index into the whole arrays would need negative-index wraparound, which
+        # keeps LLVM from vectorizing (4x slower)
+        xa, xb = ca[block:end], cb[block:end]
+        differ = False
+        for i in range(xa.shape[0]):
+            differ |= xa[i] != xb[i]
+        if not differ:
             same += end - block
             continue
         for i in range(block, end):
