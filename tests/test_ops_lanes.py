@@ -5,6 +5,7 @@ lane loops on one worker while the general loop's tests run on another.)"""
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import zlib
@@ -318,24 +319,28 @@ def test_D14_rounding_by_quantum() -> None:
 
 def test_code_decoding() -> None:
     """The lanes decode codes by arithmetic (numerics.kernels.unpack): for every format
-    of at most 16 bits that it takes, every code gives the decode table's value, the
-    sign of each zero, and each NaN, signalling exactly when the table's is."""
+    of at most 16 bits that it takes, by either route of step 1 (through binary16, and
+    in float32 alone), every code gives the decode table's value, the sign of each zero,
+    and each NaN, signalling exactly when the table's is."""
     from numerics.kernels.ops import decode_all
     from numerics.kernels.rounding import format_params
     from numerics.kernels.unpack import decode_codes as unpack_codes
     from numerics.kernels.unpack import plan
 
-    taken = []
-    exceptions: dict[str, int] = {}
-    for name in FORMATS:
+    taken: dict[bool, list[str]] = {True: [], False: []}
+    via16 = []
+    exceptions: dict[tuple[str, bool], int] = {}
+    for name, binary16 in itertools.product(FORMATS, (True, False)):
         fmt = get_format(name)
         if fmt.bits > 16:
             continue
         table = decode_all(format_params(fmt))
-        d = plan(format_params(fmt), table)
+        d = plan(format_params(fmt), table, binary16)
         if d is None:
             continue
-        taken.append(name)
+        taken[binary16].append(name)
+        if d[6]:
+            via16.append(name)
         got = unpack_codes(np.arange(table.size, dtype=np.uint16), d)
         nan = np.isnan(table)
         assert np.array_equal(np.isnan(got), nan), name
@@ -347,13 +352,17 @@ def test_code_decoding() -> None:
         if table.size <= 256:  # 8-bit codes reach the lanes as uint8
             got8 = unpack_codes(np.arange(table.size, dtype=np.uint8), d)
             assert np.array_equal(got8.view(np.uint32), got.view(np.uint32)), name
-        exceptions[name] = int((d[6:10] != 0xFFFFFFFF).sum())
-    assert {"bfloat16", "binary16", "e4m3fn", "e5m2", "e4m3fnuz", "binary8p3",
-            "e2m1fn"} <= set(taken)
-    # step 3 from e4m3fn's first NaN magnitude (no exception: the loop without step 4);
-    # the fnuz NaN at the negative-zero code is one
-    assert exceptions["e4m3fn"] == exceptions["e5m2"] == 0
-    assert exceptions["e4m3fnuz"] == 1
+        exceptions[name, binary16] = int((d[7:11] != 0xFFFFFFFF).sum())
+    for binary16 in (True, False):
+        assert {"bfloat16", "binary16", "e4m3fn", "e5m2", "e4m3fnuz", "binary8p3",
+                "e2m1fn"} <= set(taken[binary16])
+        # step 3 from e4m3fn's first NaN magnitude (no exception: the loop without
+        # step 4); the fnuz NaN at the negative-zero code is one
+        assert exceptions["e4m3fn", binary16] == exceptions["e5m2", binary16] == 0
+        assert exceptions["e4m3fnuz", binary16] == 1
+    # through binary16: exponent fields of at most 4 bits, or 5 with IEEE specials
+    assert {"binary16", "e5m2", "e4m3fn", "e4m3fnuz", "e2m1fn", "binary8p4"} <= set(via16)
+    assert not {"bfloat16", "e5m2fnuz", "binary8p3", "e8m0fnu"} & set(via16)
     # bfloat16 alone decodes by the shift (its codes reach the lanes as int16)
     from numerics.kernels.unpack import top_half
 
