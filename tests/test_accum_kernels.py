@@ -138,13 +138,13 @@ def test_hardware_sums_in_lanes(alg: str, block: int | None, fmt: str) -> None:
     special[2, :] = big * 2 / 3  # overflow to inf and stay
     got = accum.sum(special if wide else special.astype(np.float32), fmt, algorithm=alg,
                     block_size=block).value
-    fmt = get_format(fmt)
-    want, abs_sum, tiny = np.empty(3), np.empty(3), np.empty(3, np.int64)
+    f = get_format(fmt)
+    expect, abs_sum, ntiny = np.empty(3), np.empty(3), np.empty(3, np.int64)
     sum_rows(special, special, False, {"recursive": 0, "pairwise": 1, "kahan": 2}[alg],
-             block or 1, format_params(fmt), mode_code("rne"), fmt.max, np.uint64(0), want,
-             abs_sum, tiny)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+             block or 1, format_params(f), mode_code("rne"), f.max, np.uint64(0), expect,
+             abs_sum, ntiny)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expect))
+    np.testing.assert_array_equal(got[~np.isnan(got)], expect[~np.isnan(expect)])
 
 
 @pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", 5), ("kahan", None)])

@@ -604,12 +604,12 @@ def test_D9_binary32_flags(op: str) -> None:
                      for j, v in enumerate(base)]
             for col, v in zip(cols, moved):
                 col.append(v)
-    sign = rng.choice(np.float32([1, -1]), len(cols[0]) * n)
+    sign = rng.choice(np.array([1, -1], np.float32), len(cols[0]) * n)
     xs = [np.concatenate(col) for col in cols]
     xs[0] = xs[0] * sign
     if op == "fma":
         xs[2] = xs[2] * sign
-    special = np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 2.0**-149, 3.0])
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 2.0**-149, 3.0], np.float32)
     grid = np.meshgrid(*([special] * 3), indexing="ij")
     xs = [np.concatenate([v, g.reshape(-1)]) for v, g in zip(xs, grid)]
     if op == "fma":  # binary64's sum is the boundary itself; the exact one is not
@@ -672,7 +672,12 @@ def test_D10_binary64_hardware_lanes(op: str, monkeypatch: pytest.MonkeyPatch) -
     xs = [np.concatenate([x, g.reshape(-1)]) for x, g in zip(xs, grid)]
     calls: list[str] = []
     real = driver._lanes
-    monkeypatch.setattr(driver, "_lanes", lambda *args: calls.append(real(*args)) or calls[-1])
+
+    def lanes(*args: Any) -> str:
+        calls.append(real(*args))
+        return calls[-1]
+
+    monkeypatch.setattr(driver, "_lanes", lanes)
     fn = getattr(ops, op)
     # (float32 operands: binary32's hard cases, whose binary64 results are mostly exact)
     x32 = [x.astype(np.float32) for x in hard_operands(get_format("binary32"), op, rng, 60)]

@@ -162,13 +162,13 @@ def test_wide_user_format_against_the_references(fmt: Format, seed: int) -> None
     if fmt.has_infinity:  # x / inf is exactly zero
         a = fin[:8]
         try:
-            want = [reference("div", (float(v), math.inf), fmt, "rne") for v in a]
+            quotients = [reference("div", (float(v), math.inf), fmt, "rne") for v in a]
         except NoNaN:
             with pytest.raises(ValueError, match="has no NaN"):
                 ops.div(a, np.full(a.size, math.inf), fmt)
             return
         res, fl = ops.div(a, np.full(a.size, math.inf), fmt, flags=True)
-        for i, (value, wflags) in enumerate(want):
+        for i, (value, wflags) in enumerate(quotients):
             assert same(float(res[i]), value), (a[i], res[i], value)
             assert bool(fl.invalid[i]) == wflags["invalid"]
             assert bool(fl.inexact[i]) == wflags["inexact"]
