@@ -454,7 +454,30 @@ def _terms32(A: np.ndarray, B: np.ndarray, scale: np.ndarray, tot: np.ndarray,
             sc = min(max(scale[r, j], 2.0**-126), 2.0**127)
             scale32[r, j] = np.float32(sc)
             tot32[r, j] = np.float32(tot[r, j])
-    for k in range(g0, g0 + G):
+    # four k at a time (every partial sum is exact, so any order gives the same total;
+    # a zero a adds a zero term, and the sign of a zero total is never read): the row of
+    # totals is loaded and stored once per four terms
+    k = g0
+    while k + 4 <= g0 + G:
+        for r in range(R):
+            a0, a1 = np.float32(A[i0 + r, k]), np.float32(A[i0 + r, k + 1])
+            a2, a3 = np.float32(A[i0 + r, k + 2]), np.float32(A[i0 + r, k + 3])
+            b0, b1, b2, b3 = B[k], B[k + 1], B[k + 2], B[k + 3]
+            sc, tt = scale32[r], tot32[r]
+            if rtz:
+                for j in range(N):
+                    tt[j] += ((np.trunc(a0 * np.float32(b0[j]) * sc[j])
+                               + np.trunc(a1 * np.float32(b1[j]) * sc[j]))
+                              + (np.trunc(a2 * np.float32(b2[j]) * sc[j])
+                                 + np.trunc(a3 * np.float32(b3[j]) * sc[j])))
+            else:
+                for j in range(N):
+                    tt[j] += ((np.rint(a0 * np.float32(b0[j]) * sc[j])
+                               + np.rint(a1 * np.float32(b1[j]) * sc[j]))
+                              + (np.rint(a2 * np.float32(b2[j]) * sc[j])
+                                 + np.rint(a3 * np.float32(b3[j]) * sc[j])))
+        k += 4
+    for k in range(k, g0 + G):
         for r in range(R):
             av = np.float32(A[i0 + r, k])
             if av == 0.0:
@@ -523,7 +546,18 @@ def fused_gemm_span(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray
                     e = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52))
                                  & np.uint64(0x7FF))
                     E[r, j] = np.int32(-126 if v == 0.0 else max(e - 1023, emin_out))
-            for k in range(g0, g0 + G):
+            # four k at a time: the row of E is loaded and stored once per four
+            k = g0
+            while k + 4 <= g0 + G:
+                for r in range(R):
+                    e0, e1 = EA[i0 + r, k], EA[i0 + r, k + 1]
+                    e2, e3 = EA[i0 + r, k + 2], EA[i0 + r, k + 3]
+                    f0, f1, f2, f3, Er = EB[k], EB[k + 1], EB[k + 2], EB[k + 3], E[r]
+                    for j in range(N):
+                        Er[j] = max(Er[j], max(max(np.int32(e0 + f0[j]), np.int32(e1 + f1[j])),
+                                               max(np.int32(e2 + f2[j]), np.int32(e3 + f3[j]))))
+                k += 4
+            for k in range(k, g0 + G):
                 for r in range(R):
                     ea = EA[i0 + r, k]
                     for j in range(N):
