@@ -322,6 +322,9 @@ def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, ba
     drop = _U64(64 - ubits)
     K = _tail_constants(P, saturate)
     nans = _U32(0)
+    # the index's product carried from element to element, (base + i) * GOLDEN: an
+    # addition in the vectorized loop where the product would be a 64-bit multiply
+    spread_index = _U64(base) * GOLDEN
     for i in range(x.size):
         b = _U32(x[i])
         a = _U32(b & _U32(0x7FFFFFFF))
@@ -342,7 +345,8 @@ def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, ba
         else:
             F = shl32(rem, _U32(-d))
             sticky = False
-        u = _U32(mix64(mixed_seed ^ (_U64(base + i) * GOLDEN)) >> drop)
+        u = _U32(mix64(mixed_seed ^ spread_index) >> drop)
+        spread_index += GOLDEN
         up = u < F
         if exact:
             up = up | ((u == F) & sticky)
