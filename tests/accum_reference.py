@@ -35,8 +35,11 @@ def rnd(x: Fraction, p: int, emin: int, emax: int, mode: str = "rne",
     n = int(n)
     frac = r / q
     up = False
+    # the lower candidate's code is odd: its significand's last bit, or for p = 1 (no
+    # trailing bits) its exponent field's, e - emin + 1 (the field of 2**emin is 1)
+    odd = n % 2 == 1 if p > 1 or n == 0 else (e - emin + 1) % 2 == 1
     if mode == "rne":
-        up = frac > Fraction(1, 2) or (frac == Fraction(1, 2) and n % 2 == 1)
+        up = frac > Fraction(1, 2) or (frac == Fraction(1, 2) and odd)
     elif mode == "rna":
         up = frac >= Fraction(1, 2)
     elif mode == "rtz":
@@ -46,7 +49,7 @@ def rnd(x: Fraction, p: int, emin: int, emax: int, mode: str = "rne",
     elif mode == "rd":
         up = frac > 0 and sign < 0
     elif mode == "rto":
-        up = frac > 0 and n % 2 == 0
+        up = frac > 0 and not odd
     else:
         raise ValueError(mode)
     m = (n + (1 if up else 0)) * q
@@ -65,6 +68,7 @@ FORMATS = {  # name: (p, emin, emax, max_finite)
     "e4m3fn": (4, -6, 8, Fraction(448)),
     "e5m2": (3, -14, 15, None),
     "e2m1fn": (2, 0, 2, Fraction(6)),
+    "binary8p1": (1, -63, 62, None),  # p = 1: a tie goes to the even exponent field
 }
 
 

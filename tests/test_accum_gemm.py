@@ -281,3 +281,30 @@ def test_gemm_same_bits_for_every_thread_count() -> None:
         threads.set_num_threads(before)
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
+
+
+@pytest.mark.parametrize("fmt", ["e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "bfloat16", "binary16",
+                                 "e4m3fnuz", "binary8p3", "e8m0fnu"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cast_to_nearest_even_against_the_exact_codec(fmt: str, dtype: Any) -> None:
+    """The GEMM's input and output casts (``tensorcore.cast``, round to nearest-even of
+    plain values; the encode lanes where the format fits them) against the exact codec:
+    every value of the format, the midpoints and their neighbours, values beyond the
+    range, zeros, infinities and NaN (which becomes +0 in a format without NaN)."""
+    from numerics.accum.tensorcore import cast
+    from numerics.codec import decode_exact, encode_exact
+
+    f = get_format(fmt)
+    vals = np.array([float(decode_exact(c, f)) for c in range(f.num_codes)])
+    fin = np.unique(vals[np.isfinite(vals)])
+    mids = (fin[1:] + fin[:-1]) / 2
+    big = f.max * np.array([1.0, 1.0625, 1.5, 2.0, 1e3])
+    xs = np.concatenate([fin, mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf),
+                         big, -big, [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45]])
+    with np.errstate(over="ignore"):
+        x = xs.astype(dtype)
+    got = cast(x, f)
+    for v, g in zip(x.tolist(), got.tolist()):
+        want = float(decode_exact(encode_exact(v, f, nan="zero"), f))
+        assert (np.isnan(g) and np.isnan(want)) or (
+            g == want and np.signbit(g) == np.signbit(want)), (fmt, v, g, want)

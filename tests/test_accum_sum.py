@@ -11,7 +11,7 @@ import pytest
 
 from numerics import accum
 
-FMTS = ["bfloat16", "binary16", "e4m3fn", "e5m2", "binary32", "binary64"]
+FMTS = ["bfloat16", "binary16", "e4m3fn", "e5m2", "binary8p1", "binary32", "binary64"]
 MODES = ["rne", "rna", "rtz", "ru", "rd", "rto"]
 
 

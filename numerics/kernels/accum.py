@@ -125,8 +125,10 @@ def _pow2(k: int) -> float:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _rne_fast(hi: float, t: int, emin: int, maxval: float) -> tuple[float, bool]:
-    """``RN_p(hi)`` for a finite ``hi`` within the format's range, and True; else False."""
-    if hi - hi != 0.0:  # inf or NaN
+    """``RN_p(hi)`` for a finite ``hi`` within the format's range, and True; else False.
+    Not for ``t = 0``: there a tie goes to the even code, whose parity is the exponent
+    field's, not to the even multiple of the quantum (:func:`_round_slow` decides)."""
+    if hi - hi != 0.0 or t == 0:  # inf or NaN; a format of one significant bit
         return hi, False
     e = np.int64((np.float64(hi).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))
     k = max(e - 1023, emin) - t
