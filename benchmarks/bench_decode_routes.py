@@ -12,11 +12,9 @@ codes with ``dtype=float32`` by each route.  ``python benchmarks/bench_decode_ro
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable
-
 import numba
 import numpy as np
+from _timing import best_of
 
 from numerics import get_format, ops, round_to
 from numerics.dtypes import dtype_of
@@ -27,16 +25,6 @@ from numerics.kernels.rounding import format_params
 from numerics.kernels.unpack import constants, decode32, plan
 from numerics.ops import _driver
 from numerics.threads import set_num_threads
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 @numba.njit(nogil=True)
@@ -52,7 +40,7 @@ def main() -> None:
     out32 = np.empty(n, np.float32)
     for name, x in (("normal", np.full(n, 1.5, np.float32)),
                     ("subnormal", np.full(n, 1e-40, np.float32))):
-        s = _best(lambda: np.multiply(x, np.float32(2.0**120), out=out32), 20)
+        s = best_of(lambda: np.multiply(x, np.float32(2.0**120), out=out32), 20)
         print(f"numpy float32 multiply, {name} factors: {s / n * 1e9:.3f} ns/element")
     P = format_params("e4m3fn")
     table = decode_all(P)
@@ -65,8 +53,8 @@ def main() -> None:
         d = plan(P, table, binary16)
         assert d is not None
         route = "binary16" if binary16 else "float32"
-        a_s = _best(lambda: _decode_loop(no_sub, d, out), 200)
-        r_s = _best(lambda: _decode_loop(codes, d, out), 200)
+        a_s = best_of(lambda: _decode_loop(no_sub, d, out), 200)
+        r_s = best_of(lambda: _decode_loop(codes, d, out), 200)
         print(f"decode loop, {route} route: {a_s / m * 1e9:.3f} ns/code with no subnormal "
               f"code, {r_s / m * 1e9:.3f} with random codes")
     dt = dtype_of("e4m3fn")
@@ -85,13 +73,13 @@ def main() -> None:
             route = "binary16" if binary16 else "float32"
             for op in ("add", "mul"):
                 fn = getattr(ops, op)
-                s = _best(lambda: fn(a, b, get_format("e4m3fn"), dtype=np.float32), 30)
+                s = best_of(lambda: fn(a, b, get_format("e4m3fn"), dtype=np.float32), 30)
                 print(f"ops.{op} e4m3fn 2**20, dtype=float32, 1 thread, {route} route: "
                       f"{s / n * 1e9:.3f} ns/element")
     finally:
         _driver.code_plan = default
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    print(f"numpy float32 add, 2**20: {_best(lambda: np.add(x, y, out=out32), 30) / n * 1e9:.3f}"
+    print(f"numpy float32 add, 2**20: {best_of(lambda: np.add(x, y, out=out32), 30) / n * 1e9:.3f}"
           " ns/element")
 
 
