@@ -338,7 +338,7 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
     ov = 1 if overflow == "saturate" else 0
     if kind == "float" and mode == 0 and (rne64 if work.dtype.itemsize == 8 else rne32):
         narrow = _narrow_kernels()
-        nans = narrow.rne(work, flat_out, P, ov == 1)
+        nans = narrow.rne(work, flat_out, P, ov == 1, nan == "raise" and not fmt.has_nan)
     elif kind == "float" and mode >= _MODES["sr"] and bits <= 31 and rne32 and (
             work.dtype.itemsize == 4):
         narrow = _narrow_kernels()
@@ -534,8 +534,8 @@ def _encode_rne_fast(x: np.ndarray, fmt: Any, overflow: str, nan: str,
         return None
     narrow = _narrow_kernels()
     flat, flat_codes = (x, codes) if x.ndim == 1 else (x.reshape(-1), codes.reshape(-1))
-    if narrow.rne(flat, flat_codes, P, overflow == "saturate") and nan == "raise" and (
-            not found.has_nan):
+    if narrow.rne(flat, flat_codes, P, overflow == "saturate",
+                  nan == "raise" and not found.has_nan):
         raise _nan_error(flat, found)
     return codes
 
@@ -992,8 +992,8 @@ def _round_rne_fast(x: np.ndarray, fmt: Any, dtype: Any, overflow: Any,
     values = np.empty(x.shape, table.dtype)
     flat, flat_values = (x, values) if x.ndim == 1 else (x.reshape(-1), values.reshape(-1))
     narrow = _narrow_kernels()
-    if narrow.round_rne(flat, flat_values, P, overflow == "saturate", table) and nan == "raise" \
-            and not found.has_nan:
+    if narrow.round_rne(flat, flat_values, P, overflow == "saturate", table,
+                        nan == "raise" and not found.has_nan):
         raise _nan_error(flat, found)
     return values
 

@@ -281,8 +281,8 @@ def test_fused_parallel_matches_serial() -> None:
         x[7] = math.nan
         for arr in (x, x.astype(np.float32)):
             a, b = np.empty(n), np.empty(n)
-            assert narrow.round_rne_span(arr, a, 0, arr.size, P, False, table) == 1
-            assert narrow.round_rne(arr, b, P, False, table) == 1
+            assert narrow.round_rne_span(arr, a, 0, arr.size, P, False, table, True) == 1
+            assert narrow.round_rne(arr, b, P, False, table, True) == 1
             assert_bits(a, b)
             assert_bits(a, numerics.decode(numerics.encode(arr, fmt, nan="zero"), fmt))
 

@@ -125,8 +125,12 @@ def test_random_patterns_match_the_general_kernel(fmt: Format) -> None:
     for x in inputs:
         for saturate in (False, True):
             out = np.empty(x.size, fmt.code_dtype)
-            nans = narrow.rne_span(x, out, 0, x.size, format_params(fmt), saturate)
+            nans = narrow.rne_span(x, out, 0, x.size, format_params(fmt), saturate, True)
             assert nans == int(np.isnan(x).sum())
+            again = np.empty_like(out)
+            assert narrow.rne_span(x, again, 0, x.size, format_params(fmt), saturate,
+                                   False) == 0
+            assert np.array_equal(again, out)
             want = _general(x, fmt, saturate)
             bad = np.flatnonzero(out != want)
             assert bad.size == 0, [(x[i], hex(out[i]), hex(want[i])) for i in bad[:5]]
@@ -162,9 +166,10 @@ def test_parallel_matches_serial_and_counts_nans() -> None:
     x = rng.integers(0, 2**32, 300_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
     P = format_params("e2m1fn")
     a, b = np.empty(x.size, np.uint8), np.empty(x.size, np.uint8)
-    assert narrow.rne_span(x, a, 0, x.size, P, False) == narrow.rne(x, b, P, False)
+    assert narrow.rne_span(x, a, 0, x.size, P, False, True) == narrow.rne(x, b, P, False, True)
     assert np.array_equal(a, b)
-    assert narrow.rne_span(x, a, 0, x.size, P, False) == int(np.isnan(x).sum())
+    assert narrow.rne_span(x, a, 0, x.size, P, False, True) == int(np.isnan(x).sum())
+    assert narrow.rne(x, b, P, False, False) == 0
 
 
 def test_nan_policy_still_raises_for_formats_without_nan() -> None:
@@ -193,7 +198,9 @@ def test_stochastic_rounding_matches_the_general_kernel(fmt: Format, sr_bits: in
         for saturate in (False, True):
             got = np.empty(x.size, fmt.code_dtype)
             want = np.empty(x.size, fmt.code_dtype)
-            narrow.sr_span(x, got, 0, x.size, P, saturate, np.uint64(99), sr_bits, exact)
+            nans = narrow.sr_span(x, got, 0, x.size, P, saturate, np.uint64(99), sr_bits,
+                                  exact)
+            assert nans == int(np.isnan(x).sum())
             kcodec.encode_float_span(x, want, 0, x.size, P, 7 if exact else 6, int(saturate),
                                      np.uint64(99), sr_bits)
             bad = np.flatnonzero(got != want)
@@ -217,8 +224,9 @@ def test_stochastic_rounding_is_the_same_on_every_thread_count() -> None:
     x = (np.random.default_rng(3).standard_normal(300_000) * 8).astype(np.float32)
     P = format_params("e4m3fn")
     a, b = np.empty(x.size, np.uint8), np.empty(x.size, np.uint8)
-    narrow.sr_span(x, a, 0, x.size, P, False, np.uint64(5), 8, False)
-    narrow.sr(x, b, P, False, np.uint64(5), 8, False)
+    x[[7, 200_000]] = np.nan
+    assert narrow.sr_span(x, a, 0, x.size, P, False, np.uint64(5), 8, False) == 2
+    assert narrow.sr(x, b, P, False, np.uint64(5), 8, False) == 2
     assert np.array_equal(a, b)
 
 

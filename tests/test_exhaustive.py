@@ -151,7 +151,7 @@ def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
     b = np.empty(CHUNK, fmt.code_dtype)
     for lo in range(0, 1 << 32, CHUNK):
         x = (base + np.uint32(lo)).view(np.float32)
-        nans = narrow.rne_span(x, a, 0, x.size, P, saturate)
+        nans = narrow.rne_span(x, a, 0, x.size, P, saturate, True)
         assert nans == kc.encode_bits_span(x, b, 0, x.size, P, kr.MODE_RNE, int(saturate),
                                            np.uint64(0), 1)
         if not np.array_equal(a, b):

@@ -476,7 +476,7 @@ def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None,
     if rounding == "rne" and plain and fmt.bits <= 16 and narrow.fits(P, x.dtype == np.float64):
         table = np.empty(fmt.num_codes)
         decode_table(P, table)
-        narrow.round_rne(flat, out, P, False, table)
+        narrow.round_rne(flat, out, P, False, table, False)
         return out.reshape(x.shape)
     low = np.zeros(1)
     if not plain:

@@ -33,7 +33,7 @@ from llvmlite import ir
 from numba import types
 from numba.core.extending import intrinsic
 
-__all__ = ["bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma",
+__all__ = ["bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma",
            "sar32", "shl32", "shr32"]
 
 
@@ -97,23 +97,6 @@ def _bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
 
 
 @intrinsic
-def _f16_bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
-    """The binary16 bits of a float32 rounded to nearest-even (the hardware conversion:
-    F16C's ``vcvtps2ph`` on x86).  A NaN keeps its sign and the top of its payload, quiet
-    bit set; callers that want a canonical NaN replace it."""
-    if x != types.float32:
-        return None
-    sig = types.uint32(types.float32)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        half = builder.fptrunc(args[0], ir.HalfType())
-        word = builder.bitcast(half, ir.IntType(16))
-        return builder.zext(word, ir.IntType(32))
-
-    return sig, codegen
-
-
-@intrinsic
 def _f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
     """The float32 value of the binary16 bits in the low 16 bits of ``x`` (exact; a NaN
     keeps its sign and payload, quiet bit set)."""
@@ -153,6 +136,5 @@ shr32 = cast(Callable[[Any, Any], Any], _shr32)
 sar32 = cast(Callable[[Any, Any], Any], _sar32)
 f32_of_bits = cast(Callable[[Any], Any], _f32_of_bits)
 bits_of_f32 = cast(Callable[[Any], Any], _bits_of_f32)
-f16_bits_of_f32 = cast(Callable[[Any], Any], _f16_bits_of_f32)
 f32_of_f16_bits = cast(Callable[[Any], Any], _f32_of_f16_bits)
 fma = cast(Callable[[Any, Any, Any], Any], _fma)
