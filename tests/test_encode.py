@@ -434,3 +434,43 @@ def test_near_ties_from_the_toolkit_round_like_the_reference(data: st.DataObject
                      for v in x], fmt.code_dtype)
     got = numerics.encode(np.resize(x, BIG), fmt, rounding=mode, nan="zero")
     assert_bitwise_equal(got, np.resize(want, BIG), fmt=fmt, canonical_nan=False)
+
+
+@pytest.mark.parametrize("dtype", ["u1", "u2", "i1", "i2", "i8", "u8", ">u2", ">i8"])
+@pytest.mark.parametrize("n", [1000, (1 << 16) + 7, 5 * (1 << 16) + 3])
+def test_decode_names_the_first_code_outside_the_format(dtype: str, n: int) -> None:
+    """Codes beyond a narrow format's range or negative: the error names the first bad
+    code and its flat index, below and above the size of the compiled check, on 1 and 2
+    threads and the pool's size; a valid array decodes."""
+    from numerics.threads import get_num_threads, set_num_threads
+
+    dt = np.dtype(dtype)
+    fmt = get_format("e2m1fn")  # 16 codes
+    rng = np.random.default_rng(n)
+    codes = rng.integers(0, 16, n).astype(dt)
+    before = get_num_threads()
+    try:
+        for threads in sorted({1, 2, before}):
+            set_num_threads(threads)
+            assert numerics.decode(codes, fmt).tolist() == decode_table(fmt)[
+                codes.astype(np.int64)].tolist()
+            for at in sorted({0, int(rng.integers(n)), n - 1}):
+                bad = codes.copy()
+                bad[at] = 16
+                later = at + 1 + int(rng.integers(1 << 17))
+                if later < n:  # a second bad code after the first
+                    bad[later] = 255 if dt.kind == "u" else -1
+                with pytest.raises(ValueError, match=rf"code 0x10 at flat index {at},"):
+                    numerics.decode(bad, fmt)
+                if dt.kind == "i":
+                    bad[at] = -3
+                    with pytest.raises(ValueError,
+                                       match=rf"negative code -3 at flat index {at}$"):
+                        numerics.decode(bad, fmt)
+    finally:
+        set_num_threads(before)
+
+
+def decode_table(fmt: Format) -> np.ndarray:
+    """Each code's value by the exact scalar reference."""
+    return np.array([float(decode_exact(c, fmt)) for c in range(fmt.num_codes)])

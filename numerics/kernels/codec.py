@@ -523,3 +523,49 @@ def lookup(codes: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
         lookup_span(codes, table, out, 0, codes.size)
         return
     spread(lambda lo, hi: lookup_span(codes, table, out, lo, hi), codes.size, align=CHUNK)
+
+
+@numba.njit(cache=True, nogil=True)
+def _codes_in_range(codes: np.ndarray, top: Any) -> bool:
+    """Whether every code lies in ``[0, top]``: a min/max pass that vectorizes."""
+    lo, hi = codes[0], codes[0]
+    for i in range(codes.size):
+        lo = min(lo, codes[i])
+        hi = max(hi, codes[i])
+    return lo >= 0 and hi <= top
+
+
+@numba.njit(cache=True, nogil=True)
+def first_bad_code_span(codes: np.ndarray, top: Any, start: int, stop: int) -> int:
+    """The flat index of the first code of ``codes[start:stop]`` (an integer array) outside
+    ``[0, top]`` (``top`` of the codes' type), or -1.  Blocks of :data:`CHUNK` are checked
+    by :func:`_codes_in_range` and only a failing block is searched element by element."""
+    for lo in range(start, stop, CHUNK):
+        hi = min(stop, lo + CHUNK)
+        block = codes[lo:hi]
+        if _codes_in_range(block, top):
+            continue
+        for i in range(block.size):
+            if block[i] < 0 or block[i] > top:
+                return lo + i
+    return -1
+
+
+def first_bad_code(codes: np.ndarray, limit: int) -> int:
+    """The flat index of the first of ``codes`` (an integer array) outside ``[0, limit)``,
+    or -1 (:func:`first_bad_code_span` on the threads).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> first_bad_code(np.array([3, 15, 16, 2], np.uint8), 16)
+    2
+    >>> first_bad_code(np.array([3, -1], np.int8), 256), first_bad_code(np.ones(5, np.uint8), 2)
+    (1, -1)
+    """
+    # the largest valid code in the codes' own type, so every comparison stays in it
+    top = codes.dtype.type(min(limit - 1, int(np.iinfo(codes.dtype).max)))
+    if serial(codes.size):
+        return int(first_bad_code_span(codes, top, 0, codes.size))
+    return _first(spread(lambda lo, hi: first_bad_code_span(codes, top, lo, hi), codes.size,
+                         align=CHUNK))
