@@ -566,6 +566,7 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     wa, wb, wc = scratch16(a, m), scratch16(b, m), scratch16(c, m)
     k = m if want else 0
     sa, sb, sc = scratch32(a, k), scratch32(b, k), scratch32(c, k)
+    so = _stage_scratch(out, m)
     marks = 0
     hi = min(last * _CHUNK, n)
     for start in range(first * _CHUNK, hi, _LEAN_STEP):
@@ -573,10 +574,55 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
         aa, bb, cc = (codes16(piece(a, n, start, stop), wa),
                       codes16(piece(b, n, start, stop), wb),  # (c: read by fma only)
                       codes16(piece(c, n, start, stop if op == 4 else start + 1), wc))
+        o = out[start:stop]
+        staged = _staged(o, so)
         marks += _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want,
-                             tiny_after, out[start:stop], fl[start:stop] if want else fl,
+                             tiny_after, staged, fl[start:stop] if want else fl,
                              sa, sb, sc)
+        _unstage(o, staged)
     return marks
+
+
+def _stage_scratch(out, m):  # type: ignore[no-untyped-def,unused-ignore]
+    """The float32 scratch :func:`_staged` needs for pieces of ``m`` elements of ``out``:
+    ``m`` elements for float64 results, none for float32."""
+
+
+@overload(_stage_scratch, jit_options=_JIT)
+def _stage_scratch_impl(out, m):  # type: ignore[no-untyped-def,unused-ignore]
+    if out.dtype == types.float64:
+        return lambda out, m: np.empty(m, np.float32)
+    return lambda out, m: np.empty(0, np.float32)
+
+
+def _staged(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    """Where the lean loop writes a piece of results: ``out`` itself when float32, else
+    the float32 scratch ``buf`` (:func:`_unstage` widens it into ``out``).  A loop that
+    stores float64 takes four lanes per vector for its float32 arithmetic too; on an
+    Intel core the float32 loop and a widening pass over the piece in cache took 25%
+    less time than the float64 loop."""
+
+
+@overload(_staged, jit_options=_JIT, inline="always")
+def _staged_impl(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    if out.dtype == types.float64:
+        return lambda out, buf: buf[:out.size]
+    return lambda out, buf: out
+
+
+def _unstage(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
+    """``out[:] = staged`` (float32 to float64, exact) when they differ."""
+
+
+@overload(_unstage, jit_options=_JIT, inline="always")
+def _unstage_impl(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
+    if out.dtype == staged.dtype:
+        return lambda out, staged: None
+
+    def widen32(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
+        for i in range(out.size):
+            out[i] = staged[i]
+    return widen32
 
 
 @numba.njit(cache=True, nogil=True)
@@ -958,7 +1004,7 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
     """The loop of :func:`_lean_chunk` for literal ``op`` (0 add, 1 mul, 3 div, 4 fma,
     whose third operand is ``z``), ``exact32`` (binary32 itself:
     ``h`` is the result) and ``want`` (also the flags: :func:`_lean_flags`, or
-    :func:`_binary32_flags` for binary32's ``* / fma``); ``out`` is float32 or float64.
+    :func:`_binary32_flags` for binary32's ``* / fma``); ``out`` is float32.
     Operands are float32 numbers or codes, decoded in the loop
     (:func:`numerics.kernels.unpack.load32` with the plan constants ``D``); the bits of
     ``b`` are XORed with ``negate`` (``0x80000000`` makes ``a + b`` the difference:
@@ -1076,9 +1122,8 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
     ``(|h| + C) - C`` with ``C = 2**(emin - t + 23)`` (rounded to the quantum by the
     addition) below ``2**emin``.  A magnitude beyond ``maxval`` (an infinite result
     too) becomes ``big`` with the sign (``encode``'s overflow rule), a NaN becomes the
-    one quiet NaN, and a zero of a format without -0 is +0.  ``out`` is float32 or
-    float64 (written directly: a float32 staging pass would cost more than the
-    arithmetic).
+    one quiet NaN, and a zero of a format without -0 is +0.  ``out`` is float32 (float64
+    results are staged through it: :func:`_staged`).
 
     Without flags, codes are decoded inside the loop
     (:func:`numerics.kernels.unpack.load32`: no pass over memory), so those loops
