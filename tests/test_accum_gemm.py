@@ -311,3 +311,36 @@ def test_cast_to_nearest_even_against_the_exact_codec(fmt: str, dtype: Any) -> N
         want = float(decode_exact(encode_exact(v, f, nan="zero"), f))
         assert (np.isnan(g) and np.isnan(want)) or (
             g == want and np.signbit(g) == np.signbit(want)), (fmt, v, g, want)
+    # the same values as float32 (every value of these formats is one)
+    got32 = cast(x, f, dtype=np.float32)
+    assert got32.dtype == np.float32
+    np.testing.assert_array_equal(got32.astype(np.float64), got)
+    assert (np.signbit(got32) == np.signbit(got)).all()
+
+
+@pytest.mark.parametrize("preset, fin", [("hopper-fp8", "e4m3fn"), ("ada-fp8", "e5m2"),
+                                         ("hopper", "bfloat16"), ("cdna3", "binary16")])
+def test_gemm_gives_the_same_bits_for_every_operand_layout(preset: str, fin: str) -> None:
+    """Operands as float32, float64, big-endian, Fortran-ordered, strided views and lists
+    (float arrays go to the casts as they are, the rest through exact pairs): the same
+    results; also with K not a multiple of the group size, and with an infinity (the
+    fused kernel's fallback, which takes its operands as float64)."""
+    rng = np.random.default_rng(3)
+    for K in (96, 37):
+        # (binary32 numbers: every layout holds the same values)
+        A = (rng.standard_normal((5, K)) * 4).astype(np.float32).astype(np.float64)
+        B = (rng.standard_normal((K, 3)) * 4).astype(np.float32).astype(np.float64)
+        want = accum.gemm(A, B, input_format=fin, accumulator=preset)
+        for a, b in [(A.astype(np.float32), B.astype(np.float32)),
+                     (A.astype(">f8"), B.astype(">f4")),
+                     (np.asfortranarray(A), np.asfortranarray(B)),
+                     (np.repeat(A, 2, axis=1)[:, ::2], B),
+                     (A.tolist(), B.tolist())]:
+            got = accum.gemm(a, b, input_format=fin, accumulator=preset)
+            np.testing.assert_array_equal(got, want)
+    A[1, 3] = np.inf
+    want = accum.gemm(A, B, input_format=fin, accumulator=preset)
+    got = accum.gemm(A.astype(np.float32), B.astype(np.float32), input_format=fin,
+                     accumulator=preset)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(want).any() or np.isinf(want).any()

@@ -52,12 +52,24 @@ __all__ = ["gemm"]
 
 _ROW_CHUNK_ELEMS = 1 << 17
 
-_Pair = tuple[np.ndarray, np.ndarray]
+#: An operand's exact value as ``hi + lo`` (:func:`numerics.accum.intake.real_pair`);
+#: ``lo`` None when it is zero.
+_Pair = tuple[np.ndarray, np.ndarray | None]
+
+
+def _pair(x: Any, name: str) -> _Pair:
+    """A float32 or float64 array as it is (its values are exact, and :func:`cast` takes
+    either: no float64 copy, no array of zero remainders); anything else by
+    :func:`numerics.accum.intake.real_pair`."""
+    if type(x) is np.ndarray and x.dtype.kind == "f" and x.dtype.itemsize in (4, 8) \
+            and x.ndim <= 2:
+        return x, None
+    return real_pair(x, name)
 
 
 def _check_matrices(A: Any, B: Any, C: Any) -> tuple[_Pair, _Pair, _Pair]:
-    a = real_pair(A, "A")
-    b = real_pair(B, "B")
+    a = _pair(A, "A")
+    b = _pair(B, "B")
     if a[0].ndim != 2 or b[0].ndim != 2:
         raise ValueError(
             f"Got A with shape {a[0].shape} and B with shape {b[0].shape}, but both must "
@@ -70,7 +82,7 @@ def _check_matrices(A: Any, B: Any, C: Any) -> tuple[_Pair, _Pair, _Pair]:
         )
     out_shape = (a[0].shape[0], b[0].shape[1])
     if C is None:
-        return a, b, (np.zeros(out_shape), np.zeros(out_shape))
+        return a, b, (np.zeros(out_shape), None)
     c = real_pair(C, "C")
     try:
         return a, b, (np.broadcast_to(c[0], out_shape).copy(),
@@ -105,10 +117,15 @@ def _fused_operands(p: TensorCorePreset, a: np.ndarray, b: np.ndarray,
     if int(p.fractional_bits) > 44 or not (  # type: ignore[arg-type]
             np.isfinite(a).all() and np.isfinite(b).all()):
         return None
-    dt = np.float32 if fin.precision <= 24 and fin.emax <= 127 and fin.emin >= -126 \
-        else np.float64  # values exact in binary32 travel as binary32 (half the memory)
+    # values exact in binary32 travel as binary32 (half the memory)
+    dt = np.float32 if _float32_values(fin) else np.float64
     return (np.ascontiguousarray(a, dt), exponents(a, fin), np.ascontiguousarray(b, dt),
             exponents(b, fin))
+
+
+def _float32_values(fmt: Format) -> bool:
+    """Whether every value of ``fmt`` is a binary32 number (normal or subnormal)."""
+    return fmt.precision <= 24 and fmt.emax <= 127 and fmt.emin >= -126
 
 
 def _fused_kernel_chain(p: TensorCorePreset, ops: tuple[np.ndarray, ...], c: np.ndarray,
@@ -229,8 +246,10 @@ def _preset_setup(p: TensorCorePreset, A: Any, B: Any, pa: _Pair, pb: _Pair, pc:
             f"Got {promote_every=}, but it must be a multiple of preset "
             f"{p.name!r}'s group size {G} for {fin.name} inputs"
         )
-    a = cast(pa[0], fin, p.input_rounding_into(fin), lo=pa[1])
-    b = cast(pb[0], fin, p.input_rounding_into(fin), lo=pb[1])
+    # the fused kernel takes values exact in binary32 as binary32: cast them so
+    vt = np.float32 if p.structure == "fused" and _float32_values(fin) else np.float64
+    a = cast(pa[0], fin, p.input_rounding_into(fin), lo=pa[1], dtype=vt)
+    b = cast(pb[0], fin, p.input_rounding_into(fin), lo=pb[1], dtype=vt)
     c = cast(pc[0], fout, lo=pc[1])
     if p.flush_inputs:
         a = flush_subnormals(a, fin, keep_sign=False)
@@ -239,14 +258,16 @@ def _preset_setup(p: TensorCorePreset, A: Any, B: Any, pa: _Pair, pb: _Pair, pc:
     M, K = a.shape
     pad = (-K) % G
     if pad:
-        a = np.concatenate([a, np.zeros((M, pad))], axis=1)
-        b = np.concatenate([b, np.zeros((pad, b.shape[1]))], axis=0)
+        a = np.concatenate([a, np.zeros((M, pad), a.dtype)], axis=1)
+        b = np.concatenate([b, np.zeros((pad, b.shape[1]), b.dtype)], axis=0)
     ops = _fused_operands(p, a, b, fin) if p.structure == "fused" else None
 
     def chain(lo: int, hi: int, c0: np.ndarray) -> np.ndarray:
         if ops is not None and np.isfinite(c0).all():
             return _fused_kernel_chain(p, ops, c0, fin, fout, G, lo, hi)
-        return _preset_chain(p, a[:, lo:hi], b[lo:hi], c0, fin, fout, G)
+        # (binary64 operands: the group steps form exact products)
+        return _preset_chain(p, np.asarray(a[:, lo:hi], np.float64),
+                             np.asarray(b[lo:hi], np.float64), c0, fin, fout, G)
     return chain, a.shape[1], c, promote_every
 
 

@@ -453,13 +453,14 @@ def decompose(v: np.ndarray, fmt: Format, zero: int = _ZERO_EXP) -> np.ndarray:
 
 
 def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None,
-         seed: int = 0, base: int = 0) -> np.ndarray:
+         seed: int = 0, base: int = 0, dtype: Any = np.float64) -> np.ndarray:
     """Round the exact values ``x + lo`` (float32/float64) once into ``fmt``, as float64
     (a NaN becomes +0 in a format without NaN), by :func:`numerics.kernels.accum.round_values`;
     stochastic rounding draws elements ``base ..`` of the stream with ``seed``.  Round to
     nearest-even of plain values into a format of at most 16 bits that the encode lanes
     take runs there instead (:func:`numerics.kernels.narrow.round_rne`: the same values,
-    ten times faster).
+    ten times faster).  ``dtype=np.float32`` gives the values as float32, for a format
+    whose values are all float32 values (the caller's check).
     """
     from numerics.kernels import narrow
     from numerics.kernels.accum import round_values
@@ -471,19 +472,20 @@ def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None,
         x = x.astype(np.float64)
     flat = np.ascontiguousarray(x).reshape(-1)
     P = format_params(fmt)
-    out = np.empty(flat.size)
     plain = lo is None or not np.any(lo)
     if rounding == "rne" and plain and fmt.bits <= 16 and narrow.fits(P, x.dtype == np.float64):
         table = np.empty(fmt.num_codes)
         decode_table(P, table)
-        narrow.round_rne(flat, out, P, False, table, False)
-        return out.reshape(x.shape)
+        values = np.empty(flat.size, dtype)
+        narrow.round_rne(flat, values, P, False, table.astype(dtype), False)
+        return values.reshape(x.shape)
+    out = np.empty(flat.size)
     low = np.zeros(1)
     if not plain:
         low = np.ascontiguousarray(np.broadcast_to(np.asarray(lo, np.float64), x.shape)
                                    ).reshape(-1)
     round_values(flat, low, P, mode_code(rounding), np.uint64(seed), np.uint64(base), out)
-    return out.reshape(x.shape)
+    return out.reshape(x.shape).astype(dtype, copy=False)
 
 
 def flush_subnormals(x: np.ndarray, fmt: Format, *, keep_sign: bool) -> np.ndarray:
