@@ -257,7 +257,7 @@ def count_nans(x: np.ndarray) -> int:
 
     The encode loops do not count NaN inputs themselves: a count carried through a loop
     changes how LLVM vectorizes it (four-way unrolled rather than one vector per step),
-    which on Intel cores made the bfloat16 loop about 40% slower.  The few callers that
+    which on an Intel core made the bfloat16 loop a third slower.  The few callers that
     need the count (a format without NaN, ``nan="raise"``) run this pass over the block
     the loop has just read.
 
