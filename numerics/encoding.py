@@ -350,8 +350,9 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
                     work = work.astype(np.float64)
             else:
                 kind = "generic"
-        nans = _run_encode("bits" if kind == "float" else "float",
-                           (work, flat_out, P, mode, ov, seed, bits))
+        args = (work, flat_out, P, mode, ov, seed, bits)
+        nans = _run_encode("bits", args + (nan == "raise" and not fmt.has_nan,)) \
+            if kind == "float" else _run_encode("float", args)
         if kind == "generic":
             nans = 1 if nans >= 0 else 0
     else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -172,11 +173,23 @@ def test_parallel_matches_serial_and_counts_nans() -> None:
     assert narrow.rne(x, b, P, False, False) == 0
 
 
-def test_nan_policy_still_raises_for_formats_without_nan() -> None:
-    x = np.array([1.0, math.nan], np.float32)
-    with pytest.raises(ValueError, match="NaN at flat index 1"):
-        numerics.encode(x, "e2m1fn")
-    assert numerics.encode(x, "e2m1fn", nan="zero").tolist() == [2, 0]
+@pytest.mark.parametrize("options", [{}, {"rounding": "rtz"}, {"rounding": "ru"},
+                                     {"rounding": "sr", "rng": 1, "sr_bits": 8},
+                                     {"rounding": "sr", "rng": 1, "sr_bits": 40}],
+                         ids=["rne", "rtz", "ru", "sr8", "sr40"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [2, 3 * narrow.CHUNK + 11])
+def test_nan_policy_still_raises_for_formats_without_nan(options: dict[str, Any], dtype: Any,
+                                                         n: int) -> None:
+    """Every kernel (the lanes, the branch-free bits kernel, both stochastic loops) finds
+    the NaN that a format without NaN refuses, on one thread's block or several, though
+    only the lanes' stochastic loop counts NaNs in the loop."""
+    x = np.ones(n, dtype)
+    x[n - 1] = math.nan
+    with pytest.raises(ValueError, match=f"NaN at flat index {n - 1}"):
+        numerics.encode(x, "e2m1fn", **options)
+    codes = numerics.encode(x, "e2m1fn", nan="zero", **options)
+    assert codes[:2].tolist() == [2, 2 if n > 2 else 0] and codes[-1] == 0
 
 
 @pytest.mark.parametrize("fmt", [f for f in NARROW32 if f.name in (

@@ -127,7 +127,7 @@ def test_every_float32_pattern_bits_kernel_matches_round_pair(name: str, roundin
             with np.errstate(invalid="ignore"):
                 x = x.astype(np.float64)
         for overflow in (0, 1):
-            kc.encode_bits(x, a, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
+            kc.encode_bits(x, a, P, kr.mode_code(rounding), overflow, np.uint64(0), 1, False)
             kc.encode_float(x, b, P, kr.mode_code(rounding), overflow, np.uint64(0), 1)
             assert np.array_equal(a, b), (name, rounding, overflow, lo)
 
@@ -153,7 +153,7 @@ def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
         x = (base + np.uint32(lo)).view(np.float32)
         nans = narrow.rne_span(x, a, 0, x.size, P, saturate, True)
         assert nans == kc.encode_bits_span(x, b, 0, x.size, P, kr.MODE_RNE, int(saturate),
-                                           np.uint64(0), 1)
+                                           np.uint64(0), 1, True)
         if not np.array_equal(a, b):
             i = int(np.flatnonzero(a != b)[0])
             raise AssertionError(f"{name}: {int(x.view(np.uint32)[i]):#010x} lane "
