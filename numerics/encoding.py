@@ -97,7 +97,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_PLANS: dict[int, tuple[Format, np.ndarray, bool, bool, bool, bool]] = {}
+_PLANS: dict[int, tuple[Format, np.ndarray, bool, bool, bool, bool, bool]] = {}
 
 
 _NARROW: list[Any] = []
@@ -112,17 +112,18 @@ def _narrow_kernels() -> Any:
     return _NARROW[0]
 
 
-def _plan(fmt: Format) -> tuple[Format, np.ndarray, bool, bool, bool, bool]:
+def _plan(fmt: Format) -> tuple[Format, np.ndarray, bool, bool, bool, bool, bool]:
     """(fmt, its parameter array, whether the float32 / float64 branch-free kernel fits,
-    whether the float32 / float64 round-to-nearest-even lane kernel fits), cached by
-    identity (hashing a Format costs more than the kernel call on small input)."""
+    whether the float32 / float64 round-to-nearest-even lane kernel fits, whether the
+    lanes' other modes take float64 input), cached by identity (hashing a Format costs
+    more than the kernel call on small input)."""
     plan = _PLANS.get(id(fmt))
     if plan is None or plan[0] is not fmt:
         P = _rounding_kernels().format_params(fmt)
         k = _kernels()
         narrow = _narrow_kernels()
         plan = (fmt, P, k.fits_bits_kernel(P, False), k.fits_bits_kernel(P, True),
-                narrow.fits(P, False), narrow.fits(P, True))
+                narrow.fits(P, False), narrow.fits(P, True), narrow.fits_one(P))
         if len(_PLANS) > 1024:
             _PLANS.clear()
         _PLANS[id(fmt)] = plan
@@ -332,13 +333,18 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
     n = {"x87": work.size // 2, "stacked": work.size // 2}.get(kind, work.size)
     target = _output(out, arr.shape, fmt)
     flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(n, fmt.code_dtype)
-    _, P, fits32, fits64, rne32, rne64 = _plan(fmt)
+    _, P, fits32, fits64, rne32, rne64, directed64 = _plan(fmt)
     mode, bits = _mode_bits(rounding, sr_bits)
     seed = np.uint64(sr_seed(rng)) if rounding == "sr" else np.uint64(0)
     ov = 1 if overflow == "saturate" else 0
     if kind == "float" and mode == 0 and (rne64 if work.dtype.itemsize == 8 else rne32):
         narrow = _narrow_kernels()
         nans = narrow.rne(work, flat_out, P, ov == 1, nan == "raise" and not fmt.has_nan)
+    elif kind == "float" and mode < _MODES["sr"] and (
+            directed64 if work.dtype.itemsize == 8 else rne32):
+        narrow = _narrow_kernels()
+        nans = narrow.directed(work, flat_out, P, mode, ov == 1,
+                               nan == "raise" and not fmt.has_nan)
     elif kind == "float" and mode >= _MODES["sr"] and bits <= 31 and rne32 and (
             work.dtype.itemsize == 4):
         narrow = _narrow_kernels()

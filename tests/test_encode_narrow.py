@@ -29,7 +29,15 @@ from numerics.codec import encode_exact
 from numerics.formats import Format
 from numerics.kernels import codec as kcodec
 from numerics.kernels import narrow
-from numerics.kernels.rounding import MODE_RNE, format_params
+from numerics.kernels.rounding import (
+    MODE_RD,
+    MODE_RNA,
+    MODE_RNE,
+    MODE_RTO,
+    MODE_RTZ,
+    MODE_RU,
+    format_params,
+)
 
 NARROW32 = [f for f in ALL_FORMATS if narrow.fits(format_params(f), False)]
 NARROW64 = [f for f in ALL_FORMATS if narrow.fits(format_params(f), True)]
@@ -112,6 +120,51 @@ def test_grid_matches_ml_dtypes(fmt: Format, overflow: str) -> None:
     got = numerics.encode(x, fmt, overflow=overflow)
     bad = np.flatnonzero(got != peer)
     assert bad.size == 0, [(float(x[i]), hex(got[i]), hex(peer[i])) for i in bad[:5]]
+
+
+DIRECTED = {"rna": MODE_RNA, "rtz": MODE_RTZ, "ru": MODE_RU, "rd": MODE_RD, "rto": MODE_RTO}
+
+
+@pytest.mark.parametrize("fmt", NARROW32, ids=lambda f: f.name)
+def test_directed_modes_match_the_general_kernel(fmt: Format) -> None:
+    """The lanes' other modes (``narrow.directed_span``) against the general kernel
+    (pinned to ``round_pair``) with each mode: random float32 patterns, the grid of a
+    format of at most 16 bits (values, ties, their neighbours, beyond max), values
+    around and below the smallest normal, the specials; float64 input (through round to
+    odd, in the formats ``fits_one`` takes) one low bit either side of those and beyond
+    float32's range; both overflow rules, the NaN count and the threaded driver."""
+    rng = np.random.default_rng(fmt.bits + fmt.trailing_bits)
+    P = format_params(fmt)
+    tiny = float(fmt.smallest_normal)
+    x32 = np.concatenate([
+        rng.integers(0, 2**32, 1 << 13, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        (rng.standard_normal(1 << 12) * tiny * 2.0 ** rng.integers(-12, 3, 1 << 12)
+         ).astype(np.float32),
+        _grid_inputs(fmt) if fmt.bits <= 16 else np.zeros(0, np.float32)])
+    inputs = [x32]
+    if narrow.fits_one(P):
+        with np.errstate(invalid="ignore", over="ignore"):
+            x = x32[np.isfinite(x32)].astype(np.float64)
+            inputs.append(np.concatenate([x, x * (1 + 2.0**-40), x * (1 - 2.0**-45),
+                                          x * 2.0**200, [np.inf, -np.inf, np.nan]]))
+    for x in inputs:
+        for name, mode in DIRECTED.items():
+            for saturate in (False, True):
+                got = np.empty(x.size, fmt.code_dtype)
+                nans = narrow.directed_span(x, got, 0, x.size, P, mode, saturate, True)
+                assert nans == int(np.isnan(x).sum())
+                want = np.empty(x.size, fmt.code_dtype)
+                kcodec.encode_float_span(x, want, 0, x.size, P, mode, int(saturate),
+                                         np.uint64(0), 1)
+                bad = np.flatnonzero(got != want)
+                assert bad.size == 0, (name, saturate, [
+                    (float(x[i]), hex(got[i]), hex(want[i])) for i in bad[:5]])
+    # the threaded driver (pieces on the threads) against one serial span
+    big = np.resize(x32, 3 * narrow.CHUNK + 11)
+    one, split = np.empty(big.size, fmt.code_dtype), np.empty(big.size, fmt.code_dtype)
+    serial = narrow.directed_span(big, one, 0, big.size, P, MODE_RU, False, True)
+    assert narrow.directed(big, split, P, MODE_RU, False, True) == serial
+    assert np.array_equal(one, split)
 
 
 @pytest.mark.parametrize("fmt", NARROW64, ids=lambda f: f.name)
@@ -280,3 +333,27 @@ def test_D6_round_to_odd(name: str) -> None:
     got = numerics.encode(arr, fmt, nan="zero")
     for v, g in zip(x, got.tolist()):
         assert g == encode_exact(v, fmt, rounding="rne", nan="zero"), (v, name, hex(g))
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "bfloat16", "binary16", "e2m1fn",
+                                  "e4m3fnuz", "binary8p3"])
+@pytest.mark.parametrize("rounding", ["rtz", "ru", "rd", "rna", "rto"])
+def test_D6_1_directed_modes(name: str, rounding: str) -> None:
+    """D6.1 (proofs/double_rounding.md): float64 input in the other modes, through
+    binary32 rounded to odd: the values of the format, its midpoints, both a low bit
+    either side of each, float64s beyond binary32's range and below its smallest
+    subnormal, with both signs and both overflow rules, round as the exact reference
+    says."""
+    fmt = numerics.get_format(name)
+    every = [float(v) for v in magnitude_values(fmt)]
+    vals = every[:90] + every[-10:]  # the subnormals and the bottom, and the top
+    mids = [(a + b) / 2 for a, b in zip(vals, vals[1:]) if b > a]
+    x = [p * (1 + s * e) for p in vals + mids for s in (1, -1) for e in (0, 2.0**-35, 2.0**-52)]
+    x += [3.4028234663852886e38, 3.5e38, 1e300, 2.0**-149 * 1.5, 1e-300, float(fmt.max) * 1.01]
+    arr = np.array(x + [-v for v in x], np.float64)
+    assert narrow.fits_one(format_params(fmt))
+    for overflow in ("ieee", "saturate"):
+        got = numerics.encode(arr, fmt, rounding=rounding, overflow=overflow, nan="zero")
+        for v, g in zip(arr.tolist(), got.tolist()):
+            want = encode_exact(v, fmt, rounding=rounding, overflow=overflow, nan="zero")
+            assert g == want, (v, name, rounding, overflow, hex(g), hex(want))

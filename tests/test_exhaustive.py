@@ -158,3 +158,37 @@ def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
             i = int(np.flatnonzero(a != b)[0])
             raise AssertionError(f"{name}: {int(x.view(np.uint32)[i]):#010x} lane "
                                  f"{int(a[i]):#x} bits {int(b[i]):#x}")
+
+
+@pytest.mark.parametrize("name, rounding", [
+    ("e4m3fn", "rtz"), ("e4m3fn", "ru"), ("e4m3fn", "rna"), ("e4m3fn", "rto"),
+    ("bfloat16", "rd"), ("bfloat16", "rna"), ("binary8p3", "ru"), ("binary8p3", "rto"),
+    ("e2m1fn", "rd")])
+def test_every_float32_pattern_directed_lanes_match_bits_kernel(name: str,
+                                                                rounding: str) -> None:
+    """The lanes' other modes (numerics.kernels.narrow.directed_span, public encode's
+    loop for them) on every float32 pattern against the branch-free bits kernel (pinned
+    to round_pair above), under both overflow rules, for each shape of the loop: a
+    format with subnormals below float32's and -0 (e4m3fn, e2m1fn), float32's exponent
+    field (bfloat16), no -0 (binary8p3); NaN counts too."""
+    from numerics.kernels import codec as kc
+    from numerics.kernels import narrow
+    from numerics.kernels import rounding as kr
+
+    fmt = get_format(name)
+    P = kr.format_params(fmt)
+    mode = kr.mode_code(rounding)
+    base = np.arange(CHUNK, dtype=np.uint32)
+    a = np.empty(CHUNK, fmt.code_dtype)
+    b = np.empty(CHUNK, fmt.code_dtype)
+    for lo in range(0, 1 << 32, CHUNK):
+        x = (base + np.uint32(lo)).view(np.float32)
+        for saturate in (False, True):
+            nans = narrow.directed_span(x, a, 0, x.size, P, mode, saturate, True)
+            assert nans == kc.encode_bits_span(x, b, 0, x.size, P, mode, int(saturate),
+                                               np.uint64(0), 1, True)
+            if not np.array_equal(a, b):
+                i = int(np.flatnonzero(a != b)[0])
+                raise AssertionError(f"{name} {rounding} saturate={saturate}: "
+                                     f"{int(x.view(np.uint32)[i]):#010x} lane "
+                                     f"{int(a[i]):#x} bits {int(b[i]):#x}")

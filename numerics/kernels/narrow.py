@@ -1,13 +1,15 @@
-"""Round-to-nearest-even encode of float32 / float64 arrays in lane arithmetic.
+"""Encode of float32 / float64 arrays in lane arithmetic: round to nearest-even, the
+directed modes, ties away, to odd and stochastic rounding.
 
 The general kernels (:mod:`numerics.kernels.codec`) take any format and mode at
-run time and spend a few nanoseconds per element.  Round to nearest-even from
-float32 or float64 into a format with subnormals and a sign bit — every
-standard 4- to 16-bit float — needs only a handful of 32-bit lane operations, so
-this module does that one job in loops LLVM turns into AVX2 code.  The tests pin
-it to :func:`numerics.kernels.rounding.round_pair` (hence to
-:func:`numerics.codec.encode_exact`) on every class of float32 pattern and to
-ml_dtypes on all 2**32 float32 patterns (``exhaustive`` tier).
+run time and spend a few nanoseconds per element.  Rounding from float32 or
+float64 into a format with subnormals and a sign bit — every standard 4- to
+16-bit float — needs only a handful of 32-bit lane operations, so this module
+does that job in loops LLVM turns into AVX2 code.  The tests pin it to
+:func:`numerics.kernels.rounding.round_pair` (hence to
+:func:`numerics.codec.encode_exact`) on every class of float32 pattern, and, on all
+2**32 float32 patterns (``exhaustive`` tier), to ml_dtypes (nearest-even) and to
+the branch-free general kernel (the other modes).
 
 The steps, for the magnitude bits ``a`` of a float32 (23 trailing bits) rounded
 to a format with ``t`` trailing bits and smallest normal exponent ``emin``
@@ -40,8 +42,9 @@ zero with its last bit set when inexact).  Rounding that result to nearest in a
 format with at least two fewer significand bits, whose quantum is at least four
 times float32's smallest, gives the correct rounding of the float64 (Boldo and
 Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
-using rounding to odd", IEEE Trans. Computers 57(4), 2008).  Other formats take
-:func:`_rne64_block`, the same steps in 64-bit lanes.
+using rounding to odd", IEEE Trans. Computers 57(4), 2008).  The same holds for
+the directed modes and ties away (:func:`directed_span`).  Other formats take
+:func:`_rne64_block`, the same steps in 64-bit lanes, to nearest-even.
 
 :func:`fits` says whether a format qualifies; the encoding layer uses the
 general kernels otherwise.
@@ -54,7 +57,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from numerics.kernels.lanes import bits_of_f32, f32_of_bits, shl32, shr32
+from numerics.kernels.lanes import bits_of_f32, f32_of_bits, prefetch, sar32, shl32, shr32
 from numerics.kernels.random import GOLDEN, mix64
 from numerics.kernels.rounding import (
     BITS,
@@ -63,6 +66,12 @@ from numerics.kernels.rounding import (
     INFMAG,
     MAGMASK,
     MAXMAG,
+    MODE_RD,
+    MODE_RNA,
+    MODE_RNE,
+    MODE_RTO,
+    MODE_RTZ,
+    MODE_RU,
     NAN_IEEE,
     NAN_NEGZERO,
     NAN_NONE,
@@ -78,8 +87,9 @@ from numerics.kernels.rounding import (
 )
 from numerics.kernels.spread import serial, spread
 
-__all__ = ["CHUNK", "count_nans", "fits", "fits_one", "rne", "rne_code", "rne_constants",
-           "rne_span", "round_rne", "round_rne_span", "sr", "sr_span"]
+__all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_one", "rne",
+           "rne_code", "rne_constants", "rne_span", "round_rne", "round_rne_span", "sr",
+           "sr_span"]
 
 #: Elements per block (and per parallel work item).
 CHUNK = 1 << 16
@@ -303,17 +313,183 @@ def _odd_pass(x: np.ndarray, bits: np.ndarray) -> None:
 #: float64 input is rounded to odd in pieces of this many elements (16 KiB of float32
 #: patterns: the second pass reads them from the L1 cache).
 _PIECE = 4096
+#: The loops that do more arithmetic per element (stochastic rounding, the directed
+#: modes) take their input in steps of this many elements, each after asking for the
+#: cache lines of the step after next.  On the Intel development machine the hardware's
+#: own prefetching fell behind them: the directed loop streamed memory four times
+#: slower than it ran in cache (38 ms for 2**24 float32 against 14 ms with the
+#: requests), stochastic rounding 13% slower; the lighter nearest-even loops run
+#: faster without (8.7 against 7.3 ms).
+_STEP = 4096
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefetch_ahead(x: np.ndarray, lo: int, hi: int, stop: int) -> None:
+    """Ask for the cache lines of ``x[lo + _STEP : hi + _STEP]`` (within ``stop``)."""
+    line = 64 // x.itemsize
+    for j in range(lo + _STEP, min(stop, hi + _STEP), line):
+        prefetch(x, j)
 
 
 @numba.njit(cache=True, nogil=True)
-def _odd_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> None:
-    """Codes of the float64 values ``x`` through float32 rounded to odd."""
+def _odd_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+               mode: int) -> None:
+    """Codes of the float64 values ``x`` through float32 rounded to odd, rounded to
+    nearest-even (``mode`` :data:`MODE_RNE`, a literal from :func:`rne_span`) or by
+    :func:`_directed32_block`."""
     bits = np.empty(min(x.size, _PIECE), np.uint32)
     for lo in range(0, x.size, _PIECE):
         hi = min(x.size, lo + _PIECE)
         piece = bits[:hi - lo]
         _odd_pass(x[lo:hi], piece)
-        _rne32_block(piece, out[lo:hi], P, saturate)
+        if mode == MODE_RNE:
+            _rne32_block(piece, out[lo:hi], P, saturate)
+        else:
+            _directed32_block(piece, out[lo:hi], P, saturate, mode)
+
+
+# ----------------------------------------------------------------- the other modes
+@numba.njit(cache=True, nogil=True, inline="always")
+def _directed_finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], to_max: Any,
+                     simple: bool) -> Any:
+    """:func:`_finish` for a directed mode: a magnitude beyond the largest finite one
+    becomes that one when the mode rounds this way toward zero (``to_max``, 0 or 1),
+    else the code beyond max (:func:`_constants`: the largest one again when
+    saturating)."""
+    maxmag32, big32, nan32, top, sign_shift, keep_big, keep_nan, keep_zero, keep_sign = K
+    over = np.int32(mag) > maxmag32
+    code = (_U32(maxmag32) if to_max != _U32(0) else big32) if over else mag
+    if simple:
+        sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
+        if is_nan:
+            code, sign = nan32, _U32(sign & keep_sign)
+        return _U32(code | sign)
+    keep = _U32(to_max | keep_big) if over else (_U32(1) if mag != _U32(0) else keep_zero)
+    if is_nan:
+        code, keep = nan32, keep_nan
+    return _U32(code | shl32(_U32(shr32(b, _U32(31)) & keep), top))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mode_word(mode: int, negative: bool) -> Any:
+    """The directed ``mode`` for inputs of one sign as bits: 1, rounds away from zero
+    (up for a positive input, down for a negative one); 2, a finite magnitude beyond the
+    largest becomes the largest; 4, ties away; 8, to odd."""
+    away = mode == (MODE_RD if negative else MODE_RU)
+    to_max = mode == MODE_RTZ or mode == MODE_RTO or mode == (MODE_RU if negative else MODE_RD)
+    return _U32((1 if away else 0) | (2 if to_max else 0) | (4 if mode == MODE_RNA else 0)
+                | (8 if mode == MODE_RTO else 0))
+
+
+@numba.njit(cache=True, nogil=True)
+def _directed32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                     mode: int, shape: int, simple: bool) -> None:
+    """Codes of the float32 patterns ``x`` rounded toward zero, up, down, to nearest with
+    ties away, or to odd (``mode``): :func:`_rne32_loop` with another increment.  The
+    mode enters as loop-invariant numbers picked by each element's sign, not as tests
+    (a test on a loop-invariant flag makes LLVM split the loop into versions, and on an
+    Intel core the version taken streamed memory four times slower).
+
+    Normal range: ``a`` plus ``2**(s-1)`` (ties away), ``2**s - 1`` (away from zero:
+    up for a positive input, down for a negative one) or nothing, shifted right by
+    ``s`` and rebiased; to odd, the truncated code with its last bit set when any
+    dropped bit is.  Subnormal range: the nearest-even count ``r`` of step 2 and its
+    value ``v = (|x| + C) - C`` (exact) give the truncated count ``r - (v > |x|)``, the
+    inexactness ``v != |x|``, and a tie that nearest-even rounded down,
+    ``|x| - v = q/2`` (exact).  An infinite input follows the overflow rule alone; a
+    finite magnitude beyond the largest becomes the largest when the mode rounds it
+    toward zero (toward zero, to odd, and down or up on the side of zero), as in
+    :func:`numerics.kernels.rounding.round_pair`."""
+    t, emin = P[T], P[EMIN]
+    s = _U32(23 - t)
+    low = _U32((1 << (23 - t)) - 1)
+    half = _U32(1 << (22 - t))
+    eminb = emin + 127
+    rebias = _U32((eminb - 1) << t)
+    threshold = np.int32(eminb << 23)
+    c_bits = _U32((emin - t + 23 + 127) << 23)
+    c = f32_of_bits(c_bits)
+    half_q = f32_of_bits(_U32((emin - t - 1 + 127) << 23)) if emin - t - 1 >= -126 else \
+        f32_of_bits(_U32(1 << (emin - t - 1 + 149)))  # a float32 subnormal
+    K = _tail_constants(P, saturate)
+    # the mode, for each sign, as the bits of one word (few loop-invariant registers:
+    # with one per flag the loop spilled, and its stack traffic slowed the streaming
+    # of the output fourfold): away from zero, to max on overflow, ties away, to odd
+    w_pos = _mode_word(mode, False)
+    w_neg = _mode_word(mode, True)
+    for i in range(x.size):
+        b = _U32(x[i])
+        a = _U32(b & _U32(0x7FFFFFFF))
+        neg = np.int32(b) < np.int32(0)
+        w = w_neg if neg else w_pos
+        # each flag as a mask of 32 ones or zeros (shifts of 32-bit lanes only)
+        away = sar32(shl32(w, _U32(31)), _U32(31))
+        rna = sar32(shl32(w, _U32(29)), _U32(31))
+        rto = shr32(w, _U32(3))
+        inc = _U32(_U32(low & away) | _U32(half & rna))
+        mag = _U32(shr32(_U32(a + inc), s) - rebias)
+        mag = _U32(mag | (rto if _U32(a & low) != _U32(0) else _U32(0)))
+        if shape == _GENERAL:
+            ax = f32_of_bits(a)
+            y = ax + c
+            v = y - c
+            above = _U32(1) if v > ax else _U32(0)
+            inexact = _U32(1) if v != ax else _U32(0)
+            tie = _U32(1) if ax - v == half_q else _U32(0)
+            trunc = _U32(_U32(bits_of_f32(y) - c_bits) - above)
+            step = _U32((rna & (above | tie)) | (away & inexact))
+            sub = _U32(_U32(trunc + step) | (rto & inexact))
+            mag = mag if np.int32(a) >= threshold else sub
+        is_nan = np.int32(a) > np.int32(0x7F800000)
+        to_max = _U32(shr32(w, _U32(1)) & _U32(1)) if a != _U32(0x7F800000) else _U32(0)
+        out[i] = _directed_finish(b, is_nan, mag, K, to_max, simple)
+
+
+@numba.njit(cache=True, nogil=True)
+def _directed32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                      mode: int) -> None:
+    """:func:`_directed32_loop` with the flags of the format ``P``."""
+    simple = P[NEGZERO] != 0
+    same = P[EMIN] == -126 and P[W] == 8
+    if same and simple:
+        _directed32_loop(bits, out, P, saturate, mode, _SAME_EXPONENT, True)
+    elif same:
+        _directed32_loop(bits, out, P, saturate, mode, _SAME_EXPONENT, False)
+    elif simple:
+        _directed32_loop(bits, out, P, saturate, mode, _GENERAL, True)
+    else:
+        _directed32_loop(bits, out, P, saturate, mode, _GENERAL, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def directed_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                  mode: int, saturate: bool, count: bool) -> int:
+    """:func:`rne_span` for the directed modes and ties away (``mode`` one of
+    ``MODE_RTZ``, ``MODE_RU``, ``MODE_RD``, ``MODE_RNA``, ``MODE_RTO``): float32 input
+    by :func:`_directed32_loop`, float64 through float32 rounded to odd (formats
+    :func:`fits_one` takes: rounded to odd at 24 bits, a value keeps its place between
+    the format's neighbours, its exactness and its ties, so any rounding at two bits
+    fewer is the direct one).  Returns the number of NaN inputs when ``count``."""
+    nans = 0
+    for lo in range(start, stop, _STEP):
+        hi = min(stop, lo + _STEP)
+        _prefetch_ahead(x, lo, hi, stop)
+        if x.itemsize == 8:
+            _odd_block(x[lo:hi], out[lo:hi], P, saturate, mode)
+        else:
+            _directed32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate, mode)
+        if count:
+            nans += count_nans(x[lo:hi])
+    return nans
+
+
+def directed(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int, saturate: bool,
+             count: bool) -> int:
+    """:func:`directed_span` of all of ``x`` on the threads."""
+    if serial(x.size):
+        return int(directed_span(x, out, 0, x.size, P, mode, saturate, count))
+    return sum(spread(lambda lo, hi: directed_span(x, out, lo, hi, P, mode, saturate, count),
+                      x.size, align=CHUNK))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -394,8 +570,9 @@ def sr_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray
     or, when ``exact``, ``MODE_SR_EXACT``.  Returns the number of NaN inputs."""
     nans = 0
     mixed = mix64(_U64(seed))
-    for lo in range(start, stop, CHUNK):
-        hi = min(stop, lo + CHUNK)
+    for lo in range(start, stop, _STEP):
+        hi = min(stop, lo + _STEP)
+        _prefetch_ahead(x, lo, hi, stop)
         nans += _sr32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate, lo, mixed,
                             ubits, exact)
     return nans
@@ -464,7 +641,7 @@ def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarra
     for lo in range(start, stop, CHUNK):
         hi = min(stop, lo + CHUNK)
         if x.itemsize == 8 and via32:
-            _odd_block(x[lo:hi], out[lo:hi], P, saturate)
+            _odd_block(x[lo:hi], out[lo:hi], P, saturate, MODE_RNE)
         elif x.itemsize == 8:
             _rne64_block(x[lo:hi], out[lo:hi], P, saturate)
         else:
