@@ -127,6 +127,13 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             rows.append(row("encode f32 sr 8 bits [1 thread]", "e4m3fn", ours,
                             "gfloat round_ndarray (scaled)", peer_small * n / m,
                             ">= 30x faster", 30.0))
+            # The directed modes (no target: a report beside nearest-even's rows)
+            ours = cpu_best(lambda: numerics.encode(x32, "e4m3fn", rounding="rtz", out=out))
+            peer_small = cpu_best(lambda: gfloat.round_ndarray(
+                format_info_ocp_e4m3, x32[:m].astype(np.float64), gfloat.RoundMode.TowardZero,
+                True), 1)
+            rows.append(row("encode f32 rtz [1 thread]", "e4m3fn", ours,
+                            "gfloat round_ndarray (scaled)", peer_small * n / m, "report"))
     finally:
         set_num_threads(before)
     # Threads: 2**26 on 2 threads against 1.
