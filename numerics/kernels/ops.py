@@ -566,7 +566,7 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     wa, wb, wc = scratch16(a, m), scratch16(b, m), scratch16(c, m)
     k = m if want else 0
     sa, sb, sc = scratch32(a, k), scratch32(b, k), scratch32(c, k)
-    so = _stage_scratch(out, m)
+    so = np.empty(m if out.itemsize == 8 else 0, np.float32)  # for _staged
     marks = 0
     hi = min(last * _CHUNK, n)
     for start in range(first * _CHUNK, hi, _LEAN_STEP):
@@ -581,18 +581,6 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
                              sa, sb, sc)
         _unstage(o, staged)
     return marks
-
-
-def _stage_scratch(out, m):  # type: ignore[no-untyped-def,unused-ignore]
-    """The float32 scratch :func:`_staged` needs for pieces of ``m`` elements of ``out``:
-    ``m`` elements for float64 results, none for float32."""
-
-
-@overload(_stage_scratch, jit_options=_JIT)
-def _stage_scratch_impl(out, m):  # type: ignore[no-untyped-def,unused-ignore]
-    if out.dtype == types.float64:
-        return lambda out, m: np.empty(m, np.float32)
-    return lambda out, m: np.empty(0, np.float32)
 
 
 def _staged(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
