@@ -170,19 +170,23 @@ def _tail_constants(P: Any, saturate: bool) -> tuple[Any, ...]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], simple: bool) -> Any:
+def _finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], to_max: Any,
+            simple: bool) -> Any:
     """Step 3: the code of the float32 pattern ``b`` whose magnitude rounded to magnitude
     code ``mag`` (as if the exponent were unbounded): overflow, NaN, sign and signed zero.
-    ``simple`` (a literal) says that -0 exists (see :func:`_rne32_loop`)."""
+    A magnitude beyond the largest finite one becomes the code beyond max
+    (:func:`_constants`: the largest one when saturating), or the largest one when
+    ``to_max`` is 1 (a directed mode that rounds it toward zero; 0 for the nearest
+    modes).  ``simple`` (a literal) says that -0 exists (see :func:`_rne32_loop`)."""
     maxmag32, big32, nan32, top, sign_shift, keep_big, keep_nan, keep_zero, keep_sign = K
     over = np.int32(mag) > maxmag32
-    code = big32 if over else mag
+    code = (_U32(maxmag32) if to_max != _U32(0) else big32) if over else mag
     if simple:
         sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
         if is_nan:
             code, sign = nan32, _U32(sign & keep_sign)
         return _U32(code | sign)
-    keep = keep_big if over else (_U32(1) if mag != _U32(0) else keep_zero)
+    keep = _U32(to_max | keep_big) if over else (_U32(1) if mag != _U32(0) else keep_zero)
     if is_nan:
         code, keep = nan32, keep_nan
     return _U32(code | shl32(_U32(shr32(b, _U32(31)) & keep), top))
@@ -212,7 +216,7 @@ def rne_code(v: float, C: tuple[Any, ...]) -> Any:
     normal = _U32(shr32(_U32(a + round_bias + _U32(shr32(a, s) & _U32(1))), s) - rebias)
     sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)
     mag = normal if np.int32(a) >= threshold else sub
-    return _finish(b, np.int32(a) > np.int32(0x7F800000), mag, K, False)
+    return _finish(b, np.int32(a) > np.int32(0x7F800000), mag, K, _U32(0), False)
 
 
 def fits_one(P: np.ndarray) -> bool:
@@ -258,7 +262,7 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
             sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)
             mag = normal if np.int32(a) >= threshold else sub
         is_nan = np.int32(a) > np.int32(0x7F800000)
-        out[i] = _finish(b, is_nan, _U32(mag), K, simple)
+        out[i] = _finish(b, is_nan, _U32(mag), K, _U32(0), simple)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -350,27 +354,6 @@ def _odd_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
 
 # ----------------------------------------------------------------- the other modes
 @numba.njit(cache=True, nogil=True, inline="always")
-def _directed_finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], to_max: Any,
-                     simple: bool) -> Any:
-    """:func:`_finish` for a directed mode: a magnitude beyond the largest finite one
-    becomes that one when the mode rounds this way toward zero (``to_max``, 0 or 1),
-    else the code beyond max (:func:`_constants`: the largest one again when
-    saturating)."""
-    maxmag32, big32, nan32, top, sign_shift, keep_big, keep_nan, keep_zero, keep_sign = K
-    over = np.int32(mag) > maxmag32
-    code = (_U32(maxmag32) if to_max != _U32(0) else big32) if over else mag
-    if simple:
-        sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
-        if is_nan:
-            code, sign = nan32, _U32(sign & keep_sign)
-        return _U32(code | sign)
-    keep = _U32(to_max | keep_big) if over else (_U32(1) if mag != _U32(0) else keep_zero)
-    if is_nan:
-        code, keep = nan32, keep_nan
-    return _U32(code | shl32(_U32(shr32(b, _U32(31)) & keep), top))
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _mode_word(mode: int, negative: bool) -> Any:
     """The directed ``mode`` for inputs of one sign as bits: 1, rounds away from zero
     (up for a positive input, down for a negative one); 2, a finite magnitude beyond the
@@ -386,9 +369,8 @@ def _directed32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bo
                      mode: int, shape: int, simple: bool) -> None:
     """Codes of the float32 patterns ``x`` rounded toward zero, up, down, to nearest with
     ties away, or to odd (``mode``): :func:`_rne32_loop` with another increment.  The
-    mode enters as loop-invariant numbers picked by each element's sign, not as tests
-    (a test on a loop-invariant flag makes LLVM split the loop into versions, and on an
-    Intel core the version taken streamed memory four times slower).
+    mode enters as data, a word of flags picked by each element's sign, so one loop
+    serves all five modes (a loop per mode would compile five times as much).
 
     Normal range: ``a`` plus ``2**(s-1)`` (ties away), ``2**s - 1`` (away from zero:
     up for a positive input, down for a negative one) or nothing, shifted right by
@@ -412,9 +394,8 @@ def _directed32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bo
     half_q = f32_of_bits(_U32((emin - t - 1 + 127) << 23)) if emin - t - 1 >= -126 else \
         f32_of_bits(_U32(1 << (emin - t - 1 + 149)))  # a float32 subnormal
     K = _tail_constants(P, saturate)
-    # the mode, for each sign, as the bits of one word (few loop-invariant registers:
-    # with one per flag the loop spilled, and its stack traffic slowed the streaming
-    # of the output fourfold): away from zero, to max on overflow, ties away, to odd
+    # the mode, for each sign, as the bits of one word (one register where a value per
+    # flag made the loop spill): away from zero, to max on overflow, ties away, to odd
     w_pos = _mode_word(mode, False)
     w_neg = _mode_word(mode, True)
     for i in range(x.size):
@@ -442,7 +423,7 @@ def _directed32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bo
             mag = mag if np.int32(a) >= threshold else sub
         is_nan = np.int32(a) > np.int32(0x7F800000)
         to_max = _U32(shr32(w, _U32(1)) & _U32(1)) if a != _U32(0x7F800000) else _U32(0)
-        out[i] = _directed_finish(b, is_nan, mag, K, to_max, simple)
+        out[i] = _finish(b, is_nan, mag, K, to_max, simple)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -543,7 +524,7 @@ def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, ba
             up = up | ((u == F) & sticky)
         mag = _U32(c0 + (_U32(1) if up else _U32(0)))
         is_nan = np.int32(a) > np.int32(0x7F800000)
-        out[i] = _finish(b, is_nan, mag, K, simple)
+        out[i] = _finish(b, is_nan, mag, K, _U32(0), simple)
         nans = _U32(nans + (_U32(1) if is_nan else _U32(0)))
     return int(nans)
 
