@@ -357,3 +357,61 @@ def test_D6_1_directed_modes(name: str, rounding: str) -> None:
         for v, g in zip(arr.tolist(), got.tolist()):
             want = encode_exact(v, fmt, rounding=rounding, overflow=overflow, nan="zero")
             assert g == want, (v, name, rounding, overflow, hex(g), hex(want))
+
+
+def _odd32_exact(v: float) -> int | None:
+    """The float32 bits of ``v`` rounded to odd, from Fractions: the float32 toward zero
+    (float32's largest finite value beyond it) with its last bit set when inexact.
+    None for a NaN."""
+    if math.isnan(v):
+        return None
+    sign = 0x80000000 if math.copysign(1.0, v) < 0 else 0
+    if math.isinf(v):
+        return sign | 0x7F800000
+    a = abs(Fraction(v))
+    if a >= 2**128:
+        return sign | 0x7F7FFFFF
+    e = max(a.numerator.bit_length() - a.denominator.bit_length() - 1, -126)
+    while e < 127 and Fraction(2) ** (e + 1) <= a:
+        e += 1
+    while e > -126 and Fraction(2) ** e > a:
+        e -= 1
+    quantum = Fraction(2) ** (e - 23)
+    n = math.floor(a / quantum)
+    bits = int(np.float32(float(n * quantum)).view(np.uint32))
+    return sign | bits | (1 if n * quantum != a else 0)
+
+
+def test_odd_pass_matches_the_exact_rounding_to_odd() -> None:
+    """The float64 -> binary32 round-to-odd pass that D6 relies on, against Fractions:
+    random float64 patterns of every class, values at and around float32's normal range
+    (its ends, where the lanes hand over to the processor's conversion), zeros, float64
+    subnormals, infinities and NaNs; in pieces with and without such values, of sizes
+    around the vector widths."""
+    rng = np.random.default_rng(64)
+    edges = [2.0**-126, 2.0**-127, 2.0**-149, 2.0**-150, 2.0**128, 3.4028234663852886e38,
+             2.0**128 * (1 - 2.0**-25), 5e-324, 2.0**-1022, 1.0, 1.5]
+    near = [v * (1 + s * 2.0**-52) for v in edges for s in (-1, 0, 1)]
+    specials = near + [0.0, -0.0, math.inf, -math.inf, math.nan, -math.nan, 1e-300, 1e300]
+    patterns = rng.integers(0, 2**64, 3000, dtype=np.uint64).view(np.float64)
+    # exponents spread over float32's range and a little beyond, random significands
+    ordinary = np.ldexp(rng.uniform(1, 2, 3000), rng.integers(-130, 130, 3000))
+    ordinary *= rng.choice([-1.0, 1.0], 3000)
+    # float32s plus a half, a quarter or a 2**-29th of their spacing (one dropped bit set)
+    inside = ordinary[np.abs(ordinary) < 2.0**127]
+    f32 = inside.astype(np.float32).astype(np.float64)
+    spacing = np.spacing(np.abs(inside.astype(np.float32))).astype(np.float64)
+    offsets = [f32 + spacing * 2.0**-k * np.sign(f32) for k in (1, 2, 29)]
+    cases = [np.array(specials + [-v for v in specials]), patterns, ordinary,
+             *offsets, ordinary[:37], ordinary[:8],
+             np.concatenate([ordinary[:100], [5e-324]]), np.zeros(0)]
+    for x in cases:
+        bits = np.empty(x.size, np.uint32)
+        narrow._odd_pass(np.ascontiguousarray(x), bits)
+        for v, b in zip(x.tolist(), bits.tolist()):
+            want = _odd32_exact(v)
+            if want is None:
+                assert np.isnan(np.uint32(b).view(np.float32)), (v, hex(b))
+                assert (b >> 31) == (1 if math.copysign(1.0, v) < 0 else 0), (v, hex(b))
+            else:
+                assert b == want, (v, hex(b), hex(want))

@@ -52,6 +52,7 @@ general kernels otherwise.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numba
@@ -307,11 +308,59 @@ def _rne32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: boo
     _rne32_dispatch(bits, out, P, saturate)
 
 
+#: The index of a float64's low 32-bit word in the pair of words it views as.
+_LO = 0 if sys.byteorder == "little" else 1
+#: The mark :func:`_odd_lanes` leaves for :func:`_odd32` to fill in: the largest
+#: uint32, a NaN pattern the lanes never write.
+_REDO = _U32(0xFFFFFFFF)
+
+
+@numba.njit(cache=True, nogil=True)
+def _odd_lanes(x: np.ndarray, bits: np.ndarray) -> None:
+    """``bits[i]`` = :func:`_odd32` of ``x[i]`` for a zero or a magnitude in float32's
+    normal range, ``[2**-126, 2**128)``; :data:`_REDO` for any other value.
+
+    In 32-bit lanes, on the float64's two words: in the normal range, rounding to odd
+    is truncation to 23 trailing bits (the float64's exponent rebiased by
+    ``1023 - 127``) with the last bit set when any of the 29 dropped bits is; a value
+    below ``2**128`` truncates to at most float32's largest finite value.  (The
+    rebias is exact modulo 2**32: the left shift by 3 drops only exponent bits the
+    subtraction would clear.)  :func:`_odd32`'s conversion through the processor's
+    float32 rounding reads float64 four lanes wide and, on the Intel development
+    machine, streamed memory half as fast (21 against 14 ms for 2**24 values).
+    """
+    w = x.view(np.uint32)
+    for i in range(bits.size):
+        lo = w[2 * i + _LO]
+        hi = w[2 * i + 1 - _LO]
+        a = _U32(hi & _U32(0x7FFFFFFF))
+        sign = _U32(hi & _U32(0x80000000))
+        top = _U32(_U32(shl32(a, _U32(3)) | shr32(lo, _U32(29))) - _U32(896 << 23))
+        sticky = _U32(1) if _U32(lo & _U32(0x1FFFFFFF)) != _U32(0) else _U32(0)
+        normal = _U32(shr32(a, _U32(20)) - _U32(897)) <= _U32(253)
+        other = sign if _U32(a | lo) == _U32(0) else _REDO
+        bits[i] = _U32(top | sticky | sign) if normal else other
+
+
+@numba.njit(cache=True, nogil=True)
+def _largest(bits: np.ndarray) -> Any:
+    """The largest of the uint32 ``bits`` (0 when empty)."""
+    m = _U32(0)
+    for i in range(bits.size):
+        m = max(m, bits[i])
+    return m
+
+
 @numba.njit(cache=True, nogil=True)
 def _odd_pass(x: np.ndarray, bits: np.ndarray) -> None:
-    """``bits[i]`` = :func:`_odd32` of ``x[i]``."""
-    for i in range(x.size):
-        bits[i] = _odd32(x[i])
+    """``bits[i]`` = :func:`_odd32` of ``x[i]`` (contiguous ``x``): :func:`_odd_lanes`,
+    then :func:`_odd32` where it left its mark (subnormal, huge, infinite and NaN
+    values; a piece without any costs one scan for the mark)."""
+    _odd_lanes(x, bits)
+    if _largest(bits) == _REDO:
+        for i in range(bits.size):
+            if bits[i] == _REDO:
+                bits[i] = _odd32(x[i])
 
 
 #: float64 input is rounded to odd in pieces of this many elements (16 KiB of float32
