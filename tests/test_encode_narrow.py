@@ -415,3 +415,19 @@ def test_odd_pass_matches_the_exact_rounding_to_odd() -> None:
                 assert (b >> 31) == (1 if math.copysign(1.0, v) < 0 else 0), (v, hex(b))
             else:
                 assert b == want, (v, hex(b), hex(want))
+
+
+def test_the_lanes_turn_away_a_format_whose_overflow_code_is_not_next_to_max() -> None:
+    """The nearest-even loop clamps a magnitude at the code beyond max, so a format with
+    -0 whose code beyond max is neither max nor max + 1 must take the general kernel.
+    No format the constructor accepts is one; this one has an IEEE NaN and no
+    infinity, so its overflow code is the quiet NaN, max + 2."""
+    from numerics.kernels.rounding import INFMAG, MAXMAG
+
+    P = format_params("e5m2").copy()
+    assert narrow.fits(P, False) and narrow._tail_shape(P, False) >= 0
+    P[INFMAG] = -1
+    assert narrow._tail_shape(P, False) == -1
+    assert not narrow.fits(P, False) and not narrow.fits(P, True)
+    assert narrow._tail_shape(P, True) >= 0  # saturating, the code beyond max is max
+    assert int(P[MAXMAG]) == 0x7B

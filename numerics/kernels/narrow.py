@@ -99,6 +99,8 @@ _U32 = np.uint32
 _U64 = np.uint64
 #: The shapes of the magnitude step (see :func:`_rne32_loop`).
 _GENERAL, _SAME_EXPONENT = 0, 1
+#: The shapes of the nearest-even loop's step 3 (see :func:`_rne32_loop`).
+_TAIL_KEEP, _TAIL_CLAMP, _TAIL_CLAMP_NAN = 0, 1, 2
 
 
 def fits(P: np.ndarray, wide: bool) -> bool:
@@ -106,7 +108,8 @@ def fits(P: np.ndarray, wide: bool) -> bool:
     format ``P``: signed, with subnormals, ``1 <= t < m`` (``m`` = 23 or 52), a smallest
     normal exponent within the input's normal range, a largest one at most the input's
     (the lanes read the bits of an infinite input as ``2**(emax_input + 1)``, which must
-    overflow), and codes of at most 32 bits.
+    overflow), codes of at most 32 bits, and, where -0 exists, a code beyond max
+    (infinity, NaN or max itself) that is max or max + 1 (:func:`_tail_shape`).
 
     Examples
     --------
@@ -117,7 +120,8 @@ def fits(P: np.ndarray, wide: bool) -> bool:
     m, bias = (52, 1023) if wide else (23, 127)
     t, emin = int(P[T]), int(P[EMIN])
     return bool(P[SIGNED] == 1 and P[SUBN] == 1 and 1 <= t < m and emin >= 1 - bias
-                and int(P[EMAX]) <= bias and emin - t + m + bias >= 1 and int(P[BITS]) <= 32)
+                and int(P[EMAX]) <= bias and emin - t + m + bias >= 1 and int(P[BITS]) <= 32
+                and _tail_shape(P, False) >= 0)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -235,35 +239,59 @@ def fits_one(P: np.ndarray) -> bool:
 
 @numba.njit(cache=True, nogil=True)
 def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
-                shape: int, simple: bool) -> None:
+                shape: int, tail: int) -> None:
     """The encode loop, specialised by literal flags so each variant compiles to
     straight vector code.
 
     ``x`` holds float32 bit patterns (uint32).  ``shape`` is :data:`_GENERAL` (steps 1
     and 2 of the module docstring), :data:`_SAME_EXPONENT` (step 1 alone: the format has
-    float32's exponent field).  ``simple`` says that -0 exists, so the sign bit is copied
-    through except for a NaN of a format whose NaN is unsigned."""
+    float32's exponent field).  Step 1 subtracts the rebias before the shift, folded
+    into the rounding constant: exact in the normal range, where the sum stays above
+    ``2**23``; below it the subnormal step's count is taken instead.
+
+    ``tail`` (:func:`_tail_shape`) is step 3's shape:
+
+    - :data:`_TAIL_KEEP`: :func:`_finish` for a format without -0 (the sign bit is kept
+      only on a nonzero code);
+    - :data:`_TAIL_CLAMP`: -0 exists, so the sign bit is copied through except for a
+      NaN of a format whose NaN is unsigned; the code beyond max is max itself
+      (saturation) or max + 1 (the infinity, or the NaN of a format without one), so
+      overflow is ``min(mag, big)``, and a NaN is selected;
+    - :data:`_TAIL_CLAMP_NAN`: as :data:`_TAIL_CLAMP`, and that code is also the
+      signed NaN (e4m3fn without saturation).  A NaN's magnitude bits lie above every
+      finite float32's, so they round beyond max and the clamp gives the NaN.
+
+    Against a compare and a select for each, the clamps take 3 and 6 of the loop's 20
+    vector instructions off: e4m3fn on 2**24 float32 went from 7.5 to 5.9 ms, e5m2
+    from 8.7 to 7.2 ms (Intel development machine, one thread)."""
     t, emin = P[T], P[EMIN]
     s = _U32(23 - t)
     round_bias = _U32((1 << (22 - t)) - 1)
     eminb = emin + 127
-    rebias = _U32((eminb - 1) << t)
+    folded = _U32(round_bias - _U32((eminb - 1) << 23))
     threshold = np.int32(eminb << 23)
     c_bits = _U32((emin - t + 23 + 127) << 23)
     c = f32_of_bits(c_bits)
     K = _tail_constants(P, saturate)
+    big, nan_code, sign_shift, keep_sign = K[1], K[2], K[4], K[8]
     for i in range(x.size):
         b = _U32(x[i])
         a = _U32(b & _U32(0x7FFFFFFF))
         if shape == _SAME_EXPONENT:
             mag = shr32(_U32(a + round_bias + _U32(shr32(a, s) & _U32(1))), s)
         else:
-            normal = _U32(shr32(_U32(a + round_bias + _U32(shr32(a, s) & _U32(1))), s)
-                          - rebias)
+            normal = shr32(_U32(a + folded + _U32(shr32(a, s) & _U32(1))), s)
             sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)
             mag = normal if np.int32(a) >= threshold else sub
         is_nan = np.int32(a) > np.int32(0x7F800000)
-        out[i] = _finish(b, is_nan, _U32(mag), K, _U32(0), simple)
+        if tail == _TAIL_KEEP:
+            out[i] = _finish(b, is_nan, _U32(mag), K, _U32(0), False)
+        else:
+            code = min(_U32(mag), big)
+            sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
+            if tail == _TAIL_CLAMP and is_nan:
+                code, sign = nan_code, _U32(sign & keep_sign)
+            out[i] = _U32(code | sign)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -283,23 +311,50 @@ def count_nans(x: np.ndarray) -> int:
     2
     """
     nans = 0
-    for i in range(x.size):
-        nans += 1 if x[i] != x[i] else 0
+    for lo in range(0, x.size, 1 << 20):
+        nans += _count_nans32(x[lo:lo + (1 << 20)])
     return nans
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_nans32(x: np.ndarray) -> Any:
+    """:func:`count_nans` of fewer than 2**32 elements, counted in 32-bit lanes (an
+    int64 count ran the loop in 64-bit lanes, 2.3 times slower)."""
+    nans = _U32(0)
+    for i in range(x.size):
+        nans = _U32(nans + (_U32(1) if x[i] != x[i] else _U32(0)))
+    return nans
+
+
+@numba.njit(cache=True, nogil=True)
+def _tail_shape(P: Any, saturate: bool) -> int:
+    """The shape of :func:`_rne32_loop`'s step 3 for the format ``P``, or -1 where none
+    fits: a format with -0 whose code beyond max is neither max nor max + 1 (none that
+    :class:`numerics.Format` accepts; :func:`fits` turns it away)."""
+    if P[NEGZERO] == 0:
+        return _TAIL_KEEP
+    maxmag, big, nan_code, _, _, nan_signed, _, _ = _constants(P, saturate)
+    if big != maxmag and big != maxmag + 1:
+        return -1
+    if nan_code == big and nan_signed:
+        return _TAIL_CLAMP_NAN
+    return _TAIL_CLAMP
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> None:
     """:func:`_rne32_loop` with the flags of the format ``P``."""
-    simple = P[NEGZERO] != 0
-    same = P[EMIN] == -126 and P[W] == 8
-    if same and simple:
-        return _rne32_loop(x, out, P, saturate, _SAME_EXPONENT, True)
-    if same:
-        return _rne32_loop(x, out, P, saturate, _SAME_EXPONENT, False)
-    if simple:
-        return _rne32_loop(x, out, P, saturate, _GENERAL, True)
-    return _rne32_loop(x, out, P, saturate, _GENERAL, False)
+    tail = _tail_shape(P, saturate)
+    if P[EMIN] == -126 and P[W] == 8 and tail != _TAIL_KEEP:
+        # float32's exponent field: step 1 alone.  (_TAIL_CLAMP is right wherever
+        # _TAIL_CLAMP_NAN is; the general shape serves any format, including one
+        # without -0, which no format the constructor accepts has here.)
+        return _rne32_loop(x, out, P, saturate, _SAME_EXPONENT, _TAIL_CLAMP)
+    if tail == _TAIL_CLAMP:
+        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_CLAMP)
+    if tail == _TAIL_CLAMP_NAN:
+        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_CLAMP_NAN)
+    return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_KEEP)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -668,8 +723,9 @@ def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarra
     :func:`count_nans`), else 0."""
     nans = 0
     via32 = _via32(P)
-    for lo in range(start, stop, CHUNK):
-        hi = min(stop, lo + CHUNK)
+    step = _PIECE if count else CHUNK
+    for lo in range(start, stop, step):
+        hi = min(stop, lo + step)
         if x.itemsize == 8 and via32:
             _odd_block(x[lo:hi], out[lo:hi], P, saturate, MODE_RNE)
         elif x.itemsize == 8:
