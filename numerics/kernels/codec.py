@@ -39,7 +39,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from numerics.kernels.lanes import f32_of_f16_bits
+from numerics.kernels.lanes import f32_of_f16_bits, shl32
 from numerics.kernels.narrow import count_nans
 from numerics.kernels.random import GOLDEN, draw, mix64
 from numerics.kernels.rounding import (
@@ -105,6 +105,7 @@ __all__ = [
 #: The pieces of a threaded call start on multiples of this many elements.
 CHUNK = 1 << 16
 
+_U32 = np.uint32
 _U64 = np.uint64
 Int = Any  # a machine integer inside compiled code
 
@@ -464,15 +465,24 @@ def decode_table(P: np.ndarray, out: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
+def _widen_block(codes: np.ndarray, out: np.ndarray, pad: Any) -> None:
+    """:func:`widen_span` of one block, in 32-bit lanes (numba would type the shift of
+    two uint32 values as uint64 and run the loop in 64-bit lanes)."""
+    for i in range(codes.size):
+        bits = shl32(_U32(codes[i]), pad)
+        nan = np.int32(bits & _U32(0x7FFFFFFF)) > np.int32(0x7F800000)
+        out[i] = _U32(bits | (_U32(0x400000) if nan else _U32(0)))
+
+
+@numba.njit(cache=True, nogil=True)
 def widen_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int, pad: Int) -> None:
     """float32 bits (``out``: uint32) of ``codes[start:stop]`` into ``out[start:stop]``,
     for a format with binary32's sign and exponent fields and ``23 - pad`` trailing bits
-    (bfloat16: ``pad = 16``): a shift, and NaNs made quiet."""
-    cs, os_ = codes[start:stop], out[start:stop]
-    for i in range(cs.size):
-        bits = np.uint32(cs[i]) << np.uint32(pad)
-        nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-        os_[i] = bits | (np.uint32(0x400000) if nan else np.uint32(0))
+    (bfloat16: ``pad = 16``, ``0 <= pad < 32``): a shift, and NaNs made quiet; in
+    blocks that index from 0 so the loop vectorizes."""
+    for lo in range(start, stop, CHUNK):
+        hi = min(stop, lo + CHUNK)
+        _widen_block(codes[lo:hi], out[lo:hi], _U32(pad))
 
 
 def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
