@@ -382,7 +382,7 @@ def _odd32_exact(v: float) -> int | None:
     return sign | bits | (1 if n * quantum != a else 0)
 
 
-def test_odd_pass_matches_the_exact_rounding_to_odd() -> None:
+def test_D6_odd_pass_matches_the_exact_rounding_to_odd() -> None:
     """The float64 -> binary32 round-to-odd pass that D6 relies on, against Fractions:
     random float64 patterns of every class, values at and around float32's normal range
     (its ends, where the lanes hand over to the processor's conversion), zeros, float64
