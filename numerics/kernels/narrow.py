@@ -175,6 +175,17 @@ def _tail_constants(P: Any, saturate: bool) -> tuple[Any, ...]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _signed(b: Any, is_nan: bool, code: Any, K: tuple[Any, ...]) -> Any:
+    """The magnitude ``code`` with the sign bit of the float32 pattern ``b`` copied in,
+    or the NaN code (signed only where the format's NaN is) when ``is_nan``: step 3 for
+    a format with -0."""
+    sign = shr32(_U32(b & _U32(0x80000000)), K[4])
+    if is_nan:
+        code, sign = K[2], _U32(sign & K[8])
+    return _U32(code | sign)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], to_max: Any,
             simple: bool) -> Any:
     """Step 3: the code of the float32 pattern ``b`` whose magnitude rounded to magnitude
@@ -187,10 +198,7 @@ def _finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], to_max: Any,
     over = np.int32(mag) > maxmag32
     code = (_U32(maxmag32) if to_max != _U32(0) else big32) if over else mag
     if simple:
-        sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
-        if is_nan:
-            code, sign = nan32, _U32(sign & keep_sign)
-        return _U32(code | sign)
+        return _signed(b, is_nan, code, K)
     keep = _U32(to_max | keep_big) if over else (_U32(1) if mag != _U32(0) else keep_zero)
     if is_nan:
         code, keep = nan32, keep_nan
@@ -274,7 +282,7 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
     c_bits = _U32((emin - t + 23 + 127) << 23)
     c = f32_of_bits(c_bits)
     K = _tail_constants(P, saturate)
-    big, nan_code, sign_shift, keep_sign = K[1], K[2], K[4], K[8]
+    big = K[1]
     for i in range(x.size):
         b = _U32(x[i])
         a = _U32(b & _U32(0x7FFFFFFF))
@@ -287,12 +295,8 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
         is_nan = np.int32(a) > np.int32(0x7F800000)
         if tail == _TAIL_KEEP:
             out[i] = _finish(b, is_nan, _U32(mag), K, _U32(0), False)
-        else:
-            code = min(_U32(mag), big)
-            sign = shr32(_U32(b & _U32(0x80000000)), sign_shift)
-            if tail == _TAIL_CLAMP and is_nan:
-                code, sign = nan_code, _U32(sign & keep_sign)
-            out[i] = _U32(code | sign)
+        else:  # (a NaN rides the clamp in _TAIL_CLAMP_NAN)
+            out[i] = _signed(b, tail == _TAIL_CLAMP and is_nan, min(_U32(mag), big), K)
 
 
 @numba.njit(cache=True, nogil=True)
