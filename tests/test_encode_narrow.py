@@ -29,6 +29,7 @@ from numerics.codec import encode_exact
 from numerics.formats import Format
 from numerics.kernels import codec as kcodec
 from numerics.kernels import narrow
+from numerics.kernels.lanes import HAS_F16C
 from numerics.kernels.rounding import (
     MODE_RD,
     MODE_RNA,
@@ -315,6 +316,35 @@ def test_binary16_decode_by_the_processor_matches_the_references(dtype: type) ->
     nan_codes = codes[~num].astype(np.uint32)
     want = ((nan_codes & 0x8000) << 16) | 0x7FC00000 | ((nan_codes & 0x3FF) << 13)
     assert np.array_equal(bits, want)
+
+
+@pytest.mark.skipif(not HAS_F16C, reason="the host converts binary16 in software")
+@pytest.mark.parametrize("overflow", ["ieee", "saturate"])
+def test_binary16_encode_by_the_processor_matches_the_general_kernel(overflow: str) -> None:
+    """binary16 encode from float32 takes the processor's conversion and its NaN and
+    saturation step (``narrow._half_loop``): every float32 sign and exponent with the
+    trailing bits on a stride of 1021, each binary16 value, tie and their float32
+    neighbours, and NaNs with each payload bit, against the general kernel (pinned to
+    the exact reference by the grid tests above), called directly and through
+    ``encode``, on float32 and float64 input."""
+    fmt = numerics.get_format("binary16")
+    P = format_params(fmt)
+    assert narrow._is_binary16(P)
+    stride = np.arange(0, 1 << 32, 1021, dtype=np.uint64).astype(np.uint32)
+    payload = np.uint32(1) << np.arange(23, dtype=np.uint32)
+    nans = np.concatenate([0x7F800000 | payload, 0xFF800000 | payload])
+    bits = np.concatenate([stride, _grid_inputs(fmt).view(np.uint32), nans])
+    x = bits.view(np.float32)
+    saturate = overflow == "saturate"
+    want = _general(x, fmt, saturate)
+    direct = np.empty(x.size, np.uint16)
+    narrow._half_loop(bits, direct, P, saturate)
+    with np.errstate(invalid="ignore"):
+        x64 = x.astype(np.float64)
+    for got in (direct, numerics.encode(x, fmt, overflow=overflow),
+                numerics.encode(x64, fmt, overflow=overflow)):
+        bad = np.flatnonzero(got != want)
+        assert bad.size == 0, [(hex(int(bits[i])), hex(got[i]), hex(want[i])) for i in bad[:5]]
 
 
 @pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "bfloat16", "binary16", "e2m1fn",

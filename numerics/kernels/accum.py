@@ -46,7 +46,13 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic
 
-from numerics.kernels.lanes import bits_of_f32, f32_of_bits
+from numerics.kernels.lanes import (
+    HAS_F16C,
+    bits_of_f32,
+    f16_bits_of_f32,
+    f32_of_bits,
+    f32_of_f16_bits,
+)
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     EMIN,
@@ -695,25 +701,6 @@ _STACK = 64  # pairwise partial sums: one per level, n < 2**64
 _PREFETCH = 128  # the transpose asks for each row's terms this far ahead
 
 
-def _host_has_f16c() -> bool:
-    """Whether numba compiles for this host and the host converts binary16 in hardware
-    (else ``fptrunc`` to ``half`` would need a runtime library call)."""
-    from numba.core import config
-
-    if getattr(config, "CPU_NAME", None) is not None \
-            or getattr(config, "CPU_FEATURES", None) is not None:
-        return False
-    try:
-        from llvmlite import binding
-
-        return bool(binding.get_host_cpu_features().get("f16c", False))
-    except Exception:  # pragma: no cover - a host without the query
-        return False
-
-
-_HAS_F16C = _host_has_f16c()
-
-
 @intrinsic
 def _rne_bits(typingctx: object, x: types.Type, d: types.Type) -> tuple[Any, Any] | None:
     """The binary32 ``x`` rounded to nearest even to ``23 - d`` fraction bits (``1 <= d
@@ -738,21 +725,6 @@ def _rne_bits(typingctx: object, x: types.Type, d: types.Type) -> tuple[Any, Any
         mask = builder.shl(ir.Constant(i32, 0xFFFFFFFF), dd)
         r = builder.and_(builder.add(builder.add(u, half), lsb), mask)
         return builder.bitcast(r, ir.FloatType())
-
-    return sig, codegen
-
-
-@intrinsic
-def _via_binary16(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
-    """The binary32 ``x`` converted to binary16 and back (``fptrunc``/``fpext``: F16C's
-    ``vcvtps2ph``/``vcvtph2ps``, nearest even under the default MXCSR, with binary16's
-    subnormals and overflow to infinity).  Only where :data:`_HAS_F16C`."""
-    if x != types.float32:
-        return None
-    sig = types.float32(types.float32)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.fpext(builder.fptrunc(args[0], ir.HalfType()), ir.FloatType())
 
     return sig, codegen
 
@@ -832,8 +804,10 @@ def _rne_same(v: float, prm: tuple[Any, ...]) -> float:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _rne_binary16(v: float, prm: tuple[Any, ...]) -> float:
-    """RN_binary16 of the binary32 ``v``, in hardware (a quiet NaN stays itself)."""
-    return _via_binary16(v)  # type: ignore[call-arg]
+    """RN_binary16 of the binary32 ``v``, in hardware (F16C's ``vcvtps2ph`` and
+    ``vcvtph2ps``: binary16's subnormals and overflow to infinity; a quiet NaN stays
+    itself).  Only where :data:`numerics.kernels.lanes.HAS_F16C`."""
+    return f32_of_f16_bits(f16_bits_of_f32(v))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -886,7 +860,7 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top:
         span = sum_rows_f32_span
     elif emin == -126:
         span = _span_wide
-    elif _HAS_F16C and drop == 13 and emin == -14 and top == 65504.0:
+    elif HAS_F16C and drop == 13 and emin == -14 and top == 65504.0:
         span = _span_binary16
     else:
         span = _span_narrow

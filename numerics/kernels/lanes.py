@@ -33,8 +33,30 @@ from llvmlite import ir
 from numba import types
 from numba.core.extending import intrinsic
 
-__all__ = ["bits_of_f32", "f32_of_bits", "f32_of_f16_bits", "fma", "prefetch",
-           "sar32", "shl32", "shr32"]
+__all__ = ["HAS_F16C", "bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits",
+           "fma", "prefetch", "sar32", "shl32", "shr32"]
+
+
+def _host_has_f16c() -> bool:
+    """Whether numba compiles for this host and the host converts binary16 in hardware
+    (x86's F16C; elsewhere, or for a CPU named by NUMBA_CPU_NAME / NUMBA_CPU_FEATURES,
+    ``fptrunc`` to ``half`` could become a runtime library call)."""
+    from numba.core import config
+
+    if getattr(config, "CPU_NAME", None) is not None \
+            or getattr(config, "CPU_FEATURES", None) is not None:
+        return False
+    try:
+        from llvmlite import binding
+
+        return bool(binding.get_host_cpu_features().get("f16c", False))
+    except Exception:  # pragma: no cover - a host without the query
+        return False
+
+
+#: Whether the kernels may round float32 to binary16 with the processor's conversion
+#: (:func:`f16_bits_of_f32`); a constant that compiled kernels read once.
+HAS_F16C = _host_has_f16c()
 
 
 def _u32(context: Any, builder: Any, value: Any, ty: types.Type) -> Any:
@@ -111,6 +133,22 @@ def _f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
 
 
 @intrinsic
+def _f16_bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
+    """The binary16 bits of the float32 ``x`` rounded to nearest-even (LLVM's
+    ``fptrunc``: F16C's ``vcvtps2ph`` under the default MXCSR, with binary16's
+    subnormals and overflow to infinity; a NaN keeps its sign, the quiet bit set).
+    Only where :data:`HAS_F16C`."""
+    if x != types.float32:
+        return None
+    sig = types.uint16(types.float32)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return sig, codegen
+
+
+@intrinsic
 def _fma(typingctx: object, x: types.Type, y: types.Type, z: types.Type
          ) -> tuple[Any, Any] | None:
     """``x * y + z`` rounded once, for three float32 or three float64 operands (LLVM's
@@ -162,5 +200,6 @@ sar32 = cast(Callable[[Any, Any], Any], _sar32)
 f32_of_bits = cast(Callable[[Any], Any], _f32_of_bits)
 bits_of_f32 = cast(Callable[[Any], Any], _bits_of_f32)
 f32_of_f16_bits = cast(Callable[[Any], Any], _f32_of_f16_bits)
+f16_bits_of_f32 = cast(Callable[[Any], Any], _f16_bits_of_f32)
 fma = cast(Callable[[Any, Any, Any], Any], _fma)
 prefetch = cast(Callable[[Any, Any], None], _prefetch)
