@@ -259,7 +259,10 @@ def test_a_whole_module_error_has_no_terminal_escapes(capsys: pytest.CaptureFixt
 
 # ---------------------------------------------------------------- 11. Ctrl-C while importing
 def test_ctrl_c_while_importing_is_one_line_and_130() -> None:
+    # (the child starts as from a terminal: a test run started as a background job
+    # passes SIGINT on ignored, and then fpinspect leaves it so, as tested below)
     code = ("import os, signal, sys, time\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "sys.argv[0] = '/venv/bin/fpinspect'\n"
             "import fpinspect\n"
             "os.kill(os.getpid(), signal.SIGINT)\n"
@@ -274,7 +277,21 @@ def test_the_early_handler_is_only_for_the_program() -> None:
     assert _is_the_program("/venv/bin/fpinspect", ["python", "/venv/bin/fpinspect", "ls"])
     assert _is_the_program("-m", ["python3", "-m", "fpinspect", "diff"])
     assert not _is_the_program("/venv/bin/pytest", ["python", "-m", "pytest"])
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # not in the tests
+    # not in the tests: SIGINT as the test process started (ignored in a background job)
+    assert signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN)
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    """A program started with SIGINT ignored (a shell's background job, nohup) keeps it
+    ignored, as Python itself does: fpinspect installs its early handler only over
+    Python's default one."""
+    code = ("import signal, sys\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "sys.argv[0] = '/venv/bin/fpinspect'\n"
+            "import fpinspect\n"
+            "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and p.stdout == "True\n", p.stderr
 
 
 # ---------------------------------------------------------------- 12. minor
