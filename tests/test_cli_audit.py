@@ -258,16 +258,21 @@ def test_a_whole_module_error_has_no_terminal_escapes(capsys: pytest.CaptureFixt
 
 
 # ---------------------------------------------------------------- 11. Ctrl-C while importing
+def _as_the_program(sigint: str, *then: str) -> subprocess.CompletedProcess[str]:
+    """A child interpreter that starts with SIGINT set to ``signal.<sigint>``, imports
+    fpinspect as the ``fpinspect`` program does, then runs the lines ``then``."""
+    code = "\n".join(["import os, signal, sys, time",
+                      f"signal.signal(signal.SIGINT, signal.{sigint})",
+                      "sys.argv[0] = '/venv/bin/fpinspect'", "import fpinspect", *then])
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30)
+
+
 def test_ctrl_c_while_importing_is_one_line_and_130() -> None:
     # (the child starts as from a terminal: a test run started as a background job
     # passes SIGINT on ignored, and then fpinspect leaves it so, as tested below)
-    code = ("import os, signal, sys, time\n"
-            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-            "sys.argv[0] = '/venv/bin/fpinspect'\n"
-            "import fpinspect\n"
-            "os.kill(os.getpid(), signal.SIGINT)\n"
-            "time.sleep(5)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    p = _as_the_program("default_int_handler", "os.kill(os.getpid(), signal.SIGINT)",
+                        "time.sleep(5)")
     assert p.returncode == 130 and p.stderr == "fpinspect: interrupted\n", p.stderr
 
 
@@ -285,12 +290,7 @@ def test_an_ignored_sigint_stays_ignored() -> None:
     """A program started with SIGINT ignored (a shell's background job, nohup) keeps it
     ignored, as Python itself does: fpinspect installs its early handler only over
     Python's default one."""
-    code = ("import signal, sys\n"
-            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-            "sys.argv[0] = '/venv/bin/fpinspect'\n"
-            "import fpinspect\n"
-            "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    p = _as_the_program("SIG_IGN", "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)")
     assert p.returncode == 0 and p.stdout == "True\n", p.stderr
 
 
