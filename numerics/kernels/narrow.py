@@ -391,10 +391,11 @@ def _tail_shape(P: Any, saturate: bool) -> int:
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> None:
-    """:func:`_rne32_loop` with the flags of the format ``P``."""
-    tail = _tail_shape(P, saturate)
+    """:func:`_half_loop` for binary16 where the host converts it in hardware, else
+    :func:`_rne32_loop` with the flags of the format ``P``."""
     if HAS_F16C and _is_binary16(P):
         return _half_loop(x, out, P, saturate)
+    tail = _tail_shape(P, saturate)
     if P[EMIN] == -126 and P[W] == 8 and tail != _TAIL_KEEP:
         # float32's exponent field: step 1 alone.  (_TAIL_CLAMP is right wherever
         # _TAIL_CLAMP_NAN is; the general shape serves any format, including one
