@@ -744,13 +744,21 @@ def _decode_plan(fmt: Format) -> tuple[Format, str, dict[str, np.ndarray]]:
                 and fmt.infinity.value == "ieee":
             if fmt.exponent_bits == 8 and fmt.bias == 127:
                 kind = "bfloat16"
-            elif fmt.exponent_bits == 5 and fmt.bias == 15:
+            elif fmt.exponent_bits == 5 and fmt.bias == 15 and _host_converts_binary16():
                 kind = "binary16"
         plan = (fmt, kind, {})
         if len(_DECODE_PLANS) > 1024:
             _DECODE_PLANS.clear()
         _DECODE_PLANS[id(fmt)] = plan
     return plan
+
+
+def _host_converts_binary16() -> bool:
+    """Whether the kernels convert binary16 with the processor's instruction (elsewhere
+    binary16 decodes by its table, faster than the conversion in integer steps)."""
+    from numerics.kernels.lanes import HAS_F16C
+
+    return HAS_F16C
 
 
 def _decode_kind(fmt: Format) -> str:

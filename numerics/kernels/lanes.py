@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, cast
 
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core.extending import intrinsic
@@ -118,13 +119,54 @@ def _bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
     return sig, codegen
 
 
+def _f32_of_f16_bits_by_steps(x: Any) -> Any:
+    """:func:`f32_of_f16_bits` in integer steps, for hosts without F16C: the same
+    float32 for every 16-bit pattern (NaNs quiet, payload kept)."""
+    h = np.uint32(np.uint32(x) & np.uint32(0xFFFF))
+    sign = np.uint32((h & np.uint32(0x8000)) << np.uint32(16))
+    e = np.uint32((h >> np.uint32(10)) & np.uint32(0x1F))
+    m = np.uint32(h & np.uint32(0x3FF))
+    if e == 0:  # zero or subnormal: m * 2**-24, exact in float32
+        return f32_of_bits(np.uint32(sign | bits_of_f32(np.float32(m) * np.float32(2.0**-24))))
+    if e == 0x1F:  # infinity, or a NaN made quiet
+        quiet = np.uint32(0x400000) if m != 0 else np.uint32(0)
+        return f32_of_bits(np.uint32(sign | np.uint32(0x7F800000) | (m << np.uint32(13))
+                                     | quiet))
+    # rebias 15 -> 127 and widen the trailing bits
+    return f32_of_bits(np.uint32(sign | ((e + np.uint32(112)) << np.uint32(23))
+                                 | (m << np.uint32(13))))
+
+
+def _f16_bits_of_f32_by_steps(v: Any) -> Any:
+    """:func:`f16_bits_of_f32` in integer steps, for hosts without F16C: the same
+    binary16 bits for every float32 (nearest-even, overflow to infinity, a NaN quiet
+    with its sign and the top of its payload)."""
+    b = bits_of_f32(v)
+    sign = np.uint32((b >> np.uint32(16)) & np.uint32(0x8000))
+    a = np.uint32(b & np.uint32(0x7FFFFFFF))
+    if a > np.uint32(0x7F800000):  # NaN
+        r = np.uint32(np.uint32(0x7E00) | ((a >> np.uint32(13)) & np.uint32(0x3FF)))
+    elif a >= np.uint32(0x477FF000):  # from 65520 (max + half a step, which ties to
+        r = np.uint32(0x7C00)          # the even infinity) up: infinity
+    elif a >= np.uint32(0x38800000):  # normal: round off 13 bits, then rebias 127 -> 15
+        odd = (a >> np.uint32(13)) & np.uint32(1)
+        r = np.uint32((a + np.uint32(0xFFF) + odd - np.uint32(0x38000000)) >> np.uint32(13))
+    else:  # below 2**-14: the addition rounds to a multiple of 2**-24 (0.5's spacing)
+        r = np.uint32(bits_of_f32(f32_of_bits(a) + np.float32(0.5)) - np.uint32(0x3F000000))
+    return np.uint16(sign | r)
+
+
 @intrinsic
 def _f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
     """The float32 value of the binary16 bits in the low 16 bits of ``x`` (exact; a NaN
-    keeps its sign and payload, quiet bit set)."""
+    keeps its sign and payload, quiet bit set): F16C's ``vcvtph2ps`` where
+    :data:`HAS_F16C`, else :func:`_f32_of_f16_bits_by_steps`."""
     sig = types.float32(x)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        if not HAS_F16C:  # (LLVM would call a runtime function that numba cannot link)
+            return context.compile_internal(builder, _f32_of_f16_bits_by_steps,
+                                            signature, args)
         word = context.cast(builder, args[0], signature.args[0], types.uint16)
         half = builder.bitcast(word, ir.HalfType())
         return builder.fpext(half, context.get_value_type(types.float32))
@@ -136,13 +178,17 @@ def _f32_of_f16_bits(typingctx: object, x: types.Type) -> tuple[Any, Any]:
 def _f16_bits_of_f32(typingctx: object, x: types.Type) -> tuple[Any, Any] | None:
     """The binary16 bits of the float32 ``x`` rounded to nearest-even (LLVM's
     ``fptrunc``: F16C's ``vcvtps2ph`` under the default MXCSR, with binary16's
-    subnormals and overflow to infinity; a NaN keeps its sign, the quiet bit set).
-    Only where :data:`HAS_F16C`."""
+    subnormals and overflow to infinity; a NaN keeps its sign, the quiet bit set),
+    where :data:`HAS_F16C`; else :func:`_f16_bits_of_f32_by_steps`, the same bits in
+    integer steps."""
     if x != types.float32:
         return None
     sig = types.uint16(types.float32)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        if not HAS_F16C:
+            return context.compile_internal(builder, _f16_bits_of_f32_by_steps,
+                                            signature, args)
         return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
 
     return sig, codegen

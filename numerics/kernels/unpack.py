@@ -61,7 +61,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
-from numerics.kernels.lanes import bits_of_f32, f32_of_bits, f32_of_f16_bits, sar32, shl32
+from numerics.kernels.lanes import HAS_F16C, bits_of_f32, f32_of_bits, f32_of_f16_bits, sar32, shl32
 from numerics.kernels.rounding import BIAS, BITS, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 
 __all__ = ["EXCEPTIONS", "PLAN_SIZE", "codes16", "constants", "decode32", "decode_codes",
@@ -110,9 +110,10 @@ def plan(P: np.ndarray, table: np.ndarray, binary16: bool = True) -> np.ndarray 
     if not (0 <= t <= 23 and bits <= 16 and -126 <= 127 - bias <= 127):
         return None
     signed = int(P[SIGNED]) == 1
-    # step 1 through binary16 where no code reads as a binary16 infinity or NaN but
-    # those that step 2 replaces
-    half = binary16 and t <= 10 and (w <= 4 or (w == 5 and int(P[NANKIND]) == NAN_IEEE))
+    # step 1 through binary16 where the processor converts it and no code reads as a
+    # binary16 infinity or NaN but those that step 2 replaces
+    half = binary16 and HAS_F16C and t <= 10 and \
+        (w <= 4 or (w == 5 and int(P[NANKIND]) == NAN_IEEE))
     s, scale = (10 - t, np.float32(2.0 ** (15 - bias))) if half else \
         (23 - t, np.float32(2.0 ** (127 - bias)))
     d = np.array([s, (1 << (bits - 1)) if signed else 0, 32 - bits,
