@@ -52,8 +52,11 @@ def _scaled(case: dict, elem: str, rounding: str) -> tuple[np.ndarray, object]:
     x = np.ldexp(rng.uniform(-2, 2, shape),
                  rng.integers(-case["spread"], case["spread"] + 1, shape))
     kw: dict[str, Any] = {"block_size": block} if case["scaling"] == "block" else {}
+    # a scale format narrower than amax / max saturates its scale (Q5 then bounds the
+    # clipped elements): accepted explicitly
     q = quantize(x, elem, scaling=case["scaling"], scale_format=case["sfmt"],
-                 scale_rounding=case["srnd"], rounding=rounding, rng=case["seed"], **kw)
+                 scale_rounding=case["srnd"], rounding=rounding, rng=case["seed"],
+                 scale_overflow="saturate", **kw)
     return x, q
 
 

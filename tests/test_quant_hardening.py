@@ -51,7 +51,7 @@ def test_element_bound_takes_a_format_name() -> None:
     by_name = element_bound(np.array([1.1, 300.0]), np.ones(2), "e4m3fn")
     by_format = element_bound(np.array([1.1, 300.0]), np.ones(2), get_format("e4m3fn"))
     np.testing.assert_array_equal(by_name, by_format)
-    assert element_bound(np.array([3.0]), 1.0, "int8").tolist() == [0.5 * (1 + 2.0**-40)]
+    assert element_bound(np.array([3.0]), 1.0, "int8").tolist() == [0.5]
     with pytest.raises(ValueError, match="fmt='e9m9'"):
         element_bound(np.ones(2), 1.0, "e9m9")
 

@@ -3,6 +3,8 @@ checked against exact Fraction references."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -276,13 +278,23 @@ def test_quantize_empty_tensor(kw: dict) -> None:
     assert q.codes.shape == (0, 4) and q.dequantize().shape == (0, 4)
 
 
-@pytest.mark.parametrize("magnitude", [1e-170, 1e200])
-def test_error_report_sqnr_at_extreme_magnitudes(magnitude: float) -> None:
-    """SQNR is scale-free: the same at 1e-170 and 1e200 as at 1 (the unscaled sums of
-    squares under- and overflowed to inf and NaN)."""
+@pytest.mark.parametrize("k", [-600, 660])
+def test_error_report_sqnr_at_extreme_magnitudes(k: int) -> None:
+    """SQNR is scale-free: x and its quantization both multiplied by 2**k (k = -600, 660:
+    about 1e-181 and 1e199, beyond every scale format of quantize, so the scales are
+    multiplied directly) give the same SQNR as at 1 (the unscaled sums of squares under-
+    and overflowed to inf and NaN), and equal the exact value."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal(64)
-    y = x * magnitude
-    want = error_report(x, quantize(x, "e4m3fn", scale_format="binary64")).sqnr_db
-    got = error_report(y, quantize(y, "e4m3fn", scale_format="binary64")).sqnr_db
-    assert np.isfinite(got) and abs(got - want) < 2.0
+    q = quantize(x, "e4m3fn")
+    m = 2.0**k
+    y = x * m
+    qy = replace(q, scales=q.scales * m, source=y)
+    want = error_report(x, q).sqnr_db
+    got = error_report(y, qy).sqnr_db
+    d = [Fraction(float(v)) for v in qy.dequantize()]
+    sig = sum(Fraction(float(v)) ** 2 for v in y)
+    noise = sum((a - Fraction(float(b))) ** 2 for a, b in zip(d, y))
+    exact = 10 * (math.log10(sig.numerator * noise.denominator)
+                  - math.log10(sig.denominator * noise.numerator))
+    assert np.isfinite(got) and abs(got - exact) < 1e-9 and abs(want - exact) < 1e-9

@@ -33,18 +33,22 @@ import numpy as np
 
 from numerics import eft
 from numerics.formats import Format, as_format
-from numerics.rounding import check_overflow, check_rounding
+from numerics.rounding import check_overflow, check_rounding, sr_seed
 
 __all__ = [
     "INT_FORMATS",
+    "SCALE_STREAM_OFFSET",
     "ElementFormat",
     "IntFormat",
     "as_element_format",
+    "check_quantize_format",
+    "check_rng",
     "decode_codes",
     "divide_with_sticky",
     "encode_values",
     "round_codes",
     "round_elements",
+    "scale_stream",
     "seed_of",
 ]
 
@@ -159,15 +163,73 @@ def _check_sr(rounding: str, rng: object, sr_bits: object) -> int | None:
 
 
 def seed_of(rng: object) -> int:
-    """The stream seed of ``rng`` (:mod:`numerics.kernels.random`): an int as it is (modulo
-    ``2**64``), one 64-bit draw of a numpy Generator, a fresh one for None."""
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return int(rng) % 2**64
-    if rng is None:
-        rng = np.random.default_rng()
-    if isinstance(rng, np.random.Generator):
-        return int(rng.integers(0, 2**64, dtype=np.uint64))
-    raise TypeError(f"Got rng={rng!r}, expected None, an int seed or a numpy.random.Generator")
+    """The stream seed of ``rng`` (:mod:`numerics.kernels.random`): a non-negative int as it
+    is (modulo ``2**64``), one 64-bit draw of a numpy Generator, a fresh one for None
+    (:func:`numerics.rounding.sr_seed`: a negative seed raises ValueError, as
+    :func:`numerics.rounding.make_rng` does)."""
+    return sr_seed(rng)
+
+
+def check_rng(rng: object) -> None:
+    """Validate ``rng`` without drawing from it: None, a non-negative int or a Generator."""
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        if rng < 0:
+            raise ValueError(f"Got rng={rng!r}, but a seed must be a non-negative int")
+        return
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"Got rng={rng!r}, expected None, a non-negative int seed or a "
+                        "numpy.random.Generator")
+
+
+#: The scales' stochastic-rounding stream is the elements' seed plus this odd constant
+#: (:data:`numerics.kernels.random.GOLDEN`), modulo ``2**64``: SplitMix64's next state, whose
+#: mixed value is unrelated to the elements' (see :func:`scale_stream`).
+SCALE_STREAM_OFFSET = 0x9E3779B97F4A7C15
+
+
+def scale_stream(seed: int) -> int:
+    """The seed of the scales' stochastic-rounding stream for element seed ``seed``.
+
+    Scale ``j`` (flat C-order index of the scale array) draws from
+    ``(seed + 0x9E3779B97F4A7C15 mod 2**64, j)`` by the rule of
+    :mod:`numerics.kernels.random`, element ``i`` from ``(seed, i)``: the two streams start
+    from consecutive SplitMix64 states, so the scales' draws are not the elements' draws.
+
+    Examples
+    --------
+    >>> scale_stream(7) == 7 + 0x9E3779B97F4A7C15
+    True
+    >>> scale_stream(2**64 - 1) == 0x9E3779B97F4A7C15 - 1
+    True
+    """
+    return (int(seed) + SCALE_STREAM_OFFSET) % 2**64
+
+
+#: Widest formats :func:`numerics.quant.quantize` takes for elements and scales: claims Q10
+#: and Q11 (proofs/quantization_bounds.md) need at most 24 significant bits (so that a
+#: scale times an element is exact in float64 and every rounding breakpoint is a float64)
+#: and binary32's exponent range (so that the product neither overflows nor underflows).
+MAX_PRECISION = 24
+MAX_EMAX = 127
+MIN_SUBNORMAL_EXPONENT = -149
+
+
+def check_quantize_format(fmt: ElementFormat, name: str) -> None:
+    """ValueError naming ``name`` unless ``fmt`` is covered by claims Q10 and Q11.
+
+    Every registered format but binary64 is: at most 24 significant bits, largest binade
+    ``2**127`` at most, smallest positive value ``2**-149`` at least.
+    """
+    if isinstance(fmt, IntFormat):
+        return
+    smallest = fmt.emin - fmt.trailing_bits if fmt.subnormals else fmt.emin
+    if fmt.precision > MAX_PRECISION or fmt.emax > MAX_EMAX or \
+            smallest < MIN_SUBNORMAL_EXPONENT:
+        raise ValueError(
+            f"Got {name}={fmt.name!r}, but quantize takes formats of at most "
+            f"{MAX_PRECISION} significant bits within binary32's exponent range (binary32 "
+            "and narrower): only there is dequantize exact and every rounding one rounding "
+            "of the exact quotient (claims Q10, Q11 of proofs/quantization_bounds.md)")
 
 
 def _flat(a: np.ndarray) -> np.ndarray:

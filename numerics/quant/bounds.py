@@ -17,21 +17,38 @@ int, other modes   ``S*quantum``             (Q9)           ``|x| - S*limit`` (Q
 
 ``u = 2**-p``; ``sub`` is the smallest positive subnormal (the smallest normal for formats
 without subnormals).  Under ``overflow="ieee"`` an element beyond ``max`` may become inf/NaN
-and the bound is ``inf``; non-finite inputs also get ``inf``.  The float64 evaluation is made
-an upper bound by a relative margin of ``2**-40``.
+and the bound is ``inf``; non-finite inputs also get ``inf``.
+
+Evaluation (never below the exact bound)
+----------------------------------------
+The returned float64 is the exact value of the table's formula rounded *up* to a float64 (it
+is the formula's value itself whenever that is a float64).  ``u*|x|``, ``S*sub/2``,
+``S*quantum/2`` are products by powers of two, exact unless they underflow; where one does
+(checked by scaling back), it is replaced by the next float64 up.  ``S*max`` (``S*limit``) is
+checked for exactness with TwoProduct on the frexp significands (exact whenever ``S`` has at
+most ``53 - p`` significant bits, as every scale of :func:`numerics.quant.quantize` has);
+where it is exact, ``|x| > S*max`` is decided exactly and ``|x| - S*max`` is rounded up using
+TwoSum's error term.  Where ``S*max`` is inexact (an arbitrary float64 ``S`` given to this
+function) or underflows, an element with ``|x|`` below the float64 under ``fl(S*max)`` is
+surely inside the range; every other such element's bound is computed in exact rational
+arithmetic (:class:`fractions.Fraction`) and rounded up: cancellation in ``|x| - S*max`` and
+underflow with subnormal scales cannot push the result below the true error.
 """
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
+from numerics import eft
 from numerics.quant._core import ElementFormat, IntFormat, as_element_format
 from numerics.rounding import check_overflow, check_rounding
 
 __all__ = ["element_bound"]
 
 _NEAREST = ("rne", "rna")
-_MARGIN = 1.0 + 2.0**-40
 
 
 def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
@@ -53,13 +70,16 @@ def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
     Returns
     -------
     ndarray
-        float64 bounds; ``inf`` where nothing finite is promised.
+        float64 bounds, each the exact bound of the claims rounded up to a float64 (module
+        docstring); ``inf`` where nothing finite is promised.
 
     Examples
     --------
     >>> from numerics.formats import get_format
     >>> round(float(element_bound(np.array([1.1]), np.array([1.0]), get_format("e4m3fn"))[0]), 12)
     0.06875
+    >>> float(element_bound([4e-323], [5e-324], "e2m3fn")[0])  # 8 > 7.5: saturates by 2**-1075
+    5e-324
     """
     fmt = as_element_format(fmt, name="fmt")
     if not isinstance(rounding, str):
@@ -77,28 +97,103 @@ def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
                          f"the shape of x, {x.shape}") from None
     if np.any(s < 0):
         raise ValueError("Got a negative scale, but scales must be >= 0")
-    a = np.abs(x)
     nearest = rounding in _NEAREST
-    with np.errstate(invalid="ignore", over="ignore"):
-        if isinstance(fmt, IntFormat):
-            limit = np.where(np.signbit(x), -fmt.qmin, fmt.qmax) * fmt.quantum
-            inner = s * fmt.quantum * (0.5 if nearest else 1.0)
-            top = s * limit
-        else:
-            u = fmt.unit_roundoff
-            sub = fmt.smallest_subnormal if fmt.subnormals else fmt.smallest_normal
-            if nearest:
-                inner = np.maximum(u * a, s * (sub / 2 if fmt.subnormals else sub))
-            else:
-                inner = np.maximum(2 * u * a, s * sub)
-            top = s * fmt.max
-        over = a > top
-        bound = np.where(over, a - top, inner)
-        if overflow == "ieee" and not isinstance(fmt, IntFormat):
-            bound = np.where(over, np.inf, bound)
-        bound = np.where(s == 0, a, bound)
-        bound = np.where(np.isfinite(x) & np.isfinite(s), bound * _MARGIN, np.inf)
-    return bound
+    finite = np.isfinite(x) & np.isfinite(s)
+    a = np.where(finite, np.abs(x), 0.0)
+    s = np.where(finite, s, 0.0)
+    ieee = overflow == "ieee" and not isinstance(fmt, IntFormat)
+    # the formula: |x| - S*limit beyond the range, else max(rel*|x|, S*step); rel and step
+    # are powers of two (rel = 0 for integers), limit has at most 24 significant bits
+    if isinstance(fmt, IntFormat):
+        limit = np.where(np.signbit(x), -fmt.qmin, fmt.qmax) * fmt.quantum
+        step, rel = fmt.quantum * (0.5 if nearest else 1.0), 0.0
+    else:
+        limit = np.full(x.shape, fmt.max)
+        sub = fmt.smallest_subnormal if fmt.subnormals else fmt.smallest_normal
+        step = sub / 2 if nearest and fmt.subnormals else sub
+        rel = fmt.unit_roundoff * (1.0 if nearest else 2.0)
+    top, top_exact = _product(s, limit)
+    inner = _product_up(s, step)
+    if rel:
+        inner = np.maximum(inner, _product_up(a, rel))
+    over = a > top
+    sat = np.inf if ieee else _difference_up(a, np.where(over, top, 0.0))
+    bound = np.where(over, sat, inner)
+    bound = np.where(s == 0, a, bound)
+    # S*limit inexact (an arbitrary float64 scale) or underflowed, and |x| not below the
+    # float64 just under fl(S*limit) (below it, |x| < S*limit for sure and the bound is
+    # inner): decide and subtract in exact rationals
+    near = a > np.nextafter(top, 0.0)
+    for i in np.flatnonzero(finite & ~top_exact & (s != 0) & near):
+        bound.flat[i] = _exact_bound(float(a.flat[i]), float(s.flat[i]), float(limit.flat[i]),
+                                     step, rel, ieee)
+    return np.where(finite, bound, np.inf)
+
+
+def _product(v: np.ndarray, c: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """``(fl(v*c), exact)`` for ``v, c >= 0``: ``exact`` where the float64 product is ``v*c``.
+
+    Overflow to inf also counts as exact: the true product then exceeds every finite ``|x|``,
+    which is all the callers compare it with.  The test: with ``v = mv 2**ev`` and ``c = mc
+    2**ec`` (frexp, significands in ``[1/2, 1)``), TwoProduct gives ``mv*mc = p + e`` exactly
+    (no underflow there), and ``fl(v*c) = v*c`` iff ``e = 0`` and ``fl(v*c) 2**-(ev+ec) = p``
+    (no bit lost to underflow).  For a power of two ``c``, ``e = 0`` and the test is
+    ``fl(v*c) / c = v`` (division by a power of two is exact here: the quotient is ``v``'s
+    size).
+    """
+    if np.ndim(c) == 0 and math.frexp(float(c))[0] == 0.5:  # c a power of two: e = 0
+        with np.errstate(over="ignore", under="ignore"):
+            prod = v * float(c)
+            return prod, (prod / float(c) == v) | np.isinf(prod)
+    c_arr = np.broadcast_to(np.asarray(c, dtype=np.float64), v.shape)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        prod = v * c_arr
+        mv, ev = np.frexp(v)
+        mc, ec = np.frexp(c_arr)
+        p, e = eft.two_prod(mv, mc)
+        back = np.ldexp(prod, -(ev.astype(np.int64) + ec.astype(np.int64)))
+    exact = ((e == 0) & (back == p)) | np.isinf(prod)
+    return prod, exact
+
+
+def _product_up(v: np.ndarray, c: float) -> np.ndarray:
+    """The smallest float64 ``>= v*c`` for ``v >= 0`` and ``c`` a power of two.
+
+    ``fl(v*c)`` is within half an ulp of ``v*c``, and ``fl(v*c) / c`` is exact (a power of
+    two scaling back to ``v``'s size), so ``fl(v*c) / c < v`` says it rounded down: then the
+    next float64 up is the answer, else ``fl(v*c)`` itself.
+    """
+    assert math.frexp(c)[0] == 0.5
+    with np.errstate(over="ignore", under="ignore"):
+        prod = v * c
+        return np.where(prod / c < v, np.nextafter(prod, np.inf), prod)
+
+
+def _difference_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A float64 ``>= a - b`` for finite ``a >= b >= 0``: ``fl(a - b)``, moved up one float64
+    where TwoSum's error term says it fell below."""
+    d, e = eft.two_sum(a, -b)
+    with np.errstate(over="ignore"):  # (nextafter(max, inf) = inf, where it is not chosen)
+        return np.where(e > 0, np.nextafter(d, np.inf), d)
+
+
+def _round_up(value: Fraction) -> float:
+    """The smallest float64 ``>= value`` (inf beyond the float64 range)."""
+    try:
+        f = float(value)
+    except OverflowError:
+        return math.inf
+    return math.nextafter(f, math.inf) if Fraction(f) < value else f
+
+
+def _exact_bound(a: float, s: float, limit: float, step: float, rel: float,
+                 ieee: bool) -> float:
+    """The bound of one element in exact rational arithmetic, rounded up."""
+    fa, fs = Fraction(a), Fraction(s)
+    top = fs * Fraction(limit)
+    if fa > top:
+        return math.inf if ieee else _round_up(fa - top)
+    return _round_up(max(fs * Fraction(step), Fraction(rel) * fa))
 
 
 def _float64(v: object, name: str) -> np.ndarray:

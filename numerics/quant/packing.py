@@ -27,7 +27,9 @@ _GROUP = {4: (2, 1), 6: (4, 3), 8: (1, 1)}  # bits -> (codes per group, bytes pe
 
 
 def _check_bits(bits: object) -> int:
-    if isinstance(bits, bool) or bits not in _GROUP:
+    if isinstance(bits, (bool, np.bool_)) or not isinstance(bits, (int, np.integer)):
+        raise TypeError(f"Got {bits=}, but it must be an int (4, 6 or 8)")
+    if int(bits) not in _GROUP:
         raise ValueError(f"Got {bits=}, but the only valid values are 4, 6 and 8")
     return int(bits)
 
@@ -43,6 +45,13 @@ def _array(value: object, name: str) -> np.ndarray:
 def pack(codes: object, bits: int) -> np.ndarray:
     """Pack ``bits``-wide codes into uint8 bytes (see the module docstring for the order).
 
+    Parameters
+    ----------
+    codes : array_like of int
+        Codes in ``[0, 2**bits)`` (any integer dtype); flattened in C order.
+    bits : int
+        4, 6 or 8 (TypeError for a non-int such as ``4.0``, ValueError for other ints).
+
     Examples
     --------
     >>> pack(np.array([0x1, 0x2, 0x3], np.uint8), 4).tolist()
@@ -54,10 +63,14 @@ def pack(codes: object, bits: int) -> np.ndarray:
     c = _array(codes, "codes")
     if c.dtype.kind not in "ui":
         raise TypeError(f"Got codes of dtype {c.dtype}, but they must be integers")
-    c = c.ravel().astype(np.int64)
-    if c.size and (c.min() < 0 or c.max() >= 1 << b):
-        bad = c[(c < 0) | (c >= 1 << b)][0]
+    c = c.ravel()
+    # the range test in the codes' own dtype (a cast to int64 first wrapped uint64 codes
+    # >= 2**63 to negatives, and the message reported the wrapped value)
+    bad_mask = (c >= (1 << b)) if c.dtype.kind == "u" else (c < 0) | (c >= (1 << b))
+    if c.size and bad_mask.any():
+        bad = c[bad_mask][0]
         raise ValueError(f"Got a code {int(bad)}, but {b}-bit codes lie in [0, {(1 << b) - 1}]")
+    c = c.astype(np.int64)
     per, nbytes = _GROUP[b]
     groups = -(-c.size // per)
     padded = np.zeros(groups * per, dtype=np.uint32)

@@ -20,10 +20,23 @@ Scale rule of ``scaling="tensor" | "channel" | "block"``
 --------------------------------------------------------
 ``S = round(amax / max_elem)`` in ``scale_format`` with ``scale_rounding``, where ``amax`` is the
 largest finite ``|x|`` of the group.  The default ``scale_rounding="ru"`` makes ``S >= amax /
-max_elem``, so no finite element saturates; ``"rne"`` (what a float32 division does) can leave
-``amax / S`` a hair above ``max_elem``, and that element saturates (bounded by claim Q5).
-An all-zero (or all non-finite) group gets ``S = 1``; a scale that rounds to zero is replaced
-by the smallest positive value of ``scale_format``.
+max_elem`` whenever ``amax / max_elem`` lies within the scale format's range (at most its
+largest finite value), so no finite element saturates; ``"rne"`` (what a float32 division
+does) can leave ``amax / S`` a hair above ``max_elem``, and that element saturates (bounded
+by claim Q5).  Where ``amax / max_elem`` exceeds the largest scale (``quantize([1e42],
+"e4m3fn")``: ``1e42 / 448`` is beyond binary32), no scale of the format avoids clipping the
+group by an unbounded factor: :func:`quantize` raises ValueError naming the value, unless
+``scale_overflow="saturate"`` asks for the largest scale (the elements beyond ``S * max_elem``
+then saturate, with the error of claim Q5).  An all-zero (or all non-finite) group gets
+``S = 1``; a scale that rounds to zero is replaced by the smallest positive value of
+``scale_format`` (the group's elements then lose resolution, within the bound).
+
+Formats
+-------
+Element and scale formats have at most 24 significant bits within binary32's exponent range
+(every registered format but binary64; :func:`numerics.quant._core.check_quantize_format`):
+that is what makes ``dequantize`` exact (claim Q10) and every rounding one rounding of the
+exact quotient (claim Q11).  binary64 raises ValueError.
 
 NaN and infinities
 ------------------
@@ -40,9 +53,13 @@ from numerics.formats import Format, as_format
 from numerics.quant._core import (
     ElementFormat,
     as_element_format,
+    check_quantize_format,
+    check_rng,
     divide_with_sticky,
     encode_values,
     round_elements,
+    scale_stream,
+    seed_of,
 )
 from numerics.quant.mx import MX_FORMATS, check_scale_mode, mx
 from numerics.quant.nvfp4 import nvfp4
@@ -59,6 +76,7 @@ from numerics.rounding import check_overflow, check_rounding
 __all__ = ["deepseek_fp8", "quantize"]
 
 _SCALINGS = ("tensor", "channel", "block")
+_SCALE_OVERFLOWS = ("raise", "saturate")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,7 +87,8 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
              scale_format: str | Format | None = None, scale_rounding: str | None = None,
              rounding: str = "rne", overflow: str = "saturate", rng: object = None,
              sr_bits: int | None = None, scale_mode: str | None = None,
-             tensor_scale: str | None = "tensor") -> Quantized:
+             tensor_scale: str | None = "tensor",
+             scale_overflow: str | None = None) -> Quantized:
     """Quantize ``x`` to ``element_format`` with per-tensor, per-channel or per-block scales.
 
     Parameters
@@ -78,7 +97,9 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
         Real input (any float or int dtype, ml_dtypes and torch included); computed in
         float64.
     element_format : str, Format or IntFormat
-        Any registered float format, ``"int8"`` or ``"int4"`` (symmetric, ``+-127``/``+-7``),
+        Any registered float format of at most 24 significant bits (all but binary64, which
+        raises ValueError: claims Q10, Q11), ``"int8"`` or ``"int4"`` (symmetric,
+        ``+-127``/``+-7``),
         an MX name (``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``, ``"mxfp6_e2m3"``,
         ``"mxfp4_e2m1"``, ``"mxint8"``: :func:`numerics.quant.mx`, blocks of 32 along
         ``axis`` with an E8M0 scale) or ``"nvfp4"`` (:func:`numerics.quant.nvfp4`).  A block
@@ -93,10 +114,13 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
         It must divide the axis length (no implicit padding).  MX takes only 32, NVFP4 16.
     scale_format : str or Format, optional
         Format of the scales: ``"binary32"`` by default (``"e8m0fnu"`` for powers of two,
-        ...).  MX takes only ``"e8m0fnu"``, NVFP4 only ``"e4m3fn"``.
+        ...); binary64 raises ValueError (see ``element_format``).  MX takes only
+        ``"e8m0fnu"``, NVFP4 only ``"e4m3fn"``.
     scale_rounding : str, optional
         Rounding of ``amax / max_elem`` to ``scale_format``: ``"ru"`` by default, which
-        guarantees no finite element saturates.  For MX, ``"ru"`` is the round-up of
+        guarantees no finite element saturates (``amax / max_elem`` within the scale
+        format's range: see ``scale_overflow``).  ``"sr"`` draws from the scales' own stream
+        (see ``rng``).  For MX, ``"ru"`` is the round-up of
         ``amax / max_elem`` to a power of two, i.e. ``scale_mode="rceil"``, and other values
         raise (use ``scale_mode``); NVFP4 takes only ``"rne"``.
     rounding : str
@@ -105,15 +129,28 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     overflow : {"saturate", "ieee"}
         What elements beyond the element maximum become (MX and NVFP4: ``"saturate"``).
     rng : None, int or numpy Generator
-        Randomness of ``rounding="sr"``: element ``i`` draws its bits from ``(seed, i)``
-        (:mod:`numerics.kernels.random`; an int is the seed, a Generator gives one 64-bit
-        seed), so the result is the same for every thread count.
+        Randomness of ``rounding="sr"`` and ``scale_rounding="sr"``: one 64-bit ``seed`` (a
+        non-negative int is the seed modulo ``2**64``, a Generator gives one draw, None fresh
+        entropy; a negative int raises ValueError).  Element ``i`` (flat C-order index)
+        draws its bits from ``(seed, i)``, scale ``j`` from ``(seed + 0x9E3779B97F4A7C15 mod
+        2**64, j)`` (:mod:`numerics.kernels.random`; :func:`numerics.quant._core.scale_stream`),
+        a stream of its own, so scales and elements are not rounded by the same draws.  The
+        result depends only on the seed, never on the thread count.  The scales use
+        full-precision draws (``sr_bits`` applies to the elements).
     sr_bits : int, optional
         Random bits of stochastic rounding (``None``: full precision; only with ``"sr"``).
     scale_mode : {"floor", "rceil", "ceil", "even"}, optional
         MX only: the shared-exponent rule of :func:`numerics.quant.mx` (``"floor"``).
     tensor_scale : {"tensor", "expert", None}
         NVFP4 only: two-level, per-expert or one-level scaling (:func:`numerics.quant.nvfp4`).
+    scale_overflow : {"raise", "saturate"}, optional
+        What happens when a group's ``amax / max_elem`` exceeds the largest finite value of
+        ``scale_format`` (no scale then keeps the group's elements from clipping, by an
+        unbounded factor): ``"raise"`` (the default, ``None``) raises ValueError naming the
+        value; ``"saturate"`` uses the largest scale, and the elements beyond ``S *
+        max_elem`` saturate to ``+-S * max_elem`` (error ``|x| - S * max_elem``, claim Q5,
+        counted by ``error_report(...).fraction_saturated``).  Block formats keep their own
+        rule (MX: a NaN scale; NVFP4: a saturating tensor scale) and take only None.
 
     Returns
     -------
@@ -123,7 +160,9 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     ------
     ValueError
         Unknown format or option, an option the scheme cannot honour, a block size that does
-        not divide its axis, NaN into an element format without NaN.
+        not divide its axis, NaN into an element format without NaN, a binary64 element or
+        scale format, a negative ``rng`` seed, a group whose ``amax / max_elem`` exceeds the
+        scale format's range (unless ``scale_overflow="saturate"``).
     TypeError
         Non-numeric input or options of the wrong type.
 
@@ -140,11 +179,29 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     >>> b = np.zeros(32); b[0] = 7.0
     >>> float(quantize(b, "mxfp4_e2m1", scale_rounding="ru").dequantize()[0])  # RCEIL
     8.0
+    >>> quantize([1e42, -3e41], "e4m3fn")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: Got x whose largest finite |x| in a scale group is 1e+42, ...
+    >>> quantize([1e42, -3e41], "e4m3fn", scale_overflow="saturate").scales.item() == float(
+    ...     np.finfo(np.float32).max)
+    True
     """
     for opt, value in (("scaling", scaling), ("rounding", rounding), ("overflow", overflow),
-                       ("scale_rounding", scale_rounding), ("scale_mode", scale_mode)):
+                       ("scale_rounding", scale_rounding), ("scale_mode", scale_mode),
+                       ("scale_overflow", scale_overflow)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"Got {opt}={value!r}, but it must be a str")
+    check_rng(rng)
+    block_format = isinstance(element_format, str) and (
+        element_format.lower() in MX_FORMATS or element_format.lower() == "nvfp4")
+    if block_format and scale_overflow is not None:
+        raise ValueError(f"Got {scale_overflow=}, but a block format (MX, NVFP4) has its own "
+                         "rule for scales beyond its range; scale_overflow applies to "
+                         "scaling='tensor', 'channel', 'block'")
+    if scale_overflow is not None and scale_overflow not in _SCALE_OVERFLOWS:
+        raise ValueError(f"Got {scale_overflow=}, but the only valid values are 'raise', "
+                         "'saturate' and None")
     if isinstance(element_format, str) and element_format.lower() in MX_FORMATS:
         mode = _mx_scale_mode(scale_mode, scale_rounding)
         _check_block_options(scaling=scaling, block_size=block_size, scale_format=scale_format,
@@ -165,6 +222,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
         return nvfp4(x, axis=axis, tensor_scale=tensor_scale)
 
     fmt = as_element_format(element_format)
+    check_quantize_format(fmt, "element_format")
     if scaling not in _SCALINGS:
         raise ValueError(f"Got {scaling=}, but the only valid values are 'tensor', 'channel', "
                          "'block'")
@@ -179,6 +237,8 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     check_overflow(overflow)
     _check_sr_options(rounding, rng, sr_bits)
     sfmt = as_format("binary32" if scale_format is None else scale_format)
+    check_quantize_format(sfmt, "scale_format")
+    seed = seed_of(rng) if "sr" in (rounding, scale_rounding) else None  # one draw of rng
     xf = as_float_array(x)
     shape = xf.shape
     ax: int | None = None
@@ -200,7 +260,8 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
             ax = normalize_axis(axis, xf.ndim)
     return _quantize_blocks(xf, fmt, block, scheme=scaling, scale_format=sfmt,
                             scale_rounding=scale_rounding, rounding=rounding,
-                            overflow=overflow, rng=rng, sr_bits=sr_bits, axis=ax)
+                            overflow=overflow, seed=seed, sr_bits=sr_bits, axis=ax,
+                            scale_overflow=scale_overflow or "raise")
 
 
 def _mx_scale_mode(scale_mode: object, scale_rounding: object) -> str:
@@ -274,14 +335,31 @@ def _element_max(fmt: ElementFormat) -> float:
 
 def _quantize_blocks(xf: np.ndarray, fmt: ElementFormat, block: tuple[int, ...], *,
                      scheme: str, scale_format: Format, scale_rounding: str, rounding: str,
-                     overflow: str, rng: object, sr_bits: int | None,
-                     axis: int | None = None) -> Quantized:
+                     overflow: str, seed: int | None, sr_bits: int | None,
+                     axis: int | None = None, scale_overflow: str = "raise") -> Quantized:
+    """Scales ``round(amax / max_elem)`` and elements ``round(x / S)`` of every group.
+
+    ``seed`` is the stochastic-rounding seed (None unless a rounding is ``"sr"``): the
+    elements draw from ``(seed, i)``, the scales from ``(scale_stream(seed), j)``.
+    """
     finite = np.isfinite(xf)
     amax = block_reduce_amax(np.where(finite, xf, 0.0), block)
     emax = _element_max(fmt)
+    if scale_overflow == "raise" and amax.size:
+        # exact: scale_format.max * emax has at most 48 significant bits (claims Q10, Q11)
+        limit = scale_format.max * emax
+        if np.any(amax > limit):
+            worst = float(np.max(amax))
+            raise ValueError(
+                f"Got x whose largest finite |x| in a scale group is {worst!r}, but "
+                f"{worst!r} / {emax!r} exceeds the largest {scale_format.name} scale "
+                f"{scale_format.max!r}: every element above {limit!r} would be clipped to "
+                f"it; use a wider scale_format, or pass scale_overflow='saturate' to accept "
+                "the clipping")
     q, st = divide_with_sticky(amax, np.full(amax.shape, emax))
+    scale_rng = None if scale_rounding != "sr" or seed is None else scale_stream(seed)
     scales = round_elements(q, scale_format, sticky=st, rounding=scale_rounding,
-                            overflow="saturate")
+                            overflow="saturate", rng=scale_rng)
     tiny = scale_format.smallest_subnormal if scale_format.subnormals else \
         scale_format.smallest_normal
     scales = np.where(scales == 0, tiny, scales)
@@ -289,7 +367,7 @@ def _quantize_blocks(xf: np.ndarray, fmt: ElementFormat, block: tuple[int, ...],
     scales = np.asarray(scales, dtype=np.float64)
     s_full = broadcast_blocks(scales, block, xf.shape)
     y, sticky = divide_with_sticky(xf, s_full)
-    vals = round_elements(y, fmt, sticky=sticky, rounding=rounding, overflow=overflow, rng=rng,
+    vals = round_elements(y, fmt, sticky=sticky, rounding=rounding, overflow=overflow, rng=seed,
                           sr_bits=sr_bits)
     return Quantized(
         codes=encode_values(vals, fmt), scales=scales,
@@ -305,7 +383,8 @@ def deepseek_fp8(x: object, *, kind: str = "activation") -> Quantized:
     channels); ``kind="weight"``: one scale per 128x128 block of the last two axes.  The scale
     is ``amax / 448`` rounded to binary32 (RNE, as a float32 division computes it), elements
     are E4M3 (``e4m3fn``) rounded to nearest even and saturated (DeepSeek-V3 technical report,
-    arXiv 2412.19437, section 3.3).
+    arXiv 2412.19437, section 3.3).  A tile whose ``amax / 448`` exceeds binary32's range
+    (``amax > 448 * 3.4e38``) raises ValueError, as :func:`quantize` does.
 
     Examples
     --------
@@ -329,6 +408,6 @@ def deepseek_fp8(x: object, *, kind: str = "activation") -> Quantized:
     check_block(xf.shape, block)
     return _quantize_blocks(xf, as_format("e4m3fn"), block, scheme="deepseek_fp8",
                             scale_format=as_format("binary32"), scale_rounding="rne",
-                            rounding="rne", overflow="saturate", rng=None, sr_bits=None,
+                            rounding="rne", overflow="saturate", seed=None, sr_bits=None,
                             axis=xf.ndim - 1 if kind == "activation" else None)
 

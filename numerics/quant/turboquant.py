@@ -9,7 +9,8 @@ Distortion Rate" (Google Research, 2025).
   sign-fixed by ``sign(diag(R))`` so that Q is Haar distributed).  Each coordinate of ``Pi u``
   has the density ``f(t) ~ (1 - t**2)**((d-3)/2)`` on ``[-1, 1]`` (a Beta((d-1)/2, (d-1)/2)
   mapped to ``[-1, 1]``, near N(0, 1/d)); the codebook is the optimal scalar quantizer of that
-  density, computed numerically (Lloyd's iteration on a fine grid) and cached.
+  density (the Lloyd-Max fixed point, solved by Newton's method: :func:`lloyd_max_codebook`)
+  and cached.
 * ``variant="prod"``: a ``(bits-1)``-bit ``mse`` quantizer plus a 1-bit QJL sketch (Zandieh,
   Daliri, Han, arXiv 2406.03482) of the residual ``r = u - u_mse``: the signs of ``S r`` for a
   seeded Gaussian ``S`` and ``|r|``.  The dequantized vector
@@ -27,54 +28,184 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["TurboQuant", "TurboQuantized", "lloyd_max_codebook"]
+from numerics.quant.quantized import as_float_array
+
+__all__ = ["MAX_DIM", "TurboQuant", "TurboQuantized", "lloyd_max_codebook"]
 
 _VARIANTS = ("mse", "prod")
 
 
+#: Largest ``dim`` of :func:`lloyd_max_codebook` (the codebook needs no ``dim x dim`` matrix).
+MAX_CODEBOOK_DIM = 1 << 16
+#: Largest ``dim`` of :class:`TurboQuant`: its rotation (and the QJL matrix of ``"prod"``)
+#: is a dense ``dim x dim`` float64 matrix, 512 MiB each at the limit.
+MAX_DIM = 8192
+#: Largest ``bits`` of :func:`lloyd_max_codebook`.
+MAX_CODEBOOK_BITS = 12
+
+# Cell integrals: Gauss-Legendre in phi = arcsin(t), each cell cut into _PANELS panels of
+# _NODES nodes; a cell is cut off where the density falls below exp(-_CUTOFF) of its value at
+# the cell's inner end.  Newton stops at a codebook with |c - mean| <= _REL_TOL * width +
+# _ULPS * eps * |c| in every cell, reached by a step of at most _STEP_TOL * width.
+_NODES = 16
+_PANELS = 16
+_CUTOFF = 80.0
+_REL_TOL = 1e-12
+_ULPS = 8.0
+_STEP_TOL = 1e-6
+_MAX_NEWTON = 100
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(_NODES)
+
+
+def _cell_integrals(beta: np.ndarray, c: np.ndarray | None, dim: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(P, M, E)`` of the cells ``[beta[i], beta[i+1]]`` of ``[0, 1]`` (unnormalized).
+
+    ``P = int f``, ``M = int t f`` and (with centroids ``c``) ``E = int (t - c_i)**2 f`` over
+    each cell, for ``f(t) = (1 - t**2)**((dim-3)/2)``.  With ``t = sin(phi)``, ``f(t) dt =
+    cos(phi)**(dim-2) dphi``: a power of ``cos`` with a non-negative integer exponent, smooth
+    on the whole of ``[0, pi/2]`` (the endpoint singularity of ``f`` at ``t = 1`` for ``dim =
+    2`` is gone).  ``cos**(dim-2)`` is log-concave and decreasing on the cell, so beyond the
+    angle where it has fallen by ``exp(-80)`` from the cell's inner end the rest of the cell
+    holds less than ``1e-30`` of its mass; the integral stops there.
+    """
+    lo = np.arcsin(beta[:-1])
+    hi = np.arcsin(beta[1:])
+    if dim > 2:
+        hi = np.minimum(hi, np.arccos(np.cos(lo) * math.exp(-_CUTOFF / (dim - 2))))
+    width = (hi - lo) / _PANELS
+    x = (np.arange(_PANELS)[:, None] + (_GL_X[None, :] + 1.0) / 2.0).reshape(-1)
+    phi = lo[:, None] + width[:, None] * x[None, :]
+    g = (width[:, None] * np.tile(_GL_W / 2.0, _PANELS)[None, :]) * np.cos(phi) ** (dim - 2)
+    t = np.sin(phi)
+    mass = g.sum(axis=1)
+    first = (g * t).sum(axis=1)
+    err = np.zeros_like(mass) if c is None else (g * (t - c[:, None]) ** 2).sum(axis=1)
+    return mass, first, err
+
+
+def _boundaries(c: np.ndarray) -> np.ndarray:
+    """``[0, (c0+c1)/2, ..., 1]``: the cells of the positive half-codebook ``c``."""
+    return np.concatenate([[0.0], 0.5 * (c[1:] + c[:-1]), [1.0]])
+
+
+def _initial_half(dim: int, n: int) -> np.ndarray:
+    """Start of Newton: the high-resolution point density ``f**(1/3)`` (Panter-Dite), i.e.
+    centroid ``i`` at the ``(i + 1/2)/n`` quantile of ``f**(1/3)`` on ``[0, 1]``."""
+    grid = np.linspace(0.0, math.pi / 2, 20001)
+    mid = 0.5 * (grid[1:] + grid[:-1])
+    dens = np.cos(mid) ** ((dim - 3) / 3.0 + 1.0)  # f**(1/3) dt in phi
+    cdf = np.concatenate([[0.0], np.cumsum(dens)])
+    cdf /= cdf[-1]
+    return np.sin(np.interp((np.arange(n) + 0.5) / n, cdf, grid))
+
+
+def _tridiagonal_solve(sub: np.ndarray, diag: np.ndarray, sup: np.ndarray,
+                       rhs: np.ndarray) -> np.ndarray:
+    """Thomas' algorithm (the Newton matrix ``I - dm/dc`` is an M-matrix: no pivoting)."""
+    n = diag.size
+    d = diag.astype(np.float64)
+    r = rhs.astype(np.float64)
+    for i in range(1, n):
+        w = sub[i - 1] / d[i - 1]
+        d[i] -= w * sup[i - 1]
+        r[i] -= w * r[i - 1]
+    out = np.empty(n)
+    out[-1] = r[-1] / d[-1]
+    for i in range(n - 2, -1, -1):
+        out[i] = (r[i] - sup[i] * out[i + 1]) / d[i]
+    return out
+
+
 @lru_cache(maxsize=64)
 def _codebook_cached(dim: int, bits: int) -> tuple[np.ndarray, np.ndarray, float]:
-    n = 400_000
-    lim = min(1.0, 14.0 / math.sqrt(dim))
-    edges = np.linspace(-lim, lim, n + 1)
-    mid = 0.5 * (edges[:-1] + edges[1:])
-    with np.errstate(divide="ignore"):
-        logf = 0.5 * (dim - 3) * np.log1p(-mid * mid)
-    w = np.exp(logf - logf.max())
-    w /= w.sum()
-    cw = np.concatenate([[0.0], np.cumsum(w)])
-    cxw = np.concatenate([[0.0], np.cumsum(w * mid)])
-    levels = 1 << bits
-    # start at the quantiles of the distribution
-    c = np.interp((np.arange(levels) + 0.5) / levels, cw, edges)
-    for _ in range(5000):
-        b = 0.5 * (c[1:] + c[:-1])
-        bb = np.concatenate([[-lim], b, [lim]])
-        pw = np.interp(bb, edges, cw)
-        px = np.interp(bb, edges, cxw)
-        mass = np.diff(pw)
-        new = np.where(mass > 0, np.diff(px) / np.where(mass > 0, mass, 1.0), c)
-        new = 0.5 * (new - new[::-1])  # the density is even: keep the codebook symmetric
-        done = np.max(np.abs(new - c)) < 1e-14
-        c = new
-        if done:
+    n = 1 << (bits - 1)  # centroids on the positive half; the codebook is symmetric
+    c = _initial_half(dim, n)
+    small_step = False  # at least one Newton step: the residual alone does not see Lloyd's
+    for _ in range(_MAX_NEWTON):  # slow mode (eigenvalue ~ (pi/n)**2 of the Jacobian)
+        beta = _boundaries(c)
+        mass, first, _ = _cell_integrals(beta, None, dim)
+        mean = first / mass
+        resid = c - mean
+        width = np.diff(beta)
+        if small_step and np.all(np.abs(resid) <= _REL_TOL * width
+                                 + _ULPS * 2.0**-53 * np.abs(c)):
             break
-    b = 0.5 * (c[1:] + c[:-1])
-    bb = np.concatenate([[-lim], b, [lim]])
-    mass = np.diff(np.interp(bb, edges, cw))
-    second = float(np.sum(w * mid * mid))
-    mse_coord = second - float(np.sum(mass * c * c))
-    c.setflags(write=False)
-    b.setflags(write=False)
-    return c, b, mse_coord
+        # Newton on R(c) = c - mean(c): with boundaries beta_i = (c_{i-1} + c_i)/2,
+        # d mean_i / d beta_i = f(beta_i) (mean_i - beta_i) / P_i and
+        # d mean_i / d beta_{i+1} = f(beta_{i+1}) (beta_{i+1} - mean_i) / P_i
+        fb = np.ones_like(beta)
+        fb[1:-1] = (1.0 - beta[1:-1] ** 2) ** ((dim - 3) / 2.0)
+        dl = fb[:-1] * (mean - beta[:-1]) / mass
+        dr = fb[1:] * (beta[1:] - mean) / mass
+        dl[0] = 0.0  # beta_0 = 0 is fixed by symmetry
+        dr[-1] = 0.0  # beta_n = 1
+        step = _tridiagonal_solve(-0.5 * dl[1:], 1.0 - 0.5 * (dl + dr), -0.5 * dr[:-1],
+                                  -resid)
+        damping = 1.0
+        while True:  # keep the centroids increasing inside (0, 1)
+            new = c + damping * step
+            if new[0] > 0 and new[-1] < 1 and np.all(np.diff(new) > 0):
+                break
+            damping /= 2
+        small_step = bool(np.all(np.abs(new - c) <= _STEP_TOL * width))
+        c = new
+    else:
+        raise RuntimeError(
+            f"lloyd_max_codebook({dim}, {bits}): Newton's method did not reach the Lloyd-Max "
+            f"fixed point in {_MAX_NEWTON} steps (largest |c - E[t | cell]| / width "
+            f"{float(np.max(np.abs(resid) / width)):.3g})")
+    beta = _boundaries(c)
+    mass, _, err = _cell_integrals(beta, c, dim)
+    mse_coord = float(np.sum(err) / np.sum(mass))  # the returned codebook's own distortion
+    centroids = np.concatenate([-c[::-1], c])
+    boundaries = 0.5 * (centroids[1:] + centroids[:-1])  # the cells integrated above
+    centroids.setflags(write=False)
+    boundaries.setflags(write=False)
+    return centroids, boundaries, mse_coord
 
 
 def lloyd_max_codebook(dim: int, bits: int) -> tuple[np.ndarray, np.ndarray, float]:
     """Optimal ``bits``-bit scalar codebook for a coordinate of a random unit vector in R^dim.
 
-    Returns ``(centroids, boundaries, mse)``: ``2**bits`` increasing centroids, the
-    ``2**bits - 1`` decision boundaries (midpoints), and the per-coordinate mean squared error
-    (times ``dim`` it is the expected distortion ``E|u - u_hat|**2`` of a unit vector).
+    Parameters
+    ----------
+    dim : int
+        Dimension, ``2 <= dim <= 65536``.
+    bits : int
+        Bits per coordinate, ``1 <= bits <= 12``.
+
+    Returns
+    -------
+    centroids : ndarray
+        ``2**bits`` increasing, symmetric centroids: the Lloyd-Max fixed point of the
+        coordinate density ``f(t) ~ (1 - t**2)**((dim-3)/2)`` on ``[-1, 1]`` (each centroid
+        the conditional mean of its cell, to ``1e-12`` of the cell's width plus 8 float64
+        ulps, reached by a Newton step below ``1e-6`` of a width; claim T3).  For ``dim >= 3``
+        the density is log-concave and this fixed point is the unique optimal quantizer.  The
+        fixed-point equations are ill-conditioned in Lloyd's slow mode (Jacobian eigenvalue
+        about ``(pi/2**bits)**2``), so a centroid may sit farther from the exact fixed point
+        than its residual says: at ``dim = 3``, where the optimum is known, ``3e-12`` of a
+        width at ``bits = 8`` and ``3e-9`` at 12; the MSE is off by the square of that.
+    boundaries : ndarray
+        The ``2**bits - 1`` decision boundaries, ``(c[i] + c[i+1]) / 2`` in float64.
+    mse : float
+        The per-coordinate mean squared error ``E (t - Q(t))**2`` of exactly these centroids
+        and boundaries, by quadrature (not a fixed-point identity); ``dim * mse`` is the
+        expected distortion ``E|u - u_hat|**2`` of a unit vector.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``dim`` or ``bits`` not an int in range.
+    RuntimeError
+        If Newton's method does not converge (never observed in the supported range).
+
+    Notes
+    -----
+    Newton's method on ``R(c) = c - E[t | cell(c)]`` over the positive half (tridiagonal
+    Jacobian), from the Panter-Dite point density ``f**(1/3)``; cell integrals by
+    Gauss-Legendre quadrature in ``phi = arcsin(t)`` (see ``proofs/turboquant.md``, T3).
 
     Examples
     --------
@@ -83,9 +214,12 @@ def lloyd_max_codebook(dim: int, bits: int) -> tuple[np.ndarray, np.ndarray, flo
     1.0
     >>> round(128 * mse, 3)
     0.361
+    >>> c, b, mse = lloyd_max_codebook(3, 2)  # d = 3: t is uniform, the grid is uniform
+    >>> np.round(c, 12).tolist(), round(mse * 3 * 4**2, 12)
+    ([-0.75, -0.25, 0.25, 0.75], 1.0)
     """
-    _check_int("dim", dim, 2, 1 << 16)
-    _check_int("bits", bits, 1, 12)
+    _check_int("dim", dim, 2, MAX_CODEBOOK_DIM)
+    _check_int("bits", bits, 1, MAX_CODEBOOK_BITS)
     return _codebook_cached(int(dim), int(bits))
 
 
@@ -149,7 +283,8 @@ class TurboQuant:
     Parameters
     ----------
     dim : int
-        Vector dimension ``d >= 2``.
+        Vector dimension, ``2 <= d <= 8192`` (``MAX_DIM``: the rotation is a dense ``d x d``
+        float64 matrix, 512 MiB at the limit, and ``"prod"`` adds a second one).
     bits : int
         Bits per coordinate in total: 1-8 for ``"mse"``, 2-9 for ``"prod"`` (``bits - 1`` for
         the codebook and 1 for the QJL sign).
@@ -169,7 +304,11 @@ class TurboQuant:
     """
 
     def __init__(self, dim: int, bits: int, *, variant: str = "mse", seed: int = 0) -> None:
-        _check_int("dim", dim, 2, 1 << 16)
+        _check_int("dim", dim, 2, MAX_CODEBOOK_DIM)
+        if dim > MAX_DIM:
+            raise ValueError(f"Got {dim=}, but TurboQuant takes dim <= {MAX_DIM} (MAX_DIM): "
+                             f"its rotation is a dense dim x dim float64 matrix, "
+                             f"{dim * dim * 8 / 2**30:.0f} GiB at this dim")
         if variant not in _VARIANTS:
             raise ValueError(f"Got {variant=}, but the only valid values are 'mse', 'prod'")
         if variant == "mse":
@@ -197,15 +336,16 @@ class TurboQuant:
 
     @property
     def expected_distortion(self) -> float:
-        """``E|u - u_hat|**2`` of the ``mse`` codebook for a unit vector (``dim * mse``)."""
+        """``E|u - u_hat|**2`` of the ``mse`` codebook for a unit vector: ``dim`` times the
+        per-coordinate MSE of the returned centroids and boundaries, computed by quadrature
+        (:func:`lloyd_max_codebook`)."""
         return self.dim * self._mse_coord
 
     def _rows(self, x: object, name: str) -> tuple[np.ndarray, bool]:
-        arr = np.asarray(x)
+        # numpy, ml_dtypes (bfloat16, fp8) and torch input as quantize takes it; ragged
+        # lists, complex, bool, strings raise naming the argument
+        arr = as_float_array(x, name=name)
         shape = arr.shape
-        if arr.dtype == object or arr.dtype.kind not in "fiu":
-            raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be a real array")
-        arr = arr.astype(np.float64)
         single = arr.ndim == 1
         if single:
             arr = arr[None, :]
@@ -221,7 +361,9 @@ class TurboQuant:
         return self.centroids[idx] @ self.rotation
 
     def quantize(self, x: object) -> TurboQuantized:
-        """Quantize the rows of ``x`` (shape ``(n, dim)`` or ``(dim,)``)."""
+        """Quantize the rows of ``x`` (shape ``(n, dim)`` or ``(dim,)``): any real numpy,
+        ml_dtypes (bfloat16, fp8) or torch array, or a nested list, as :func:`quantize` takes
+        it (computed in float64); a ragged list, complex, bool or non-finite values raise."""
         arr, _ = self._rows(x, "x")
         norms, u = unit_rows(arr)
         z = u @ self.rotation.T
