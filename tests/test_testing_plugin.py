@@ -81,6 +81,20 @@ def test_bad_seed_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--numerics-seed='abc'*non-negative int or 'random'*"])
 
 
+def test_leading_zeros_are_a_decimal_seed(pytester: pytest.Pytester) -> None:
+    """--numerics-seed=007 is 7 (int(text, 0) rejected it as a usage error)."""
+    from numerics.testing.plugin import _parse_seed
+
+    assert [_parse_seed(t) for t in ("007", "0", "00", "12", "0x10", "0b11")] == \
+        [7, 0, 0, 12, 16, 3]
+    for bad in ("-007", "7.0", "0x", " "):
+        with pytest.raises(pytest.UsageError, match="non-negative int or 'random'"):
+            _parse_seed(bad)
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest(*PLUGIN, "-s", "--numerics-seed=007")
+    result.stdout.fnmatch_lines(["numerics: --numerics-seed=7", "*SEED 7*"])
+
+
 def test_profiles_are_registered_and_loadable(pytester: pytest.Pytester,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # A subprocess: loading a profile changes hypothesis' global settings.

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import decode, encode
-from numerics.formats import get_format
+from numerics import FORMATS, decode, encode
+from numerics.formats import Format, Infinity, NaNEncoding, get_format
 from numerics.testing import strategies as ns
 from numerics.testing.tolerances import (
     elementwise_bound,
@@ -59,6 +59,62 @@ def test_TOL1_one_rounding_every_code(fmt: str, mode: str) -> None:
         assert err <= bound, (fmt, mode, float(x))
         worst = max(worst, err / bound)
     assert worst >= Fraction(1, 2)                     # attained within a factor 2
+
+
+_NO_ZERO = (
+    Format(name="e3m2_nozero_fn", exponent_bits=3, trailing_bits=2, bias=3, subnormals=False,
+           infinity=Infinity.NONE, nan=NaNEncoding.TOP),
+    Format(name="e4m3_nozero", exponent_bits=4, trailing_bits=3, bias=7, subnormals=False),
+    Format(name="e4m0fnu", exponent_bits=4, trailing_bits=0, bias=7, signed=False,
+           subnormals=False, infinity=Infinity.NONE, nan=NaNEncoding.TOP),
+    Format(name="e3m1fnu", exponent_bits=3, trailing_bits=1, bias=3, signed=False,
+           subnormals=False, infinity=Infinity.NONE, nan=NaNEncoding.TOP),
+)
+
+
+@pytest.mark.parametrize("fmt", [get_format(n) for n in FORMATS] + list(_NO_ZERO),
+                         ids=lambda f: f.name)
+def test_TOL1_below_the_smallest_value_every_format(fmt: Format) -> None:
+    """TOL1 from 0 to 2**emin, where the underflow term decides: every registered format
+    (e8m0fnu included) and user formats without zero, signed and unsigned (x > 0 there),
+    rounded by numerics.encode in every mode and measured with exact Fractions; the bound
+    is attained within a factor 2 (the old eta = 2**(emin - 1) of formats without zero
+    failed: 1e-45 rounds to 2**-127 in e8m0fnu)."""
+    rnd = random.Random(fmt.name)
+    top = Fraction(2) ** fmt.emin
+    n = 1 << fmt.trailing_bits                              # subnormal codes, with 0
+    mags = sorted(set(range(min(n, 64))) | set(range(max(n - 64, 0), n)))
+    sub = [fmt.magnitude_value(m) for m in mags] if fmt.has_zero else [Fraction(0)]
+    sub += [top]                                            # the grid below 2**emin
+    xs: list[Fraction] = [Fraction(0)] if fmt.signed else []
+    for lo, hi in zip(sub, sub[1:]):
+        for t in (Fraction(1, 2**20), Fraction(1, 2), 1 - Fraction(1, 2**20),
+                  Fraction(rnd.randrange(1, 2**20), 2**20)):
+            xs.append(lo + (hi - lo) * t)
+    xs += [-x for x in xs if x] if fmt.signed else []
+    xs = [x for x in xs if Fraction(float(x)) == x]         # float64 inputs, exactly
+    xf = np.array([float(x) for x in xs])
+    for mode in MODES + ["rto"]:
+        got = decode(encode(xf, fmt, rounding=mode), fmt).astype(np.float64).tolist()
+        bound = elementwise_bound(xf, fmt, rounding=mode).tolist()
+        u, e = Fraction(unit_roundoff(fmt, mode)), Fraction(eta(fmt, mode))
+        worst = Fraction(0)
+        for x, g, b in zip(xs, got, bound):
+            err = abs(Fraction(g) - x)
+            assert err <= max(u * abs(x), e) <= Fraction(b), (fmt.name, mode, float(x), g)
+            worst = max(worst, err / max(u * abs(x), e))
+        if fmt.name != "binary64":        # there float64 inputs are values: no error
+            assert worst >= Fraction(1, 2), (fmt.name, mode, float(worst))
+    if not fmt.has_zero:                   # the smallest value, and zero, err by 2**emin
+        assert Fraction(eta(fmt)) == top
+
+
+def test_TOL1_underflow_term_of_binary64_is_not_zero() -> None:
+    """binary64's 2**-1075 is below the float range: evaluated as 2**-1074, an upper
+    bound, not as 0 (before: eta('binary64') was 0.0, no bound at all)."""
+    assert Fraction(eta("binary64")) == Fraction(2) ** -1074
+    assert Fraction(eta("binary64", "rtz")) == Fraction(2) ** -1074
+    assert float(elementwise_bound([0.0], "binary64")[0]) > 0
 
 
 @pytest.mark.parametrize("fmt", ["e4m3fn", "e2m1fn"])

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from numerics.dtypes import dtype_of, format_of_dtype
 from numerics.formats import Format, NaNEncoding, get_format
+from numerics.testing._intake import as_array, show_exact, split_exact
 
 __all__: list[str] = []
 
@@ -216,6 +218,131 @@ def floor_codes(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     frac = np.where(top, (a - fmt.max) / q_top, frac)
     sign = np.uint64(fmt.sign_mask)
     if fmt.signed:
-        keep = neg & ((mag != 0) | np.bool_(fmt.has_negative_zero))
+        # a negative value keeps its sign unless the code toward zero is a zero the
+        # format cannot sign (without zero, magnitude code 0 is 2**emin: signed)
+        keep = neg & ((mag != 0) | np.bool_(fmt.has_negative_zero or not fmt.has_zero))
         mag = np.where(keep, mag | sign, mag)
     return mag, frac
+
+
+def _frac_float(rest: Fraction, *, beyond: bool) -> float:
+    """``rest`` (``>= 0``) as a float that is 0 exactly when ``rest`` is, and below 1
+    unless ``beyond`` (then ``inf`` past the float range)."""
+    if rest == 0:
+        return 0.0
+    try:
+        out = float(rest)
+    except OverflowError:
+        return math.inf
+    if out == 0.0:
+        return math.ulp(0.0)          # a nonzero rest must not read as exact
+    if not beyond and out >= 1.0:
+        return 1.0 - 2.0**-53
+    return out
+
+
+def fraction_floor(fmt: Format, q: Fraction) -> tuple[int, float, Fraction]:
+    """:func:`floor_codes` for one exact value: ``(code, frac, rest)``.
+
+    ``rest`` is ``(|q| - value(code)) / spacing`` exactly and ``frac`` its
+    float64 value, but never rounded to 0 (it is 0 exactly when ``q`` is a
+    value of ``fmt``) nor, below ``max``, up to 1; beyond ``max`` both count
+    steps of the top binade (``frac`` is ``inf`` past the float64 range).
+    Values below the smallest value of a format without zero clamp to it with
+    ``rest = 0``.
+    """
+    mag_q = abs(q)
+    beyond = mag_q > fmt.max_exact
+    if beyond:
+        m = fmt.max_finite_code
+        rest = (mag_q - fmt.max_exact) / Fraction(2) ** (fmt.emax - fmt.trailing_bits)
+    else:
+        m = mag_floor(fmt, mag_q)
+        if m < 0:                     # below 2**emin without zero: clamps to it
+            m, rest = 0, Fraction(0)
+        else:
+            lo = fmt.magnitude_value(m)
+            rest = Fraction(0) if lo == mag_q else (mag_q - lo) / (
+                fmt.magnitude_value(m + 1) - lo)
+    code = m
+    if q < 0 and fmt.signed and (m != 0 or fmt.has_negative_zero or not fmt.has_zero):
+        code |= fmt.sign_mask
+    return code, _frac_float(rest, beyond=beyond), rest
+
+
+class ReadCodes(NamedTuple):
+    """What :func:`read_codes` reads from an array."""
+
+    #: uint64 codes (toward zero for a reference between two values).
+    codes: np.ndarray
+    #: Fraction of a step beyond ``codes`` (float64), or None when every element is a value.
+    frac: np.ndarray | None
+    #: float64 values of a reference (None when every element is a value).
+    real: np.ndarray | None
+    #: The exact ``frac`` (flat index -> Fraction) where the float64 one is rounded.
+    exact_frac: dict[int, Fraction]
+
+
+def read_codes(arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool = False,
+               hint: str = "") -> ReadCodes:
+    """Codes of ``fmt`` from an array.
+
+    An array of ``fmt``'s own dtype is read bit for bit; one of the unsigned
+    dtype ``fmt.code_dtype`` as codes.  Anything else is taken at its exact
+    value (integers, Fractions, Decimals and long doubles too: nothing is
+    rounded to float64 first) and must be a value of ``fmt``, or with
+    ``real_ok`` a finite reference within the float64 range, which gives the
+    code toward zero and ``frac`` (see :func:`floor_codes`) with ``real`` its
+    float64 value.  Raises ValueError naming the first element that is neither
+    (``hint`` is appended to the message).
+    """
+    native = native_dtype(fmt)
+    if native is not None and arr.dtype == native:
+        width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[native.itemsize]
+        codes = arr.view(width).astype(np.uint64) & np.uint64((1 << fmt.bits) - 1)
+        return ReadCodes(codes, None, None, {})
+    if arr.dtype.kind == "u" and arr.dtype == fmt.code_dtype:
+        codes = arr.astype(np.uint64)
+        if codes.size and int(codes.max()) >= fmt.num_codes:
+            bad = int(np.argmax(codes >= fmt.num_codes))
+            raise ValueError(f"Got {name} with code {int(codes.flat[bad])} at flat index "
+                             f"{bad}, but {fmt.name} has only {fmt.num_codes} codes")
+        return ReadCodes(codes, None, None, {})
+    as64, rest = split_exact(arr)
+    shape = as64.shape
+    codes, ok = (v.ravel().copy() for v in values_to_codes(as64, fmt))
+    between: dict[int, tuple[int, float, Fraction]] = {}
+    for i, q in rest.items():          # float64 rounded these: decide them exactly
+        floor = fraction_floor(fmt, q)
+        if floor[2] == 0:
+            codes[i], ok[i] = floor[0], True
+        else:
+            ok[i] = False
+            between[i] = floor
+    if ok.all():
+        return ReadCodes(codes.reshape(shape), None, None, {})
+    finite = np.isfinite(as64).ravel()
+    if real_ok and (ok | finite).all():
+        floor_code, floor_frac = floor_codes(np.where(finite, as64.ravel(), 0.0), fmt)
+        codes = np.where(ok, codes, floor_code)
+        fracs = np.where(ok, 0.0, floor_frac)
+        exact_frac: dict[int, Fraction] = {}
+        for i, (code, frac, exact) in between.items():
+            codes[i], fracs[i] = code, frac
+            if frac != exact:
+                exact_frac[i] = exact
+        return ReadCodes(codes.reshape(shape), fracs.reshape(shape), as64, exact_frac)
+    # the first element that is neither a value nor (with real_ok) a finite reference
+    bad = int(np.argmin(ok | (finite & real_ok)))
+    shown = show_exact(rest[bad]) if bad in rest else repr(float(as64.flat[bad]))
+    if bad in rest and not finite[bad]:
+        raise ValueError(f"Got {name}.flat[{bad}]={shown}, beyond the float64 range; use "
+                         "assert_within_bound for exact values")
+    raise ValueError(f"Got {name}.flat[{bad}]={shown}, which is not a value of {fmt.name}"
+                     + hint)
+
+
+def result_codes(x: object, fmt: Format, name: str) -> np.ndarray:
+    """Codes of what a kernel returned (any input :func:`as_array` takes), each a value of
+    ``fmt`` (ValueError naming the first that is not)."""
+    return read_codes(as_array(x, name, exact=True), fmt, name).codes

@@ -7,8 +7,13 @@ nested lists of them.  An array in a float dtype that holds one format is
 read bit for bit; an array of an unsigned integer dtype equal to
 ``fmt.code_dtype`` is read as codes of ``fmt`` (what
 :func:`numerics.testing.strategies.arrays` gives for formats without a
-dtype); anything else is converted to float64.  ``None``, strings, complex
-numbers and the like raise TypeError; ragged lists raise ValueError.
+dtype); anything else is read at its exact value: floats, integers (beyond
+``2**53`` too), Fractions, Decimals and long doubles alike, never rounded to
+float64 first.  A value that is not one of the format raises ValueError
+naming it (only the reference ``desired`` of :func:`assert_ulp_close` may lie
+between two values; :func:`assert_within_bound` takes exact values of any
+size).  ``None``, strings, complex numbers and the like raise TypeError;
+ragged lists raise ValueError.
 
 Failure messages are plain text: the number of failing elements, the worst
 case, the first failing indices with both values and their bits side by
@@ -28,7 +33,6 @@ distance is fractional, and a correctly rounded result is within 0.5 ulp.
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -39,14 +43,12 @@ from numerics.formats import Format, as_format
 from numerics.testing._codes import (
     code_to_float,
     dtype_format_name,
-    floor_codes,
     is_nan_codes,
-    native_dtype,
     ordinal_distance,
     ordinals,
-    values_to_codes,
+    read_codes,
 )
-from numerics.testing._intake import as_array
+from numerics.testing._intake import as_array, exact_value
 
 __all__ = [
     "ALGORITHMS",
@@ -93,47 +95,20 @@ class _Side:
     value of the format, the float64 values and the fractional part beyond the code."""
 
     def __init__(self, arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool) -> None:
-        native = native_dtype(fmt)
-        self.frac: np.ndarray | None = None
-        self.real: np.ndarray | None = None
-        if native is not None and arr.dtype == native:
-            width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[native.itemsize]
-            self.codes = arr.view(width).astype(np.uint64) & np.uint64((1 << fmt.bits) - 1)
-            return
-        if arr.dtype.kind == "u" and arr.dtype == fmt.code_dtype:
-            codes = arr.astype(np.uint64)
-            if codes.size and int(codes.max()) >= fmt.num_codes:
-                bad = int(np.argmax(codes >= fmt.num_codes))
-                raise ValueError(f"Got {name} with code {int(codes.flat[bad])} at flat index "
-                                 f"{bad}, but {fmt.name} has only {fmt.num_codes} codes")
-            self.codes = codes
-            return
-        if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
-            raise TypeError(f"Got {name} of dtype {arr.dtype}; pass float64 or narrower")
-        with np.errstate(invalid="ignore", over="ignore"):
-            as64 = np.asarray(arr, dtype=np.float64)
-        codes, ok = values_to_codes(as64, fmt)
-        if ok.all():
-            self.codes = codes
-            return
-        finite = np.isfinite(as64)
-        if not real_ok or not (ok | finite).all():
-            bad = int(np.argmin(ok.ravel()))
-            raise ValueError(
-                f"Got {name}.flat[{bad}]={float(as64.ravel()[bad])!r}, which is not a value "
-                f"of {fmt.name}; round it first (numerics.round_to)"
-                + ("" if real_ok else " or compare it as the reference, desired=")
-            )
-        floor, frac = floor_codes(np.where(finite, as64, 0.0), fmt)
-        self.codes = np.where(ok, codes, floor)
-        self.frac = np.where(ok, 0.0, frac)
-        self.real = as64
+        hint = "; round it first (numerics.round_to)" + (
+            "" if real_ok else " or compare it as the reference, desired=")
+        read = read_codes(arr, fmt, name, real_ok=real_ok, hint=hint)
+        self.codes, self.frac, self.real = read.codes, read.frac, read.real
+        # the exact frac where float64 rounds it (a Fraction reference), by flat index
+        # of this argument; ``index`` maps the broadcast shape back to those indices
+        self.exact_frac = read.exact_frac
+        self.index: np.ndarray | None = None
 
 
 def _read_pair(actual: Any, desired: Any, fmt: Format | str | None, *, real_ok: bool
                ) -> tuple[Format, np.ndarray, _Side]:
-    a_arr = as_array(actual, "actual")
-    d_arr = as_array(desired, "desired")
+    a_arr = as_array(actual, "actual", exact=True)
+    d_arr = as_array(desired, "desired", exact=True)
     f = _infer_format(a_arr, d_arr, fmt)
     a = _Side(a_arr, f, "actual", real_ok=False)
     d = _Side(d_arr, f, "desired", real_ok=real_ok)
@@ -142,11 +117,13 @@ def _read_pair(actual: Any, desired: Any, fmt: Format | str | None, *, real_ok: 
     except ValueError:
         raise ValueError(f"Got actual of shape {a.codes.shape} and desired of shape "
                          f"{d.codes.shape}, which do not broadcast") from None
-    stretched = shape != a.codes.shape and a.codes.ndim != 0
+    stretched = shape != a.codes.shape
     emptied = 0 in shape and d.codes.size > 0 and d.codes.ndim != 0
     if stretched or emptied:  # a result of the wrong shape would pass
         raise ValueError(f"Got actual of shape {a.codes.shape} and desired of shape "
                          f"{d.codes.shape}, but desired must broadcast to actual's shape")
+    if d.exact_frac:
+        d.index = np.broadcast_to(np.arange(d.codes.size).reshape(d.codes.shape), shape)
     d.codes = np.broadcast_to(d.codes, shape)
     if d.frac is not None and d.real is not None:
         d.frac = np.broadcast_to(d.frac, shape)
@@ -269,8 +246,27 @@ class _Comparison:
                             np.where(self.towards, self.idist >= np.uint64(m + 1),
                                      self.idist >= np.uint64(m)))
             over = np.where(self.frac >= 1, self.dist > float(m), over)
-            return numeric & over
-        return numeric & (self.dist > float(max_ulp))
+        else:
+            over = self.dist > float(max_ulp)
+        return numeric & self._exactly(over, max_ulp)
+
+    def _exactly(self, over: np.ndarray, max_ulp: int | float) -> np.ndarray:
+        """``over`` decided again in Fractions where the reference's frac is rounded
+        (a Fraction reference within 2**-53 of a step of the bound, e.g. a near tie)."""
+        if self.d.index is None:
+            return over
+        exact = self.d.exact_frac
+        flagged = np.flatnonzero(np.isin(self.d.index, list(exact)))
+        if not flagged.size:
+            return over
+        over = over.copy()
+        bound = Fraction(max_ulp)
+        for k in flagged.tolist():
+            q = exact[int(self.d.index.flat[k])]
+            i = int(self.idist.flat[k])
+            dist = abs(i - q) if self.towards.flat[k] else i + q
+            over.flat[k] = dist > bound
+        return over
 
 
 # --------------------------------------------------------------------------- messages
@@ -420,15 +416,33 @@ def assert_ulp_close(
     where the distance is the exact number of steps between the two codes in
     the ordered list of ``fmt``'s values (see the module docstring).
     ``desired`` may be a more precise reference (float64 against a bfloat16
-    result): its distance is then fractional, and ``max_ulp=0.5`` asserts
-    correct rounding to nearest.
+    result, or integers, Fractions and Decimals, taken at their exact values):
+    its distance is then fractional, and ``max_ulp=0.5`` asserts rounding to
+    a nearest value.
+
+    What ``max_ulp=0.5`` certifies, exactly: each result is a value of
+    ``fmt`` nearest to ``desired`` (at most half a step from it).  It does
+    not fix the tie rule: at a tie both neighbours are 0.5 ulp away, so a
+    round-half-away (``rna``) kernel passes where ``rne`` was meant; to pin
+    the tie rule, compare bit for bit (:func:`assert_bitwise_equal`) with a
+    reference rounded in that mode (``numerics.round_to(x, fmt,
+    rounding="rne")``) on inputs that include ties
+    (:func:`numerics.testing.strategies.ties`).
+    (:func:`~numerics.testing.assert_rounded_from` accepts either neighbour
+    of every value, ties included: it checks the bracket, not the mode.)
+    Nor does it see the sign of a zero unless ``signed_zeros=True``: with
+    the default (False for every ``max_ulp`` but 0), a ``+0`` where ``-0``
+    was desired passes.
 
     Parameters
     ----------
     actual : array_like or torch.Tensor
         Values (or codes) of ``fmt``.
     desired : array_like or torch.Tensor
-        Values of ``fmt``, or any float64 reference; broadcastable to ``actual``.
+        Values of ``fmt``, or any finite reference within the float64 range
+        (floats, integers, Fractions, Decimals: their exact values);
+        broadcastable to ``actual``'s shape (so a 0-d ``actual`` needs a
+        0-d ``desired``).
     max_ulp : int or float
         The largest distance allowed, ``>= 0`` (any size: ``2**70`` allows every
         finite pair).
@@ -445,7 +459,8 @@ def assert_ulp_close(
     signed_zeros : bool or None
         Count ``-0`` and ``+0`` one ulp apart (formats that have ``-0``).
         None (default): True when ``max_ulp == 0`` (so a lost ``-0`` fails a
-        bit-exact check), False otherwise.  Either way the report marks such
+        bit-exact check), False otherwise (so ``max_ulp=0.5`` passes a lost
+        ``-0``: pass True to catch it).  Either way the report marks such
         pairs ``(-0 vs +0)``.
 
     Raises
@@ -536,28 +551,6 @@ def assert_bitwise_equal(
         raise AssertionError(_report("Not bitwise equal", c, failing))
 
 
-_HUGE_DIGITS = 4000   # a Decimal beyond 10**+-4000 becomes a proxy (see assert_within_bound)
-
-
-def _exact_value(v: Any) -> tuple[Fraction | float, str | None]:
-    """``(value, shown)``: a Fraction (or a float NaN/inf) and, for proxies, the original text."""
-    if isinstance(v, Decimal):
-        if not v.is_finite():
-            return float(v), None
-        if v.is_zero():
-            return Fraction(0), None
-        exponent = v.adjusted()
-        if abs(exponent) > _HUGE_DIGITS:
-            sign = -1 if v.is_signed() else 1
-            power = _HUGE_DIGITS + 1 if exponent > 0 else -_HUGE_DIGITS - 1
-            return sign * Fraction(10) ** power, str(v)
-        return Fraction(v), None
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        return (f, None) if not math.isfinite(f) else (Fraction(f), None)
-    return Fraction(v), None
-
-
 def _exact_list(x: Any, name: str) -> tuple[list[tuple[Fraction | float, str | None]],
                                            tuple[int, ...]]:
     arr = as_array(x, name, exact=True)
@@ -568,7 +561,7 @@ def _exact_list(x: Any, name: str) -> tuple[list[tuple[Fraction | float, str | N
     else:
         with np.errstate(invalid="ignore", over="ignore"):
             items = arr.astype(np.float64).ravel().tolist()
-    return [_exact_value(v) for v in items], arr.shape
+    return [exact_value(v) for v in items], arr.shape
 
 
 def _show(v: Fraction | float, shown: str | None) -> str:
@@ -628,7 +621,7 @@ def assert_within_bound(actual: Any, exact: Any, bound: Any) -> None:
     except ValueError:
         raise ValueError(f"Got actual of shape {shape_a}, exact of shape {shape_e} and "
                          f"bound of shape {shape_b}, which do not broadcast") from None
-    if (shape != tuple(shape_a) and len(shape_a) != 0) or (
+    if shape != tuple(shape_a) or (
             0 in shape and math.prod(shape_e) > 0 and len(shape_e) != 0):
         raise ValueError(f"Got actual of shape {shape_a} and exact of shape {shape_e}, but "
                          "exact and bound must broadcast to actual's shape")

@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 
 from numerics.formats import Format, NaNEncoding, as_format
-from numerics.testing._codes import code_to_float, is_nan_codes, native_dtype, ordinals
+from numerics.testing._codes import (
+    code_to_float,
+    is_nan_codes,
+    native_dtype,
+    ordinals,
+    result_codes,
+)
 
 __all__ = ["ExhaustiveReport", "MismatchClass", "exhaustive"]
 
@@ -117,7 +123,6 @@ def _run_chunk(kernel: Callable[[Any], Any], from_name: str, to_name: str, start
                stop: int, options: dict[str, Any]) -> ExhaustiveReport:
     """Check codes ``start .. stop - 1`` of ``from_name`` (a pure function: Dask runs it)."""
     from numerics import decode, encode
-    from numerics.testing.stochastic import _codes
 
     f, t = as_format(from_name), as_format(to_name)
     report = ExhaustiveReport(from_name, to_name)
@@ -134,7 +139,7 @@ def _run_chunk(kernel: Callable[[Any], Any], from_name: str, to_name: str, start
         keep = ~is_nan_codes(codes, f)
         report.skipped = int((~keep).sum())
     with np.errstate(all="ignore"):   # every NaN and inf goes in: numpy's cast warnings
-        got = _codes(kernel(inputs), t, "kernel(x)")
+        got = result_codes(kernel(inputs), t, "kernel(x)")
     if got.shape != codes.shape:
         raise ValueError(f"Got kernel(x) of shape {got.shape} for x of shape {codes.shape}")
     want = np.zeros(codes.shape, dtype=np.uint64)

@@ -3,11 +3,12 @@
 Options
 -------
 ``--numerics-seed=N``
-    The seed of the ``numerics_seed`` and ``numerics_rng`` fixtures.  The
-    default is 0, so every run is reproducible without flags;
-    ``--numerics-seed=random`` draws a fresh seed, which the header shows so a
-    failing run can be replayed.  Under pytest-xdist every worker uses the seed
-    the controller drew and printed.
+    The seed of the ``numerics_seed`` and ``numerics_rng`` fixtures: a
+    non-negative int in decimal (leading zeros allowed: ``007`` is 7) or
+    with a ``0x``/``0o``/``0b`` prefix.  The default is 0, so every run is
+    reproducible without flags; ``--numerics-seed=random`` draws a fresh seed,
+    which the header shows so a failing run can be replayed.  Under
+    pytest-xdist every worker uses the seed the controller drew and printed.
 
 The seed is printed in the report header (``numerics: --numerics-seed=0``)
 and added as a "numerics" section to the report of every failing test that
@@ -58,11 +59,14 @@ def _parse_seed(text: str) -> int | str:
     if text == "random":
         return text
     try:
-        value = int(text, 0)
+        # plain decimal digits are decimal, leading zeros included ("007" is 7); other
+        # text as Python writes ints ("0x2A", "1_000")
+        value = int(text, 10) if text.isascii() and text.isdigit() else int(text, 0)
     except ValueError:
         raise pytest.UsageError(
-            f"Got --numerics-seed={text!r}, but it must be a non-negative int or 'random'"
-        )
+            f"Got --numerics-seed={text!r}, but it must be a non-negative int or 'random' "
+            "(decimal digits, or an int with a 0x/0o/0b prefix)"
+        ) from None
     if value < 0:
         raise pytest.UsageError(f"Got --numerics-seed={value}, but it must be >= 0")
     return value

@@ -7,16 +7,17 @@ has, and the only per-call property of stochastic rounding).
 times and tests, with a stated false-alarm rate, that it rounds away from
 zero with the exact probability ``(|x| - |down|) / (|up| - |down|)``.
 
-The exact values are read from float64 (or narrower) arrays, torch tensors,
-or object arrays of :class:`fractions.Fraction`; the neighbours are computed
-here from the format's fields, independently of :mod:`numerics.encoding`.
+The exact values are read from float arrays, torch tensors, integer arrays
+and object arrays of ints, :class:`fractions.Fraction` or
+:class:`decimal.Decimal`, each at its exact value (of any size: ``10**400``
+is beyond ``max`` of every format); the neighbours are computed here from
+the format's fields, independently of :mod:`numerics.encoding`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -25,124 +26,102 @@ from numerics.formats import Format, as_format
 from numerics.testing._codes import (
     code_to_float,
     floor_codes,
+    fraction_floor,
     is_nan_codes,
-    mag_floor,
-    native_dtype,
+    result_codes,
     values_to_codes,
 )
-from numerics.testing._intake import as_array
+from numerics.testing._intake import as_array, show_exact, split_exact
 
 __all__ = ["assert_rounded_from", "assert_stochastic_rounding"]
 
 _SHOW = 5
 
 
-def _codes(x: Any, f: Format, name: str) -> np.ndarray:
-    arr = as_array(x, name)
-    native = native_dtype(f)
-    if native is not None and arr.dtype == native:
-        width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[native.itemsize]
-        return arr.view(width).astype(np.uint64) & np.uint64((1 << f.bits) - 1)
-    if arr.dtype.kind == "u" and arr.dtype == f.code_dtype:
-        return arr.astype(np.uint64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        as64 = np.asarray(arr, dtype=np.float64)
-    codes, ok = values_to_codes(as64, f)
-    if not ok.all():
-        bad = int(np.argmin(ok.ravel()))
-        raise ValueError(f"Got {name}.flat[{bad}]={float(as64.ravel()[bad])!r}, which is not "
-                         f"a value of {f.name}")
-    return codes
-
-
 class _Bracket:
-    """For each exact value: the code toward zero, the code away from zero, and the
-    probability ``frac`` of rounding away (0 where the value is exact)."""
+    """For each exact value: the code toward zero (``down``), the code away from zero
+    (``up``), and the probability ``frac`` of rounding away (0 where the value is exact).
+
+    ``special`` marks NaN and the infinities, ``nan_only`` the values an unsigned
+    format holds no neighbour of (zero and below: they encode to NaN).
+    """
 
     def __init__(self, exact: Any, f: Format) -> None:
         arr = as_array(exact, "exact", exact=True)
-        if arr.dtype.kind == "O":
-            self._from_fractions(arr, f)
-        else:
-            with np.errstate(invalid="ignore", over="ignore"):
-                x = np.asarray(arr, dtype=np.float64)
-            self._from_floats(x, f)
-        self.shape = self.down.shape
-
-    def _from_floats(self, x: np.ndarray, f: Format) -> None:
+        x, self.rest = split_exact(arr)          # float64, and what it rounded: exactly
         finite = np.isfinite(x)
         down, frac = floor_codes(np.where(finite, x, 0.0), f)
         codes, ok = values_to_codes(x, f)
-        exact = ok & finite
-        self.down = np.where(exact, codes, down)
-        self.frac = np.where(finite & ~exact, frac, 0.0)
+        held = ok & finite
+        self.down = np.where(held, codes, down)
+        self.frac = np.where(finite & ~held, frac, 0.0)
+        self.special = np.array(~finite)         # NaN and infinities
+        self.negative = np.array(np.signbit(x))
+        positive = np.array(x > 0)
+        for i, q in self.rest.items():           # beyond float64, or not a float64
+            self.down.flat[i], self.frac.flat[i], _ = fraction_floor(f, q)
+            self.special.flat[i] = False
+            self.negative.flat[i], positive.flat[i] = q < 0, q > 0
         self.real = x
-        self.special = ~finite          # NaN and infinities
         self.special_codes, self.special_ok = codes, ok
-        self._finish(f)
-
-    def _from_fractions(self, arr: np.ndarray, f: Format) -> None:
-        items = arr.ravel().tolist()
-        down = np.zeros(len(items), dtype=np.uint64)
-        frac = np.zeros(len(items))
-        real = np.zeros(len(items))
-        for i, v in enumerate(items):
-            q = Fraction(v)
-            mag_q = abs(q)
-            top = mag_q > f.max_exact
-            m = f.max_finite_code if top else mag_floor(f, mag_q)
-            lo = f.magnitude_value(max(m, 0))
-            if top:
-                step = Fraction(2) ** (f.emax - f.trailing_bits)
-            else:
-                step = f.magnitude_value(m + 1) - lo
-            frac[i] = float((mag_q - lo) / step) if m >= 0 else 0.0
-            code = max(m, 0)
-            if q < 0 and f.signed and (code != 0 or f.has_negative_zero):
-                code |= f.sign_mask
-            down[i] = code
-            real[i] = float(q) if abs(q) < 2**1000 else math.copysign(math.inf, q)
-        shape = arr.shape
-        self.down, self.frac, self.real = down.reshape(shape), frac.reshape(shape), \
-            real.reshape(shape)
-        self.special = np.zeros(shape, dtype=bool)
-        self.special_codes = self.down
-        self.special_ok = np.zeros(shape, dtype=bool)
-        self._finish(f)
-
-    def _finish(self, f: Format) -> None:
+        self.shape = self.down.shape
+        self.nan_only = np.zeros(self.shape, dtype=bool)
+        if not f.signed:
+            self.nan_only = ~positive & ~np.isnan(x)
+            self.down = np.where(self.nan_only, np.uint64(f.code_of_nan), self.down)  # type: ignore[arg-type]
+            self.frac = np.where(self.nan_only, 0.0, self.frac)
+            self.negative = np.zeros(self.shape, dtype=bool)
         mag = self.down & np.uint64(f.magnitude_mask)
         # the sign of the value itself: down may be +0 for a small negative value in a
         # format without -0, while up (the smallest magnitude) keeps the minus sign
-        sign = np.where(np.signbit(self.real), np.uint64(f.sign_mask), np.uint64(0))
+        sign = np.where(self.negative, np.uint64(f.sign_mask), np.uint64(0))
         beyond = (mag == np.uint64(f.max_finite_code)) & (self.frac > 0) & ~self.special
-        up_mag = np.where(beyond, mag, mag + np.uint64(1))
-        if not f.signed:
-            sign = np.zeros_like(sign)
-        up = up_mag | sign
+        up = np.where(beyond, mag, mag + np.uint64(1)) | sign
         # a negative value toward zero from -smallest is -0 where the format has it
         self.up = np.where(self.frac > 0, up, self.down)
         self.beyond = beyond
+        if self.special.any():   # shown in messages: what each special may become
+            self._special_neighbours(f)
+
+    def _special_neighbours(self, f: Format) -> None:
+        """``down``/``up`` of NaN and the infinities (for the messages; :func:`_allowed`
+        decides them): the code itself, or ``+-max`` and NaN for an infinity without one."""
+        sign = np.where(self.negative & np.bool_(f.signed), np.uint64(f.sign_mask),
+                        np.uint64(0))
+        nan = np.uint64(f.code_of_nan if f.code_of_nan is not None else 0)
+        top = np.uint64(f.max_finite_code) | sign
+        held = self.special_ok & self.special
+        unheld_inf = self.special & np.isinf(self.real) & ~self.special_ok & ~self.nan_only
+        self.down = np.where(held, self.special_codes,
+                             np.where(unheld_inf, top, np.where(self.special, nan, self.down)))
+        self.up = np.where(unheld_inf & np.bool_(f.has_nan), nan,
+                           np.where(self.special, self.down, self.up))
+
+    def text(self, k: int) -> str:
+        """The exact value at flat index ``k``, as the message shows it."""
+        q = self.rest.get(k)
+        return repr(float(self.real.ravel()[k])) if q is None else show_exact(q)
 
 
 def _allowed(b: _Bracket, result: np.ndarray, f: Format) -> np.ndarray:
     """Whether each result code is a neighbour of its exact value."""
     ok = (result == b.down) | (result == b.up)
     nan_r = is_nan_codes(result, f)
+    sign = np.where(b.negative & np.bool_(f.signed), np.uint64(f.sign_mask), np.uint64(0))
     # beyond max: max, or the overflow code (inf, or NaN in formats without inf)
     if f.has_infinity:
-        over = (result & np.uint64(f.magnitude_mask)) == np.uint64(f.code_of_inf)  # type: ignore[arg-type]
-        over &= (result & np.uint64(f.sign_mask)) == (b.down & np.uint64(f.sign_mask))
+        over = result == (np.uint64(f.code_of_inf) | sign)  # type: ignore[arg-type]
     else:
         over = nan_r
     ok |= b.beyond & over
     if b.special.any():
         nan_x = np.isnan(b.real)
         same = b.special_ok & (result == b.special_codes)
-        inf_no_code = np.isinf(b.real) & ~b.special_ok & (nan_r | (
-            (result & np.uint64(f.magnitude_mask)) == np.uint64(f.max_finite_code)))
+        # an infinity the format cannot hold: NaN, or max of the same sign (saturation)
+        inf_no_code = np.isinf(b.real) & ~b.special_ok & (
+            nan_r | (result == (np.uint64(f.max_finite_code) | sign)))
         ok = np.where(b.special, np.where(nan_x, nan_r, same | inf_no_code), ok)
-    return ok
+    return np.where(b.nan_only, nan_r, ok)
 
 
 def _bits(code: int, f: Format) -> str:
@@ -166,7 +145,7 @@ def _bracket_report(title: str, b: _Bracket, result: np.ndarray, bad: np.ndarray
     for k in flat[:_SHOW]:
         r, d, u = (int(v.ravel()[k]) for v in (result, b.down, b.up))
         rows.append([_index(int(k), b.shape), repr(code_to_float(f, r)), _bits(r, f),
-                     repr(float(b.real.ravel()[k])),
+                     b.text(int(k)),
                      f"{code_to_float(f, d)!r} {_bits(d, f)}",
                      f"{code_to_float(f, u)!r} {_bits(u, f)}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -182,7 +161,12 @@ def assert_rounded_from(result: Any, exact: Any, fmt: Format | str) -> None:
     ``-smallest`` has ``down = -0`` where the format has ``-0``), the result
     must be ``down`` or ``up``; an ``x`` that is a value of ``fmt`` must come
     back exactly.  Beyond ``max`` the neighbours are ``max`` and the overflow
-    code (the infinity, or NaN in formats without one); NaN must give NaN.
+    code (the infinity, or NaN in formats without one), with the sign of
+    ``x``; an infinite ``x`` must give the same infinity, or in a format
+    without infinities NaN or ``max`` of its sign (saturation); NaN must give
+    NaN.  Below ``2**emin`` a format without zero has only ``sign(x) 2**emin``
+    (``+2**emin`` for zero), and an unsigned format (e8m0fnu) holds no
+    neighbour of zero or of a negative ``x``: the result must be NaN.
     This is the bracket every rounding mode satisfies, and the only
     per-call property of stochastic rounding.
 
@@ -191,8 +175,9 @@ def assert_rounded_from(result: Any, exact: Any, fmt: Format | str) -> None:
     result : array_like or torch.Tensor
         Values (or codes) of ``fmt``.
     exact : array_like
-        The exact values: float64 or narrower arrays, torch tensors, or object
-        arrays of :class:`fractions.Fraction`; same shape as ``result``.
+        The exact values: float arrays, torch tensors, integer arrays, or
+        object arrays of ints, :class:`fractions.Fraction` or
+        :class:`decimal.Decimal` (each taken exactly); same shape as ``result``.
     fmt : Format or str
         The format of ``result``.
 
@@ -209,7 +194,7 @@ def assert_rounded_from(result: Any, exact: Any, fmt: Format | str) -> None:
     """
     f = as_format(fmt)
     b = _Bracket(exact, f)
-    r = _codes(result, f, "result")
+    r = result_codes(result, f, "result")
     if r.shape != b.shape:
         raise ValueError(f"Got result of shape {r.shape} and exact of shape {b.shape}; "
                          "they must be equal")
@@ -242,6 +227,30 @@ def _two_sided_p(k: np.ndarray, p: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _pooled_cause(per_call: np.ndarray, p: np.ndarray) -> str:
+    """What a failing pooled test most likely saw: roundings that depend on each other
+    within a call, or a bias every element shares.
+
+    Independent roundings give per-call counts of variance ``sum p (1 - p)``; a
+    random number shared by the elements of a call moves them together and
+    multiplies that variance (about ``m`` times for ``m`` equal ``p``), while a
+    shared bias moves the mean and leaves the variance.  The ratio decides the
+    wording only: the tests themselves are the binomial and Bernstein tests.
+    """
+    v = float((p * (1 - p)).sum())
+    n = per_call.size
+    if n < 2 or v == 0:
+        return "the pooled count is off: a bias shared by the elements"
+    ratio = float(per_call.var(ddof=1)) / v
+    spread = (f"per call, the count of elements rounded away varies {ratio:.3g} times as "
+              f"much as independent roundings would")
+    if p.size > 1 and ratio > 1.5 and ratio > 1 + 8 * math.sqrt(2 / (n - 1)):
+        return (spread + ": the elements are not rounded independently (one random "
+                "number shared by the elements of a call?); each element needs its own draw")
+    return spread + ("; every element leans the same way: a bias shared by the elements "
+                     "(such as u <= frac for u < frac)")
+
+
 def assert_stochastic_rounding(
     kernel: Callable[[Any, int], Any],
     x: Any,
@@ -267,6 +276,14 @@ def assert_stochastic_rounding(
     as ``u <= frac`` for ``u < frac``).  A correct kernel therefore fails with
     probability at most ``alpha`` (default ``1e-6``).  Elements beyond
     ``max`` are only bracket-checked.
+
+    The elements of one call must be rounded independently, each with its
+    own random draw: the variance ``V`` assumes it, so with enough elements
+    the pooled test also fails a kernel that shares one random number among
+    the elements of a call, although each element alone follows its law.
+    The message tells the two causes apart by the spread of the per-call
+    counts of elements rounded away (``V / trials`` for independent
+    roundings; a shared draw multiplies it).
 
     Parameters
     ----------
@@ -308,16 +325,19 @@ def assert_stochastic_rounding(
         raise TypeError(f"Got {kernel=!r}, but it must be callable as kernel(x, seed)")
     b = _Bracket(x, f)
     away = np.zeros(b.shape, dtype=np.int64)
+    live = (b.frac > 0) & ~b.beyond
+    per_call = np.zeros(int(trials), dtype=np.int64)   # inexact elements rounded away
     for seed in range(int(trials)):
-        r = _codes(kernel(x, seed), f, f"kernel(x, {seed})")
+        r = result_codes(kernel(x, seed), f, f"kernel(x, {seed})")
         if r.shape != b.shape:
             raise ValueError(f"Got kernel(x, {seed}) of shape {r.shape}, but x has shape "
                              f"{b.shape}")
         bad = ~_allowed(b, r, f)
         if bad.any():
             raise AssertionError(_bracket_report(f"kernel(x, seed={seed})", b, r, bad, f))
-        away += (r == b.up) & (b.up != b.down)
-    live = (b.frac > 0) & ~b.beyond
+        went = (r == b.up) & (b.up != b.down)
+        away += went
+        per_call[seed] = int((went & live).sum())
     k, p = away[live], b.frac[live]
     n = int(trials)
     m = int(live.sum())
@@ -335,11 +355,14 @@ def assert_stochastic_rounding(
     lines = [f"Not stochastic rounding (alpha = {alpha:g}, {n} trials, {f.name})",
              f"{int(failing.sum())} of {m} inexact elements fail the binomial test; pooled: "
              f"{total} away from zero, {expected:.6g} expected"
-             + (f" (Bernstein p <= {pooled_p:.2g})" if pooled_fail else "")]
+             + ((f" (Bernstein p <= {pooled_p:.2g})" if pooled_p > 0
+                 else " (Bernstein p < 1e-300)") if pooled_fail else "")]
+    if pooled_fail:
+        lines.append(_pooled_cause(per_call, p))
     idx = np.flatnonzero(live.ravel())
     rows = [["index", "x", "p", "away", "expected", "p-value"]]
     for i in np.flatnonzero(failing)[:_SHOW]:
-        rows.append([_index(int(idx[i]), b.shape), repr(float(b.real.ravel()[idx[i]])),
+        rows.append([_index(int(idx[i]), b.shape), b.text(int(idx[i])),
                      f"{p[i]:.6g}", str(int(k[i])), f"{n * p[i]:.6g}", f"{pvals[i]:.2g}"])
     if len(rows) > 1:
         widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]

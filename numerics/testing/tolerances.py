@@ -7,11 +7,13 @@ TOL1-TOL5, each tested by id in ``tests/test_testing_tolerances.py``).  With
 * unit roundoff ``u = 2**-p`` for round to nearest, ``2**(1-p)`` for the
   other modes;
 * underflow term ``eta = 2**(emin - p)`` for round to nearest (half the
-  subnormal spacing), ``2**(emin - p + 1)`` for the others; for formats
-  without subnormals ``2**(emin - 1)`` and ``2**emin``;
+  subnormal spacing), ``2**(emin - p + 1)`` for the others; ``2**emin`` in
+  every mode for formats without zero (e8m0fnu), which round every
+  ``|x| < 2**emin`` to ``+-2**emin``;
 * ``gamma_k(u) = k u / (1 - k u)`` (``inf`` once ``k u >= 1``).
 
-One rounding of a real ``x`` (no overflow) errs by at most
+One rounding of a real ``x`` (no overflow; ``x > 0`` in unsigned formats,
+where zero and negative values encode to NaN) errs by at most
 ``max(u |x|, eta)`` (TOL1).  A chain of ``K`` multiplicative roundings in a
 work format ``W`` followed by a cast to ``F`` (through a power-of-two scale
 ``s``) errs by at most ``(gamma_K(u_W) + u_F (1 + gamma_K(u_W))) |y| + eta_F s``
@@ -58,18 +60,30 @@ def unit_roundoff(fmt: Format | str, rounding: str = "rne") -> float:
 def eta(fmt: Format | str, rounding: str = "rne") -> float:
     """The underflow term: the largest error of one rounding below the normal range.
 
+    ``2**(emin - p)`` for round to nearest (half the subnormal spacing
+    ``2**(emin - p + 1)``), ``2**(emin - p + 1)`` for the other modes.  A
+    format without zero (``subnormals=False``, e8m0fnu) has no value below
+    ``2**emin``: it rounds every ``|x| < 2**emin`` to ``+-2**emin`` (zero to
+    ``+2**emin``; NaN in unsigned formats, which hold no zero or negative
+    value), an error of up to ``2**emin`` in every mode (claim TOL1).
+
     Examples
     --------
     >>> eta("bfloat16") == 2.0**-134                # half of the 2**-133 spacing
     True
     >>> eta("e4m3fn")                               # 2**(-6 - 4)
     0.0009765625
+    >>> eta("e8m0fnu") == 2.0**-127                 # 1e-45 rounds up to 2**-127
+    True
+    >>> eta("binary64")                             # 2**-1075, rounded up to a float
+    5e-324
     """
     f = as_format(fmt)
     nearest = _check_rounding(rounding) in _NEAREST
-    if f.subnormals:
-        return math.ldexp(1.0, f.emin - f.precision + (0 if nearest else 1))
-    return math.ldexp(1.0, f.emin - (1 if nearest else 0))
+    if not f.has_zero:
+        return math.ldexp(1.0, f.emin)
+    # binary64's 2**-1075 is below the float range: round the bound up to 2**-1074
+    return max(math.ldexp(1.0, f.emin - f.precision + (0 if nearest else 1)), math.ulp(0.0))
 
 
 def gamma(k: int, u: float) -> float:
