@@ -166,7 +166,9 @@ def test_checkpoint_bad_input_is_one_line(ckpt: Path, capsys: pytest.CaptureFixt
     assert "directory" in usage_error(capsys, "ls", "nothing")
     save_file({"zz": np.zeros(2, np.float32), "yy": np.zeros(2, np.float32)},
               str(ckpt / "other.safetensors"))
-    assert "no tensor name in common" in usage_error(capsys, "diff", "a", "other.safetensors")
+    # no name in common: the sources differ (exit 1, both sides listed), not bad input
+    code, text = render("diff", "a", "other.safetensors")
+    assert code == 1 and "only in A (3): b, ids, w" in text and "only in B (2): yy, zz" in text
     err = usage_error(capsys, "stats", "a", "-f", "bf16")
     assert "binary32 already" in err and "--candidates" in err
     assert "raw bytes" in usage_error(capsys, "hash", "b.safetensors", "-f", "bf16")

@@ -185,8 +185,9 @@ def test_stats_json_fractions(files: Path) -> None:
 
 def test_hash_ignores_the_container(files: Path) -> None:
     a = strict_json(fp("hash", "a_bf16.npy", "-f", "bf16", "--json", cwd=files).stdout)
-    b = strict_json(fp("hash", "a.safetensors", "--json", cwd=files).stdout)
+    b = strict_json(fp("hash", "a.safetensors:w", "--json", cwd=files).stdout)
     assert a["digest"] == b["digest"] and len(a["digest"]) == 64
+    assert a["kind"] == b["kind"] == "tensor"
     assert (a["dtype"], a["shape"]) == ("bfloat16", [16, 8])
 
 

@@ -19,6 +19,7 @@ from numerics.checkpoint import (
     CheckpointHash,
     CheckpointStats,
     Source,
+    TensorDiff,
     TensorRef,
 )
 from numerics.compare import DiffReport
@@ -193,6 +194,21 @@ def diff_json(a_label: str, b_label: str, a: TensorRef, b: TensorRef, r: DiffRep
     }
 
 
+def int_diff_json(a_label: str, b_label: str, a: TensorRef, b: TensorRef, d: TensorDiff, *,
+                  check: str | None, failed: bool | None) -> dict[str, Any]:
+    """``fpinspect diff --json`` on two integer tensors (compared exactly, as integers).
+
+    ``max_abs_difference`` is the exact integer ``max |a - b|``; ``failed`` None: no check.
+    """
+    return {
+        "a": _tensor(a_label, a), "b": _tensor(b_label, b), "format": None,
+        "shape": list(d.shape), "count": d.count, "equal": d.count - d.mismatches,
+        "mismatches": d.mismatches, "max_abs_difference": d.max_ulp, "check": check,
+        "failures": None if failed is None else d.failures,
+        "ok": None if failed is None else not failed,
+    }
+
+
 def checkpoint_diff_json(r: CheckpointDiff) -> dict[str, Any]:
     """``fpinspect diff --json`` on whole sources: the same facts per tensor."""
     return {
@@ -242,13 +258,14 @@ def checkpoint_stats_json(s: CheckpointStats) -> dict[str, Any]:
 
 def hash_json(label: str, t: TensorRef, fp: Fingerprint) -> dict[str, Any]:
     """``fpinspect hash --json`` on one tensor."""
-    return {"algorithm": fp.algorithm, "digest": fp.digest, "dtype": fp.dtype,
-            "shape": list(fp.shape), "canonical": fp.canonical, "path": label, "key": t.name}
+    return {"kind": "tensor", "algorithm": fp.algorithm, "digest": fp.digest,
+            "dtype": fp.dtype, "shape": list(fp.shape), "canonical": fp.canonical,
+            "path": label, "key": t.name}
 
 
 def checkpoint_hash_json(h: CheckpointHash) -> dict[str, Any]:
     """``fpinspect hash --json`` on whole sources."""
-    return {"algorithm": h.algorithm, "digest": h.digest, "canonical": h.canonical,
-            "path": h.path, "tensors": [{
+    return {"kind": "checkpoint", "algorithm": h.algorithm, "digest": h.digest,
+            "canonical": h.canonical, "path": h.path, "tensors": [{
                 "name": t.name, "digest": fp.digest, "dtype": fp.dtype,
                 "shape": list(fp.shape), "file": t.file} for t, fp in h.tensors]}

@@ -25,6 +25,7 @@ from fpinspect import jsonout, views
 from fpinspect.views import Text
 from numerics.checkpoint import (
     Source,
+    TensorRef,
     diff_sources,
     hash_source,
     open_source,
@@ -122,9 +123,13 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one strict JSON document")
 
 
-def _add_rounding(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rounding", choices=ROUNDINGS, default="rne",
-                   help="rounding mode (default rne: to nearest, ties to even)")
+def _add_rounding(p: argparse.ArgumentParser, *, stochastic: bool = True) -> None:
+    # diff has no sr: a comparison after a random rounding would differ from run to run
+    choices = ROUNDINGS if stochastic else tuple(r for r in ROUNDINGS if r != "sr")
+    p.add_argument("--rounding", choices=choices, default="rne",
+                   help="rounding mode (default rne: to nearest, ties to even)"
+                        + ("" if stochastic else "; a side is rounded only when the "
+                           "formats differ or -f is given (no sr: a diff is deterministic)"))
     p.add_argument("--overflow", choices=OVERFLOWS, default="ieee",
                    help="overflow rule (default ieee: inf, or NaN where there is no inf)")
 
@@ -255,7 +260,7 @@ examples:
                    help="only tensors whose name matches (repeatable)")
     p.add_argument("-f", "--format", "--as", dest="format", metavar="FORMAT",
                    help="compare in this format")
-    _add_rounding(p)
+    _add_rounding(p, stochastic=False)
     p.add_argument("--max-ulp", type=int, metavar="N",
                    help="check: an element passes within N ULP")
     p.add_argument("--atol", type=float, metavar="X",
@@ -569,8 +574,7 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any
                          f"({lb}), but diff needs equal shapes")
     cmp_fmt = compare_format(ra, rb, fmt)
     if cmp_fmt is None:
-        raise UsageError(f"Got integer tensors {la} ({ra.dtype_name}) and {lb} "
-                         f"({rb.dtype_name}); give a float format to compare them in with -f")
+        return _diff_ints(args, la, lb, ra, rb, out, bit_equal=bit_equal)
     notes = []
     rounded = [s for s, r in (("A", ra), ("B", rb)) if r.format != cmp_fmt]
     if rounded and fmt is None:
@@ -595,6 +599,24 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any
         out(views.diff_view(la, lb, report, max_ulp=args.max_ulp, atol=args.atol,
                             rtol=args.rtol, notes=notes))
     return EXIT_CHECK_FAILED if report.beyond else EXIT_OK
+
+
+def _diff_ints(args: argparse.Namespace, la: str, lb: str, ra: TensorRef, rb: TensorRef,
+               out: Printer, *, bit_equal: bool) -> int:
+    """Two integer tensors: compared exactly as integers (as on whole checkpoints)."""
+    report = diff_sources(Source(la, "tensor", (ra,), (ra.file,)),
+                          Source(lb, "tensor", (rb,), (rb.file,)), max_ulp=args.max_ulp,
+                          atol=args.atol, rtol=args.rtol)
+    d = report.tensors[0]
+    checked = bit_equal or _has_check(args)
+    check = views.check_text(args.max_ulp, args.atol, args.rtol) if checked else None
+    failed = bool(d.failures) if checked else None
+    if args.json:
+        out(jsonout.int_diff_json(la, lb, ra, rb, d, check=check, failed=failed))
+    else:
+        out(views.int_diff_view(la, lb, d, check=check, failed=failed,
+                                fail=views.fail_text(args.max_ulp, args.atol, args.rtol)))
+    return EXIT_CHECK_FAILED if failed else EXIT_OK
 
 
 def _candidates(args: argparse.Namespace) -> tuple[Format, ...]:
@@ -641,7 +663,9 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
         raise UsageError(f"Got tensor {raw_left[0].name!r} in {src.path!r} of raw dtype "
                          f"{raw_left[0].stored_dtype}; give its format with -f to read the "
                          "bytes as it")
-    if len(src.tensors) == 1:
+    if len(src.tensors) == 1 and (src.kind in ("npy", "tensor") or args.key):
+        # one tensor picked out (PATH:KEY, --key) or a .npy (one unnamed tensor): its
+        # fingerprint, which ignores the name; a checkpoint's digest covers the names
         ref = src.tensors[0]
         with _progress(args, ref.nbytes) as advance:
             fp = tensor_fingerprint(ref, canonicalize=args.canonical, progress=advance)
@@ -802,11 +826,26 @@ def _printer() -> Printer:
     def out(obj: Any) -> None:
         with _writing():
             if isinstance(obj, dict):
-                sys.stdout.write(jsonout.dumps(obj) + "\n")
+                text = jsonout.dumps(obj) + "\n"
             else:
-                console.print(obj, soft_wrap=isinstance(obj, Text))
+                with console.capture() as captured:
+                    console.print(obj, soft_wrap=isinstance(obj, Text))
+                text = captured.get()
+            _write_chunks(text)
 
     return out
+
+
+_CHUNK = 1 << 16
+
+
+def _write_chunks(text: str) -> None:
+    """Write ``text`` to stdout a chunk at a time, flushing each: one large write that a pipe
+    takes only in part can lose the EPIPE of the rest (CPython's buffered writer), and
+    ``fpinspect ls ... | head -1`` would then exit 0 instead of 141."""
+    for start in range(0, len(text), _CHUNK):
+        sys.stdout.write(text[start:start + _CHUNK])
+        sys.stdout.flush()
 
 
 @contextlib.contextmanager

@@ -21,7 +21,13 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from numerics.checkpoint import CheckpointDiff, CheckpointHash, CheckpointStats, Source
+from numerics.checkpoint import (
+    CheckpointDiff,
+    CheckpointHash,
+    CheckpointStats,
+    Source,
+    TensorDiff,
+)
 from numerics.compare import DiffReport, ulp_bucket_label
 from numerics.digits import int_to_text
 from numerics.fingerprint import Fingerprint
@@ -48,14 +54,17 @@ __all__ = [
     "diff_view",
     "formats_view",
     "hash_view",
+    "int_diff_view",
     "int_view",
     "ls_view",
     "make_console",
+    "plain",
     "progress_bar",
     "probe_view",
     "stats_view",
     "table_view",
     "value_view",
+    "visible",
 ]
 
 #: Colours of the bit fields and of verdicts.
@@ -107,6 +116,22 @@ def make_console(*, width: int | None = None, color: bool | None = None,
     if file is not None:
         kwargs["file"] = file
     return _Console(highlight=False, soft_wrap=False, **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- user data
+def visible(text: str) -> str:
+    """``text`` with every character that is not printable written as Python writes it in a
+    string literal (``\\x1b``, ``\\n``, ``\\u200b``), so a tensor name or path never
+    moves the cursor, colours the terminal or hides part of itself."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def plain(text: str, style: str = "") -> Text:
+    """User data (a name, a path) as a table cell: never read as rich markup (``[b]``,
+    ``[/]``), with the characters that are not printable made visible."""
+    return Text(visible(text), style)
 
 
 # ---------------------------------------------------------------- number formatting
@@ -447,7 +472,7 @@ def diff_view(a: str, b: str, report: DiffReport, *, max_ulp: int | None,
     """
     fmt = report.format
     shape = "x".join(str(n) for n in report.shape) or "scalar"
-    head = Text.assemble(("diff ", "bold"), f"{a}  vs  {b}  ",
+    head = Text.assemble(("diff ", "bold"), f"{visible(a)}  vs  {visible(b)}  ",
                          (f"{fmt.name}, {shape}, {report.count} elements", STYLES["dim"]))
     for note in notes:
         head.append(f"\n{note}", STYLES["dim"])
@@ -494,12 +519,40 @@ def diff_view(a: str, b: str, report: DiffReport, *, max_ulp: int | None,
     return Group(*parts)
 
 
+def int_diff_view(a: str, b: str, d: TensorDiff, *, check: str | None,
+                  failed: bool | None, fail: str = "") -> RenderableType:
+    """``fpinspect diff A B`` on two integer tensors, compared exactly as integers.
+
+    ``check``: the check in words (None: none, only a report); ``failed``:
+    whether it failed; ``fail``: what a failing element is, in words.
+    """
+    dtypes = d.dtype_a if d.dtype_a == d.dtype_b else f"{d.dtype_a} vs {d.dtype_b}"
+    head = Text.assemble(("diff ", "bold"), f"{visible(a)}  vs  {visible(b)}  ",
+                         (f"{dtypes}, {_shape(d.shape)}, {d.count} elements, compared "
+                          "exactly as integers", STYLES["dim"]))
+    s = _table(box=None, show_header=False)
+    s.add_column(style="bold")
+    s.add_column(justify="right")
+    s.add_row("equal elements", f"{d.count - d.mismatches}")
+    s.add_row("mismatches", f"{d.mismatches}")
+    s.add_row("max |a - b|", f"{d.max_ulp}")
+    parts: list[RenderableType] = [head, s]
+    if failed is not None:
+        if failed:
+            parts.append(Text(f"FAIL: {d.failures} element(s) {fail}", STYLES["bad"]))
+        else:
+            parts.append(Text(f"OK: every element within {check}"
+                              if check != "bit-equality" else "OK: every element equal",
+                              STYLES["good"]))
+    return Group(*parts)
+
+
 # ---------------------------------------------------------------- stats
 def stats_view(label: str, dtype: str, shape: tuple[int, ...] | None,
                stats: TensorStats) -> RenderableType:
     """``fpinspect stats FILE`` on one tensor (``label`` names it; no shape: many tensors)."""
     dims = "" if shape is None else ("x".join(str(n) for n in shape) or "scalar") + ", "
-    head = Text.assemble(("stats ", "bold"), f"{label}  ",
+    head = Text.assemble(("stats ", "bold"), f"{visible(label)}  ",
                          (f"{dtype}, {dims}{stats.count} elements", STYLES["dim"]))
     s = _table(box=None, show_header=False)
     s.add_column(style="bold")
@@ -535,9 +588,10 @@ def stats_view(label: str, dtype: str, shape: tuple[int, ...] | None,
 def hash_view(label: str, fp: Fingerprint) -> RenderableType:
     """``fpinspect hash FILE``: the digest first, so ``cut -d' ' -f1`` gets it."""
     shape = ",".join(str(n) for n in fp.shape)
-    return Text.assemble((f"{fp.algorithm}:{fp.digest}", "bold"), f"  {fp.dtype}[{shape}]",
+    return Text.assemble((f"{fp.algorithm}:{fp.digest}", "bold"),
+                         f"  tensor {fp.dtype}[{shape}]",
                          ("  canonical" if fp.canonical else "", STYLES["dim"]),
-                         (f"  {label}", STYLES["dim"]))
+                         (f"  {visible(label)}", STYLES["dim"]))
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -576,16 +630,18 @@ def ls_view(src: Source) -> RenderableType:
     if show_shard:
         t.add_column("shard", no_wrap=True)
     for r in src.tensors:
-        row = [r.name, r.dtype_name, _shape(r.shape), _bytes(r.nbytes)]
+        row: list[RenderableType] = [plain(r.name), r.dtype_name, _shape(r.shape),
+                                     _bytes(r.nbytes)]
         if show_shard:
-            row.append(_shard(src, r.file))
+            row.append(plain(_shard(src, r.file)))
         t.add_row(*row)
     elements = sum(r.size for r in src.tensors)
     foot = Text(f"{len(src.tensors)} tensors, {elements} elements, {_bytes(src.nbytes)} "
                 f"({src.nbytes} bytes) in {len(src.files)} file(s)", "bold")
-    parts: list[RenderableType] = [Text.assemble(("ls ", "bold"), src.path), t, foot]
+    parts: list[RenderableType] = [Text.assemble(("ls ", "bold"), visible(src.path)), t, foot]
     if src.skipped:
-        parts.append(Text(f"not tensors (left out): {', '.join(src.skipped)}", STYLES["dim"]))
+        parts.append(Text(f"not tensors (left out): {', '.join(map(visible, src.skipped))}",
+                          STYLES["dim"]))
     return Group(*parts)
 
 
@@ -615,7 +671,7 @@ def fail_text(max_ulp: int | None, atol: float | None, rtol: float | None) -> st
 def checkpoint_diff_view(r: CheckpointDiff) -> RenderableType:
     """``fpinspect diff A B`` on whole sources: one row per tensor, then what did not pair up."""
     counts = {s: sum(1 for t in r.tensors if t.status == s) for s in ("equal", "pass", "fail")}
-    head = Text.assemble(("diff ", "bold"), f"{r.a}  vs  {r.b}  ",
+    head = Text.assemble(("diff ", "bold"), f"{visible(r.a)}  vs  {visible(r.b)}  ",
                          (f"{len(r.tensors)} tensors compared: {counts['equal']} equal, "
                           f"{counts['pass']} pass, {counts['fail']} fail; check: "
                           f"{check_text(r.max_ulp, r.atol, r.rtol)}", STYLES["dim"]))
@@ -629,7 +685,7 @@ def checkpoint_diff_view(r: CheckpointDiff) -> RenderableType:
         t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for d in r.tensors:
         dtypes = d.dtype_a if d.dtype_a == d.dtype_b else f"{d.dtype_a}/{d.dtype_b}"
-        t.add_row(d.name, dtypes, _shape(d.shape), str(d.mismatches), str(d.max_ulp),
+        t.add_row(plain(d.name), dtypes, _shape(d.shape), str(d.mismatches), str(d.max_ulp),
                   _g(d.max_abs_error), _g(d.max_rel_error), str(d.nan_mismatches),
                   str(d.inf_mismatches), Text(d.status, STYLES[_STATUS_STYLE[d.status]]))
     parts: list[RenderableType] = [head, t]
@@ -639,10 +695,11 @@ def checkpoint_diff_view(r: CheckpointDiff) -> RenderableType:
     parts.append(foot)
     for label, names in (("only in A", r.only_a), ("only in B", r.only_b)):
         if names:
-            parts.append(Text.assemble((f"{label} ({len(names)}): ", "bold"), ", ".join(names)))
+            parts.append(Text.assemble((f"{label} ({len(names)}): ", "bold"),
+                                       ", ".join(map(visible, names))))
     if r.shape_mismatches:
         parts.append(Text.assemble((f"shape mismatches ({len(r.shape_mismatches)}): ", "bold"),
-                                   ", ".join(f"{n} {_shape(a)} vs {_shape(b)}"
+                                   ", ".join(f"{visible(n)} {_shape(a)} vs {_shape(b)}"
                                              for n, a, b in r.shape_mismatches)))
     if r.ok:
         parts.append(Text("OK: every tensor passes", STYLES["good"]))
@@ -666,10 +723,10 @@ def checkpoint_stats_view(s: CheckpointStats) -> RenderableType:
                           ("max |x|", "right"), ("min |x|>0", "right"), ("binades", "right")):
         t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for ref, st in s.tensors:
-        t.add_row(ref.name, ref.dtype_name, _shape(ref.shape), str(st.nan), str(st.inf),
+        t.add_row(plain(ref.name), ref.dtype_name, _shape(ref.shape), str(st.nan), str(st.inf),
                   str(st.zero), _g(st.amax), _g(st.amin),
                   "-" if st.dynamic_range is None else f"{st.dynamic_range:.1f}")
-    head = Text.assemble(("stats ", "bold"), f"{s.path}  ",
+    head = Text.assemble(("stats ", "bold"), f"{visible(s.path)}  ",
                          (f"{len(s.tensors)} tensors", STYLES["dim"]))
     dtypes = sorted({ref.dtype_name for ref, _ in s.tensors})
     summary = stats_view(f"all {len(s.tensors)} tensors together", "/".join(dtypes), None,
@@ -683,14 +740,15 @@ def checkpoint_hash_view(h: CheckpointHash) -> RenderableType:
     Plain lines (never truncated or wrapped: digests are copied), ``cut -d' ' -f1`` gets them.
     """
     text = Text.assemble((f"{h.algorithm}:{h.digest}", "bold"),
-                         f"  checkpoint of {len(h.tensors)} tensors",
+                         f"  checkpoint of {len(h.tensors)} "
+                         f"{'tensor' if len(h.tensors) == 1 else 'tensors'}",
                          ("  canonical" if h.canonical else "", STYLES["dim"]),
-                         (f"  {h.path}", STYLES["dim"]))
+                         (f"  {visible(h.path)}", STYLES["dim"]))
     width = max((len(f"{fp.dtype}[{','.join(map(str, fp.shape))}]") for _, fp in h.tensors),
                 default=0)
     for ref, fp in h.tensors:
         dims = f"{fp.dtype}[{','.join(map(str, fp.shape))}]"
-        text.append(f"\n{fp.algorithm}:{fp.digest}  {dims:<{width}}  {ref.name}")
+        text.append(f"\n{fp.algorithm}:{fp.digest}  {dims:<{width}}  {visible(ref.name)}")
     return text
 
 

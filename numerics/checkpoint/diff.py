@@ -291,7 +291,9 @@ def diff_sources(
     Raises
     ------
     TensorFileError
-        If a source cannot be read, or the sources share no tensor name.
+        If a source cannot be read, or the ``keys`` match no tensor of either.
+        Sources that share no tensor name are not an error: every name is then
+        in ``only_a`` or ``only_b`` and the result is not ``ok``.
     ValueError
         For an invalid option.
 
@@ -333,11 +335,7 @@ def diff_sources(
         if keys and not na and not nb:
             raise TensorFileError(f"Got --key {' '.join(keys)}, which matches no tensor in "
                                   f"{sa.path!r} or {sb.path!r}")
-        common = sorted(set(na) & set(nb))
-        if not common:
-            raise TensorFileError(
-                f"Got {sa.path!r} and {sb.path!r}, which have no tensor name in common "
-                f"({len(na)} and {len(nb)} tensors)")
+        common = sorted(set(na) & set(nb))  # none in common: every name is on one side only
         pairs = [(sa[n], sb[n]) for n in common]
         only_a = sorted(set(na) - set(nb))
         only_b = sorted(set(nb) - set(na))

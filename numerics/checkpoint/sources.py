@@ -26,12 +26,15 @@ process).
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import re
+import struct
 import threading
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -219,12 +222,23 @@ def _ref(name: str, file: str, dtype: np.dtype, stored: str, shape: tuple[int, .
 
 
 # ---------------------------------------------------------------- readers (cached per process)
-_MAPS: dict[tuple[str, int, str, int], np.ndarray] = {}
+#: Which file a path names now: its absolute path and (st_dev, st_ino, st_size, st_mtime_ns).
+_FileId = tuple[str, int, int, int, int]
+
+
+def _file_id(file: str) -> _FileId:
+    """The key the readers cache a file under: a file rewritten, replaced or reached from
+    another working directory is another key, so a cache never serves stale bytes."""
+    st = os.stat(file)
+    return (os.path.abspath(file), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+_MAPS: dict[tuple[_FileId, int, str, int], np.ndarray] = {}
 _MAPS_LOCK = threading.Lock()
 
 
 def _mapped(file: str, offset: int, dtype: np.dtype, size: int) -> np.ndarray:
-    key = (file, offset, dtype.str, size)
+    key = (_file_id(file), offset, dtype.str, size)
     arr = _MAPS.get(key)
     if arr is None:
         with _MAPS_LOCK:
@@ -238,29 +252,78 @@ def _mapped(file: str, offset: int, dtype: np.dtype, size: int) -> np.ndarray:
 
 
 def release_maps() -> None:
-    """Drop the cached memory maps (they are reopened on the next read)."""
+    """Drop every cached reader (memory maps, decompressed members, torch files).
+
+    :func:`open_source` calls it, so each operation on a path starts from the
+    file as it is then (file timestamps are too coarse to tell a file
+    rewritten within a few milliseconds with the same size from the old one).
+    """
     with _MAPS_LOCK:
         _MAPS.clear()
-    _npz_member.cache_clear()
-    _npy_c_order.cache_clear()
-    _torch_state.cache_clear()
+    _npz_member_of.cache_clear()
+    _npy_c_order_of.cache_clear()
+    _torch_state_of.cache_clear()
 
 
-@lru_cache(maxsize=2)
 def _npz_member(file: str, member: str) -> np.ndarray:
-    with np.load(file, allow_pickle=False) as z:
-        return np.ascontiguousarray(z[member]).reshape(-1)
+    return _npz_member_of(_file_id(file), file, member)
 
 
 @lru_cache(maxsize=2)
+def _npz_member_of(fid: _FileId, file: str, member: str) -> np.ndarray:
+    try:
+        with np.load(file, allow_pickle=False) as z:
+            return np.ascontiguousarray(z[member]).reshape(-1)
+    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError) as err:
+        if isinstance(err, (FileNotFoundError, PermissionError)):
+            raise
+        raise TensorFileError(
+            f"Got member {member!r} of {file!r}, which is corrupt: {_first_line(err)}") \
+            from None
+
+
 def _npy_c_order(file: str) -> np.ndarray:
+    return _npy_c_order_of(_file_id(file), file)
+
+
+@lru_cache(maxsize=2)
+def _npy_c_order_of(fid: _FileId, file: str) -> np.ndarray:
     return np.ascontiguousarray(read_npy(file)).reshape(-1)
 
 
 # ---------------------------------------------------------------- safetensors and indexes
 def _safetensors(path: str) -> list[TensorRef]:
+    entries = safetensors_entries(path)  # checks the header's framing, dtypes and ranges
+    header = _safetensors_json(path)
+    for name, (code, dtype, _, _) in entries.items():
+        _check_entry(path, name, header[name], code, dtype.itemsize)
     return [_ref(name, path, dtype, code, shape, offset=offset)
-            for name, (code, dtype, shape, offset) in safetensors_entries(path).items()]
+            for name, (code, dtype, shape, offset) in entries.items()]
+
+
+def _safetensors_json(path: str) -> dict[str, Any]:
+    """The JSON header of a safetensors file whose framing is already checked."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header: dict[str, Any] = json.loads(f.read(n))
+    return header
+
+
+def _check_entry(path: str, name: str, entry: dict[str, Any], code: str, itemsize: int) -> None:
+    """TensorFileError unless the shape is a list of non-negative ints (not floats, not
+    bools) whose exact product of elements fills the byte range exactly."""
+    shape, (begin, end) = entry["shape"], entry["data_offsets"]
+    if not isinstance(shape, list) or not all(
+            type(n) is int and n >= 0 for n in shape) or not all(
+            type(n) is int and n >= 0 for n in (begin, end)):
+        raise TensorFileError(
+            f"Got tensor {name!r} in {path!r} whose shape {shape!r} or byte range "
+            f"{[begin, end]!r} is not made of non-negative integers (corrupt header)")
+    count = math.prod(shape)  # exact: a Python int never wraps
+    if count * itemsize != end - begin:
+        raise TensorFileError(
+            f"Got tensor {name!r} in {path!r} whose shape {shape} ({count} elements of "
+            f"{code}) does not match its byte range [{begin}, {end}) (corrupt header)")
 
 
 def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
@@ -309,18 +372,27 @@ def _npz(path: str) -> list[TensorRef]:
     with z, open(path, "rb") as raw:
         for info in z.infolist():
             name = info.filename.removesuffix(".npy")
-            with z.open(info) as member:
-                try:
+            try:
+                with z.open(info) as member:
                     version = np.lib.format.read_magic(member)
                     shape, fortran, dtype = _npy_header(member, version)
-                except (ValueError, EOFError) as err:
-                    raise TensorFileError(
-                        f"Got member {name!r} of {path!r}, which is not a .npy array: {err}") \
-                        from None
-                header_len = member.tell()
+                    header_len = member.tell()
+            except (ValueError, EOFError, zipfile.BadZipFile, zlib.error, OSError) as err:
+                if isinstance(err, PermissionError):
+                    raise
+                raise TensorFileError(
+                    f"Got member {name!r} of {path!r}, which is not a readable .npy array: "
+                    f"{_first_line(err)}") from None
             if dtype.hasobject:
                 raise TensorFileError(
                     f"Got member {name!r} of {path!r}, which holds Python objects, not numbers")
+            promised = header_len + math.prod(shape) * dtype.itemsize  # exact
+            if info.file_size != promised or (info.compress_type == zipfile.ZIP_STORED
+                                              and info.compress_size != promised):
+                raise TensorFileError(
+                    f"Got member {name!r} of {path!r}, whose header promises {promised} bytes "
+                    f"(shape {list(shape)} of {dtype.str}) but which holds {info.file_size} "
+                    "(truncated or corrupt)")
             if info.compress_type == zipfile.ZIP_STORED and not fortran:
                 raw.seek(info.header_offset + 26)
                 n, m = np.frombuffer(raw.read(4), "<u2").tolist()
@@ -338,7 +410,26 @@ def _npy_header(f: Any, version: tuple[int, int]) -> tuple[tuple[int, ...], bool
     return np.lib.format.read_array_header_2_0(f)
 
 
+def _check_npy_size(path: str) -> None:
+    """TensorFileError for a ``.npy`` shorter than its header promises (checked exactly, before
+    numpy sizes a memory map from a shape whose product may not fit in an int64)."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            shape, _, dtype = _npy_header(f, version)
+            data = f.tell()
+    except (ValueError, EOFError, OSError, SyntaxError):
+        return  # not a plain .npy header: read_npy says why (or reads a '<f1' file)
+    promised = data + math.prod(shape) * dtype.itemsize
+    if os.path.getsize(path) < promised and not dtype.hasobject:
+        raise TensorFileError(
+            f"Got file {path!r}, whose header promises shape {list(shape)} of {dtype.str} "
+            f"(a file of {promised} bytes) but which is {os.path.getsize(path)} bytes long "
+            "(truncated or corrupt)")
+
+
 def _npy(path: str) -> list[TensorRef]:
+    _check_npy_size(path)
     arr = read_npy(path)  # checks the file; a memory map costs nothing
     name = os.path.splitext(os.path.basename(path))[0]
     if arr.dtype.hasobject:
@@ -360,8 +451,12 @@ def _torch() -> Any:
     return torch
 
 
-@lru_cache(maxsize=4)
 def _torch_state(file: str) -> dict[str, Any]:
+    return _torch_state_of(_file_id(file), file)
+
+
+@lru_cache(maxsize=4)
+def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
     torch = _torch()
     if torch is None:
         raise TensorFileError(
@@ -395,8 +490,12 @@ def _torch_state(file: str) -> dict[str, Any]:
             raise TensorFileError(
                 f"Got torch file {file!r}, in which two entries are both named {prefix!r} once "
                 "nested keys are joined with dots; rename one of them")
+        elif isinstance(node, torch.Tensor):
+            if node.is_neg() or node.is_conj():  # a lazy view: its storage holds -x or x*
+                node = node.resolve_neg().resolve_conj()
+            flat[prefix] = node
         else:  # None: not a tensor, listed as skipped
-            flat[prefix] = node if isinstance(node, torch.Tensor) else None
+            flat[prefix] = None
 
     walk("", obj)
     return flat
@@ -570,6 +669,7 @@ def open_source(path: str | os.PathLike[str]) -> Source:
     [1.0, 2.0, 3.0]
     """
     path = os.fspath(path)
+    release_maps()
     if os.path.exists(path) or ":" not in path:
         return _open_path(path)
     # PATH:KEY, the key after the last colon whose prefix exists
