@@ -210,7 +210,11 @@ def _epilogue(acc: np.ndarray, ga: float | None, gb: float | None,
                 v = np.float32(np.float64(alpha) * x + c)
             out[idx] = NAN_BITS if math.isnan(v) else f32_bits(float(v))
             continue
-        r = rne_binary32(Fraction(alpha) * Fraction(x) + Fraction(c))
+        exact = Fraction(alpha) * Fraction(x) + Fraction(c)
+        r = rne_binary32(exact)
+        if r == 0 and exact < 0:  # a negative value that rounds to zero is -0
+            out[idx] = 0x80000000
+            continue
         if r == 0 and x == 0 and c == 0:  # IEEE: -0 only for (-0) + (-0)
             both_negative = math.copysign(1, x) < 0 and math.copysign(1, c) < 0
             out[idx] = 0x80000000 if both_negative else 0

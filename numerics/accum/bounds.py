@@ -10,7 +10,9 @@ rounding mode (``2**-p`` for ``rne``/``rna``, ``2**(1-p)`` for ``rtz``, ``ru``,
 which is always defined (unlike ``gamma_k = k*u/(1 - k*u)``, undefined once
 ``k*u >= 1``).  Every bound holds under the no-overflow hypothesis: no operation's
 exact result exceeds the largest finite value of its format.  Underflow needs no
-hypothesis for sums (a sum that lands in the subnormal range is exact).
+hypothesis for a sum of two values of the format it is rounded into (one that lands
+in the subnormal range is exact); the blocked total, which adds values of ``fmt``
+into ``promote_fmt``, and products carry absolute terms (claims A7, A8).
 
 Every bound is evaluated in binary64 and then inflated by the factor
 ``1 + (n + 16) * 2**-52`` to cover the rounding errors of its own evaluation.
@@ -19,6 +21,7 @@ Every bound is evaluated in binary64 and then inflated by the factor
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +36,7 @@ __all__ = [
     "kahan_factor",
     "neumaier_factor",
     "probabilistic_factor",
+    "promote_underflow",
     "sum_bound",
     "tree_chain",
     "unit_roundoff",
@@ -96,7 +100,7 @@ def g(k: int | np.ndarray, u: float) -> float | np.ndarray:
         raise TypeError(f"Got u={u!r}, expected a real unit roundoff")
     if not 0 <= u <= 1:  # (u = 1: one significant bit rounded in a directed mode)
         raise ValueError(f"Got u={u!r}, but a unit roundoff lies in [0, 1]")
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         return np.expm1(kk.astype(np.float64) * math.log1p(u))[()]
 
 
@@ -113,9 +117,29 @@ def tree_chain(tree: object) -> int:
     """
     if not isinstance(tree, tuple):
         return 0
-    m = len(tree)
-    return max(tree_chain(c) + (m - max(j, 1)) for j, c in enumerate(tree)) if m > 1 \
-        else tree_chain(tree[0])
+    # without recursion (a left-deep tree of any depth): frames of [node, next child,
+    # the longest chain so far through the children seen]
+    frames: list[list[Any]] = [[tree, 0, 0]]
+    chain = 0  # the chain of the child just finished
+    done = False
+    while frames:
+        frame = frames[-1]
+        node, j, best = frame
+        m = len(node)
+        if done:  # child j - 1 finished with chain ``chain``
+            frame[2] = best = max(best, chain + (m - max(j - 1, 1)) if m > 1 else chain)
+            done = False
+        if j < m:
+            frame[1] = j + 1
+            child = node[j]
+            if isinstance(child, tuple):
+                frames.append([child, 0, 0])
+            else:
+                chain, done = 0, True
+            continue
+        frames.pop()
+        chain, done = best, True
+    return chain
 
 
 def chain_length(algorithm: str, n: int, *, block_size: int | None = None,
@@ -221,8 +245,39 @@ def probabilistic_factor(us: list[tuple[int, float]], n_terms: int,
 
 
 def _inflate(b: np.ndarray, n: int) -> np.ndarray:
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         return np.nextafter(b * (1 + (n + 16) * 2.0**-52), np.inf)
+
+
+def _times(x: np.ndarray, factor: float) -> np.ndarray:
+    """``x * factor``, 0 where ``x`` is 0 even for an infinite factor: a bound's term
+    ``factor * sum |x_i|`` is 0 when every ``x_i`` is (not NaN)."""
+    with np.errstate(all="ignore"):
+        return np.where(x == 0, 0.0, x * factor)
+
+
+def promote_underflow(n: int, block_size: int, fmt: Format, promote_fmt: Format,
+                      rounding: str) -> float:
+    """The absolute term of the blocked total's roundings into ``promote_fmt`` (claim
+    A7): ``m * eta_p * (1 + u_p)**(m - 1)`` for ``m = ceil(n / block_size)`` roundings,
+    ``eta_p`` half ``promote_fmt``'s smallest subnormal (nearest) or all of it; 0 when
+    ``fmt``'s smallest subnormal is a multiple of ``promote_fmt``'s (then a total in the
+    subnormal range is exact).
+
+    Examples
+    --------
+    >>> from numerics import as_format
+    >>> promote_underflow(4, 1, as_format("binary64"), as_format("binary32"), "rne") > 0
+    True
+    >>> promote_underflow(4, 1, as_format("bfloat16"), as_format("binary32"), "rne")
+    0.0
+    """
+    if fmt.smallest_subnormal >= promote_fmt.smallest_subnormal:
+        return 0.0
+    m = -(-n // block_size)
+    up = unit_roundoff(promote_fmt, rounding)
+    eta = promote_fmt.smallest_subnormal * (0.5 if rounding in _NEAREST else 1.0)
+    return m * eta * _exp((m - 1) * math.log1p(up))
 
 
 def _chain_factor(kind: str, k: int, u: float, n: int, confidence: float) -> float:
@@ -237,10 +292,14 @@ def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm
               confidence: float = 0.999) -> tuple[np.ndarray, float]:
     """The bound on ``|computed - exact|`` for :func:`numerics.accum.sum`.
 
-    Returns the bound (shaped like ``abs_sum = sum |x_i|``) and its confidence.
+    Returns the bound (shaped like ``abs_sum = sum |x_i|``) and its confidence.  It is
+    0 where ``abs_sum`` is 0 (every term zero: every operation exact), also when the
+    factor overflows to inf.  ``blocked`` adds A7's absolute term
+    (:func:`promote_underflow`).
     """
     u = unit_roundoff(fmt, rounding)
     conf = confidence if kind == "probabilistic" else 1.0
+    absolute = 0.0
     if algorithm == "kahan":
         factor = kahan_factor(n, u)
     elif algorithm == "neumaier":
@@ -253,11 +312,14 @@ def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm
             factor = probabilistic_factor([(kb, u), (nb, up)], n, confidence)
         else:
             factor = _expm1(kb * math.log1p(u) + nb * math.log1p(up))
+        absolute = promote_underflow(n, block_size, fmt, promote_fmt, rounding)
     else:
         k = chain_length(algorithm, n, block_size=block_size, tree=tree)
         factor = _chain_factor(kind, k, u, n, confidence)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return _inflate(np.asarray(abs_sum, np.float64) * factor, n), conf
+    S = np.asarray(abs_sum, np.float64)
+    with np.errstate(all="ignore"):
+        # all terms zero (S = 0): every operation is exact, the bound is 0
+        return np.where(S == 0, 0.0, _inflate(_times(S, factor) + absolute, n)), conf
 
 
 def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, rounding: str,
@@ -270,17 +332,20 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
     the smallest normal, whose rounding has absolute error at most ``eta`` (half the
     smallest subnormal for nearest, the smallest subnormal otherwise).  Chain-form
     algorithms with chain ``L``: ``g(L + 1) S + tiny * eta * (1 + u)**L``.  Kahan and
-    Neumaier with factor ``K``: ``K ((1 + u) S + tiny eta) + u S + tiny eta``.
+    Neumaier with factor ``K``: ``K ((1 + u) S + tiny eta) + u S + tiny eta``.  Blocked:
+    ``f S + tiny eta grow`` (A7 with one more factor ``1 + u`` in ``f``) plus A7's
+    absolute term for ``promote_fmt`` (:func:`promote_underflow`).  A factor that
+    overflows to inf times a zero ``S`` or ``tiny`` adds 0, not NaN.
     """
     u = unit_roundoff(fmt, rounding)
     eta = fmt.smallest_subnormal * (0.5 if rounding in _NEAREST else 1.0)
     conf = confidence if kind == "probabilistic" else 1.0
     S = np.asarray(abs_sum, np.float64)
     T = np.asarray(tiny, np.float64) * eta
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         if algorithm in ("kahan", "neumaier"):
             K = kahan_factor(n, u) if algorithm == "kahan" else neumaier_factor(n, u)
-            b = K * ((1 + u) * S + T) + u * S + T
+            b = _times((1 + u) * S + T, K) + u * S + T
         elif algorithm == "blocked":
             assert promote_fmt is not None and block_size is not None
             up = unit_roundoff(promote_fmt, rounding)
@@ -290,11 +355,12 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
             else:
                 f1 = _expm1((kb + 1) * math.log1p(u) + nb * math.log1p(up))
             grow = _exp(kb * math.log1p(u) + nb * math.log1p(up))
-            b = f1 * S + T * grow
+            b = _times(S, f1) + _times(T, grow) \
+                + promote_underflow(n, block_size, fmt, promote_fmt, rounding)
         else:
             L = chain_length(algorithm, n, block_size=block_size, tree=tree)
             if algorithm == "exact":
                 L = 1
-            b = _chain_factor(kind, L + 1, u, n, confidence) * S \
-                + T * _exp(L * math.log1p(u))
+            b = _times(S, _chain_factor(kind, L + 1, u, n, confidence)) \
+                + _times(T, _exp(L * math.log1p(u)))
         return _inflate(b, n), conf

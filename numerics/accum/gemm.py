@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from numerics.accum.intake import real_pair
-from numerics.accum.summation import _Fl, two_sum
+from numerics.accum.summation import _check_fmt, _Fl, two_sum
 from numerics.accum.tensorcore import (
     TensorCorePreset,
     cast,
@@ -205,6 +205,7 @@ def gemm(
         raise ValueError(f"Got {promote_every=}, but it must be a positive int or None")
     pa, pb, pc = _check_matrices(A, B, C)
     if isinstance(model, Format):
+        _check_fmt(model, "accumulator")  # signed, with subnormals, as sum's fmt
         if fin.precision > 26:
             raise ValueError(f"Got input_format={fin.name!r}, but it needs precision <= 26")
         a, b = cast(pa[0], fin, lo=pa[1]), cast(pb[0], fin, lo=pb[1])

@@ -3,7 +3,9 @@
 Every arithmetic operation of every algorithm is ONE correctly rounded operation
 in the working format ``fmt`` with the rounding mode ``rounding`` (the semantics of
 :func:`numerics.kernels.rounding.round_pair`: the exact result ``hi + lo`` of the float64
-TwoSum / TwoProduct rounded once).  ``recursive``, ``pairwise``, ``kahan`` and
+TwoSum / TwoProduct rounded once; where binary64 cannot hold it, with binary64 itself as
+``fmt``, a sum that overflows or a product that underflows, an exact pair times a power
+of two, :func:`numerics.kernels.accum.round_ops`).  ``recursive``, ``pairwise``, ``kahan`` and
 ``neumaier`` run in a compiled kernel (:mod:`numerics.kernels.accum`), one sum per row,
 rows on all threads; the other algorithms loop over the reduction axis with every
 other axis processed at once.
@@ -32,10 +34,12 @@ Algorithms (``x_0 .. x_{n-1}`` the terms of one sum, already rounded into ``fmt`
     The exact sum rounded once (order independent and reproducible).
 ``blocked``
     DeepSeek-V3's promotion: each block of ``block_size`` consecutive terms is summed
-    recursively in ``fmt`` starting from zero (``fl(0 + x) = x``, so the first add is
-    exact); block sums are added in order into a running total that starts at zero
-    and is held in ``promote_fmt`` (default binary32), ``T = fl_promote(T + b_k)``.
-    The last block may be shorter.  The value is in ``promote_fmt``.
+    recursively in ``fmt`` from its first term (``b = x_j``, ``b = fl(b + x_i)``: a
+    sum from zero without its first, exact, addition, except that a block of -0 terms
+    stays -0 in every mode); the first block sum is rounded into ``promote_fmt``
+    (default binary32), ``T = fl_promote(b_0)``, and the others are added in order,
+    ``T = fl_promote(T + b_k)``.  The last block may be shorter.  The value is in
+    ``promote_fmt``.
 ``tree``
     A given reduction tree: nested tuples of term indices, e.g. ``((0, 1), (2, 3))``
     is ``fl(fl(x_0 + x_1) + fl(x_2 + x_3))``.  A node with more than two children
@@ -60,8 +64,10 @@ every bound; see ``proofs/accumulation_bounds.md``.
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Union
 
 import numpy as np
@@ -114,10 +120,14 @@ class AccumResult:
 
 
 class _Fl:
-    """One-rounding arithmetic in a format (vectorized), by the rounding kernel.
+    """One-rounding arithmetic in a format (vectorized), by the rounding kernels.
 
-    Stochastic rounding draws from the counter-based stream with the seed taken once
-    from ``rng``: the k-th value rounded by this object draws element k of the stream.
+    Every operation rounds the exact result once, for any float64 operands (also
+    values of another format, as the blocked total's addends are) and in every mode,
+    binary64's overflow and subnormals included
+    (:func:`numerics.kernels.accum.round_ops`).  Stochastic rounding draws from the
+    counter-based stream with the seed taken once from ``rng``: the k-th value rounded
+    by this object draws element k of the stream.
     """
 
     def __init__(self, fmt: Format, rounding: str, rng: np.random.Generator | None) -> None:
@@ -126,39 +136,53 @@ class _Fl:
         self.seed = 0 if rng is None else int(rng.integers(0, 2**63))
         self.count = 0
 
-    def round_pair(self, hi: np.ndarray, lo: np.ndarray | None) -> np.ndarray:
+    def round_pair(self, hi: np.ndarray, lo: np.ndarray | None,
+                   shift: np.ndarray | None = None) -> np.ndarray:
+        """The exact values ``(hi + lo) * 2**shift`` rounded once (``hi + lo`` a pair as
+        :func:`numerics.kernels.rounding.round_pair` takes it)."""
         base = self.count
         self.count += int(np.size(hi))
-        return cast(hi, self.fmt, self.rounding, lo=lo, seed=self.seed, base=base)
+        if shift is None or not np.any(shift):
+            return cast(hi, self.fmt, self.rounding, lo=lo, seed=self.seed, base=base)
+        from numerics.kernels.accum import OP_PAIR
+        low = np.zeros(np.shape(hi)) if lo is None else lo
+        return self._kernel(OP_PAIR, hi, low, base, np.asarray(shift, np.int64))
+
+    def _kernel(self, op: int, a: np.ndarray, b: np.ndarray, base: int,
+                shift: np.ndarray | None = None) -> np.ndarray:
+        from numerics.kernels.accum import round_ops
+        from numerics.kernels.rounding import format_params, mode_code
+
+        A, B = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+        sh = np.zeros(1, np.int64) if shift is None else \
+            np.ascontiguousarray(np.broadcast_to(shift, A.shape), np.int64).reshape(-1)
+        out = np.empty(A.size)
+        round_ops(np.ascontiguousarray(A).reshape(-1), np.ascontiguousarray(B).reshape(-1),
+                  sh, op, format_params(self.fmt), mode_code(self.rounding),
+                  np.uint64(self.seed), np.uint64(base), out)
+        return out.reshape(A.shape)
 
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        hi, lo = two_sum(a, b)
-        if self.rounding == "rd":
-            # an exact zero sum is -0 rounding down unless both addends are +0 (IEEE 754
-            # 6.3); binary64's own sum gave +0: negating both addends and the sum gives it
-            hi = np.where(hi == 0, -((-np.asarray(a)) + (-np.asarray(b))), hi)
-        return self.round_pair(hi, lo)
+        from numerics.kernels.accum import OP_ADD
+        base = self.count
+        self.count += int(np.broadcast(a, b).size)
+        return self._kernel(OP_ADD, a, b, base)
 
     def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self.add(a, -b)
 
     def mul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        hi, lo = two_prod(a, b)
-        return self.round_pair(hi, lo)
+        from numerics.kernels.accum import OP_MUL
+        base = self.count
+        self.count += int(np.broadcast(a, b).size)
+        return self._kernel(OP_MUL, a, b, base)
 
 
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`numerics.eft.two_sum`, with a zero residual where the sum is not finite."""
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(all="ignore"):
         s, lo = eft.two_sum(a, b)
         return s, np.where(np.isfinite(s), lo, 0.0)
-
-
-def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`numerics.eft.two_prod`, with a zero residual where the product is not finite."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        p, lo = eft.two_prod(a, b)
-        return p, np.where(np.isfinite(p), lo, 0.0)
 
 
 def _check_fmt(fmt: Format | str, name: str = "fmt") -> Format:
@@ -209,6 +233,7 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
     from numerics.kernels.rounding import format_params, mode_code
 
     batch = X.shape[0]
+    block = min(block_size or 1, max(X.shape[1], 1))  # a block of n or more: one block
     value = np.empty(batch)
     abs_sum = np.empty(batch)
     tiny = np.empty(batch, np.int64)
@@ -220,7 +245,7 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
         if X.dtype != np.float32:  # binary32's input rounding is the cast (4 B/element)
             with np.errstate(all="ignore"):
                 X = X.astype(np.float32)
-        kernel.sum_rows_f32(X, _KERNEL_ALGORITHMS[algorithm], block_size or 1,
+        kernel.sum_rows_f32(X, _KERNEL_ALGORITHMS[algorithm], block,
                             23 - fmt.trailing_bits, fmt.emin, fmt.max, value, abs_sum)
         return value, abs_sum, tiny
     if (Y is None and rounding == "rne" and algorithm != "neumaier" and fmt.signed
@@ -228,11 +253,11 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
             and fmt.has_infinity and fmt.nan.name == "IEEE" and fmt.subnormals):
         # binary64 itself: the hardware's additions, in lanes (float32 rows widened)
         kernel.sum_rows_f64(X.astype(np.float64, copy=False), _KERNEL_ALGORITHMS[algorithm],
-                            block_size or 1, value, abs_sum)
+                            block, value, abs_sum)
         return value, abs_sum, tiny
     seed = 0 if generator is None else int(generator.integers(0, 2**63))
     kernel.sum_rows(X, X if Y is None else Y, Y is not None, _KERNEL_ALGORITHMS[algorithm],
-                    block_size or 1, format_params(fmt), mode_code(rounding), fmt.max,
+                    block, format_params(fmt), mode_code(rounding), fmt.max,
                     np.uint64(seed), value, abs_sum, tiny)
     return value, abs_sum, tiny
 
@@ -264,34 +289,92 @@ def _block_sums(fl: _Fl, X: np.ndarray, block: int) -> np.ndarray:
     return np.concatenate(parts, axis=0)
 
 
+def _odd(r: Fraction) -> float:
+    """``r`` rounded to odd in binary64: itself when it is a binary64 number, else the
+    one of its two neighbours whose last significand bit is 1.  A residual so rounded
+    keeps every comparison :func:`numerics.kernels.rounding.round_pair` makes with a
+    power of two (a tie is a tie only when exact); rounding to nearest does not."""
+    f = float(r)  # correctly rounded (int / int)
+    if Fraction(f) == r:
+        return f
+    if f == 0.0:
+        return math.copysign(5e-324, r)
+    if int(np.float64(f).view(np.uint64)) & 1:
+        return f
+    return math.nextafter(f, math.inf if r > f else -math.inf)
+
+
+def _exact_pair(row: list[float]) -> tuple[float, float, int]:
+    """``(h, l, s)`` for finite terms: ``(h + l) * 2**s`` is their exact sum, ``h``
+    the binary64 number nearest ``sum / 2**s`` and ``l`` the rest rounded to odd
+    (:func:`_odd`); ``s`` is 0 unless the sum or a partial sum overflows binary64."""
+    try:
+        h = math.fsum(row)
+        r1 = math.fsum([*row, -h])
+        r2 = math.fsum([*row, -h, -r1]) if r1 != 0.0 else 0.0
+    except OverflowError:  # a partial sum beyond binary64: exact rationals
+        total = Fraction(0)
+        for v in row:
+            total += Fraction(v)
+        k = total.numerator.bit_length() - total.denominator.bit_length()
+        shift = max(0, k - 1020)  # |total / 2**shift| < 2**1022
+        scaled = total / (1 << shift)
+        hs = float(scaled)
+        return hs, _odd(scaled - Fraction(hs)), shift
+    if r2 != 0.0 and not int(np.float64(r1).view(np.uint64)) & 1:
+        r1 = math.nextafter(r1, math.copysign(math.inf, r2))  # to odd: r1 + r2 is exact
+    return h, r1, 0
+
+
 def _exact(fl: _Fl, X: np.ndarray) -> np.ndarray:
     hi = np.empty(X.shape[1])
     lo = np.empty(X.shape[1])
+    shift = np.zeros(X.shape[1], np.int64)
     cols = np.ascontiguousarray(X.T)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(all="ignore"):
         for j in range(cols.shape[0]):
             row = cols[j]
             if not np.all(np.isfinite(row)):
                 hi[j], lo[j] = float(np.sum(row)), 0.0
                 continue
-            h = math.fsum(row.tolist())
+            h, r, shift[j] = _exact_pair(row.tolist())
             if h == 0.0:  # an exact zero: signed as IEEE 754 signs a sum (6.3)
                 same = bool(np.all(np.signbit(row) == np.signbit(row[0])))
                 h = math.copysign(0.0, row[0]) if same else (
                     -0.0 if fl.rounding == "rd" else 0.0)
-            hi[j] = h
-            lo[j] = math.fsum([*row.tolist(), -h]) if math.isfinite(h) else 0.0
-    return fl.round_pair(hi, lo)
+            hi[j], lo[j] = h, r
+    return fl.round_pair(hi, lo, shift)
 
 
-def _tree_eval(fl: _Fl, X: np.ndarray, node: Tree) -> np.ndarray:
-    if isinstance(node, (int, np.integer)):
-        return X[int(node)]
-    vals = [_tree_eval(fl, X, child) for child in node]
-    s = vals[0]
-    for v in vals[1:]:
-        s = fl.add(s, v)
-    return s
+def _is_index(node: object) -> bool:
+    return isinstance(node, (int, np.integer)) and not isinstance(node, (bool, np.bool_))
+
+
+def _tree_eval(fl: _Fl, X: np.ndarray, tree: Tree) -> np.ndarray:
+    """The tree's value, without recursion (a left-deep tree of any depth): a node's
+    children are evaluated left to right, then summed left to right."""
+    if _is_index(tree):
+        return X[int(tree)]  # type: ignore[arg-type]
+    # frames of [node, next child, the children's values so far]
+    frames: list[list[Any]] = [[tree, 0, []]]
+    while True:
+        frame = frames[-1]
+        node, k, vals = frame
+        if k < len(node):
+            frame[1] = k + 1
+            child = node[k]
+            if _is_index(child):
+                vals.append(X[int(child)])
+            else:
+                frames.append([child, 0, []])
+            continue
+        total = vals[0]
+        for v in vals[1:]:
+            total = fl.add(total, v)
+        frames.pop()
+        if not frames:
+            return total
+        frames[-1][2].append(total)
 
 
 def _ring(fl: _Fl, X: np.ndarray, order: Sequence[int]) -> np.ndarray:
@@ -313,7 +396,9 @@ def _ring(fl: _Fl, X: np.ndarray, order: Sequence[int]) -> np.ndarray:
 # ----------------------------------------------------------------------------------
 
 def _check_common(algorithm: object, rounding: object, block_size: object, n: int,
-                  bound_kind: object, confidence: object) -> None:
+                  bound_kind: object, confidence: object) -> tuple[int | None, float]:
+    """Check the options that need no format; return the block size as an int (or None)
+    and the confidence as a float."""
     if algorithm not in ALGORITHMS:
         raise ValueError(
             f"Got algorithm={algorithm!r}, but the only valid values are "
@@ -321,17 +406,18 @@ def _check_common(algorithm: object, rounding: object, block_size: object, n: in
         )
     _bounds.check_rounding_name(rounding)
     if block_size is not None:
-        if not isinstance(block_size, (int, np.integer)) or isinstance(block_size, bool) \
-                or block_size < 1:
+        if not _is_index(block_size) or block_size < 1:  # type: ignore[operator]
             raise ValueError(f"Got {block_size=}, but it must be a positive integer or None")
+        block_size = int(block_size)  # type: ignore[call-overload]
     if n < 1:
         raise ValueError(f"Got an empty reduction axis (length {n}), but a sum needs a term")
     if bound_kind not in ("worst", "probabilistic"):
         raise ValueError(
             f"Got {bound_kind=}, but the only valid values are 'worst', 'probabilistic'"
         )
-    if not isinstance(confidence, float) or not 0.0 < confidence < 1.0:
+    if not isinstance(confidence, (float, np.floating)) or not 0.0 < confidence < 1.0:
         raise ValueError(f"Got {confidence=}, but it must be a float in (0, 1)")
+    return block_size, float(confidence)  # type: ignore[return-value]
 
 
 def _check_axis(axis: object, ndim: int) -> None:
@@ -341,37 +427,51 @@ def _check_axis(axis: object, ndim: int) -> None:
         raise ValueError(f"Got {axis=}, but x has only {ndim} axes")
 
 
-def _tree_leaves(node: Tree, out: list[int]) -> None:
-    if isinstance(node, (int, np.integer)) and not isinstance(node, bool):
-        out.append(int(node))
-        return
-    if not isinstance(node, tuple) or len(node) == 0:
-        raise ValueError(
-            f"Got tree node {node!r}, but a tree is an int index or a non-empty tuple of trees"
-        )
-    for child in node:
-        _tree_leaves(child, out)
-
-
 def _check_tree(tree: object, n: int) -> Tree:
+    """``tree`` if it is an index or nested non-empty tuples whose leaves are the
+    indices ``0 .. n-1``, each once; ValueError naming it else.  Without recursion: a
+    left-deep tree of any depth is valid."""
     if tree is None:
         raise ValueError("Got tree=None, but algorithm='tree' needs a tree (nested tuples)")
     leaves: list[int] = []
-    _tree_leaves(tree, leaves)  # type: ignore[arg-type]
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if _is_index(node):
+            leaves.append(int(node))  # type: ignore[call-overload]
+        elif isinstance(node, tuple) and len(node) > 0:
+            stack.extend(node)
+        else:
+            raise ValueError(f"Got tree node {reprlib.repr(node)}, but a tree is an int "
+                             "index or a non-empty tuple of trees")
+        if len(leaves) > n:  # (also ends shared subtrees that would never end)
+            break
     if sorted(leaves) != list(range(n)):
-        raise ValueError(
-            f"Got tree={tree!r}, but its leaves must be the indices 0..{n - 1}, each once"
-        )
+        raise ValueError(f"Got tree={reprlib.repr(tree)}, but its leaves must be the "
+                         f"indices 0..{n - 1}, each once")
     return tree  # type: ignore[return-value]
 
 
 def _check_ring(ring_order: object, n: int) -> list[int]:
+    """``ring_order`` as a list of ints: a permutation of ``0 .. n-1`` given as a
+    sequence (or 1-D array) of integers; TypeError or ValueError naming it else."""
     if ring_order is None:
         return list(range(n))
-    order = [int(r) for r in ring_order]  # type: ignore[attr-defined]
+    if isinstance(ring_order, np.ndarray):
+        items: list[Any] = list(ring_order) if ring_order.ndim == 1 else [ring_order]
+    elif isinstance(ring_order, Sequence) and not isinstance(ring_order, (str, bytes)):
+        items = list(ring_order)
+    else:
+        raise TypeError(f"Got ring_order={reprlib.repr(ring_order)}, but it must be a "
+                        "sequence of rank indices (ints)")
+    if not all(_is_index(r) for r in items):
+        raise TypeError(f"Got ring_order={reprlib.repr(ring_order)}, but its entries must "
+                        "be ints (rank indices)")
+    order = [int(r) for r in items]
     if sorted(order) != list(range(n)):
         raise ValueError(
-            f"Got {ring_order=}, but it must be a permutation of the {n} ranks 0..{n - 1}"
+            f"Got ring_order={reprlib.repr(ring_order)}, but it must be a permutation of "
+            f"the {n} ranks 0..{n - 1}"
         )
     return order
 
@@ -401,12 +501,15 @@ def _reduce(X: np.ndarray, fmt: Format, *, algorithm: str, rounding: str,
 
 def _check_options(algorithm: str, rounding: str, block_size: int | None, n: int,
                    bound_kind: str, confidence: float, promote_fmt: Format | str | None,
-                   tree: Tree | None, ring_order: Sequence[int] | None, rng: Any
-                   ) -> tuple[Format, int | None, Any, Any, np.random.Generator | None]:
+                   tree: Tree | None, ring_order: Sequence[int] | np.ndarray | None, rng: Any
+                   ) -> tuple[Format, int | None, Any, Any, np.random.Generator | None,
+                              float]:
     """Validate the options shared by :func:`sum` and :func:`dot`; return the promoted
-    format, the block size (128 for ``blocked`` by default), the checked tree and ring
-    order, and the generator for stochastic rounding."""
-    _check_common(algorithm, rounding, block_size, n, bound_kind, confidence)
+    format, the block size (an int; 128 for ``blocked`` by default), the checked tree
+    and ring order, the generator for stochastic rounding and the confidence (a
+    float)."""
+    block_size, confidence = _check_common(algorithm, rounding, block_size, n, bound_kind,
+                                           confidence)
     if bound_kind == "probabilistic" and algorithm in ("kahan", "neumaier"):
         raise ValueError(
             f"Got bound_kind='probabilistic' with {algorithm=}, but a probabilistic bound "
@@ -418,7 +521,7 @@ def _check_options(algorithm: str, rounding: str, block_size: int | None, n: int
     tree_ = _check_tree(tree, n) if algorithm == "tree" else None
     order = _check_ring(ring_order, n) if algorithm == "ring" else None
     generator = make_rng(rng) if rounding == "sr" else None
-    return promote, block_size, tree_, order, generator
+    return promote, block_size, tree_, order, generator, confidence
 
 
 def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
@@ -431,7 +534,7 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
     block_size: int | None = None,
     promote_fmt: Format | str | None = None,
     tree: Tree | None = None,
-    ring_order: Sequence[int] | None = None,
+    ring_order: Sequence[int] | np.ndarray | None = None,
     rng: Any = None,
     bound_kind: str = "worst",
     confidence: float = 0.999,
@@ -460,7 +563,8 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
     tree : nested tuples of int, optional
         The reduction tree for ``algorithm="tree"``.
     ring_order : sequence of int, optional
-        The ring's rank order for ``algorithm="ring"`` (default ``0 .. n-1``).
+        The ring's rank order for ``algorithm="ring"`` (default ``0 .. n-1``): a
+        permutation of the ranks, as a sequence or 1-D array of ints.
     rng : None, int or numpy.random.Generator
         Source of the stochastic-rounding seed: one 63-bit integer is drawn from it, and
         every rounding then draws its bits from the counter-based stream
@@ -492,7 +596,7 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
         raise ValueError(f"Got x with shape {arr.shape}, but a sum needs at least one axis")
     _check_axis(axis, arr.ndim)
     n = arr.shape[axis]
-    promote, block_size, tree_, order, generator = _check_options(
+    promote, block_size, tree_, order, generator, confidence = _check_options(
         algorithm, rounding, block_size, n, bound_kind, confidence, promote_fmt, tree,
         ring_order, rng)
 
@@ -504,7 +608,7 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
         X = _cast(np.moveaxis(arr, axis, 0).astype(np.float64).reshape(n, -1), f)
         value = _reduce(X, f, algorithm=algorithm, rounding=rounding, block_size=block_size,
                         promote=promote, tree=tree_, ring_order=order, rng=generator)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(all="ignore"):
             abs_sum = np.add.reduce(np.abs(X), axis=0, dtype=np.float64)
     bound, conf = _bounds.sum_bound(
         abs_sum, n, f, rounding, algorithm, block_size=block_size, promote_fmt=promote,
@@ -525,7 +629,7 @@ def dot(
     block_size: int | None = None,
     promote_fmt: Format | str | None = None,
     tree: Tree | None = None,
-    ring_order: Sequence[int] | None = None,
+    ring_order: Sequence[int] | np.ndarray | None = None,
     rng: Any = None,
     bound_kind: str = "worst",
     confidence: float = 0.999,
@@ -560,7 +664,7 @@ def dot(
         raise ValueError("Got scalar x and y, but a dot product needs at least one axis")
     _check_axis(axis, xa.ndim)
     n = xa.shape[axis]
-    promote, block_size, tree_, order, generator = _check_options(
+    promote, block_size, tree_, order, generator, confidence = _check_options(
         algorithm, rounding, block_size, n, bound_kind, confidence, promote_fmt, tree,
         ring_order, rng)
 
@@ -572,12 +676,12 @@ def dot(
         X = _cast(np.moveaxis(xa, axis, 0).astype(np.float64).reshape(n, -1), f)
         Y = _cast(np.moveaxis(ya, axis, 0).astype(np.float64).reshape(n, -1), f)
         fl = _Fl(f, rounding, generator)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(all="ignore"):
             exact_products = X * Y  # exact in float64 unless p > 26 (only for the bound)
         P = fl.mul(X, Y)
         value = _reduce(P, f, algorithm=algorithm, rounding=rounding, block_size=block_size,
                         promote=promote, tree=tree_, ring_order=order, rng=generator)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(all="ignore"):
             abs_sum = np.add.reduce(np.abs(exact_products), axis=0, dtype=np.float64)
             tiny = np.count_nonzero(np.abs(exact_products) < f.smallest_normal, axis=0)
     bound, conf = _bounds.dot_bound(

@@ -222,6 +222,14 @@ class TensorCorePreset:
         pe = self.promote_every
         if pe is not None and (not _is_int(pe) or pe < 1):
             raise ValueError(f"Got promote_every={pe!r}, but it must be a positive int or None")
+        for fname in ("e8m13", "flush_inputs", "flush_outputs"):
+            if not isinstance(getattr(self, fname), (bool, np.bool_)):
+                raise TypeError(f"Got {fname}={getattr(self, fname)!r}, but it must be a bool")
+        for fname in ("source", "uncertain"):
+            if not isinstance(getattr(self, fname), str):
+                raise TypeError(f"Got {fname}={getattr(self, fname)!r}, but it must be a str")
+        for fname, allowed in (("inputs", None), ("outputs", _MODEL_OUTPUTS)):
+            _check_format_names(getattr(self, fname), fname, allowed)
 
     def group_size(self, input_format: Format) -> int:
         """The group size for ``input_format``; ValueError if the path is not modelled."""
@@ -255,6 +263,34 @@ class TensorCorePreset:
 
 def _is_int(v: object) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+#: The output formats the model rounds into.
+_MODEL_OUTPUTS = ("binary32", "binary16", "bfloat16")
+
+
+def _check_format_names(names: object, field: str, allowed: tuple[str, ...] | None) -> None:
+    """``names`` must be a tuple of canonical format names (of ``allowed`` if given;
+    else of signed formats of precision <= 26, the model's inputs)."""
+    if not isinstance(names, tuple):
+        raise TypeError(f"Got {field}={names!r}, but it must be a tuple of format names")
+    for name in names:
+        try:
+            fmt = as_format(name) if isinstance(name, str) else None
+        except ValueError:
+            fmt = None
+        if fmt is None:
+            raise ValueError(f"Got {field}={names!r}, but {name!r} is not a format name "
+                             "(numerics.FORMATS)")
+        if fmt.name != name:
+            raise ValueError(f"Got {field}={names!r}, but it must hold canonical names: "
+                             f"{fmt.name!r}, not {name!r}")
+        if allowed is not None and name not in allowed:
+            raise ValueError(f"Got {field}={names!r}, but the model outputs only "
+                             + ", ".join(repr(a) for a in allowed))
+        if allowed is None and (fmt.precision > 26 or not fmt.signed):
+            raise ValueError(f"Got {field}={names!r}, but {name!r} is not a signed format "
+                             "of precision <= 26 (the model's inputs)")
 
 
 _MMASIM = "MMA-Sim, Xie et al. 2025 (arXiv 2511.10909)"
@@ -535,7 +571,7 @@ def _fused(a: np.ndarray, ea: np.ndarray, b: np.ndarray, eb: np.ndarray, c: np.n
     align = _ALIGN[alignment]
     with np.errstate(invalid="ignore", over="ignore"):
         prods = a * b
-        E = np.maximum((ea + eb).max(axis=-1), ec)
+        E = np.maximum((ea + eb).max(axis=-1, initial=_NO_EXP), ec)  # (k = 0: c's)
         scale = np.ldexp(1.0, fractional_bits - E)
         total = align(prods * scale[..., None]).sum(axis=-1) + align(c * scale)
         d = _finish(total, E, fractional_bits, out, rounding, e8m13)
@@ -546,7 +582,7 @@ def _aligned_sum(prods: np.ndarray, ep: np.ndarray, F: int,
                  align: Callable[..., Any]) -> tuple[np.ndarray, np.ndarray]:
     """``(T, E)``: ``E`` the largest exponent along the last axis, ``T`` the sum of the
     terms rounded to multiples of ``2**(E - F)``, in units of that (an integer)."""
-    E = ep.max(axis=-1)
+    E = ep.max(axis=-1, initial=_NO_EXP)  # no products (an empty odd half): none
     scale = _pow2(F - np.maximum(E, _SAFE_EXP))
     return align(prods * scale[..., None]).sum(axis=-1), E
 
@@ -640,7 +676,7 @@ def check_formats(input_format: Any, output_format: Any,
             f"Got input_format={fin.name!r}, but the tensor-core model needs a signed "
             "input format of precision <= 26"
         )
-    outs = preset.outputs if preset is not None else ("binary32", "binary16", "bfloat16")
+    outs = preset.outputs if preset is not None else _MODEL_OUTPUTS
     if fout.name not in outs:
         who = f"preset {preset.name!r}" if preset is not None else "the tensor-core model"
         raise ValueError(
@@ -668,7 +704,8 @@ def fused_dot_add(
     Parameters
     ----------
     a, b : array_like, shape (..., k)
-        Products' factors; rounded to nearest-even into ``input_format`` first.
+        Products' factors; rounded to nearest-even into ``input_format`` first.  With
+        ``k = 0`` (no products) the result is ``c``.
     c : array_like, broadcastable to (...)
         Addend; rounded to nearest-even into ``output_format`` first.
     input_format : Format or str

@@ -4,7 +4,12 @@ Every operation is one rounding of an exact value into the working format ``P``,
 as in the reference: an addition ``a + b`` of two values of the format is split by
 TwoSum into ``hi + lo`` (exact) and rounded once by
 :func:`numerics.kernels.rounding.round_pair`; a product ``x * y`` is exact in
-float64 for precisions up to 26 and split by Dekker's TwoProduct above.
+float64 for precisions up to 26 (within binary64's normal range) and split by
+Dekker's TwoProduct above.  Where binary64 cannot hold the exact value (finite
+addends whose sum overflows; a product that overflows or underflows, or an
+operand too large for Dekker's split) the exact value is an exact pair times a
+power of two, rounded in the format scaled by that power (:func:`_round_shifted`),
+so binary64 itself rounds correctly in every mode, overflow and subnormals included.
 
 Fast rounding to nearest even
 -----------------------------
@@ -37,6 +42,7 @@ pairing with the odd node moving up).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba
@@ -55,6 +61,8 @@ from numerics.kernels.lanes import (
 )
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
+    BIAS,
+    EMAX,
     EMIN,
     INFMAG,
     MODE_RD,
@@ -64,6 +72,7 @@ from numerics.kernels.rounding import (
     MODE_SR_EXACT,
     NAN_IEEE,
     NANKIND,
+    NEGZERO,
     OVERFLOW_IEEE,
     SIGNED,
     SUBN,
@@ -83,12 +92,17 @@ __all__ = [
     "ALIGN_RTZ",
     "HW32",
     "HW64",
+    "OP_ADD",
+    "OP_MUL",
+    "OP_PAIR",
     "exponents",
     "exponents_span",
     "fused_gemm",
     "fused_gemm_span",
     "hardware",
     "lanes32_fit",
+    "round_ops",
+    "round_ops_span",
     "round_values",
     "round_values_span",
     "sum_rows",
@@ -145,17 +159,12 @@ def _rne_fast(hi: float, t: int, emin: int, maxval: float) -> tuple[float, bool]
     return np.copysign(r, hi), r <= maxval  # a value that rounds to 0 keeps it
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _round_slow(hi: float, lo: float, P: np.ndarray, mode: int, seed: int,
                 index: int) -> float:
-    """The value of ``hi + lo`` rounded once into ``P`` by :func:`round_pair`."""
-    u = np.uint64(0)
-    m = mode
-    if mode == MODE_SR:
-        u = draw(seed, index, 64)  # type: ignore[arg-type]
-        m = MODE_SR_EXACT
-    code = round_pair(hi, lo, P, m, OVERFLOW_IEEE, u, 64)
-    return decode_one(code, P)
+    """The value of ``hi + lo`` rounded once into ``P`` by :func:`round_pair` (through
+    :func:`_round_shifted`, which holds the one inlined copy of it)."""
+    return _round_shifted(hi, lo, np.int64(0), P, mode, seed, index)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -181,6 +190,67 @@ def _two_prod(a: float, b: float) -> tuple[float, float]:
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
+@numba.njit(cache=True, nogil=True)
+def _round_shifted(hi: float, lo: float, s: int, P: np.ndarray, mode: int, seed: int,
+                   index: int) -> float:
+    """The value of ``(hi + lo) * 2**s`` rounded once into ``P`` (``hi + lo`` a pair as
+    :func:`round_pair` takes it), also for values beyond binary64's range or below its
+    subnormals: :func:`round_pair` of ``hi + lo`` into the format scaled by ``2**-s``
+    (``emin``, ``emax`` and the bias moved by ``s``: the same codes, each worth
+    ``2**-s`` times as much), the code decoded in ``P``.  Every rounding decision
+    depends on the value's position among the codes only, so it is the same at both
+    scales, subnormals and overflow included."""
+    Q = (P[T], P[1], P[BIAS] + s, P[EMIN] - s, P[EMAX] - s, P[5], P[6], P[7], P[8], P[9],
+         P[10], P[11], P[12])
+    u = np.uint64(0)
+    m = mode
+    if mode == MODE_SR:
+        u = draw(seed, index, 64)  # type: ignore[arg-type]
+        m = MODE_SR_EXACT
+    code = round_pair(hi, lo, Q, m, OVERFLOW_IEEE, u, 64)
+    return decode_one(code, P)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_exact(a: float, b: float, P: np.ndarray, mode: int, seed: int,
+               index: int) -> float:
+    """``fl(a + b)`` for any float64 ``a``, ``b`` in any mode: the TwoSum pair rounded
+    once by :func:`round_pair`.  Finite addends whose sum overflows binary64 (so that
+    ``|a|, |b| >= 2**970``: their halves and the TwoSum of those are exact) are rounded
+    from the halves' pair at twice its value (:func:`_round_shifted`), which gives the
+    format's max in the modes that round toward zero, not inf."""
+    hi, lo = _two_sum(a, b)
+    if hi - hi != 0.0 and a - a == 0.0 and b - b == 0.0:
+        h, l_ = _two_sum(0.5 * a, 0.5 * b)
+        return _round_shifted(h, l_, np.int64(1), P, mode, seed, index)
+    if hi == 0.0 and mode == MODE_RD:
+        # an exact zero sum is -0 rounding down unless both addends are +0 (IEEE 754
+        # 6.3); binary64's own sum gave +0: negating both addends and the sum gives it
+        hi = -((-a) + (-b))
+    return _round_slow(hi, lo, P, mode, seed, index)
+
+
+@numba.njit(cache=True, nogil=True)
+def _mul_exact(x: float, y: float, P: np.ndarray, mode: int, seed: int,
+               index: int) -> float:
+    """``fl(x * y)`` for any float64 ``x``, ``y`` in any mode.  A zero, infinite or NaN
+    operand gives the IEEE product (exact).  Within Dekker's conditions (operands below
+    ``2**995``, product from ``2**-968`` to below ``2**1023``) the TwoProduct pair is
+    rounded once; otherwise (a product that underflows or overflows binary64, or an
+    operand whose split would overflow) the product of the operands' significands in
+    ``[1/2, 1)``, an exact pair, is rounded at its scale by :func:`_round_shifted`."""
+    p = x * y
+    if x == 0.0 or y == 0.0 or x - x != 0.0 or y - y != 0.0:
+        return _round_slow(p, 0.0, P, mode, seed, index)
+    if 2.0**-968 <= abs(p) < 2.0**1023 and abs(x) < 2.0**995 and abs(y) < 2.0**995:
+        p, lo = _two_prod(x, y)
+        return _round_slow(p, lo, P, mode, seed, index)
+    mx, ex = math.frexp(x)
+    my, ey = math.frexp(y)
+    ph, pl = _two_prod(mx, my)
+    return _round_shifted(ph, pl, np.int64(ex + ey), P, mode, seed, index)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _add(fast: int, a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
          maxval: float, seed: int, index: int) -> float:
@@ -204,16 +274,11 @@ def _add(fast: int, a: float, b: float, P: np.ndarray, mode: int, t: int, emin: 
 def _add_slow(fast: bool, a: float, b: float, s: float, P: np.ndarray, mode: int, seed: int,
               index: int) -> float:
     """``fl(a + b)`` by :func:`round_pair`: of ``s = RN64(a + b)`` when ``fast`` (beyond the
-    format's range: the module docstring's theorem still applies), else of the TwoSum
-    pair, in any mode."""
+    format's range: the module docstring's theorem still applies), else
+    :func:`_add_exact`, in any mode."""
     if fast:
         return _round_slow(s, 0.0, P, mode, seed, index)
-    hi, lo = _two_sum(a, b)
-    if hi == 0.0 and mode == MODE_RD:
-        # an exact zero sum is -0 rounding down unless both addends are +0 (IEEE 754
-        # 6.3); binary64's own sum gave +0: negating both addends and the sum gives it
-        hi = -((-a) + (-b))
-    return _round_slow(hi, lo, P, mode, seed, index)
+    return _add_exact(a, b, P, mode, seed, index)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -234,21 +299,22 @@ def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, fast: int,
           P: np.ndarray, mode: int, t: int, emin: int, maxval: float,
           seed: int, index: int) -> tuple[float, float]:
     """Term ``i`` of row ``r`` (the input rounded to nearest even; for a dot product the
-    rounded product of the two rounded inputs) and the exact ``|x y|`` (``|x|``)."""
+    rounded product of the two rounded inputs) and ``|x y|`` (``|x|``), exact unless the
+    format's products leave binary64's normal range."""
     x = _cast(np.float64(X[r, i]), P, t, emin, maxval, fast)
     if not dot:
         return x, abs(x)
     y = _cast(np.float64(Y[r, i]), P, t, emin, maxval, fast)
+    p = x * y
     if fast == HW64:  # the hardware's product is binary64's rounding of the exact one
-        p = x * y
         return p, abs(p)
-    if t <= 25:  # p <= 26: the product is exact in float64
-        p = x * y
-        if p == 0.0:  # exact, with the product's sign (adding -0 would change it in rd)
-            return p, 0.0
+    if x == 0.0 or y == 0.0:  # exact, with the product's sign (adding -0 would change
+        # it in rd)
+        return p, 0.0
+    if t <= 25 and 2.2250738585072014e-308 <= abs(p) < np.inf:
+        # p <= 26: the product of two values of the format is exact in float64
         return _add(fast, p, -0.0, P, mode, t, emin, maxval, seed, index), abs(p)
-    p, lo = _two_prod(x, y)
-    return _round_slow(p, lo, P, mode, seed, index), abs(p)
+    return _mul_exact(x, y, P, mode, seed, index), abs(p)
 
 
 def sum_rows(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
@@ -289,6 +355,10 @@ def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
     batch, n = X.shape
     t = P[T]
     emin = P[EMIN]
+    # added to each result: +0.0 turns a -0 into +0 (a format without -0), -0.0 changes
+    # nothing.  Inside, a zero's sign never changes a magnitude (the fast path's
+    # copysign may leave -0), so the results' zeros are fixed here, once.
+    zero = -0.0 if P[NEGZERO] != 0 else 0.0
     smallest_normal = _pow2(emin)
     B = np.uint64(batch)
     r0 = tile * _TILE
@@ -377,7 +447,7 @@ def _tile(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
                     s[q] = x
                 depth[q] = dq
     for q in range(R):
-        value[r0 + q] = s[q]
+        value[r0 + q] = s[q] + zero
         abs_sum[r0 + q] = acc_abs[q]
         tiny[r0 + q] = ntiny[q]
 
@@ -408,7 +478,8 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
 
     ``A`` (M, K) and ``B`` (K, N) hold values of the input format (precision <= 26, so
     every product is exact in float64) and ``EA``, ``EB`` their exponents of step 1
-    (-126 for a zero); ``d`` holds finite values of the output format ``Pout``.  Each
+    (-126 for a zero); ``d`` holds values of the output format ``Pout`` (an infinite or
+    NaN value stays itself, the IEEE sum with finite products).  Each
     term ``a b 2**(F - E)`` is exact in float64 and rounded to an integer by ``align``
     (``trunc``, ``floor`` or ``rint``); a group's total is an integer below ``2**(F + 9)``,
     exact in float64 for ``F <= 44``, and ``total * 2**(E - F)`` is rounded once into
@@ -553,7 +624,10 @@ def fused_gemm_span(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray
                     v = d[i0 + r, j]
                     e = np.int64((np.float64(v).view(np.uint64) >> np.uint64(52))
                                  & np.uint64(0x7FF))
-                    E[r, j] = np.int32(-126 if v == 0.0 else max(e - 1023, emin_out))
+                    # a zero c, and an infinite or NaN one (whose aligned term stays
+                    # itself: the IEEE sum with the finite products), counts as 2**-126
+                    E[r, j] = np.int32(-126 if v == 0.0 or e == 0x7FF
+                                       else max(e - 1023, emin_out))
             # four k at a time: the row of E is loaded and stored once per four
             k = g0
             while k + 4 <= g0 + G:
@@ -636,6 +710,7 @@ def round_values_span(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: int, s
     t = P[T]
     emin = P[EMIN]
     maxval = _max_finite(P)
+    zero = -0.0 if P[NEGZERO] != 0 else 0.0  # added: +0 for -0 in a format without -0
     paired = lo.size == x.size  # else lo is one zero
     for i in range(start, stop):
         v = np.float64(x[i])
@@ -643,9 +718,61 @@ def round_values_span(x: np.ndarray, lo: np.ndarray, P: np.ndarray, mode: int, s
         if mode == MODE_RNE and t <= 24 and low == 0.0:
             r, ok = _rne_fast(v, t, emin, maxval)
             if ok:
-                out[i] = r
+                out[i] = r + zero
                 continue
         out[i] = _round_slow(v, low, P, mode, seed, base + np.uint64(i))
+
+
+#: ``op`` of :func:`round_ops`: ``a + b``, ``a * b``, or the pair ``(a + b) * 2**shift``.
+OP_ADD, OP_MUL, OP_PAIR = range(3)
+
+
+def round_ops(a: np.ndarray, b: np.ndarray, shift: np.ndarray, op: int, P: np.ndarray,
+              mode: int, seed: int, base: int, out: np.ndarray) -> None:
+    """``out[i]``: ``a[i] + b[i]`` (:data:`OP_ADD`, :func:`_add_exact`), ``a[i] * b[i]``
+    (:data:`OP_MUL`, :func:`_mul_exact`) or the exact pair ``(a[i] + b[i]) *
+    2**shift[i]`` (:data:`OP_PAIR`; ``shift`` may be one int64 for all) rounded once
+    into ``P``, for any float64 operands (1-D) in any mode.  Stochastic rounding draws
+    element ``base + i`` of the stream with ``seed``.  Pieces of :func:`round_ops_span`
+    run on the threads."""
+    spread(lambda lo, hi: round_ops_span(a, b, shift, op, P, mode, seed, base, out, lo, hi),
+           a.size)
+
+
+@numba.njit(cache=True, nogil=True)
+def round_ops_span(a: np.ndarray, b: np.ndarray, shift: np.ndarray, op: int, P: np.ndarray,
+                   mode: int, seed: int, base: int, out: np.ndarray, start: int,
+                   stop: int) -> None:
+    """:func:`round_ops` for ``start <= i < stop`` on this thread.  A sum or pair whose
+    exact value is a float64 number (zero residual) rounds inline to nearest even
+    (:func:`_rne_fast`) for ``p <= 25``, as :func:`round_values_span` does."""
+    t = P[T]
+    emin = P[EMIN]
+    maxval = _max_finite(P)
+    zero = -0.0 if P[NEGZERO] != 0 else 0.0  # added: +0 for -0 in a format without -0
+    fast = mode == MODE_RNE and t <= 24
+    shifted = shift.size == a.size
+    for i in range(start, stop):
+        x = np.float64(a[i])
+        y = np.float64(b[i])
+        index = base + np.uint64(i)
+        s = shift[i] if shifted else shift[0]
+        if op == OP_MUL:
+            out[i] = _mul_exact(x, y, P, mode, seed, index)
+            continue
+        if op == OP_PAIR and s != 0:
+            out[i] = _round_shifted(x, y, np.int64(s), P, mode, seed, index)
+            continue
+        hi, lo = (x, y) if op == OP_PAIR else _two_sum(x, y)
+        if fast and lo == 0.0:
+            r, ok = _rne_fast(hi, t, emin, maxval)
+            if ok:
+                out[i] = r + zero
+                continue
+        if op == OP_PAIR:
+            out[i] = _round_slow(x, y, P, mode, seed, index)
+        else:
+            out[i] = _add_exact(x, y, P, mode, seed, index)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
