@@ -130,28 +130,71 @@ def _format_of_native(dt: np.dtype) -> Format | None:
     return None if name is None else get_format(name)
 
 
-def _holds_wide_int(seq: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether nested lists/tuples hold a Python int beyond float64's exact integers."""
+#: Scalar types numpy converts to a float array exactly (no scan needed).
+_PLAIN_FLOATS = frozenset({float, np.float64, np.float32, np.float16})
+#: Scalar types of plain numbers (each an exact float64 up to 2**53).
+_NUMBERS = _PLAIN_FLOATS | frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint64,
+                                      np.uint32, np.uint16, np.uint8})
+#: The largest integer magnitude up to which every integer is a float64.
+_EXACT_INT = 2**53
+
+
+def _needs_objects(seq: list[Any] | tuple[Any, ...], wide_ints: bool) -> bool:
+    """Whether nested lists/tuples hold a boolean (which numpy would silently turn into
+    0 or 1), or, with ``wide_ints``, an integer beyond float64's exact integers (a
+    Python int, a numpy integer scalar or an int64/uint64 array, which numpy would round
+    to float64 beside a float)."""
     stack: list[Any] = [seq]
     while stack:
-        for v in stack.pop():
+        items = stack.pop()
+        types = set(map(type, items))
+        if types <= _PLAIN_FLOATS:
+            continue
+        if bool in types or np.bool_ in types:
+            return True
+        if types <= _NUMBERS:
+            if wide_ints and any(type(v) not in _PLAIN_FLOATS
+                                 and not -_EXACT_INT <= int(v) <= _EXACT_INT for v in items):
+                return True
+            continue
+        for v in items:
+            if type(v) in _PLAIN_FLOATS:
+                continue
             if isinstance(v, (list, tuple)):
                 stack.append(v)
-            elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
+            elif isinstance(v, np.ndarray):
+                kind = v.dtype.kind
+                if kind == "b":
+                    return True
+                if wide_ints and kind in "iu" and v.dtype.itemsize == 8 and v.size and (
+                        int(v.max()) > _EXACT_INT or int(v.min()) < -_EXACT_INT):
+                    return True
+            elif wide_ints and isinstance(v, (int, np.integer)) and not (
+                    -_EXACT_INT <= int(v) <= _EXACT_INT):
                 return True
     return False
 
 
 def as_exact_array(x: Any) -> np.ndarray:
-    """``np.asarray(x)``, except that a list mixing Python ints beyond ``2**53`` with
-    floats (which numpy would round to float64) becomes an object array of the values.
+    """``np.asarray(x)``, except that a list (or tuple) that numpy would convert inexactly
+    becomes an object array of its values, for the caller to take one by one: a list
+    mixing integers beyond ``2**53`` (Python ints, numpy integer scalars or 0-d arrays,
+    int64/uint64 arrays) with floats, which numpy would round to float64, and a list
+    holding booleans beside numbers, which numpy would make 0 and 1.
 
     Examples
     --------
     >>> as_exact_array([2**53 + 1, 0.5]).dtype, as_exact_array([1, 0.5]).dtype
     (dtype('O'), dtype('float64'))
+    >>> as_exact_array([np.int64(2**53 + 1), 0.5]).dtype, as_exact_array([True, 1]).dtype
+    (dtype('O'), dtype('O'))
     """
     arr = np.asarray(x)
-    if isinstance(x, (list, tuple)) and arr.dtype.kind == "f" and _holds_wide_int(x):
-        return np.asarray(x, dtype=object)
+    if isinstance(x, (list, tuple)) and arr.dtype.kind in "fiu":
+        # an integer beyond 2**53 becomes a float of at least 2**53: in a long list, only
+        # then look for one (a short one is looked through at once)
+        wide = arr.dtype.kind == "f" and (arr.size < 256 or not bool(
+            (np.abs(arr) < _EXACT_INT).all()))
+        if _needs_objects(x, wide):
+            return np.asarray(x, dtype=object)
     return arr

@@ -41,7 +41,14 @@ import numpy as np
 
 from numerics.dtypes import as_exact_array
 from numerics.formats import Format, as_format
-from numerics.rounding import OVERFLOWS, ROUNDINGS, check_overflow, check_rounding, sr_seed
+from numerics.rounding import (
+    OVERFLOWS,
+    ROUNDINGS,
+    check_overflow,
+    check_rng,
+    check_rounding,
+    sr_seed,
+)
 
 __all__ = [
     "decode",
@@ -153,7 +160,8 @@ def _scalar_plan(fmt: Any) -> tuple[Any, Format, np.ndarray, Any, int]:
     return plan
 
 
-def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object) -> None:
+def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object,
+                   rng: object = None) -> None:
     if not isinstance(rounding, str) or rounding not in _MODES:
         check_rounding(rounding)
     if not isinstance(overflow, str) or overflow not in OVERFLOWS:
@@ -167,6 +175,7 @@ def _check_options(rounding: object, overflow: object, sr_bits: object, nan: obj
                              "sr_bits only applies to rounding='sr'")
     if not isinstance(nan, str) or nan not in _NAN_POLICIES:
         raise ValueError(f"Got nan={nan!r}, but the only valid values are 'raise' and 'zero'")
+    check_rng(rng)  # checked in every mode (used only by rounding="sr")
 
 
 def _mode_bits(rounding: str, sr_bits: int | None) -> tuple[int, int]:
@@ -226,6 +235,8 @@ def _exact_scalar(value: Any, index: Any) -> Any:
     """A value ``encode_exact`` takes quickly: NaN/inf floats, Fractions of moderate size
     (huge and tiny ones replaced by same-signed stand-ins that round alike)."""
     where = "x" if index is None else f"x[{index}]"
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]  # a 0-d array in a list: its value
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"Got {where}={value!r}; expected a real number, not a bool")
     if isinstance(value, decimal.Decimal):
@@ -332,7 +343,10 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
         kind = "float"
     n = {"x87": work.size // 2, "stacked": work.size // 2}.get(kind, work.size)
     target = _output(out, arr.shape, fmt)
-    flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(n, fmt.code_dtype)
+    # the kernels write ``out`` in place only where it is C-contiguous and shares no memory
+    # with the input they read (elsewhere a temporary, copied in after, as numpy's ufuncs)
+    direct = target.flags.c_contiguous and (out is None or not np.may_share_memory(target, work))
+    flat_out = target.reshape(-1) if direct else np.empty(n, fmt.code_dtype)
     _, P, fits32, fits64, rne32, rne64, directed64 = _plan(fmt)
     mode, bits = _mode_bits(rounding, sr_bits)
     seed = np.uint64(sr_seed(rng)) if rounding == "sr" else np.uint64(0)
@@ -365,12 +379,13 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
         first = _run_encode(kind, (work, flat_out, P, mode, ov, seed, bits))
         nans = 1 if first >= 0 else 0
     if nans and nan == "raise" and not fmt.has_nan:
-        raise _nan_error(work if kind != "x87" else np.asarray(arr, np.float64).reshape(-1),
-                         fmt)
-    if flat_out.base is not target and flat_out is not target and not (
-            target.flags.c_contiguous):
+        if kind == "x87":  # (the float64s, only to find the NaN: a huge value may overflow)
+            with np.errstate(over="ignore"):
+                work = np.asarray(arr, np.float64).reshape(-1)
+        raise _nan_error(work, fmt)
+    if not direct:
         target[...] = flat_out.reshape(arr.shape)
-    return target
+    return target if out is None else out
 
 
 def _longdouble_input(arr: np.ndarray) -> tuple[np.ndarray, str]:
@@ -385,11 +400,25 @@ def _longdouble_input(arr: np.ndarray) -> tuple[np.ndarray, str]:
     return np.stack([hi, lo]), "stacked"
 
 
+def _plain_out(out: Any) -> np.ndarray:
+    """``out`` as the plain ndarray the kernels write into: itself, or a base-class view
+    of a :class:`numpy.memmap`; a TypeError naming ``out`` for anything else (other
+    ndarray subclasses: ``np.matrix`` reshapes to 2-D, a masked array has a mask the
+    results would not honour)."""
+    if type(out) is np.ndarray:
+        return out
+    if isinstance(out, np.memmap):
+        return out.view(np.ndarray)
+    kind = type(out)
+    raise TypeError(f"Got out of type {kind.__module__}.{kind.__qualname__}; expected a "
+                    "numpy.ndarray (or numpy.memmap)")
+
+
 def _output(out: Any, shape: tuple[int, ...], fmt: Format) -> np.ndarray:
+    """The plain array to write the codes into (a new one when ``out`` is None)."""
     if out is None:
         return np.empty(shape, fmt.code_dtype)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"Got out of type {type(out).__name__}; expected a numpy array")
+    out = _plain_out(out)
     if out.dtype != fmt.code_dtype or out.shape != shape:
         raise ValueError(f"Got out with dtype {out.dtype} and shape {out.shape}; expected "
                          f"dtype {fmt.code_dtype} and shape {shape}")
@@ -425,7 +454,8 @@ def encode(
         Overflow rule; see :mod:`numerics.rounding`.
     rng : int, numpy.random.Generator or None
         Seed (a non-negative int) or generator for ``rounding="sr"``; see the module
-        docstring for the random stream.
+        docstring for the random stream.  Checked in every mode (TypeError or
+        ValueError), used only by ``"sr"``.
     sr_bits : int, optional
         Model hardware that draws only ``sr_bits`` (1 to 64) random bits per
         stochastic rounding: the rounding probability is the distance to the truncated
@@ -435,7 +465,11 @@ def encode(
         NaN input into a format without NaN: a ValueError naming the first
         offending index, or +0.
     out : numpy.ndarray, optional
-        Array of ``fmt.code_dtype`` shaped like ``x`` to write the codes into.
+        Writeable array of ``fmt.code_dtype`` shaped like ``x`` to write the codes
+        into: a ``numpy.ndarray`` or ``numpy.memmap`` (other subclasses, such as
+        ``np.matrix`` and masked arrays, are a TypeError).  It may share memory with
+        ``x``: the codes are those of ``x`` as it was before the call (as with
+        numpy's ufuncs, a temporary takes them where the two may overlap).
 
     Returns
     -------
@@ -464,17 +498,17 @@ def encode(
     >>> encode([0.1, 0.1], "e4m3fn", rounding="sr", rng=7, sr_bits=8).tolist()
     [29, 28]
     """
-    if type(x) in _FAST_SCALARS and out is None and sr_bits is None:
+    if type(x) in _FAST_SCALARS and out is None and sr_bits is None and rng is None:
         plan = _scalar_plan(fmt)
         code = _scalar_code(x, plan, rounding, overflow, nan)
         if code is not None:
             return plan[3](code)
-    if type(x) is np.ndarray and rounding == "rne" and sr_bits is None:
+    if type(x) is np.ndarray and rounding == "rne" and sr_bits is None and rng is None:
         codes = _encode_rne_fast(x, fmt, overflow, nan, out)
         if codes is not None:
             return codes
     fmt = as_format(fmt)
-    _check_options(rounding, overflow, sr_bits, nan)
+    _check_options(rounding, overflow, sr_bits, nan, rng)
 
     tensor = _from_torch(x)
     if tensor is not None:
@@ -535,7 +569,8 @@ def _encode_rne_fast(x: np.ndarray, fmt: Any, overflow: str, nan: str,
     if out is None:
         codes = np.empty(x.shape, found.code_dtype)
     elif type(out) is np.ndarray and out.dtype == found.code_dtype and out.shape == x.shape \
-            and out.flags.c_contiguous and out.flags.writeable:
+            and out.flags.c_contiguous and out.flags.writeable \
+            and not np.may_share_memory(x, out):
         codes = out
     else:
         return None
@@ -805,7 +840,9 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
         arr = np.ascontiguousarray(arr, arr.dtype.newbyteorder("="))
     flat = arr.reshape(-1)
     target = np.empty(arr.shape, dt) if out is None else out
-    flat_out = target.reshape(-1) if target.flags.c_contiguous else np.empty(flat.size, dt)
+    # written in place only where C-contiguous and apart from the codes (else a temporary)
+    direct = target.flags.c_contiguous and (out is None or not np.may_share_memory(target, arr))
+    flat_out = target.reshape(-1) if direct else np.empty(flat.size, dt)
     k = _kernels()
     kind = _decode_kind(fmt)
     if kind == "bfloat16" and dt == np.float32:  # float32's top half
@@ -825,7 +862,7 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
         if flat.dtype != np.uint64:
             flat = flat.astype(np.uint64)
         k.decode(flat, flat_out, _params(fmt))
-    if not target.flags.c_contiguous:
+    if not direct:
         target[...] = flat_out.reshape(target.shape)
     return target
 
@@ -848,6 +885,8 @@ def _check_codes(codes: Any, fmt: Format) -> tuple[np.ndarray, bool]:
             raise ValueError(f"Got codes[{bad[0]}]={ints[bad[0]]}, outside [0, {fmt.num_codes}) "
                              f"for the {fmt.bits}-bit format {fmt.name}")
         return np.array(ints, dtype=np.uint64).reshape(arr.shape), scalar
+    if arr.size == 0 and arr.dtype.kind == "f" and isinstance(codes, (list, tuple)):
+        return arr.astype(fmt.code_dtype), scalar  # [] (numpy makes it float64): no codes
     if arr.dtype.kind not in "iu":
         raise TypeError(f"Got codes with dtype {arr.dtype}; expected integer codes "
                         "(use numpy .view() to reinterpret float bits)")
@@ -879,7 +918,8 @@ def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = 
     Parameters
     ----------
     codes : array_like of int
-        Codes in ``[0, 2**fmt.bits)``, any integer dtype, or Python ints.
+        Codes in ``[0, 2**fmt.bits)``, any integer dtype, or Python ints (an empty
+        list is no codes; booleans are a TypeError).
     fmt : Format, str, numpy/ml_dtypes dtype or torch dtype
         The format of the codes.
     dtype : {None, numpy.float64, numpy.float32}
@@ -888,7 +928,10 @@ def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = 
         binary32's): a ValueError naming the format otherwise.  None: float64, or
         ``out``'s dtype.
     out : numpy.ndarray, optional
-        A float32/float64 array shaped like ``codes`` to write the values into.
+        A writeable float32/float64 ``numpy.ndarray`` or ``numpy.memmap`` shaped like
+        ``codes`` to write the values into (other subclasses are a TypeError).  It may
+        share memory with ``codes``: the values are those of the codes as they were
+        before the call.
 
     Returns
     -------
@@ -923,15 +966,15 @@ def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = 
                 and codes.ndim <= MAX_DIMS:
             return decode_codes(codes, found)
     fmt = as_format(fmt)
-    dt = _value_dtype(dtype, out, fmt)
+    target = None if out is None else _plain_out(out)
+    dt = _value_dtype(dtype, target, fmt)
     arr, scalar = _check_codes(codes, fmt)
-    if out is not None:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"Got out of type {type(out).__name__}; expected a numpy array")
-        if out.shape != arr.shape or out.dtype != dt or not out.flags.writeable:
-            raise ValueError(f"Got out with dtype {out.dtype} and shape {out.shape}; expected "
-                             f"a writeable {dt} array of shape {arr.shape}")
-        return decode_codes(arr, fmt, dt, out)
+    if target is not None:
+        if target.shape != arr.shape or target.dtype != dt or not target.flags.writeable:
+            raise ValueError(f"Got out with dtype {target.dtype} and shape {target.shape}; "
+                             f"expected a writeable {dt} array of shape {arr.shape}")
+        decode_codes(arr, fmt, dt, target)
+        return out
     values = decode_codes(arr, fmt, dt)
     return values[()] if scalar else values
 
@@ -940,9 +983,12 @@ def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = 
 def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
     """``decode(encode(x, fmt, **options), fmt, dtype=dtype)``: the value ``x`` is stored as.
 
-    A torch tensor comes back as a torch tensor in the smallest float dtype that holds
-    every value of ``fmt`` exactly (float16, then bfloat16, float32, float64) unless
-    ``dtype`` names one.
+    ``options`` are :func:`encode`'s ``rounding``, ``overflow``, ``rng``, ``sr_bits`` and
+    ``nan``.  A torch tensor comes back as a torch tensor of its shape in the smallest
+    float dtype that holds every value of ``fmt`` exactly (float16, then bfloat16,
+    float32, float64) unless ``dtype`` names one; as for numpy's float32, a torch
+    ``dtype`` must hold every value of ``fmt`` (whatever values ``x`` holds): a
+    ValueError naming the format otherwise, and for a dtype that is not a float.
 
     Examples
     --------
@@ -962,6 +1008,10 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
                                  options.get("nan", "raise"))
         if values is not None:
             return values
+    if not options.keys() <= _ENCODE_OPTIONS:
+        bad = sorted(options.keys() - _ENCODE_OPTIONS)[0]
+        raise TypeError(f"round_to() got an unexpected keyword argument {bad!r} (it takes "
+                        "dtype and encode's " + ", ".join(sorted(_ENCODE_OPTIONS)) + ")")
     fmt = as_format(fmt)
     if type(x).__module__.split(".")[0] == "torch":
         return _round_torch(x, fmt, dtype, options)
@@ -970,6 +1020,8 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
 
 #: The options :func:`round_to`'s array fast path takes (rounding only as "rne").
 _ROUND_OPTIONS = frozenset({"rounding", "overflow", "nan"})
+#: The options :func:`round_to` passes on to :func:`encode`.
+_ENCODE_OPTIONS = frozenset({"rounding", "overflow", "rng", "sr_bits", "nan"})
 
 
 #: Per (format argument, input item size, dtype argument): the argument, its Format, the
@@ -1025,18 +1077,32 @@ def _round_rne_fast(x: np.ndarray, fmt: Any, dtype: Any, overflow: Any,
 def _round_torch(x: Any, fmt: Format, dtype: Any, options: dict[str, Any]) -> Any:
     import torch
 
-    codes = encode(x, fmt, **options)
     if dtype is None:
         dtype = _torch_dtype_for(fmt)
     elif not isinstance(dtype, torch.dtype):
         raise TypeError(f"Got dtype={dtype!r}; a torch tensor takes a torch float dtype")
-    values = decode(codes, fmt, dtype=np.float32 if _fits_float32(fmt) else np.float64)
-    result = torch.from_numpy(np.ascontiguousarray(values))
-    check = result.to(dtype)
-    if not torch.equal(check.to(result.dtype).isnan(), result.isnan()) or not torch.equal(
-            torch.nan_to_num(check.to(result.dtype)), torch.nan_to_num(result)):
-        raise ValueError(f"Got dtype={dtype!r}, which does not hold every value of {fmt.name}")
-    return check
+    else:
+        _check_torch_dtype(dtype, fmt)
+    codes = encode(x, fmt, **options)
+    values = np.asarray(decode(codes, fmt, dtype=np.float32 if _fits_float32(fmt)
+                               else np.float64))
+    # (np.ascontiguousarray makes a 0-d array 1-d: the shape is put back)
+    return torch.from_numpy(np.ascontiguousarray(values).reshape(values.shape)).to(dtype)
+
+
+def _check_torch_dtype(dtype: Any, fmt: Format) -> None:
+    """ValueError unless the torch ``dtype`` is a float dtype holding every value of
+    ``fmt`` (the rule of numpy's float32 in :func:`decode`, by format, not by values)."""
+    try:
+        big = as_format(dtype) if dtype.is_floating_point else None
+    except ValueError:
+        big = None
+    if big is None:
+        raise ValueError(f"Got dtype={dtype!r}; expected a torch float dtype (one of a "
+                         "registered format)")
+    if big != fmt and not _holds(big, fmt):
+        raise ValueError(f"Got dtype={dtype!r} for format {fmt.name}, whose values are not "
+                         f"all {big.name} values")
 
 
 def _torch_dtype_for(fmt: Format) -> Any:
@@ -1050,7 +1116,9 @@ def _torch_dtype_for(fmt: Format) -> Any:
 
 
 def _holds(big: Format, small: Format) -> bool:
-    """Whether every value of ``small`` is a value of ``big`` (both with subnormals)."""
+    """Whether every value of ``small`` is a value of ``big`` (``big`` with subnormals)."""
+    if not big.subnormals or (small.signed and not big.signed):
+        return big == small
     return small.trailing_bits <= big.trailing_bits and small.emax <= big.emax and (
         small.emin - small.trailing_bits >= big.emin - big.trailing_bits) and (
         small.emin >= big.emin or small.trailing_bits + (big.emin - small.emin)

@@ -133,6 +133,11 @@ class Format:
                 raise ValueError(f"Got {attr}={value!r}, but it must be an int in [{lo}, {hi}]")
         if not isinstance(self.bias, int) or isinstance(self.bias, bool):
             raise TypeError(f"Got bias={self.bias!r}, but it must be an int")
+        for attr in ("signed", "subnormals"):
+            value = getattr(self, attr)
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"Got {attr}={value!r}, but it must be True or False")
+            object.__setattr__(self, attr, bool(value))  # (a numpy bool as a bool)
         if not isinstance(self.infinity, Infinity):
             raise TypeError(f"Got infinity={self.infinity!r}, expected an Infinity member")
         if not isinstance(self.nan, NaNEncoding):

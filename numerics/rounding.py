@@ -31,6 +31,7 @@ __all__ = [
     "Overflow",
     "Rounding",
     "check_overflow",
+    "check_rng",
     "check_rounding",
     "make_rng",
     "sr_seed",
@@ -68,6 +69,28 @@ def check_overflow(overflow: object, *, name: str = "overflow") -> str:
 def _check_seed(rng: object) -> None:
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng < 0:
         raise ValueError(f"Got rng={rng!r}, but a seed must be a non-negative int")
+
+
+def check_rng(rng: object) -> None:
+    """Raise unless ``rng`` is None, a non-negative int seed or a numpy Generator (without
+    drawing from it): the options check, in every rounding mode.
+
+    Examples
+    --------
+    >>> check_rng(7), check_rng(None)
+    (None, None)
+    >>> check_rng("x")
+    Traceback (most recent call last):
+    ...
+    TypeError: Got rng='x', expected None, a non-negative int seed or a numpy.random.Generator
+    """
+    if rng is None or isinstance(rng, np.random.Generator):
+        return
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        _check_seed(rng)
+        return
+    raise TypeError(f"Got rng={rng!r}, expected None, a non-negative int seed or a "
+                    "numpy.random.Generator")
 
 
 def make_rng(rng: object) -> np.random.Generator:

@@ -9,6 +9,8 @@ never depend on the count: see :mod:`numerics.kernels.random`.
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["get_num_threads", "set_num_threads"]
 
 
@@ -16,6 +18,11 @@ def set_num_threads(n: int) -> None:
     """Use ``n`` threads (1 to the pool size, ``NUMBA_NUM_THREADS``) in the kernels.
 
     The setting applies to calls made from the calling thread, as numba's does.
+
+    Parameters
+    ----------
+    n : int
+        A Python or numpy integer (not a bool).
 
     Raises
     ------
@@ -25,10 +32,11 @@ def set_num_threads(n: int) -> None:
     import numba
 
     top = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= top:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) \
+            or not 1 <= n <= top:
         raise ValueError(f"Got n={n!r}, but it must be an int in [1, {top}] "
                          "(NUMBA_NUM_THREADS sets the upper end)")
-    numba.set_num_threads(n)
+    numba.set_num_threads(int(n))
 
 
 def get_num_threads() -> int:

@@ -25,6 +25,10 @@ Conventions
   infinities count as one step beyond ``max``.  It is computed from the
   magnitudes in ``uint64`` so it never wraps (binary64 ``-max`` to ``max`` is
   ``2**64 - 2**53 - 2``).  NaN has no place on the line: ValueError.
+* A list (or object array) is taken element by element, each as the scalar
+  call takes it: a Fraction that is not exactly a float64 value is a
+  ValueError for ``next_up``/``next_down``/``ulp_distance``, and ``ulp``
+  takes it exactly; None, booleans and Decimals are TypeErrors.
 """
 
 from __future__ import annotations
@@ -65,39 +69,90 @@ def _scalar_or_array(out: np.ndarray, scalar: bool) -> Any:
     return out[()] if scalar else out
 
 
-def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
-    """float64 array of ``x``; Python ints and Fractions are converted exactly or rejected."""
-    if isinstance(x, (str, bytes)):
-        raise TypeError(f"Got {name}={x!r}, expected a real number or an array of them")
-    if isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"Got {name}={x!r}, expected a real number, not a bool")
-    if isinstance(x, numbers.Rational) and not isinstance(x, np.integer):
-        exact = Fraction(int(x.numerator), int(x.denominator))
+def _element_float64(v: object, name: str) -> float:
+    """One scalar (or an element of an object array) as the float64 it is exactly: a
+    ValueError where it is not a float64 value, a TypeError where it is not a real number
+    (a bool, None, text, a Decimal, ...)."""
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]  # a 0-d array in a list: its value
+    if type(v) in _FLOAT_SCALARS:
+        return float(v)  # type: ignore[arg-type]
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"Got {name}={v!r}, expected a real number, not a bool")
+    if isinstance(v, np.floating):  # longdouble (the other numpy floats are float64s)
+        with np.errstate(over="ignore"):
+            f = float(v)
+        if math.isfinite(f) and f != v or math.isinf(f) and np.isfinite(v):
+            raise ValueError(f"Got {name}={v!r}, a longdouble that is not a float64 value, "
+                             "so not a value of any supported format")
+        return f
+    if isinstance(v, np.integer):
+        v = int(v)
+    if isinstance(v, numbers.Rational):
+        exact = Fraction(int(v.numerator), int(v.denominator))
         try:
             f = float(exact)
         except OverflowError:
-            f = float("nan")
-        if not np.isfinite(f) or Fraction(f) != exact:
-            raise ValueError(f"Got {name}={x!r}, which is not exactly a float64 value")
-        return np.asarray(f, dtype=np.float64), True
+            f = math.nan
+        if not math.isfinite(f) or Fraction(f) != exact:
+            raise ValueError(f"Got {name}={v!r}, which is not exactly a float64 value")
+        return f
+    if isinstance(v, float):  # a float subclass
+        return float(v)
+    raise TypeError(f"Got {name}={v!r} of type {type(v).__name__}, expected a real number")
+
+
+def _intake(x: object, name: str) -> np.ndarray:
+    """``x`` as an array (:func:`numerics.dtypes.as_exact_array`: a list numpy would
+    convert inexactly is an object array), with clear errors."""
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"Got {name}={x!r}, expected a real number or an array of them")
     try:
         arr = as_exact_array(x)
     except ValueError as err:
         raise ValueError(f"Got {name} that is not a rectangular array (ragged nested "
                          f"sequences?): {err}") from None
-    if arr.ndim > 32:
-        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most 32 are supported")
+    if arr.ndim > _MAX_DIMS:
+        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most {_MAX_DIMS} are "
+                         "supported")
+    return arr
+
+
+def _objects(x: object, name: str) -> np.ndarray | None:
+    """``x`` as an array when it is a list, tuple or ndarray (None for a scalar)."""
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return _intake(x, name)
+    return None
+
+
+def _elementwise(arr: np.ndarray, one: Any, name: str) -> np.ndarray:
+    """``one(element, its name)`` (a float) of every element of the object array ``arr``,
+    as a float64 array of its shape: a list behaves as the calls on its elements do."""
+    out = np.empty(arr.shape, np.float64)
+    flat = out.reshape(-1)
+    for i, v in enumerate(arr.reshape(-1)):
+        where = f"{name}[{i}]" if arr.ndim else name
+        if isinstance(v, (list, tuple)) or isinstance(v, np.ndarray) and v.ndim:
+            raise TypeError(f"Got {where} of type {type(v).__name__}, expected a real number")
+        flat[i] = one(v[()] if isinstance(v, np.ndarray) else v, where)
+    return out
+
+
+def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
+    """float64 array of ``x``; Python ints and Fractions are converted exactly or rejected,
+    and so is every element of an object array (a list of them)."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"Got {name}={x!r}, expected a real number, not a bool")
+    if isinstance(x, numbers.Rational) and not isinstance(x, np.integer):
+        return np.asarray(_element_float64(x, name), dtype=np.float64), True
+    arr = _intake(x, name)
     if arr.dtype.kind == "V" and _is_ml_float(arr.dtype):
         arr = arr.astype(np.float64)  # every ml_dtypes value is a float64
-    if arr.dtype == object and isinstance(x, (list, tuple)):  # wide ints: exact or refused
-        for idx, v in enumerate(arr.ravel()):
-            if isinstance(v, int) and float(v) != v:
-                raise ValueError(f"Got {name}[{idx}]={v}, which is not exactly a float64 "
-                                 "value")
-        arr = arr.astype(np.float64)
-    if arr.dtype == object or arr.dtype.kind not in "fiu":
+    if arr.dtype == object:  # element by element, as the scalars are taken
+        return _elementwise(arr, _element_float64, name), arr.ndim == 0
+    if arr.dtype.kind not in "fiu":
         raise TypeError(f"Got {name} of dtype {arr.dtype}, expected a float or integer dtype")
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # (a longdouble beyond: refused below)
         out = arr.astype(np.float64, copy=False)  # (callers only read it)
     if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8 and arr.size:
         # int64/uint64 beyond 2**53 need not be float64 values: exact or refused
@@ -146,7 +201,7 @@ def _kernel_plan(fmt: Any) -> tuple[Format, Any, np.ndarray]:
     return plan[1], plan[2], plan[3]
 
 
-def _run(arr: np.ndarray, fmt: Any, direction: int) -> np.ndarray:
+def _run(arr: np.ndarray, fmt: Any, direction: int, name: str = "x") -> np.ndarray:
     """``ulp`` (``direction == 0``), ``next_up`` (1) or ``next_down`` (-1) of the
     C-contiguous native float32/float64 ``arr`` by one kernel call, as a float64 array of
     its shape; ValueError naming the first element that is not a value of ``fmt``."""
@@ -157,7 +212,7 @@ def _run(arr: np.ndarray, fmt: Any, direction: int) -> np.ndarray:
         kernels.ulp(flat, flat_out, Q)
     elif kernels.next_value(flat, flat_out, Q, direction):
         idx = int(kernels.first_unrepresentable(flat, Q))
-        where = f"x[{idx}]" if arr.ndim else "x"
+        where = f"{name}[{idx}]" if arr.ndim else name
         raise ValueError(
             f"Got {where}={float(flat[idx])!r}, which is not a value of {found.name}")
     return out
@@ -188,7 +243,9 @@ def ulp(x: object, fmt: Format | str) -> Any:
     ----------
     x : float, int, Fraction or array_like
         Any real (it need not be representable).  Python ints and Fractions
-        are taken exactly.
+        are taken exactly, inside lists too: a list's elements are taken as they
+        are alone (a numpy integer that is not a float64 value is a ValueError;
+        None, booleans and Decimals are TypeErrors).
     fmt : Format or str
         The format.
 
@@ -207,7 +264,11 @@ def ulp(x: object, fmt: Format | str) -> Any:
     """
     if _is_native_floats(x):
         return _scalar_or_array(_run(x, fmt, 0), x.ndim == 0)  # type: ignore[arg-type,attr-defined]
-    fmt = as_format(fmt)
+    return _ulp(x, as_format(fmt), "x")
+
+
+def _ulp(x: object, fmt: Format, name: str) -> Any:
+    """:func:`ulp` of anything but a native float array (``name`` names ``x`` in errors)."""
     f = _exact_float(x)
     if f is not None:  # the common scalar: plain Python arithmetic
         if not math.isfinite(f):
@@ -224,8 +285,12 @@ def ulp(x: object, fmt: Format | str) -> Any:
             or isinstance(x, np.floating) and x.dtype.itemsize > 8:
         return _ulp_longdouble(np.asarray(x), fmt, np.ndim(x) == 0 and
                                not isinstance(x, np.ndarray))
-    arr, scalar = _to_float64(x, "x")
-    out = _run(_c_order(arr), fmt, 0)  # inf -> inf, nan -> |nan|
+    arr = _objects(x, name)
+    if arr is not None and arr.dtype == object:  # each element as the scalar call takes it
+        values = _elementwise(arr, lambda v, where: _ulp(v, fmt, where), name)
+        return _scalar_or_array(values, arr.ndim == 0)
+    arr, scalar = _to_float64(x if arr is None else arr, name)
+    out = _run(_c_order(arr), fmt, 0, name)  # inf -> inf, nan -> |nan|
     return _scalar_or_array(out, scalar)
 
 
@@ -239,7 +304,8 @@ def _ulp_longdouble(arr: np.ndarray, fmt: Format, scalar: bool) -> Any:
     q = np.maximum(e, fmt.emin) - fmt.trailing_bits
     with np.errstate(over="ignore"):
         quantum = np.ldexp(1.0, np.minimum(q, 1024).astype(np.int32))
-    out = np.where(finite, quantum, a.astype(np.float64))
+        wide = a.astype(np.float64)  # (only its infinities and NaNs are used)
+    out = np.where(finite, quantum, wide)
     return _scalar_or_array(out, scalar)
 
 
@@ -284,7 +350,9 @@ def _next_float(x: float, fmt: Format, direction: int) -> Any:
     return np.float64(decode_scalar(code - (1 << 64) if code >> 63 else code, P))
 
 
-def _next(x: object, fmt: Format, direction: int) -> Any:
+def _next(x: object, fmt: Format, direction: int, name: str = "x") -> Any:
+    """:func:`next_up` (``direction`` 1) or :func:`next_down` (-1) of anything but a
+    native float array (``name`` names ``x`` in errors)."""
     f = _exact_float(x)
     if f is not None:
         found = _next_float(f, fmt, direction)
@@ -293,8 +361,12 @@ def _next(x: object, fmt: Format, direction: int) -> Any:
     if isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f" \
             and x.dtype.itemsize > 8:
         return _next_longdouble(np.asarray(x), fmt, direction, not isinstance(x, np.ndarray))
-    arr, scalar = _to_float64(x, "x")
-    return _scalar_or_array(_run(_c_order(arr), fmt, direction), scalar)
+    arr = _objects(x, name)
+    if arr is not None and arr.dtype == object:  # each element as the scalar call takes it
+        values = _elementwise(arr, lambda v, where: _next(v, fmt, direction, where), name)
+        return _scalar_or_array(values, arr.ndim == 0)
+    arr, scalar = _to_float64(x if arr is None else arr, name)
+    return _scalar_or_array(_run(_c_order(arr), fmt, direction, name), scalar)
 
 
 def _next_longdouble(arr: np.ndarray, fmt: Format, direction: int, scalar: bool) -> Any:
@@ -302,7 +374,7 @@ def _next_longdouble(arr: np.ndarray, fmt: Format, direction: int, scalar: bool)
     format: its neighbours are the value rounded down (``next_down``) or up."""
     from numerics.encoding import decode, encode
 
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # (beyond float64's range: off)
         near = arr.astype(np.float64)
         off = (near != arr) & np.isfinite(arr)
     if not off.any():

@@ -34,7 +34,7 @@ integers of any width (``uint64`` included), ``longdouble`` (one that is not a
 float64 value is a value of no format here, and is rejected, never rounded),
 exact Python numbers, and arrays in the format's own numpy / ml_dtypes dtype
 (taken as codes).  Any layout (strided, negative strides, big-endian, 0-d) and
-any number of dimensions.
+up to 32 dimensions (as everywhere in :mod:`numerics`).
 
 Flags follow IEEE 754-2019 section 7: ``inexact`` (the delivered result
 differs from the exact one, overflow included), ``overflow`` (the result
@@ -95,7 +95,7 @@ import numpy as np
 from numerics.formats import Format, as_format
 from numerics.ops._driver import FLAG_NAMES, check_values, run
 from numerics.ops._operands import is_scalar, operands
-from numerics.rounding import check_overflow, check_rounding
+from numerics.rounding import check_overflow, check_rng, check_rounding
 
 __all__ = ["TININESS", "Flags", "add", "convert", "div", "fma", "mul", "sqrt", "sub"]
 
@@ -125,7 +125,7 @@ class Flags:
 
 
 def _check_options(rounding: object, overflow: object, tininess: object, sr_bits: object,
-                   flags: object) -> None:
+                   flags: object, rng: object) -> None:
     check_rounding(rounding)
     check_overflow(overflow)
     if not isinstance(tininess, str) or tininess not in TININESS:
@@ -136,6 +136,7 @@ def _check_options(rounding: object, overflow: object, tininess: object, sr_bits
         raise ValueError(f"Got sr_bits={sr_bits!r}, but it must be None or an int in [1, 53]")
     if not isinstance(flags, (bool, np.bool_)):
         raise TypeError(f"Got flags={flags!r}, expected True or False")
+    check_rng(rng)  # checked in every mode (used only by rounding="sr")
 
 
 def _result_dtype(dtype: Any, fmt: Format) -> np.dtype:
@@ -156,14 +157,28 @@ def _result_dtype(dtype: Any, fmt: Format) -> np.dtype:
     return dt
 
 
+def _named_format(value: Any, name: str) -> Format:
+    """``as_format(value)``, its errors prefixed with the argument's name."""
+    try:
+        return as_format(value)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{name}: {err}") from None
+
+
+#: The ``src`` of :func:`_run` when the operands are values of the result's format.
+_SAME = object()
+
+
 def _run(op: str, xs: list[Any], names: list[str], fmt_in: Any, rounding: str,
          overflow: str, tininess: str, flags: bool, rng: Any, sr_bits: int | None,
-         src: Any = None, dtype: Any = None) -> Any:
+         src: Any = _SAME, dtype: Any = None) -> Any:
     """Check the options and the operands (values of ``src``, default ``fmt``), run
     the kernel, and wrap the flags."""
-    fmt = as_format(fmt_in)
-    src_fmt = fmt if src is None else as_format(src)
-    _check_options(rounding, overflow, tininess, sr_bits, flags)
+    if src is _SAME:
+        fmt = src_fmt = as_format(fmt_in)
+    else:  # convert: name the argument at fault
+        fmt, src_fmt = _named_format(fmt_in, "to_fmt"), _named_format(src, "from_fmt")
+    _check_options(rounding, overflow, tininess, sr_bits, flags, rng)
     result_dtype = _result_dtype(dtype, fmt)
     flat, shape = operands(xs, names, src_fmt, check_values(src_fmt))
     res, fl = run(op, flat, names, shape, is_scalar(xs), fmt, src_fmt, rounding, overflow,

@@ -26,7 +26,10 @@ import numpy as np
 from numerics.dtypes import as_exact_array, dtype_of, format_of_dtype
 from numerics.formats import Format
 
-__all__ = ["broadcast_shape", "index_text", "is_scalar", "operands"]
+__all__ = ["MAX_DIMS", "broadcast_shape", "index_text", "is_scalar", "operands"]
+
+#: Operands have at most this many dimensions (as every input in :mod:`numerics`).
+MAX_DIMS = 32
 
 
 def is_scalar(xs: list[Any]) -> bool:
@@ -81,6 +84,9 @@ def _as_array(x: Any, name: str) -> np.ndarray:
     if arr.dtype.kind not in "fiuO" and format_of_dtype(arr.dtype) is None:
         raise TypeError(f"Got {name} with dtype {arr.dtype}; expected real numbers "
                         "(not booleans, complex numbers or text)")
+    if arr.ndim > MAX_DIMS:
+        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most {MAX_DIMS} are "
+                         "supported")
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
@@ -93,12 +99,18 @@ def _exact_float64(arr: np.ndarray, name: str, fmt: Format) -> np.ndarray:
         out = np.empty(arr.shape, np.float64)
         flat = out.reshape(-1)
         for i, v in enumerate(arr.reshape(-1)):
+            if isinstance(v, np.ndarray) and v.ndim == 0:
+                v = v[()]  # a 0-d array in a list: its value
             if isinstance(v, (bool, np.bool_, complex, np.complexfloating, str, bytes)):
                 raise TypeError(f"Got {index_text(name, arr.shape, i)}={v!r}; expected a "
                                 "real number")
+            if isinstance(v, np.integer):
+                v = int(v)  # (numpy compares int64 2**53 + 1 equal to float 2**53)
             try:
                 f = float(v)
-            except (TypeError, ValueError, OverflowError) as err:
+            except OverflowError:  # an int or a Fraction beyond binary64's range
+                raise _bad_value(name, arr, i, fmt) from None
+            except (TypeError, ValueError) as err:
                 raise TypeError(f"Got {index_text(name, arr.shape, i)}={v!r}, which is not "
                                 f"a real number: {err}") from None
             if not (math.isnan(f) or v == f):
