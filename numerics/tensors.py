@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import struct
 from dataclasses import dataclass
@@ -360,8 +361,10 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
         try:
             dtype_code, shape, (begin, end) = entry["dtype"], entry["shape"], \
                 entry["data_offsets"]
-            shape = tuple(int(n) for n in shape)
-            begin, end = int(begin), int(end)
+            # exact integers only (JSON's 1.5 and true are not sizes)
+            if not all(type(n) is int for n in (*shape, begin, end)):
+                raise TypeError
+            shape = tuple(shape)
         except (KeyError, TypeError, ValueError):
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} with a malformed header entry") from None
@@ -371,7 +374,7 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
                 f"not supported (supported: {', '.join(_SAFETENSORS)})"
             )
         dtype = _safetensors_dtype(dtype_code)
-        count = int(np.prod(shape, dtype=np.int64)) if all(n >= 0 for n in shape) else -1
+        count = math.prod(shape) if all(n >= 0 for n in shape) else -1  # exact, no wrap
         if end - begin != count * dtype.itemsize or begin < 0 or data_start + end > size:
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} whose byte range [{begin}, {end}) does not "

@@ -99,6 +99,18 @@ def test_npz_keys_and_bad_files(tmp_path: Path) -> None:
         load_tensor(tmp_path / "bad.npy")
 
 
+@pytest.mark.parametrize("shape", [[4294967296, 4294967296], [2**62, 4], [1.5], [True], [-1]])
+def test_safetensors_shapes_are_exact_integers(tmp_path: Path, shape: list[object]) -> None:
+    """A header whose shape is not a list of exact non-negative integers, or whose element
+    count (computed exactly: the first two products wrap to 0 in int64) does not fill
+    its byte range, is a TensorFileError, never a tensor of 0 elements."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}})
+    raw = header.encode()
+    (tmp_path / "w.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw)
+    with pytest.raises(TensorFileError, match="'w'"):
+        load_tensor(tmp_path / "w.safetensors")
+
+
 def test_codes_in_rounds_numeric_tensors_once(tmp_path: Path) -> None:
     x = np.array([1 + 2**-8 + 2**-40, 34.0000018], np.float64)
     np.save(tmp_path / "x.npy", x)
