@@ -21,25 +21,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from cli_render import render
+from cli_render import call, render, usage_error
 from fpinspect.main import main
 
 from numerics.compare import compare_codes
 from numerics.formats import get_format
-
-
-def call(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code, out, err = call(capsys, *argv)
-    assert code == 2 and out == "", (code, out, err)
-    assert err.count("\n") == 1 and err.startswith("fpinspect: error: "), err
-    assert "Traceback" not in err and "\x1b" not in err
-    return err
 
 
 @pytest.fixture()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_render import render
+from cli_render import render, usage_error
 from fpinspect.main import main
 from safetensors.numpy import save_file
 
@@ -31,18 +31,6 @@ def fp32(x: np.ndarray) -> str:
     return fingerprint(np.asarray(x, np.float32).view(np.uint32), fmt="binary32").digest
 
 
-def call(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code, out, err = call(capsys, *argv)
-    assert code == 2 and out == "", (code, out, err)
-    assert err.count("\n") == 1 and err.startswith("fpinspect: error: "), err
-    assert "Traceback" not in err
-    return err
 
 
 def _safetensors_with_header(path: Path, header: dict[str, object], data: bytes) -> None:
