@@ -196,5 +196,19 @@ def as_exact_array(x: Any) -> np.ndarray:
         wide = arr.dtype.kind == "f" and (arr.size < 256 or not bool(
             (np.abs(arr) < _EXACT_INT).all()))
         if _needs_objects(x, wide):
-            return np.asarray(x, dtype=object)
+            arr = np.asarray(x, dtype=object)
+    return _unwrapped(arr) if arr.dtype.kind == "O" else arr
+
+
+def _unwrapped(arr: np.ndarray) -> np.ndarray:
+    """An object array with each 0-d array element replaced by its value (a copy where
+    there is one, so a caller's array is left as it is)."""
+    flat = arr.reshape(-1)
+    where = [i for i, v in enumerate(flat) if isinstance(v, np.ndarray) and v.ndim == 0]
+    if not where:
+        return arr
+    arr = arr.copy()
+    flat = arr.reshape(-1)
+    for i in where:
+        flat[i] = flat[i][()]
     return arr

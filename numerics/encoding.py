@@ -160,8 +160,7 @@ def _scalar_plan(fmt: Any) -> tuple[Any, Format, np.ndarray, Any, int]:
     return plan
 
 
-def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object,
-                   rng: object = None) -> None:
+def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object) -> None:
     if not isinstance(rounding, str) or rounding not in _MODES:
         check_rounding(rounding)
     if not isinstance(overflow, str) or overflow not in OVERFLOWS:
@@ -175,7 +174,6 @@ def _check_options(rounding: object, overflow: object, sr_bits: object, nan: obj
                              "sr_bits only applies to rounding='sr'")
     if not isinstance(nan, str) or nan not in _NAN_POLICIES:
         raise ValueError(f"Got nan={nan!r}, but the only valid values are 'raise' and 'zero'")
-    check_rng(rng)  # checked in every mode (used only by rounding="sr")
 
 
 def _mode_bits(rounding: str, sr_bits: int | None) -> tuple[int, int]:
@@ -235,8 +233,6 @@ def _exact_scalar(value: Any, index: Any) -> Any:
     """A value ``encode_exact`` takes quickly: NaN/inf floats, Fractions of moderate size
     (huge and tiny ones replaced by same-signed stand-ins that round alike)."""
     where = "x" if index is None else f"x[{index}]"
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]  # a 0-d array in a list: its value
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"Got {where}={value!r}; expected a real number, not a bool")
     if isinstance(value, decimal.Decimal):
@@ -498,17 +494,19 @@ def encode(
     >>> encode([0.1, 0.1], "e4m3fn", rounding="sr", rng=7, sr_bits=8).tolist()
     [29, 28]
     """
-    if type(x) in _FAST_SCALARS and out is None and sr_bits is None and rng is None:
+    if rng is not None:  # (checked in every mode; only rounding="sr" draws from it)
+        check_rng(rng)
+    if type(x) in _FAST_SCALARS and out is None and sr_bits is None:
         plan = _scalar_plan(fmt)
         code = _scalar_code(x, plan, rounding, overflow, nan)
         if code is not None:
             return plan[3](code)
-    if type(x) is np.ndarray and rounding == "rne" and sr_bits is None and rng is None:
+    if type(x) is np.ndarray and rounding == "rne" and sr_bits is None:
         codes = _encode_rne_fast(x, fmt, overflow, nan, out)
         if codes is not None:
             return codes
     fmt = as_format(fmt)
-    _check_options(rounding, overflow, sr_bits, nan, rng)
+    _check_options(rounding, overflow, sr_bits, nan)
 
     tensor = _from_torch(x)
     if tensor is not None:

@@ -116,12 +116,9 @@ def sr_seed(rng: object) -> int:
     >>> sr_seed(np.random.default_rng(0)) == sr_seed(np.random.default_rng(0))
     True
     """
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
-        _check_seed(rng)
-        return int(rng) % (1 << 64)
+    check_rng(rng)
     if rng is None:
         rng = np.random.default_rng()
     if isinstance(rng, np.random.Generator):
         return int(rng.integers(0, 1 << 64, dtype=np.uint64))
-    raise TypeError(f"Got rng={rng!r}, expected None, a non-negative int seed or a "
-                    "numpy.random.Generator")
+    return int(rng) % (1 << 64)  # type: ignore[call-overload]

@@ -73,8 +73,6 @@ def _element_float64(v: object, name: str) -> float:
     """One scalar (or an element of an object array) as the float64 it is exactly: a
     ValueError where it is not a float64 value, a TypeError where it is not a real number
     (a bool, None, text, a Decimal, ...)."""
-    if isinstance(v, np.ndarray) and v.ndim == 0:
-        v = v[()]  # a 0-d array in a list: its value
     if type(v) in _FLOAT_SCALARS:
         return float(v)  # type: ignore[arg-type]
     if isinstance(v, (bool, np.bool_)):
@@ -132,9 +130,9 @@ def _elementwise(arr: np.ndarray, one: Any, name: str) -> np.ndarray:
     flat = out.reshape(-1)
     for i, v in enumerate(arr.reshape(-1)):
         where = f"{name}[{i}]" if arr.ndim else name
-        if isinstance(v, (list, tuple)) or isinstance(v, np.ndarray) and v.ndim:
+        if isinstance(v, (list, tuple, np.ndarray)):  # (0-d arrays came unwrapped)
             raise TypeError(f"Got {where} of type {type(v).__name__}, expected a real number")
-        flat[i] = one(v[()] if isinstance(v, np.ndarray) else v, where)
+        flat[i] = one(v, where)
     return out
 
 

@@ -99,8 +99,6 @@ def _exact_float64(arr: np.ndarray, name: str, fmt: Format) -> np.ndarray:
         out = np.empty(arr.shape, np.float64)
         flat = out.reshape(-1)
         for i, v in enumerate(arr.reshape(-1)):
-            if isinstance(v, np.ndarray) and v.ndim == 0:
-                v = v[()]  # a 0-d array in a list: its value
             if isinstance(v, (bool, np.bool_, complex, np.complexfloating, str, bytes)):
                 raise TypeError(f"Got {index_text(name, arr.shape, i)}={v!r}; expected a "
                                 "real number")
