@@ -16,7 +16,10 @@ import numpy as np
 
 from numerics.formats import Format, as_format
 
-__all__ = ["as_exact_array", "dtype_of", "format_of_dtype"]
+__all__ = ["MAX_DIMS", "as_exact_array", "as_input", "dtype_of", "format_of_dtype"]
+
+#: The most dimensions an input may have (numpy 1's limit, kept on numpy 2).
+MAX_DIMS = 32
 
 #: Formats stored natively by numpy.
 _NUMPY_NAMES: dict[str, type[np.generic]] = {
@@ -198,6 +201,34 @@ def as_exact_array(x: Any) -> np.ndarray:
         if _needs_objects(x, wide):
             arr = np.asarray(x, dtype=object)
     return _unwrapped(arr) if arr.dtype.kind == "O" else arr
+
+
+def as_input(x: Any, name: str) -> np.ndarray:
+    """:func:`as_exact_array` of the argument ``name``, with errors that name it: text, a
+    ragged nesting, something not array-like, more than :data:`MAX_DIMS` dimensions.
+
+    Examples
+    --------
+    >>> as_input([[1.0, 2.0], [3.0]], "x")
+    Traceback (most recent call last):
+    ...
+    ValueError: Got x that is not a rectangular array (ragged nested sequences?): ...
+    """
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"Got {name}={x!r} of type {type(x).__name__} (dtype "
+                        f"{np.asarray(x).dtype.str}); expected numbers")
+    try:
+        arr = as_exact_array(x)
+    except ValueError as err:
+        raise ValueError(f"Got {name} that is not a rectangular array (ragged nested "
+                         f"sequences?): {err}") from None
+    except TypeError as err:
+        raise TypeError(f"Got {name} of type {type(x).__name__} that is not array-like: "
+                        f"{err}") from None
+    if arr.ndim > MAX_DIMS:
+        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most {MAX_DIMS} are "
+                         "supported")
+    return arr
 
 
 def _unwrapped(arr: np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import as_exact_array
+from numerics.dtypes import MAX_DIMS, as_input
 from numerics.formats import Format, as_format
 from numerics.rounding import (
     OVERFLOWS,
@@ -59,9 +59,6 @@ __all__ = [
     "encode_pair",
     "round_to",
 ]
-
-#: numpy (and the kernels) handle at most this many dimensions.
-MAX_DIMS = 32
 
 _MODES = {name: i for i, name in enumerate(ROUNDINGS)}  # "sr" -> 6 == MODE_SR
 _SR_EXACT = 7  # numerics.kernels.rounding.MODE_SR_EXACT
@@ -209,24 +206,6 @@ def _from_torch(x: Any) -> np.ndarray | None:
         width = {1: torch.uint8, 2: torch.int16}[t.element_size()]
         return t.contiguous().view(width).numpy().view(special[t.dtype])
     return t.numpy()
-
-
-def _as_array(x: Any, name: str) -> np.ndarray:
-    """``np.asarray(x)`` with clear errors for ragged, complex and over-deep input."""
-    if isinstance(x, (str, bytes)):
-        raise TypeError(f"Got {name}={x!r} of type {type(x).__name__}; expected numbers")
-    try:
-        arr = as_exact_array(x)
-    except ValueError as err:
-        raise ValueError(f"Got {name} that is not a rectangular array (ragged nested "
-                         f"sequences?): {err}") from None
-    except TypeError as err:
-        raise TypeError(f"Got {name} of type {type(x).__name__} that is not array-like: "
-                        f"{err}") from None
-    if arr.ndim > MAX_DIMS:
-        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most {MAX_DIMS} are "
-                         "supported")
-    return arr
 
 
 def _exact_scalar(value: Any, index: Any) -> Any:
@@ -524,7 +503,7 @@ def encode(
                 _output(out, (), fmt)[...] = codes
                 return out
             return codes[()]
-    arr = _as_array(x, "x")
+    arr = as_input(x, "x")
     scalar = not isinstance(x, np.ndarray) and arr.ndim == 0 and out is None
     kind = arr.dtype.kind
     if kind == "c":
@@ -869,7 +848,7 @@ def _check_codes(codes: Any, fmt: Format) -> tuple[np.ndarray, bool]:
     if isinstance(codes, (bool, np.bool_)):
         raise TypeError(f"Got codes={codes!r}; expected integer codes")
     tensor = _from_torch(codes)
-    arr = _as_array(codes if tensor is None else tensor, "codes")
+    arr = as_input(codes if tensor is None else tensor, "codes")
     scalar = not isinstance(codes, np.ndarray) and tensor is None and arr.ndim == 0
     if arr.dtype.kind == "O":
         flat = arr.reshape(-1)

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from numerics.codec import floor_log2
-from numerics.dtypes import as_exact_array
+from numerics.dtypes import MAX_DIMS, as_input
 from numerics.formats import Format, as_format
 
 __all__ = ["next_down", "next_up", "ordinal", "ulp", "ulp_distance"]
@@ -100,26 +100,10 @@ def _element_float64(v: object, name: str) -> float:
     raise TypeError(f"Got {name}={v!r} of type {type(v).__name__}, expected a real number")
 
 
-def _intake(x: object, name: str) -> np.ndarray:
-    """``x`` as an array (:func:`numerics.dtypes.as_exact_array`: a list numpy would
-    convert inexactly is an object array), with clear errors."""
-    if isinstance(x, (str, bytes)):
-        raise TypeError(f"Got {name}={x!r}, expected a real number or an array of them")
-    try:
-        arr = as_exact_array(x)
-    except ValueError as err:
-        raise ValueError(f"Got {name} that is not a rectangular array (ragged nested "
-                         f"sequences?): {err}") from None
-    if arr.ndim > _MAX_DIMS:
-        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most {_MAX_DIMS} are "
-                         "supported")
-    return arr
-
-
 def _objects(x: object, name: str) -> np.ndarray | None:
     """``x`` as an array when it is a list, tuple or ndarray (None for a scalar)."""
     if isinstance(x, (list, tuple, np.ndarray)):
-        return _intake(x, name)
+        return as_input(x, name)
     return None
 
 
@@ -143,7 +127,7 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
         raise TypeError(f"Got {name}={x!r}, expected a real number, not a bool")
     if isinstance(x, numbers.Rational) and not isinstance(x, np.integer):
         return np.asarray(_element_float64(x, name), dtype=np.float64), True
-    arr = _intake(x, name)
+    arr = as_input(x, name)
     if arr.dtype.kind == "V" and _is_ml_float(arr.dtype):
         arr = arr.astype(np.float64)  # every ml_dtypes value is a float64
     if arr.dtype == object:  # element by element, as the scalars are taken
@@ -173,8 +157,6 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
     return out, arr.ndim == 0
 
 
-#: numpy handles at most this many dimensions.
-_MAX_DIMS = 32
 #: dtype.num of float32 and float64 (the kernels read them without a copy).
 _FLOAT_NUMS = (np.dtype(np.float32).num, np.dtype(np.float64).num)
 
@@ -225,7 +207,7 @@ def _is_native_floats(x: object) -> bool:
     """Whether ``x`` is a C-contiguous native float32/float64 ndarray (the kernels read it
     as it is)."""
     return type(x) is np.ndarray and x.dtype.num in _FLOAT_NUMS and x.dtype.isnative \
-        and x.flags.c_contiguous and x.ndim <= _MAX_DIMS
+        and x.flags.c_contiguous and x.ndim <= MAX_DIMS
 
 
 def _is_ml_float(dt: np.dtype) -> bool:

@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_DIMS", "real_pair"]
+from numerics.dtypes import MAX_DIMS
 
-#: The most dimensions an input may have.
-MAX_DIMS = 32
+__all__ = ["MAX_DIMS", "real_pair"]
 
 
 def _from_torch(x: Any) -> Any:

@@ -23,13 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import as_exact_array, dtype_of, format_of_dtype
+from numerics.dtypes import as_input, dtype_of, format_of_dtype
 from numerics.formats import Format
 
-__all__ = ["MAX_DIMS", "broadcast_shape", "index_text", "is_scalar", "operands"]
-
-#: Operands have at most this many dimensions (as every input in :mod:`numerics`).
-MAX_DIMS = 32
+__all__ = ["broadcast_shape", "index_text", "is_scalar", "operands"]
 
 
 def is_scalar(xs: list[Any]) -> bool:
@@ -74,19 +71,10 @@ def _as_array(x: Any, name: str) -> np.ndarray:
     """``x`` as a numeric ndarray in native byte order (no booleans, complex, text)."""
     if isinstance(x, (bool, np.bool_)):
         raise TypeError(f"Got {name}={x!r}; expected numbers, not booleans")
-    try:
-        arr = as_exact_array(x)
-    except ValueError as err:
-        raise ValueError(f"Got {name} that is not a rectangular array of numbers "
-                         f"(ragged nesting): {err}") from None
-    except TypeError as err:
-        raise TypeError(f"Got {name} of type {type(x).__name__}: {err}") from None
+    arr = as_input(x, name)
     if arr.dtype.kind not in "fiuO" and format_of_dtype(arr.dtype) is None:
         raise TypeError(f"Got {name} with dtype {arr.dtype}; expected real numbers "
                         "(not booleans, complex numbers or text)")
-    if arr.ndim > MAX_DIMS:
-        raise ValueError(f"Got {name} with {arr.ndim} dimensions; at most {MAX_DIMS} are "
-                         "supported")
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
