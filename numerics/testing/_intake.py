@@ -167,8 +167,9 @@ def split_exact(arr: np.ndarray) -> tuple[np.ndarray, dict[int, Fraction]]:
     Returns ``(x, rest)``: ``x`` the float64 array (``+-inf`` for finite values
     beyond its range, ``+-0.0`` or the nearest float for the others), ``rest``
     maps the flat index of every element whose float64 value is not its exact
-    value to that value.  Integer arrays are checked in bulk (only magnitudes
-    above ``2**53`` are looked at one by one); object arrays element by element.
+    value to that value.  Integer and long double arrays are checked in bulk (only
+    the elements float64 does not hold are looked at one by one); object arrays
+    element by element.
     """
     kind = arr.dtype.kind
     rest: dict[int, Fraction] = {}
@@ -179,9 +180,15 @@ def split_exact(arr: np.ndarray) -> tuple[np.ndarray, dict[int, Fraction]]:
             if float(v) != v:
                 rest[i] = Fraction(v)
         return arr.astype(np.float64), rest
-    if kind == "f" and arr.dtype.itemsize > 8:
-        arr = np.array(list(arr.ravel()), dtype=object).reshape(arr.shape)
-        kind = "O"
+    if kind == "f" and arr.dtype.itemsize > 8:  # long double: only inexact ones one by one
+        with np.errstate(invalid="ignore", over="ignore"):
+            x64 = arr.astype(np.float64)
+            differ = (x64.astype(arr.dtype) != arr) & ~np.isnan(arr)
+        for i in np.flatnonzero(differ).tolist():
+            q, _ = exact_value(arr.flat[i])
+            assert isinstance(q, Fraction)  # (finite: NaNs and infinities do not differ)
+            rest[i] = q
+        return x64, rest
     if kind != "O":
         with np.errstate(invalid="ignore", over="ignore"):
             return np.asarray(arr, dtype=np.float64), rest
