@@ -221,9 +221,10 @@ def read_npy(path: str) -> np.ndarray:
         if f.read(6) != b"\x93NUMPY":
             raise TensorFileError(f"Got file {path!r}, which is not a .npy file (it does not "
                                   "start with the .npy magic bytes; a text file?)")
+        _check_npy_size(path, f)
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, EOFError, OSError) as err:
+    except (ValueError, EOFError, OSError, OverflowError) as err:
         one_byte = _one_byte_float_npy(path)
         if one_byte is not None:
             return one_byte
@@ -233,6 +234,30 @@ def read_npy(path: str) -> np.ndarray:
         raise TensorFileError(f"Got file {path!r}, which is not a readable .npy file: "
                               f"{reason}") from None
     return arr
+
+
+def _check_npy_size(path: str, f: Any) -> None:
+    """TensorFileError for a ``.npy`` shorter than its header promises (checked exactly, before
+    numpy sizes a memory map from a shape whose product may not fit in an int64)."""
+    try:
+        f.seek(0)
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        data = f.tell()
+    except (ValueError, EOFError, OSError, SyntaxError, OverflowError):
+        return  # not a plain .npy header: np.load says why (or it is a '<f1' file)
+    if dtype.hasobject:
+        return  # np.load says it holds Python objects
+    promised = data + math.prod(shape) * dtype.itemsize  # exact: a Python int never wraps
+    size = os.path.getsize(path)
+    if size < promised:
+        raise TensorFileError(
+            f"Got file {path!r}, whose header promises shape {list(shape)} of {dtype.str} "
+            f"(a file of {promised} bytes) but which is {size} bytes long "
+            "(truncated or corrupt)")
 
 
 _ONE_BYTE_FLOAT_DESCRS = ("<f1", "|f1", ">f1", "=f1")
@@ -361,8 +386,9 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
         try:
             dtype_code, shape, (begin, end) = entry["dtype"], entry["shape"], \
                 entry["data_offsets"]
-            # exact integers only (JSON's 1.5 and true are not sizes)
-            if not all(type(n) is int for n in (*shape, begin, end)):
+            # exact non-negative integers only (JSON's 1.5, true and -1 are not sizes)
+            if not isinstance(shape, list) or not all(
+                    type(n) is int and n >= 0 for n in (*shape, begin, end)):
                 raise TypeError
             shape = tuple(shape)
         except (KeyError, TypeError, ValueError):
@@ -374,8 +400,8 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
                 f"not supported (supported: {', '.join(_SAFETENSORS)})"
             )
         dtype = _safetensors_dtype(dtype_code)
-        count = math.prod(shape) if all(n >= 0 for n in shape) else -1  # exact, no wrap
-        if end - begin != count * dtype.itemsize or begin < 0 or data_start + end > size:
+        count = math.prod(shape)  # exact: a Python int never wraps
+        if end - begin != count * dtype.itemsize or data_start + end > size:
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} whose byte range [{begin}, {end}) does not "
                 f"match its shape {list(shape)} and dtype {dtype_code} or lies beyond the end "
