@@ -319,7 +319,7 @@ def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm
     S = np.asarray(abs_sum, np.float64)
     with np.errstate(all="ignore"):
         # all terms zero (S = 0): every operation is exact, the bound is 0
-        return np.where(S == 0, 0.0, _inflate(_times(S, factor) + absolute, n)), conf
+        return np.where(S == 0, 0.0, _inflate(S * factor + absolute, n)), conf
 
 
 def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, rounding: str,

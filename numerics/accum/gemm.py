@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from numerics.accum.intake import real_pair
-from numerics.accum.summation import _check_fmt, _Fl, two_sum
+from numerics.accum.summation import _check_fmt, _Fl
 from numerics.accum.tensorcore import (
     TensorCorePreset,
     cast,
@@ -216,7 +216,7 @@ def gemm(
             with np.errstate(invalid="ignore", over="ignore"):
                 for k in range(lo, hi):
                     prod = a[:, k, None] * b[None, k, :]  # exact: precision <= 26
-                    d = fl.round_pair(*two_sum(d, prod))
+                    d = fl.add(d, prod)
             return d
         K = a.shape[1]
         c_start = cast(pc[0], model, lo=pc[1])

@@ -72,7 +72,6 @@ from typing import Any, Union
 
 import numpy as np
 
-from numerics import eft
 from numerics.accum import bounds as _bounds
 from numerics.accum.intake import MAX_DIMS, real_pair
 from numerics.accum.tensorcore import cast
@@ -140,20 +139,24 @@ class _Fl:
                    shift: np.ndarray | None = None) -> np.ndarray:
         """The exact values ``(hi + lo) * 2**shift`` rounded once (``hi + lo`` a pair as
         :func:`numerics.kernels.rounding.round_pair` takes it)."""
-        base = self.count
-        self.count += int(np.size(hi))
         if shift is None or not np.any(shift):
+            base = self.count
+            self.count += int(np.size(hi))
             return cast(hi, self.fmt, self.rounding, lo=lo, seed=self.seed, base=base)
         from numerics.kernels.accum import OP_PAIR
         low = np.zeros(np.shape(hi)) if lo is None else lo
-        return self._kernel(OP_PAIR, hi, low, base, np.asarray(shift, np.int64))
+        return self._kernel(OP_PAIR, hi, low, np.asarray(shift, np.int64))
 
-    def _kernel(self, op: int, a: np.ndarray, b: np.ndarray, base: int,
+    def _kernel(self, op: int, a: np.ndarray, b: np.ndarray,
                 shift: np.ndarray | None = None) -> np.ndarray:
+        """``op`` of :func:`numerics.kernels.accum.round_ops` on ``a`` and ``b``
+        (broadcast), drawing the next elements of the stream."""
         from numerics.kernels.accum import round_ops
         from numerics.kernels.rounding import format_params, mode_code
 
         A, B = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+        base = self.count
+        self.count += A.size
         sh = np.zeros(1, np.int64) if shift is None else \
             np.ascontiguousarray(np.broadcast_to(shift, A.shape), np.int64).reshape(-1)
         out = np.empty(A.size)
@@ -164,25 +167,14 @@ class _Fl:
 
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         from numerics.kernels.accum import OP_ADD
-        base = self.count
-        self.count += int(np.broadcast(a, b).size)
-        return self._kernel(OP_ADD, a, b, base)
+        return self._kernel(OP_ADD, a, b)
 
     def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self.add(a, -b)
 
     def mul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         from numerics.kernels.accum import OP_MUL
-        base = self.count
-        self.count += int(np.broadcast(a, b).size)
-        return self._kernel(OP_MUL, a, b, base)
-
-
-def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`numerics.eft.two_sum`, with a zero residual where the sum is not finite."""
-    with np.errstate(all="ignore"):
-        s, lo = eft.two_sum(a, b)
-        return s, np.where(np.isfinite(s), lo, 0.0)
+        return self._kernel(OP_MUL, a, b)
 
 
 def _check_fmt(fmt: Format | str, name: str = "fmt") -> Format:

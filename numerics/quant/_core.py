@@ -37,19 +37,17 @@ from numerics.rounding import check_overflow, check_rounding, sr_seed
 
 __all__ = [
     "INT_FORMATS",
-    "SCALE_STREAM_OFFSET",
     "ElementFormat",
     "IntFormat",
     "as_element_format",
     "check_quantize_format",
-    "check_rng",
     "decode_codes",
     "divide_with_sticky",
     "encode_values",
     "round_codes",
     "round_elements",
     "scale_stream",
-    "seed_of",
+    "signed_limit",
 ]
 
 
@@ -97,6 +95,15 @@ INT_FORMATS: dict[str, IntFormat] = {
 }
 
 ElementFormat = Format | IntFormat
+
+
+def signed_limit(fmt: ElementFormat, x: np.ndarray) -> np.ndarray | float:
+    """The largest magnitude ``fmt`` holds on the side of ``x``'s sign (``np.signbit``):
+    ``-qmin`` or ``qmax`` quanta per element for an integer format, the scalar ``fmt.max``
+    for a float format."""
+    if isinstance(fmt, IntFormat):
+        return np.where(np.signbit(x), -fmt.qmin, fmt.qmax) * fmt.quantum
+    return fmt.max
 
 
 def as_element_format(fmt: object, *, name: str = "element_format") -> ElementFormat:
@@ -159,32 +166,7 @@ def _check_sr(rounding: str, rng: object, sr_bits: object) -> int | None:
     if sr_bits is not None and (isinstance(sr_bits, bool) or not isinstance(sr_bits, int)
                                 or not 1 <= sr_bits <= 52):
         raise ValueError(f"Got {sr_bits=}, but it must be None or an int in [1, 52]")
-    return seed_of(rng) if rounding == "sr" else None
-
-
-def seed_of(rng: object) -> int:
-    """The stream seed of ``rng`` (:mod:`numerics.kernels.random`): a non-negative int as it
-    is (modulo ``2**64``), one 64-bit draw of a numpy Generator, a fresh one for None
-    (:func:`numerics.rounding.sr_seed`: a negative seed raises ValueError, as
-    :func:`numerics.rounding.make_rng` does)."""
-    return sr_seed(rng)
-
-
-def check_rng(rng: object) -> None:
-    """Validate ``rng`` without drawing from it: None, a non-negative int or a Generator."""
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
-        if rng < 0:
-            raise ValueError(f"Got rng={rng!r}, but a seed must be a non-negative int")
-        return
-    if rng is not None and not isinstance(rng, np.random.Generator):
-        raise TypeError(f"Got rng={rng!r}, expected None, a non-negative int seed or a "
-                        "numpy.random.Generator")
-
-
-#: The scales' stochastic-rounding stream is the elements' seed plus this odd constant
-#: (:data:`numerics.kernels.random.GOLDEN`), modulo ``2**64``: SplitMix64's next state, whose
-#: mixed value is unrelated to the elements' (see :func:`scale_stream`).
-SCALE_STREAM_OFFSET = 0x9E3779B97F4A7C15
+    return sr_seed(rng) if rounding == "sr" else None
 
 
 def scale_stream(seed: int) -> int:
@@ -194,6 +176,7 @@ def scale_stream(seed: int) -> int:
     ``(seed + 0x9E3779B97F4A7C15 mod 2**64, j)`` by the rule of
     :mod:`numerics.kernels.random`, element ``i`` from ``(seed, i)``: the two streams start
     from consecutive SplitMix64 states, so the scales' draws are not the elements' draws.
+    The offset is :data:`numerics.kernels.random.GOLDEN`, SplitMix64's increment.
 
     Examples
     --------
@@ -202,7 +185,9 @@ def scale_stream(seed: int) -> int:
     >>> scale_stream(2**64 - 1) == 0x9E3779B97F4A7C15 - 1
     True
     """
-    return (int(seed) + SCALE_STREAM_OFFSET) % 2**64
+    from numerics.kernels.random import GOLDEN  # imports numba: only when a scale uses "sr"
+
+    return (int(seed) + int(GOLDEN)) % 2**64
 
 
 #: Widest formats :func:`numerics.quant.quantize` takes for elements and scales: claims Q10

@@ -43,7 +43,7 @@ from fractions import Fraction
 import numpy as np
 
 from numerics import eft
-from numerics.quant._core import ElementFormat, IntFormat, as_element_format
+from numerics.quant._core import ElementFormat, IntFormat, as_element_format, signed_limit
 from numerics.rounding import check_overflow, check_rounding
 
 __all__ = ["element_bound"]
@@ -104,11 +104,10 @@ def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
     ieee = overflow == "ieee" and not isinstance(fmt, IntFormat)
     # the formula: |x| - S*limit beyond the range, else max(rel*|x|, S*step); rel and step
     # are powers of two (rel = 0 for integers), limit has at most 24 significant bits
+    limit = signed_limit(fmt, x)
     if isinstance(fmt, IntFormat):
-        limit = np.where(np.signbit(x), -fmt.qmin, fmt.qmax) * fmt.quantum
         step, rel = fmt.quantum * (0.5 if nearest else 1.0), 0.0
     else:
-        limit = np.full(x.shape, fmt.max)
         sub = fmt.smallest_subnormal if fmt.subnormals else fmt.smallest_normal
         step = sub / 2 if nearest and fmt.subnormals else sub
         rel = fmt.unit_roundoff * (1.0 if nearest else 2.0)
@@ -124,8 +123,9 @@ def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
     # float64 just under fl(S*limit) (below it, |x| < S*limit for sure and the bound is
     # inner): decide and subtract in exact rationals
     near = a > np.nextafter(top, 0.0)
+    limits = np.broadcast_to(limit, x.shape)
     for i in np.flatnonzero(finite & ~top_exact & (s != 0) & near):
-        bound.flat[i] = _exact_bound(float(a.flat[i]), float(s.flat[i]), float(limit.flat[i]),
+        bound.flat[i] = _exact_bound(float(a.flat[i]), float(s.flat[i]), float(limits.flat[i]),
                                      step, rel, ieee)
     return np.where(finite, bound, np.inf)
 
@@ -137,14 +137,8 @@ def _product(v: np.ndarray, c: np.ndarray | float) -> tuple[np.ndarray, np.ndarr
     which is all the callers compare it with.  The test: with ``v = mv 2**ev`` and ``c = mc
     2**ec`` (frexp, significands in ``[1/2, 1)``), TwoProduct gives ``mv*mc = p + e`` exactly
     (no underflow there), and ``fl(v*c) = v*c`` iff ``e = 0`` and ``fl(v*c) 2**-(ev+ec) = p``
-    (no bit lost to underflow).  For a power of two ``c``, ``e = 0`` and the test is
-    ``fl(v*c) / c = v`` (division by a power of two is exact here: the quotient is ``v``'s
-    size).
+    (no bit lost to underflow).
     """
-    if np.ndim(c) == 0 and math.frexp(float(c))[0] == 0.5:  # c a power of two: e = 0
-        with np.errstate(over="ignore", under="ignore"):
-            prod = v * float(c)
-            return prod, (prod / float(c) == v) | np.isinf(prod)
     c_arr = np.broadcast_to(np.asarray(c, dtype=np.float64), v.shape)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         prod = v * c_arr

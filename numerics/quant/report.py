@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from numerics.quant._core import IntFormat
+from numerics.quant._core import signed_limit
 from numerics.quant.quantized import Quantized, as_float_array
 
 __all__ = ["ErrorReport", "error_report"]
@@ -97,11 +97,7 @@ def error_report(x: object, q: Quantized) -> ErrorReport:
         sqnr = 10.0 * (math.log10(sig_m / noise_m) + (sig_e - noise_e) * math.log10(2.0))
     with np.errstate(over="ignore", under="ignore"):  # a mean square beyond float64's range
         mse = float(np.ldexp(noise_m / n, noise_e))
-    fmt = q.element_format
-    if isinstance(fmt, IntFormat):
-        limit = np.where(xs < 0, -fmt.qmin * fmt.quantum, fmt.qmax * fmt.quantum)
-    else:
-        limit = np.full(xs.shape, fmt.max)
+    limit = signed_limit(q.element_format, xs)
     s = q.scale_per_element()[ok]
     sat = (s > 0) & (np.abs(xs) > s * limit)  # S * limit is exact (claim Q10)
     flushed = (xs != 0) & (d[ok] == 0)

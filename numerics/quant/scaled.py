@@ -54,12 +54,10 @@ from numerics.quant._core import (
     ElementFormat,
     as_element_format,
     check_quantize_format,
-    check_rng,
     divide_with_sticky,
     encode_values,
     round_elements,
     scale_stream,
-    seed_of,
 )
 from numerics.quant.mx import MX_FORMATS, check_scale_mode, mx
 from numerics.quant.nvfp4 import nvfp4
@@ -71,7 +69,7 @@ from numerics.quant.quantized import (
     check_block,
     normalize_axis,
 )
-from numerics.rounding import check_overflow, check_rounding
+from numerics.rounding import check_overflow, check_rng, check_rounding, sr_seed
 
 __all__ = ["deepseek_fp8", "quantize"]
 
@@ -238,7 +236,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     _check_sr_options(rounding, rng, sr_bits)
     sfmt = as_format("binary32" if scale_format is None else scale_format)
     check_quantize_format(sfmt, "scale_format")
-    seed = seed_of(rng) if "sr" in (rounding, scale_rounding) else None  # one draw of rng
+    seed = sr_seed(rng) if "sr" in (rounding, scale_rounding) else None  # one draw of rng
     xf = as_float_array(x)
     shape = xf.shape
     ax: int | None = None
