@@ -109,6 +109,29 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 peer_td = cpu_best(lambda: tv.copy_(tc))
                 rows.append(row("decode to f32 [1 thread]", name, ours_d, "torch (1 thread)",
                                 peer_td, ">= 1.2x faster", 1.2))
+        # No targets: the fnuz formats (AMD's fp8) and round_to (encode and decode in one
+        # pass, a fresh float32 array per call as the peers return) beside their peers.
+        for name in ("e4m3fnuz", "e5m2fnuz"):
+            out = np.empty(n, np.uint8)
+            typed = np.empty(n, dtype_of(name))
+            with np.errstate(all="ignore"):
+                ours = cpu_best(lambda: numerics.encode(x32, name, nan="zero", out=out))
+                peer = cpu_best(lambda: np.copyto(typed, x32, casting="unsafe"))
+            rows.append(row("encode f32 rne [1 thread]", name, ours, "ml_dtypes astype", peer,
+                            "report"))
+        for name in ("bfloat16", "e4m3fn"):
+            dt = dtype_of(name)
+            with np.errstate(all="ignore"):
+                ours = cpu_best(lambda: numerics.round_to(x32, name, dtype=np.float32))
+                peer = cpu_best(lambda: x32.astype(dt).astype(np.float32))
+            rows.append(row("round_to f32 -> f32 [1 thread]", name, ours,
+                            "ml_dtypes astype there and back", peer, "report"))
+            if torch is not None:
+                tdt = getattr(torch, {"bfloat16": "bfloat16", "e4m3fn": "float8_e4m3fn"}[name])
+                tx = torch.from_numpy(x32)
+                peer_t = cpu_best(lambda: tx.to(tdt).to(torch.float32))
+                rows.append(row("round_to f32 -> f32 [1 thread]", name, ours,
+                                "torch .to there and back (1 thread)", peer_t, "report"))
         # Stochastic rounding against gfloat (the only peer that has it).
         try:
             import gfloat

@@ -10,6 +10,8 @@
 * round_to's fused kernel against the exact reference (numerics.codec.encode_exact, then
   the value of the code) on every code's neighbourhood of the 8-bit formats and
   boundary inputs of the 16-bit ones, and against decode(encode(...)) bit for bit;
+  its float32 value loop (no code formed) on random float32 patterns of every class
+  as well (all 2**32 in the exhaustive tier);
 * the parallel drivers against the serial ones.
 """
 
@@ -232,6 +234,50 @@ def test_round_to_16bit_every_code(fmt: Format) -> None:
     x32 = x[np.abs(x) < 3e38].astype(np.float32)
     assert_bits(numerics.round_to(x32, fmt, dtype=np.float32),
                 numerics.decode(numerics.encode(x32, fmt), fmt, dtype=np.float32))
+
+
+FUSED32 = [f for f in SMALL if narrow.fits(format_params(f), False)]
+
+
+def float32_patterns(fmt: Format, rng: np.random.Generator) -> np.ndarray:
+    """Random float32 bit patterns (every class: NaNs with payloads, infinities,
+    subnormals), the neighbourhood of every value of ``fmt`` and of its midpoints, and
+    the float32 extremes, both signs."""
+    vals = every_value(fmt)
+    vals = np.unique(np.abs(vals[np.isfinite(vals)])).astype(np.float32)
+    with np.errstate(over="ignore"):
+        mids = ((vals[1:].astype(np.float64) + vals[:-1]) / 2).astype(np.float32)
+        pts = np.concatenate([vals, mids, np.array([fmt.max * 2, 3.4e38, np.inf, np.nan,
+                                                    1e-45, 1e-40, 1.1754942e-38],
+                                                   np.float32)])
+        near = np.concatenate([pts, np.nextafter(pts, np.float32(np.inf)),
+                               np.nextafter(pts, np.float32(0))])
+    rand = rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(np.uint32)
+    x = np.concatenate([near, -near, rand.view(np.float32)])
+    return x
+
+
+@pytest.mark.parametrize("fmt", FUSED32, ids=lambda f: f.name)
+@pytest.mark.parametrize("overflow", ["ieee", "saturate"])
+def test_round_to_float32_input_in_lanes(fmt: Format, overflow: str) -> None:
+    """float32 input takes narrow._round32_loop: bit for bit decode(encode(x)), as
+    float32 and float64, NaN bits and the sign of zero included, and the exact
+    reference on a sample."""
+    x = float32_patterns(fmt, np.random.default_rng(fmt.bits))
+    with np.errstate(invalid="ignore"):
+        codes = numerics.encode(x, fmt, overflow=overflow, nan="zero")
+        got = numerics.round_to(x, fmt, overflow=overflow, nan="zero")
+    assert got.dtype == np.float64
+    assert_bits(got, numerics.decode(codes, fmt))
+    if _fits_float32(fmt):
+        got32 = numerics.round_to(x, fmt, overflow=overflow, nan="zero", dtype=np.float32)
+        want32 = numerics.decode(codes, fmt, dtype=np.float32)
+        assert got32.dtype == np.float32
+        assert np.array_equal(got32.view(np.uint32), want32.view(np.uint32))
+    with np.errstate(invalid="ignore"):  # signalling NaNs quieten
+        sample = x[:: max(1, x.size // 1500)].astype(np.float64).tolist()
+    assert_bits(got[:: max(1, x.size // 1500)],
+                reference_round(sample, fmt, overflow=overflow, nan="zero"))
 
 
 @settings(max_examples=300, deadline=None)

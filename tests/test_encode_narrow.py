@@ -461,3 +461,23 @@ def test_the_lanes_turn_away_a_format_whose_overflow_code_is_not_next_to_max() -
     assert not narrow.fits(P, False) and not narrow.fits(P, True)
     assert narrow._tail_shape(P, True) >= 0  # saturating, the code beyond max is max
     assert int(P[MAXMAG]) == 0x7B
+
+
+@pytest.mark.parametrize("name", ["e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz", "binary8p3"])
+@pytest.mark.parametrize("saturate", [False, True])
+def test_formats_without_negative_zero_take_a_clamp_and_agree_with_the_keep_shape(
+        name: str, saturate: bool) -> None:
+    """The formats without -0 take the clamp shapes of the nearest-even loop (the keep
+    shape streamed memory four times slower), and both shapes give the same codes on
+    the grid, so the keep shape, left for formats the clamps do not fit, stays right."""
+    fmt = numerics.get_format(name)
+    P = format_params(fmt)
+    shape = narrow._tail_shape(P, saturate)
+    assert shape in (narrow._TAIL_PLUS_ZERO, narrow._TAIL_PLUS_ZERO_NAN)
+    x = _grid_inputs(fmt).view(np.uint32)
+    clamp = np.empty(x.size, fmt.code_dtype)
+    keep = np.empty(x.size, fmt.code_dtype)
+    narrow._rne32_block(x, clamp, P, saturate)
+    narrow._rne32_loop(x, keep, P, saturate, narrow._GENERAL, narrow._TAIL_KEEP)
+    assert np.array_equal(clamp, keep)
+    assert np.array_equal(clamp, _general(x.view(np.float32), fmt, saturate))

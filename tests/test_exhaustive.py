@@ -132,13 +132,15 @@ def test_every_float32_pattern_bits_kernel_matches_round_pair(name: str, roundin
             assert np.array_equal(a, b), (name, rounding, overflow, lo)
 
 
-@pytest.mark.parametrize("name", ["tf32", "e4m3", "e3m4", "binary8p3", "binary8p5"])
+@pytest.mark.parametrize("name", ["tf32", "e4m3", "e3m4", "binary8p3", "binary8p5",
+                                  "e4m3fnuz"])
 @pytest.mark.parametrize("saturate", [False, True])
 def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
                                                                saturate: bool) -> None:
     """The round-to-nearest-even lane kernel (numerics.kernels.narrow) on every float32
-    pattern, for the formats ml_dtypes lacks, against the branch-free bits kernel (pinned
-    to round_pair above), under both overflow rules; NaN counts too."""
+    pattern, for the formats ml_dtypes lacks (and e4m3fnuz, whose saturating rule
+    ml_dtypes does not have), against the branch-free bits kernel (pinned to round_pair
+    above), under both overflow rules; NaN counts too."""
     from numerics.kernels import codec as kc
     from numerics.kernels import narrow
     from numerics.kernels import rounding as kr
@@ -192,3 +194,22 @@ def test_every_float32_pattern_directed_lanes_match_bits_kernel(name: str,
                 raise AssertionError(f"{name} {rounding} saturate={saturate}: "
                                      f"{int(x.view(np.uint32)[i]):#010x} lane "
                                      f"{int(a[i]):#x} bits {int(b[i]):#x}")
+
+
+@pytest.mark.parametrize("name, overflow", [("bfloat16", "ieee"), ("e4m3fnuz", "saturate"),
+                                            ("e2m1fn", "ieee"), ("binary8p3", "ieee")])
+def test_every_float32_pattern_round_to_matches_decode_of_encode(name: str,
+                                                                  overflow: str) -> None:
+    """round_to of float32 input (numerics.kernels.narrow's value loop, which never forms
+    a code) against decode(encode(x)), float32 bits, NaN bits and zero signs included."""
+    fmt = get_format(name)
+    base = np.arange(CHUNK, dtype=np.uint32)
+    for lo in range(0, 1 << 32, CHUNK):
+        x = (base + np.uint32(lo)).view(np.float32)
+        got = numerics.round_to(x, fmt, overflow=overflow, nan="zero", dtype=np.float32)
+        want = numerics.decode(numerics.encode(x, fmt, overflow=overflow, nan="zero"), fmt,
+                               dtype=np.float32)
+        if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+            i = int(np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))[0])
+            raise AssertionError(f"{name}: {int(base[i]) + lo:#010x} round_to {got[i]!r} "
+                                 f"decode(encode) {want[i]!r}")

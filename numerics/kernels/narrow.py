@@ -110,7 +110,7 @@ _U64 = np.uint64
 #: The shapes of the magnitude step (see :func:`_rne32_loop`).
 _GENERAL, _SAME_EXPONENT = 0, 1
 #: The shapes of the nearest-even loop's step 3 (see :func:`_rne32_loop`).
-_TAIL_KEEP, _TAIL_CLAMP, _TAIL_CLAMP_NAN = 0, 1, 2
+_TAIL_KEEP, _TAIL_CLAMP, _TAIL_CLAMP_NAN, _TAIL_PLUS_ZERO, _TAIL_PLUS_ZERO_NAN = 0, 1, 2, 3, 4
 
 
 def fits(P: np.ndarray, wide: bool) -> bool:
@@ -196,6 +196,15 @@ def _signed(b: Any, is_nan: bool, code: Any, K: tuple[Any, ...]) -> Any:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _signed_nonzero(b: Any, is_nan: bool, code: Any, K: tuple[Any, ...]) -> Any:
+    """As :func:`_signed` for a format without -0: a zero ``code`` stays +0."""
+    sign = shr32(_U32(b & _U32(0x80000000)), K[4])
+    if is_nan:
+        code, sign = K[2], _U32(sign & K[8])
+    return _U32(code | (sign if code != _U32(0) else _U32(0)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _finish(b: Any, is_nan: bool, mag: Any, K: tuple[Any, ...], to_max: Any,
             simple: bool) -> Any:
     """Step 3: the code of the float32 pattern ``b`` whose magnitude rounded to magnitude
@@ -278,6 +287,14 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
     - :data:`_TAIL_CLAMP_NAN`: as :data:`_TAIL_CLAMP`, and that code is also the
       signed NaN (e4m3fn without saturation).  A NaN's magnitude bits lie above every
       finite float32's, so they round beyond max and the clamp gives the NaN.
+    - :data:`_TAIL_PLUS_ZERO`, :data:`_TAIL_PLUS_ZERO_NAN`: the two clamps for a
+      format without -0 (fnuz, P3109), where the sign bit is copied onto a nonzero
+      code only.  The second serves a format whose NaN is the code of -0 and the code
+      beyond max (e4m3fnuz and e5m2fnuz without saturation): the clamp gives the sign
+      bit alone, which a copied sign bit leaves as it is.  Before these two shapes,
+      such formats took :data:`_TAIL_KEEP`, whose selects made LLVM's loop stream
+      memory four times slower: e4m3fnuz took 23-25 ms on 2**24 float32, and takes
+      5.2 ms now, as e4m3fn does (Intel development machine, one thread).
 
     With the folded rebias, the clamps took the loop's body from 20 instructions per
     8 elements (a compare and a select for each of overflow and NaN) to 18 for e5m2
@@ -305,6 +322,9 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
         is_nan = np.int32(a) > np.int32(0x7F800000)
         if tail == _TAIL_KEEP:
             out[i] = _finish(b, is_nan, _U32(mag), K, _U32(0), False)
+        elif tail == _TAIL_PLUS_ZERO or tail == _TAIL_PLUS_ZERO_NAN:
+            out[i] = _signed_nonzero(b, tail == _TAIL_PLUS_ZERO and is_nan,
+                                     min(_U32(mag), big), K)
         else:  # (a NaN rides the clamp in _TAIL_CLAMP_NAN)
             out[i] = _signed(b, tail == _TAIL_CLAMP and is_nan, min(_U32(mag), big), K)
 
@@ -379,10 +399,16 @@ def _tail_shape(P: Any, saturate: bool) -> int:
     """The shape of :func:`_rne32_loop`'s step 3 for the format ``P``, or -1 where none
     fits: a format with -0 whose code beyond max is neither max nor max + 1 (none that
     :class:`numerics.Format` accepts; :func:`fits` turns it away)."""
+    maxmag, big, nan_code, _, big_signed, nan_signed, _, _ = _constants(P, saturate)
+    clamps = big == maxmag or big == maxmag + 1
     if P[NEGZERO] == 0:
-        return _TAIL_KEEP
-    maxmag, big, nan_code, _, _, nan_signed, _, _ = _constants(P, saturate)
-    if big != maxmag and big != maxmag + 1:
+        sign_bit = 1 << (P[BITS] - 1)
+        if not clamps or not (big_signed or big == sign_bit):
+            return _TAIL_KEEP
+        if nan_code == big:
+            return _TAIL_PLUS_ZERO_NAN
+        return _TAIL_PLUS_ZERO
+    if not clamps:
         return -1
     if nan_code == big and nan_signed:
         return _TAIL_CLAMP_NAN
@@ -396,7 +422,7 @@ def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: boo
     if HAS_F16C and _is_binary16(P):
         return _half_loop(x, out, P, saturate)
     tail = _tail_shape(P, saturate)
-    if P[EMIN] == -126 and P[W] == 8 and tail != _TAIL_KEEP:
+    if P[EMIN] == -126 and P[W] == 8 and (tail == _TAIL_CLAMP or tail == _TAIL_CLAMP_NAN):
         # float32's exponent field: step 1 alone.  (_TAIL_CLAMP is right wherever
         # _TAIL_CLAMP_NAN is; the general shape serves any format, including one
         # without -0, which no format the constructor accepts has here.)
@@ -405,6 +431,10 @@ def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: boo
         return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_CLAMP)
     if tail == _TAIL_CLAMP_NAN:
         return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_CLAMP_NAN)
+    if tail == _TAIL_PLUS_ZERO:
+        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_PLUS_ZERO)
+    if tail == _TAIL_PLUS_ZERO_NAN:
+        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_PLUS_ZERO_NAN)
     return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_KEEP)
 
 
@@ -799,15 +829,90 @@ def rne(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, count: bo
 
 
 @numba.njit(cache=True, nogil=True)
+def _round32_loop(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
+                  table: np.ndarray, shape: int) -> None:
+    """``values[i]`` = the value of the format ``P`` that the float32 pattern ``x[i]``
+    (uint32) rounds to, nearest-even: the table entry of :func:`_rne32_loop`'s code,
+    computed without the code.
+
+    In float32's bit space, the value of a code is the input's bits rounded to ``t``
+    trailing bits in place: step 1 of the module docstring with a mask for the shift,
+    ``(a + 2**(s-1) - 1 + lsb) & -2**s``, which needs no rebias; in the subnormal range
+    (``shape`` :data:`_GENERAL`), step 2 in float32 arithmetic, ``(|x| + C) - C`` (exact:
+    both terms are multiples of the format's quantum below ``2C``).  Every value of a
+    format :func:`fits` takes is a float32, so a magnitude above the largest one's bits
+    has overflowed, and takes the value of the code beyond max; a NaN takes the value
+    of the NaN code; both read from ``table`` (float32 or float64, so a NaN's bits are
+    the table's), by the input's sign where the code has one.  The sign bit is copied
+    onto the rest, except onto a zero of a format without -0."""
+    maxmag, big, nan_code, t, big_signed, nan_signed, negzero, emin = _constants(
+        P, saturate)
+    sign_code = 1 << (P[BITS] - 1)
+    s = _U32(23 - t)
+    round_bias = _U32((1 << (22 - t)) - 1)
+    keep = _U32(~_U32((1 << (23 - t)) - 1))
+    threshold = np.int32((emin + 127) << 23)
+    c = f32_of_bits(_U32((emin - t + 23 + 127) << 23))
+    max_bits = bits_of_f32(np.float32(table[maxmag]))
+    over_pos, nan_pos = table[big], table[nan_code]
+    over_neg = table[big | sign_code] if big_signed else over_pos
+    nan_neg = table[nan_code | sign_code] if nan_signed else nan_pos
+    plus_zero = _U32(0) if negzero != 0 else _U32(0xFFFFFFFF)
+    for i in range(x.size):
+        b = _U32(x[i])
+        a = _U32(b & _U32(0x7FFFFFFF))
+        v = _U32(_U32(a + round_bias + _U32(shr32(a, s) & _U32(1))) & keep)
+        if shape == _GENERAL:
+            sub = bits_of_f32((f32_of_bits(a) + c) - c)
+            v = v if np.int32(a) >= threshold else sub
+        sign = _U32(b & _U32(0x80000000))
+        if v == _U32(0):
+            sign = _U32(sign & ~plus_zero)
+        regular = f32_of_bits(_U32(v | sign))
+        negative = np.int32(b) < np.int32(0)
+        if np.int32(a) > np.int32(0x7F800000):
+            values[i] = nan_neg if negative else nan_pos
+        elif v > max_bits:
+            values[i] = over_neg if negative else over_pos
+        else:
+            values[i] = regular
+
+
+@numba.njit(cache=True, nogil=True)
+def _round32_block(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
+                   table: np.ndarray) -> None:
+    """:func:`_round32_loop` with the shape of the format ``P``: step 1 alone for a
+    format with float32's exponent field, whose subnormals are float32's."""
+    if P[EMIN] == -126 and P[W] == 8:
+        return _round32_loop(x, values, P, saturate, table, _SAME_EXPONENT)
+    return _round32_loop(x, values, P, saturate, table, _GENERAL)
+
+
+@numba.njit(cache=True, nogil=True)
 def round_rne_span(x: np.ndarray, values: np.ndarray, start: int, stop: int,
                    P: np.ndarray, saturate: bool, table: np.ndarray, count: bool) -> int:
     """The values ``x[start:stop]`` (float32/float64, contiguous, native byte order; a
     format :func:`fits` accepts, of at most 16 bits) round to, nearest-even:
     ``values[i] = table[c]`` where ``c`` is the code :func:`rne_span` gives and
-    ``table`` the value of every code (float32 or float64).  One pass, the codes going
-    through a scratch piece of :data:`_PIECE` elements (read back from the L1 cache).
-    Returns the number of NaN inputs when ``count``, else 0."""
+    ``table`` the value of every code (float32 or float64).  float32 input takes
+    :func:`_round32_loop` in blocks of :data:`CHUNK`; float64 input goes through a
+    scratch piece of :data:`_PIECE` codes (read back from the L1 cache).  Returns the
+    number of NaN inputs when ``count``, else 0.
+
+    The float32 loop replaced the table route for float32 input, whose lookups were
+    gathers: on 2**24 float32 (Intel development machine, one thread, float32 values)
+    this function took 15.5 to 17 ms for bfloat16 and e4m3fn and 28 ms for e4m3fnuz,
+    and takes 8.6 to 10 ms for all three, as long as ``np.copyto`` takes to move the
+    same bytes."""
     nans = 0
+    if x.itemsize == 4:
+        bits = x.view(np.uint32)
+        for lo in range(start, stop, CHUNK):
+            hi = min(stop, lo + CHUNK)
+            _round32_block(bits[lo:hi], values[lo:hi], P, saturate, table)
+            if count:
+                nans += count_nans(x[lo:hi])
+        return nans
     codes = np.empty(min(max(stop - start, 0), _PIECE), np.uint32)
     for lo in range(start, stop, _PIECE):
         hi = min(stop, lo + _PIECE)
