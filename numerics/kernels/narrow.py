@@ -63,6 +63,7 @@ from numerics.kernels.lanes import (
     bits_of_f32,
     f16_bits_of_f32,
     f32_of_bits,
+    f32_of_f16_bits,
     prefetch,
     sar32,
     shl32,
@@ -98,8 +99,8 @@ from numerics.kernels.rounding import (
 from numerics.kernels.spread import serial, spread
 
 __all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_one", "rne",
-           "rne_code", "rne_constants", "rne_span", "round_rne", "round_rne_span", "sr",
-           "sr_span"]
+           "rne16", "rne16_span", "rne_code", "rne_constants", "rne_span", "round_rne",
+           "round_rne_span", "sr", "sr_span"]
 
 #: Elements per block (and per parallel work item).
 CHUNK = 1 << 16
@@ -886,6 +887,54 @@ def _round32_block(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: b
     if P[EMIN] == -126 and P[W] == 8:
         return _round32_loop(x, values, P, saturate, table, _SAME_EXPONENT)
     return _round32_loop(x, values, P, saturate, table, _GENERAL)
+
+
+@numba.njit(cache=True, nogil=True)
+def _widen16(h: np.ndarray, bits: np.ndarray, brain: bool) -> None:
+    """``bits[i]`` = the float32 pattern of the 16-bit pattern ``h[i]`` (uint16), exact:
+    a bfloat16 (``brain``, a literal), whose bits are the top half of its float32's, or
+    a binary16 (:func:`numerics.kernels.lanes.f32_of_f16_bits`; a NaN stays a NaN)."""
+    for i in range(bits.size):
+        if brain:
+            bits[i] = shl32(_U32(h[i]), _U32(16))
+        else:
+            bits[i] = bits_of_f32(f32_of_f16_bits(h[i]))
+
+
+@numba.njit(cache=True, nogil=True)
+def rne16_span(h: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+               saturate: bool, brain: bool, count: bool) -> int:
+    """Codes of the bfloat16 (``brain``) or binary16 patterns ``h[start:stop]`` (uint16,
+    contiguous; a format :func:`fits` accepts for float32 input) rounded to
+    nearest-even: each piece of :data:`_PIECE` widened to float32 exactly
+    (:func:`_widen16`), then :func:`_rne32_block` on it from the L1 cache, so the
+    input needs no float32 copy (``astype(np.float32)`` took 4 of the 5 passes over
+    memory, and most of the time: 28 ms for 2**24 bfloat16 values to e4m3fn, 37 ms
+    for binary16, against 6 ms from float32 on the Intel development machine).
+    Returns the number of NaN inputs when ``count``, else 0."""
+    nans = 0
+    bits = np.empty(min(max(stop - start, 0), _PIECE), np.uint32)
+    for lo in range(start, stop, _PIECE):
+        hi = min(stop, lo + _PIECE)
+        piece = bits[:hi - lo]
+        if brain:
+            _widen16(h[lo:hi], piece, True)
+        else:
+            _widen16(h[lo:hi], piece, False)
+        _rne32_block(piece, out[lo:hi], P, saturate)
+        if count:
+            nans += count_nans(piece.view(np.float32))
+    return nans
+
+
+def rne16(h: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, brain: bool,
+          count: bool) -> int:
+    """:func:`rne16_span` of all of ``h`` on the threads; returns the number of NaN
+    inputs when ``count``, else 0."""
+    if serial(h.size):
+        return int(rne16_span(h, out, 0, h.size, P, saturate, brain, count))
+    return sum(spread(lambda lo, hi: rne16_span(h, out, lo, hi, P, saturate, brain, count),
+                      h.size, align=CHUNK))
 
 
 @numba.njit(cache=True, nogil=True)
