@@ -9,6 +9,7 @@ import accum_reference as ref
 import numpy as np
 import pytest
 
+import numerics
 from numerics import accum
 
 FMTS = ["bfloat16", "binary16", "e4m3fn", "e5m2", "binary8p1", "binary32", "binary64"]
@@ -189,3 +190,39 @@ def test_exact_zero_sum_sign(alg: str, mode: str, fmt: str) -> None:
         if alg in ("recursive", "pairwise"):
             d = accum.dot(np.ones(2), x, fmt, algorithm=alg, rounding=mode).value
             assert d == 0 and bool(np.signbit(d)) == negative, (terms, d)
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e5m2"])
+@pytest.mark.parametrize("alg", ["recursive", "pairwise", "kahan"])
+def test_float64_rows_are_rounded_into_the_format_before_the_lanes(alg: str,
+                                                                   fmt: str) -> None:
+    """float64 rows to a format the float32 lanes sum (nearest-even) are first rounded to
+    the format's values as float32: values off the grid, ties between neighbours and
+    subnormal-sized terms against the reference (inputs rounded once, then the
+    algorithm; a float32 copy first would round twice); terms beyond the largest
+    become infinities, NaN stays NaN."""
+    rng = np.random.default_rng(zlib.crc32(repr((alg, fmt)).encode()))
+    p, emin, emax, _ = ref.FORMATS[fmt]
+    n = 37
+    x = rng.standard_normal((6, n)) * np.exp2(rng.integers(-8, 8, (6, n)))
+    grid = np.asarray(accum.sum(x[..., None], fmt).value)  # values of the format
+    mids = (grid + numerics.next_up(grid, fmt)) / 2  # exact ties
+    x[1] = mids[1]
+    x[2, ::3] = 2.0 ** (emin - p + 1) * 1.5  # a tie in the subnormal range
+    x[3] = mids[3] * (1 + 2.0**-30)  # just beyond a tie: float32 would round onto it
+    fl = ref.rounder(fmt, "rne")
+    kw: dict[str, object] = {"block_size": 5} if alg == "pairwise" else {}
+    got = accum.sum(x, fmt, algorithm=alg, **kw)  # type: ignore[arg-type]
+    for j in range(4):
+        terms = [fl(Fraction(float(v))) for v in x[j]]
+        want = _reference(alg, terms, fmt, "rne", 5, j, 6)
+        assert Fraction(float(got.value[j])) == want, (alg, fmt, j)
+    special = np.ones((3, 8))
+    big = float((2 - 2.0 ** (1 - p)) * 2.0 ** emax)
+    special[0, 2] = big * (1 + 2.0 ** -p)  # rounds beyond the largest: infinity
+    special[1, 5] = np.nan
+    special[2, 1], special[2, 6] = -special[0, 2], special[0, 2]
+    r = accum.sum(special, fmt, algorithm=alg, **kw).value  # type: ignore[arg-type]
+    # (Kahan's correction of an infinite term is inf - inf: NaN, as in IEEE arithmetic)
+    assert (np.isnan(r[0]) if alg == "kahan" else r[0] == np.inf)
+    assert np.isnan(r[1]) and np.isnan(r[2])
