@@ -1,6 +1,7 @@
-"""The binary32-lane summation kernel (float32 rows, nearest even, bfloat16 and binary16)
-against the exact references of ``accum_reference``, on data aimed at its weak spots:
-ties of the input cast and of the sums, subnormals, overflow to infinity, NaN."""
+"""The binary32-lane summation kernel (nearest even: bfloat16, binary16, e5m2, and the
+formats whose overflow is a NaN or that lack -0, e4m3fn, fnuz, P3109) against the exact
+references of ``accum_reference`` and against the general kernel, on data aimed at its
+weak spots: ties of the input cast and of the sums, subnormals, overflow, NaN."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import numerics
 from numerics import accum
 
 _FMTS = {"bfloat16": (8, -126, 127), "binary16": (11, -14, 15)}
@@ -111,20 +113,69 @@ def test_lanes_sum_ties_overflow_and_subnormals(fmt: str) -> None:
             assert got[r] == want or (np.isnan(got[r]) and np.isnan(want)), (alg, r)
 
 
-@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e5m2"])
-def test_lanes_many_tiles_and_chunks_equal_the_general_kernel(fmt: str) -> None:
+def _general(x: np.ndarray, fmt: str, alg: str, block: int | None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Row sums and ``sum |x_i|`` by the general kernel (numerics.kernels.accum.sum_rows,
+    one rounding at a time through round_pair), never the lanes."""
+    from numerics.kernels import accum as kernel
+    from numerics.kernels.rounding import MODE_RNE, format_params
+
+    f = numerics.get_format(fmt)
+    rows = np.ascontiguousarray(x, np.float64).reshape(-1, x.shape[-1])
+    value, abs_sum = np.empty(rows.shape[0]), np.empty(rows.shape[0])
+    tiny = np.empty(rows.shape[0], np.int64)
+    algs = {"recursive": 0, "pairwise": 1, "kahan": 2}
+    with np.errstate(invalid="ignore"):
+        kernel.sum_rows(rows, rows, False, algs[alg], min(block or 1, rows.shape[1]),
+                        format_params(f), MODE_RNE, f.max, np.uint64(0), value, abs_sum,
+                        tiny)
+    return value, abs_sum
+
+
+def _lanes(x: np.ndarray, fmt: str, alg: str, block: int | None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The same through numerics.accum's routing (the lanes for these formats)."""
+    from numerics.accum.summation import _kernel_sum
+
+    rows = x.reshape(-1, x.shape[-1])
+    value, abs_sum, _ = _kernel_sum(rows, None, numerics.get_format(fmt), alg, "rne", block,
+                                    None)
+    return value, abs_sum
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> None:
+    np.testing.assert_array_equal(a.view(np.uint64), b.view(np.uint64))
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e5m2", "e4m3fn", "e4m3fnuz",
+                                 "e5m2fnuz", "e4m3b11fnuz", "binary8p3", "binary8p5"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lanes_many_tiles_and_chunks_equal_the_general_kernel(fmt: str, dtype: Any) -> None:
     """130 rows (three tiles of lanes, the last with 2 rows) of 300 terms (three chunks,
-    the last partial) through the lanes and, as float64, through the general kernel."""
+    the last partial) through the lanes and through the general kernel: the same value
+    bits (NaN signs, the zero's sign in a format without -0) and ``sum |x_i|``, with
+    terms beyond the format's range (its infinity or, where it has none, its NaN), NaNs,
+    signed zeros and subnormals among them."""
     rng = np.random.default_rng(5)
-    lo, hi = (-130, 120) if fmt == "bfloat16" else (-26, 14)
+    f = numerics.get_format(fmt)
+    lo, hi = (-130, 120) if fmt == "bfloat16" else (f.emin - f.trailing_bits - 2, f.emax + 2)
     x = rng.standard_normal((130, 300)) * np.exp2(rng.integers(lo, hi, (130, 300)))
-    x = x.astype(np.float32)
+    x[5:9, ::7] = np.nan
+    x[9:11, 3::11] = -np.nan  # (a row with NaNs of both signs: the sign of an IEEE
+    # format's result is the compiler's choice, as LLVM may commute an addition)
+    x[9:13, ::5] = -0.0
+    x[13] = 0.0
+    x[14] = -0.0
+    x[15] = np.where(np.arange(300) % 2, 1.0, -1.0) * f.max  # cancelling extremes
+    x[16, 4] = f.max * 4  # one term beyond the range
+    with np.errstate(over="ignore"):
+        x = x.astype(dtype)
     for alg, block in (("recursive", None), ("pairwise", None), ("pairwise", 7),
                        ("kahan", None)):
-        got = accum.sum(x, fmt, algorithm=alg, block_size=block)
-        want = accum.sum(x.astype(np.float64), fmt, algorithm=alg, block_size=block)
-        np.testing.assert_array_equal(got.value.view(np.uint64), want.value.view(np.uint64))
-        np.testing.assert_array_equal(got.bound, want.bound)
+        got, got_abs = _lanes(x, fmt, alg, block)
+        want, want_abs = _general(x, fmt, alg, block)
+        _same_bits(got, want)
+        _same_bits(got_abs, want_abs)
 
 
 @pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e5m2"])
@@ -138,6 +189,7 @@ def test_lanes_nan_payloads_become_the_quiet_nan(fmt: str) -> None:
         x64 = x.astype(np.float64)
     for alg in _ALGS:
         got = accum.sum(x, fmt, algorithm=alg).value
-        want = accum.sum(x64, fmt, algorithm=alg).value
+        want, _ = _general(x64, fmt, alg, None)
         assert np.all(np.isnan(got))
-        np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+        _same_bits(got, want)
+        _same_bits(accum.sum(x64, fmt, algorithm=alg).value, want)

@@ -229,9 +229,15 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
     value = np.empty(batch)
     abs_sum = np.empty(batch)
     tiny = np.empty(batch, np.int64)
-    lanes = (fmt.emin >= -126 and fmt.emax <= 127 and fmt.has_infinity and fmt.signed
-             and fmt.nan.name == "IEEE" and fmt.subnormals)
-    binary32 = lanes and fmt.trailing_bits == 23 and fmt.emin == -126 and fmt.emax == 127
+    ieee = fmt.has_infinity and fmt.nan.name == "IEEE"
+    # the float32 lanes round each operation as if the exponent were unbounded, then
+    # overflow beyond fmt.max to an infinity (for an IEEE format with emin = -126, by
+    # the encoding's carry): a format whose overflow is its NaN (e4m3fn, fnuz) or that
+    # has no -0 (fnuz, P3109) takes them too, its results fixed below
+    lanes = (fmt.emin >= -126 and fmt.emax <= 127 and fmt.signed and fmt.subnormals
+             and fmt.trailing_bits >= 1 and (ieee or (fmt.has_nan and fmt.emin > -126)))
+    binary32 = ieee and lanes and fmt.trailing_bits == 23 and fmt.emin == -126 \
+        and fmt.emax == 127
     if (Y is None and rounding == "rne" and algorithm != "neumaier" and lanes
             and (fmt.trailing_bits <= 10 or binary32)):
         if X.dtype != np.float32:
@@ -242,6 +248,18 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
                 X = X.astype(np.float32) if binary32 else cast(X, fmt, dtype=np.float32)
         kernel.sum_rows_f32(X, _KERNEL_ALGORITHMS[algorithm], block,
                             23 - fmt.trailing_bits, fmt.emin, fmt.max, value, abs_sum)
+        if not ieee:
+            # the format's NaN is unsigned (fnuz, P3109) or comes out positive (e4m3fn),
+            # as round_pair gives it; without an infinity, an infinity in the lanes is
+            # the NaN of an overflow, which every later operation keeps a NaN (an
+            # infinite lane never becomes finite again), and an input that overflowed
+            # adds an infinity to abs_sum where the format has a NaN term
+            with np.errstate(invalid="ignore"):
+                value[np.isnan(value) if fmt.has_infinity else ~np.isfinite(value)] = np.nan
+                if not fmt.has_infinity:
+                    abs_sum[np.isinf(abs_sum)] = np.nan
+        if not fmt.has_negative_zero:
+            value += 0.0  # -0 + 0 = +0
         return value, abs_sum, tiny
     if (Y is None and rounding == "rne" and algorithm != "neumaier" and fmt.signed
             and fmt.trailing_bits == 52 and fmt.emin == -1022 and fmt.emax == 1023

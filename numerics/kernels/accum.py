@@ -964,7 +964,9 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top:
     """:func:`sum_rows` for C-contiguous float32 ``X`` (batch, n), nearest even, into a
     format with infinities, IEEE NaNs, ``p = 24 - drop <= 11`` and ``-126 <= emin``
     (bfloat16, tf32, binary16, e5m2), or binary32 itself (``drop = 0``: the hardware's
-    operations); ``top`` is its largest finite value.
+    operations); ``top`` is its largest finite value.  (A format with ``emin > -126``
+    whose overflow is its NaN or that lacks -0, e4m3fn, fnuz, P3109, gives the same
+    values up to those rules, which :mod:`numerics.accum.summation` applies after.)
 
     Each operation is computed in binary32 and rounded once to the format (the comment
     above this section: the pair is the correctly rounded operation): add-and-mask on
