@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import numerics
 from numerics.codec import decode_exact, encode_exact
 from numerics.quant import SCALE_MODES, mx, nvfp4, quantize
+from numerics.quant._core import divide_codes, divide_with_sticky, encode_values, round_elements
 from numerics.quant.mx import MX_FORMATS
 from numerics.threads import get_num_threads, set_num_threads
 
@@ -298,7 +300,8 @@ def test_split_calls_give_the_bits_of_one_thread(monkeypatch: pytest.MonkeyPatch
         for axis in (-1, 0):
             q = nvfp4(finite, axis=axis)
             out += [q.codes, q.scale_codes, q.scales, q.dequantize(np.float32)]
-        out += [quantize(finite, "e4m3fn").dequantize(),
+        q8 = quantize(finite, "e4m3fn")
+        out += [q8.dequantize(), encode_values(q8.dequantize(), q8.element_format),
                 quantize(finite, "e4m3fn", rounding="sr", rng=3, sr_bits=8).codes,
                 quantize(finite, "int4", scaling="block", block_size=16, rounding="sr",
                          rng=3).codes]
@@ -322,7 +325,8 @@ def test_split_calls_give_the_bits_of_one_thread(monkeypatch: pytest.MonkeyPatch
     finally:
         set_num_threads(before)
     drivers = {"mx_quantize", "block_amax", "nvfp4_quantize", "block_dequantize",
-               "round_nudged", "decode_codes", "uniforms", "mxf8f6f4_gemm", "mxf4_chain"}
+               "divide_round", "round_nudged", "decode_codes", "uniforms", "mxf8f6f4_gemm",
+               "mxf4_chain"}
     assert {k for k, v in split.items() if v == 2} >= drivers, split
     for p, q in zip(one, two):
         assert p.dtype == q.dtype and p.shape == q.shape and p.tobytes() == q.tobytes()
@@ -358,3 +362,62 @@ def test_mx_lane_rounding_matches_round_pair(name: str, mode: int) -> None:
         outs.append((codes.reshape(64, 128), ecodes.reshape(64, 4)))
     for codes, ecodes in outs[:2]:
         assert np.array_equal(codes, outs[2][0]) and np.array_equal(ecodes, outs[2][1])
+
+
+def _division_cases(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Quotients at ties and grid points of every format (scales that are not powers of
+    two times element values and midpoints), random ones over a wide range, quotients
+    that overflow, underflow to zero or to float64 subnormals, zeros of both signs,
+    infinities and NaN."""
+    s = np.abs(rng.standard_normal(n)) * np.exp2(rng.integers(-60, 60, n)) + 1e-300
+    grid = np.ldexp(rng.integers(-2**10, 2**10, n).astype(np.float64), rng.integers(-20, 6, n))
+    half = np.ldexp(rng.integers(-2**10, 2**10, n) * 2.0 + 1, rng.integers(-20, 6, n))
+    x = np.where(rng.random(n) < 0.5, grid, half) * s  # x / s exact or a tie, if exact
+    wild = rng.standard_normal(n) * np.exp2(rng.integers(-1000, 1000, n))
+    x = np.where(rng.random(n) < 0.3, wild, x)
+    x[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-320, -1e308, 5e-324]
+    s[:8] = [1.0, 3.0, 0.7, 1e-30, 2.0, 1e10, 1e-20, 3.0]
+    return x, s
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "bfloat16",
+                                  "binary16", "e4m3fnuz", "binary8p3", "e8m0fnu",
+                                  "binary32"])
+@pytest.mark.parametrize("rounding, overflow, sr_bits", [
+    ("rne", "saturate", None), ("rne", "ieee", None), ("rtz", "saturate", None),
+    ("ru", "ieee", None), ("rd", "saturate", None), ("rna", "ieee", None),
+    ("rto", "saturate", None), ("sr", "saturate", None), ("sr", "ieee", 8)])
+def test_divide_codes_match_the_quotient_and_sticky_path(name: str, rounding: str,
+                                                          overflow: str,
+                                                          sr_bits: int | None) -> None:
+    """The one-pass kernel (numerics.kernels.quant.divide_round) gives the codes of the
+    numpy path it replaced in the scaled schemes: the quotient and the sign of its
+    remainder (TwoProduct on frexp significands), rounded, decoded, encoded."""
+    fmt = numerics.get_format(name)
+    x, s = _division_cases(np.random.default_rng(len(name) + len(rounding)), 4000)
+    if not fmt.has_nan:
+        x = np.where(np.isnan(x), 1.0, x)
+    rng = 11 if rounding == "sr" else None
+    got = divide_codes(x, s, fmt, rounding=rounding, overflow=overflow, rng=rng,
+                       sr_bits=sr_bits)
+    y, sticky = divide_with_sticky(x, s)
+    want = encode_values(round_elements(y, fmt, sticky=sticky, rounding=rounding,
+                                        overflow=overflow, rng=rng, sr_bits=sr_bits), fmt)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(x[i], s[i], hex(int(got[i])), hex(int(want[i]))) for i in bad[:4]]
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e2m1fn", "bfloat16", "e4m3fnuz"])
+def test_divide_codes_round_the_exact_quotient(name: str) -> None:
+    """Against the exact reference: encode_exact of the Fraction x / s, nearest-even and
+    toward zero, on ties and near-ties of the format's grid."""
+    fmt = numerics.get_format(name)
+    x, s = _division_cases(np.random.default_rng(3), 600)
+    keep = np.isfinite(x) & (np.abs(x) > 0)
+    x, s = x[keep], s[keep]
+    for rounding in ("rne", "rtz"):
+        got = divide_codes(x, s, fmt, rounding=rounding, overflow="saturate")
+        for xi, si, c in zip(x.tolist(), s.tolist(), got.tolist()):
+            want = encode_exact(Fraction(xi) / Fraction(si), fmt, rounding=rounding,
+                                overflow="saturate")
+            assert c == want, (name, rounding, xi, si, hex(c), hex(want))

@@ -61,6 +61,8 @@ __all__ = [
     "decode_codes",
     "decode_codes_span",
     "dequantize_runs_span",
+    "divide_round",
+    "divide_round_span",
     "divide_with_sticky",
     "mx_quantize",
     "mx_quantize_span",
@@ -460,6 +462,39 @@ def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
         return
     spread(lambda lo, hi: block_dequantize_span(codes3, scales3, table, bs, out3, lo, hi),
            blocks, unit=bs)
+
+
+@numba.njit(cache=True, nogil=True)
+def divide_round_span(x: np.ndarray, s: np.ndarray, P: Params, mode: np.int64,
+                      overflow: np.int64, seed: np.uint64, ubits: np.int64,
+                      stochastic: bool, codes: np.ndarray, start: int, stop: int) -> None:
+    """Elements ``start <= i < stop`` of :func:`divide_round`."""
+    one = s.size == 1
+    d = s[0]
+    sh, sl = _split(d)
+    for i in range(start, stop):
+        if not one:
+            d = s[i]
+            sh, sl = _split(d)
+        q, lo = _divide_by_split(x[i], d, sh, sl)
+        u = draw(seed, np.uint64(i), ubits) if stochastic else np.uint64(0)
+        codes[i] = round_pair(q, lo, P, mode, overflow, u, ubits)
+
+
+def divide_round(x: np.ndarray, s: np.ndarray, P: Params, mode: np.int64,
+                 overflow: np.int64, seed: np.uint64, ubits: np.int64, stochastic: bool,
+                 codes: np.ndarray) -> None:
+    """``codes[i]``: ``x[i] / s[i]`` (float64, ``s[i]`` finite and positive; one ``s`` for
+    every element when it has one element) rounded once
+    into ``P`` by ``round_pair`` from its float64 quotient and the exact sign of the
+    remainder (:func:`divide_with_sticky`; an infinite or NaN ``x[i]`` is rounded as it
+    is), the elements on the threads; stochastic rounding draws element ``i``'s ``ubits``
+    bits from ``(seed, i)``.  The scaled schemes' elements in one pass: the quotient and
+    its sign in numpy arrays, then :func:`round_nudged`, took about 100 ns and 80 bytes
+    of temporaries per element."""
+    spread(lambda lo, hi: divide_round_span(x, s, P, mode, overflow, seed, ubits, stochastic,
+                                            codes, lo, hi),
+           x.size, align=_ALIGN)
 
 
 @numba.njit(cache=True, nogil=True)

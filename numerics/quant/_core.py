@@ -42,6 +42,7 @@ __all__ = [
     "as_element_format",
     "check_quantize_format",
     "decode_codes",
+    "divide_codes",
     "divide_with_sticky",
     "encode_values",
     "round_codes",
@@ -248,6 +249,34 @@ def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
                         np.int64(overflow_code(overflow)), np.uint64(seed or 0),
                         np.int64(ubits), stochastic, out)
     return out.astype(fmt.code_dtype).reshape(y.shape)
+
+
+def divide_codes(x: np.ndarray, s: np.ndarray, fmt: Format, *, rounding: str = "rne",
+                 overflow: str = "saturate", rng: object = None,
+                 sr_bits: int | None = None) -> np.ndarray:
+    """Codes of ``x / s`` (float64; ``s`` finite and positive, of ``x``'s shape or one
+    value, which is not copied per element) rounded
+    once into the float format ``fmt``: the codes :func:`encode_values` gives the values
+    ``round_elements(*divide_with_sticky(x, s), ...)`` (NaN keeping its sign), in one
+    kernel pass (:func:`numerics.kernels.quant.divide_round`).  The caller checks NaN
+    against a format without NaN."""
+    from numerics.kernels import quant as kq
+    from numerics.kernels.rounding import MODE_SR, MODE_SR_EXACT, mode_code, overflow_code
+
+    check_overflow(overflow)
+    seed = _check_sr(rounding, rng, sr_bits)
+    stochastic = rounding == "sr"
+    mode = (MODE_SR if sr_bits is not None else MODE_SR_EXACT) if stochastic \
+        else mode_code(rounding)
+    ubits = (64 if sr_bits is None else sr_bits) if stochastic else 1
+    out = np.empty(x.shape, dtype=fmt.code_dtype)
+    if x.size:
+        s = np.asarray(s, dtype=np.float64)
+        divisors = s.reshape(1) if s.size == 1 else _flat(np.broadcast_to(s, x.shape))
+        kq.divide_round(_flat(x), divisors, kq.params_tuple(fmt), np.int64(mode),
+                        np.int64(overflow_code(overflow)), np.uint64(seed or 0),
+                        np.int64(ubits), stochastic, out.reshape(-1))
+    return out
 
 
 def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | None = None,
