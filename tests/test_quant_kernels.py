@@ -375,8 +375,8 @@ def _division_cases(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nd
     x = np.where(rng.random(n) < 0.5, grid, half) * s  # x / s exact or a tie, if exact
     wild = rng.standard_normal(n) * np.exp2(rng.integers(-1000, 1000, n))
     x = np.where(rng.random(n) < 0.3, wild, x)
-    x[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-320, -1e308, 5e-324]
-    s[:8] = [1.0, 3.0, 0.7, 1e-30, 2.0, 1e10, 1e-20, 3.0]
+    x[:10] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-320, -1e308, 5e-324, -5e-324, -1e-300]
+    s[:10] = [1.0, 3.0, 0.7, 1e-30, 2.0, 1e10, 1e-20, 3.0, 3.0, 1e300]  # (-0 quotients)
     return x, s
 
 

@@ -52,6 +52,7 @@ general kernels otherwise.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -99,8 +100,8 @@ from numerics.kernels.rounding import (
 from numerics.kernels.spread import serial, spread
 
 __all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_one", "rne",
-           "rne16", "rne16_span", "rne_code", "rne_constants", "rne_span", "round_rne",
-           "round_rne_span", "sr", "sr_span"]
+           "rne16", "rne16_span", "rne_code", "rne_code_pair", "rne_constants", "rne_span",
+           "round_rne", "round_rne_span", "sr", "sr_span"]
 
 #: Elements per block (and per parallel work item).
 CHUNK = 1 << 16
@@ -243,8 +244,36 @@ def rne_code(v: float, C: tuple[Any, ...]) -> Any:
     :func:`rne_constants`): one element of the loops above, for kernels that round one
     value at a time (block quantization).  Branch-free, so a caller's loop can still
     vectorize."""
+    return _rne_code_of_odd(_odd32(v), C)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _odd32_pair(q: float, lo: float) -> Any:
+    """:func:`_odd32` of the exact value ``q + lo``, where ``lo`` is 0 or a residual far
+    below half an ulp of ``q`` (nonzero beside a zero ``q``) giving only a direction:
+    where ``q`` is itself a float32, the pair rounds to odd on the side of ``lo``."""
+    f = np.float32(q)
+    back = np.float64(f)
+    b = bits_of_f32(f)
+    inward = (math.copysign(1.0, lo) < 0.0) != (math.copysign(1.0, q) < 0.0)
+    toward_zero = abs(back) > abs(q) or (back == q and lo != 0.0 and inward)
+    b = _U32(b - (_U32(1) if toward_zero else _U32(0)))
+    return _U32(b | (_U32(1) if back != q or lo != 0.0 else _U32(0)))
+
+
+@numba.njit(cache=True, nogil=True)
+def rne_code_pair(q: float, lo: float, C: tuple[Any, ...]) -> Any:
+    """:func:`rne_code` of the exact value ``q + lo`` (``lo`` as :func:`_odd32_pair`
+    takes it: the residual of a quotient, :func:`numerics.kernels.quant.divide_with_sticky`),
+    rounded once."""
+    return _rne_code_of_odd(_odd32_pair(q, lo), C)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rne_code_of_odd(b: Any, C: tuple[Any, ...]) -> Any:
+    """The code of the float32 pattern ``b`` (a float64 rounded to odd) rounded to
+    nearest-even: steps 1-3 of the module docstring."""
     s, round_bias, rebias, threshold, c_bits, c, K = C
-    b = _odd32(v)
     a = _U32(b & _U32(0x7FFFFFFF))
     normal = _U32(shr32(_U32(a + round_bias + _U32(shr32(a, s) & _U32(1))), s) - rebias)
     sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)

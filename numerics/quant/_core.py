@@ -271,11 +271,16 @@ def divide_codes(x: np.ndarray, s: np.ndarray, fmt: Format, *, rounding: str = "
     ubits = (64 if sr_bits is None else sr_bits) if stochastic else 1
     out = np.empty(x.shape, dtype=fmt.code_dtype)
     if x.size:
+        from numerics.kernels.narrow import fits_one
+        from numerics.kernels.rounding import MODE_RNE, format_params
+
         s = np.asarray(s, dtype=np.float64)
         divisors = s.reshape(1) if s.size == 1 else _flat(np.broadcast_to(s, x.shape))
+        lanes = mode == MODE_RNE and overflow in ("saturate", "ieee") \
+            and fits_one(format_params(fmt))
         kq.divide_round(_flat(x), divisors, kq.params_tuple(fmt), np.int64(mode),
                         np.int64(overflow_code(overflow)), np.uint64(seed or 0),
-                        np.int64(ubits), stochastic, out.reshape(-1))
+                        np.int64(ubits), stochastic, out.reshape(-1), lanes)
     return out
 
 
