@@ -408,9 +408,10 @@ def test_divide_codes_match_the_quotient_and_sticky_path(name: str, rounding: st
 
 
 @pytest.mark.parametrize("name", ["e4m3fn", "e2m1fn", "bfloat16", "e4m3fnuz"])
-def test_divide_codes_round_the_exact_quotient(name: str) -> None:
-    """Against the exact reference: encode_exact of the Fraction x / s, nearest-even and
-    toward zero, on ties and near-ties of the format's grid."""
+def test_Q11_divide_codes_round_the_exact_quotient(name: str) -> None:
+    """Claim Q11 for the one-pass kernel: encode_exact of the Fraction x / s, nearest-even
+    (the binary32 round-to-odd lanes) and toward zero (round_pair), on ties and near-ties
+    of the format's grid."""
     fmt = numerics.get_format(name)
     x, s = _division_cases(np.random.default_rng(3), 600)
     keep = np.isfinite(x) & (np.abs(x) > 0)
