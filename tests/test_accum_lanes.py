@@ -193,3 +193,50 @@ def test_lanes_nan_payloads_become_the_quiet_nan(fmt: str) -> None:
         assert np.all(np.isnan(got))
         _same_bits(got, want)
         _same_bits(accum.sum(x64, fmt, algorithm=alg).value, want)
+
+
+def _general_dot(x: np.ndarray, y: np.ndarray, fmt: str, alg: str, block: int | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dot products, ``sum |x_i y_i|`` and tiny-product counts by the general kernel."""
+    from numerics.kernels import accum as kernel
+    from numerics.kernels.rounding import MODE_RNE, format_params
+
+    f = numerics.get_format(fmt)
+    X = np.ascontiguousarray(x, np.float64)
+    Y = np.ascontiguousarray(y, np.float64)
+    value, abs_sum = np.empty(X.shape[0]), np.empty(X.shape[0])
+    tiny = np.empty(X.shape[0], np.int64)
+    algs = {"recursive": 0, "pairwise": 1, "kahan": 2}
+    with np.errstate(all="ignore"):
+        kernel.sum_rows(X, Y, True, algs[alg], min(block or 1, X.shape[1]), format_params(f),
+                        MODE_RNE, f.max, np.uint64(0), value, abs_sum, tiny)
+    return value, abs_sum, tiny
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e5m2", "e4m3fn", "e4m3fnuz",
+                                 "binary8p3"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lane_dot_products_equal_the_general_kernel(fmt: str, dtype: Any) -> None:
+    """Dot products rounded to nearest take the terms pass (kernels.accum.dot_terms) and
+    the lanes: the same value bits, ``sum |x_i y_i|`` and tiny counts as the general
+    kernel, with products that overflow, underflow, vanish, and NaN and infinite inputs,
+    over several tiles (and a batch of 2, summed row by row)."""
+    from numerics.accum.summation import _kernel_sum
+
+    rng = np.random.default_rng(len(fmt))
+    f = numerics.get_format(fmt)
+    lo, hi = f.emin - f.trailing_bits - 1, f.emax // 2 + 2
+    shape = (70, 150)
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(lo, hi, shape))
+    y = rng.standard_normal(shape) * np.exp2(rng.integers(lo, hi, shape))
+    x[3, ::9], y[4, 5], x[5, 7], y[6, ::4] = np.nan, np.inf, -np.inf, 0.0
+    x[7] = f.max
+    y[7] = np.where(np.arange(150) % 2, 2.0, -2.0)  # products beyond the range
+    with np.errstate(over="ignore"):
+        x, y = x.astype(dtype), y.astype(dtype)
+    for alg, block in (("recursive", None), ("pairwise", 4), ("kahan", None)):
+        for rows in (slice(None), slice(0, 2)):
+            got = _kernel_sum(x[rows], y[rows], f, alg, "rne", block, None)
+            want = _general_dot(x[rows], y[rows], fmt, alg, block)
+            for g, w in zip(got, want):
+                _same_bits(np.asarray(g, np.float64), np.asarray(w, np.float64))

@@ -238,16 +238,23 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
              and fmt.trailing_bits >= 1 and (ieee or (fmt.has_nan and fmt.emin > -126)))
     binary32 = ieee and lanes and fmt.trailing_bits == 23 and fmt.emin == -126 \
         and fmt.emax == 127
-    if (Y is None and rounding == "rne" and algorithm != "neumaier" and lanes
-            and (fmt.trailing_bits <= 10 or binary32)):
-        if X.dtype != np.float32:
+    lane_sum = rounding == "rne" and algorithm != "neumaier" and lanes
+    dot_terms = Y is not None and lane_sum and fmt.trailing_bits <= 10
+    if dot_terms or (Y is None and lane_sum and (fmt.trailing_bits <= 10 or binary32)):
+        if Y is not None:  # the rounded products, then their sums as for sum()
+            terms = np.empty(X.shape, np.float32)
+            with np.errstate(all="ignore"):
+                kernel.dot_terms(X, Y, format_params(fmt), fmt.max, terms, abs_sum, tiny)
+            X = terms
+        elif X.dtype != np.float32:
             # the input rounding, into float32 (4 B/element): binary32's is the cast; a
             # narrower format's gives its values, which the lanes' own rounding keeps
             # (float64 rows took the general kernel, five times slower)
             with np.errstate(all="ignore"):
                 X = X.astype(np.float32) if binary32 else cast(X, fmt, dtype=np.float32)
+        term_abs = np.empty(batch) if dot_terms else abs_sum  # (products: the exact ones)
         kernel.sum_rows_f32(X, _KERNEL_ALGORITHMS[algorithm], block,
-                            23 - fmt.trailing_bits, fmt.emin, fmt.max, value, abs_sum)
+                            23 - fmt.trailing_bits, fmt.emin, fmt.max, value, term_abs)
         if not ieee:
             # the format's NaN is unsigned (fnuz, P3109) or comes out positive (e4m3fn),
             # as round_pair gives it; without an infinity, an infinity in the lanes is
@@ -256,7 +263,7 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
             # adds an infinity to abs_sum where the format has a NaN term
             with np.errstate(invalid="ignore"):
                 value[np.isnan(value) if fmt.has_infinity else ~np.isfinite(value)] = np.nan
-                if not fmt.has_infinity:
+                if not fmt.has_infinity and not dot_terms:
                     abs_sum[np.isinf(abs_sum)] = np.nan
         if not fmt.has_negative_zero:
             value += 0.0  # -0 + 0 = +0
