@@ -230,6 +230,7 @@ def test_lane_dot_products_equal_the_general_kernel(fmt: str, dtype: Any) -> Non
     x = rng.standard_normal(shape) * np.exp2(rng.integers(lo, hi, shape))
     y = rng.standard_normal(shape) * np.exp2(rng.integers(lo, hi, shape))
     x[3, ::9], y[4, 5], x[5, 7], y[6, ::4] = np.nan, np.inf, -np.inf, 0.0
+    y[3, 9], x[4, 5], x[4, 6], y[4, 6] = 0.0, 0.0, np.inf, -0.0  # NaN 0, 0 inf, inf -0
     x[7] = f.max
     y[7] = np.where(np.arange(150) % 2, 2.0, -2.0)  # products beyond the range
     with np.errstate(over="ignore"):

@@ -244,6 +244,8 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
         if Y is not None:  # the rounded products, then their sums as for sum()
             terms = np.empty(X.shape, np.float32)
             with np.errstate(all="ignore"):
+                # the input rounding, vectorized (as sum's): the terms pass takes values
+                X, Y = cast(X, fmt, dtype=np.float32), cast(Y, fmt, dtype=np.float32)
                 kernel.dot_terms(X, Y, format_params(fmt), fmt.max, terms, abs_sum, tiny)
             X = terms
         elif X.dtype != np.float32:
