@@ -67,6 +67,26 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                                 f"{mem:.1f} B/element temporaries",
                         "ours_s": ours, "peer": "numpy float32 sum (1 thread)",
                         "peer_s": peer, "target": "within 5x", "ok": ours <= 5 * peer})
+        # no targets: float64 rows (rounded into the format first), an 8-bit format, and
+        # dot products, on 1 thread beside numpy's float32 sum / einsum
+        threads.set_num_threads(1)
+        x64 = x.astype(np.float64)
+        y = rng.random((rows, 4096)).astype(np.float32)
+        peer_dot = best_of(lambda: np.einsum("ij,ij->i", x, y), 5)
+        for case, job, peer_s, peer_name in (
+                ("sum recursive bfloat16, float64 rows", lambda: accum.sum(x64, "bfloat16"),
+                 peer, "numpy float32 sum (1 thread)"),
+                ("sum recursive e4m3fn", lambda: accum.sum(x, "e4m3fn"), peer,
+                 "numpy float32 sum (1 thread)"),
+                ("dot recursive e4m3fn", lambda: accum.dot(x, y, "e4m3fn"), peer_dot,
+                 "numpy float32 einsum (1 thread)"),
+                ("dot recursive binary16", lambda: accum.dot(x, y, "binary16"), peer_dot,
+                 "numpy float32 einsum (1 thread)"),
+                ("dot recursive bfloat16", lambda: accum.dot(x, y, "bfloat16"), peer_dot,
+                 "numpy float32 einsum (1 thread)")):
+            out.append({"group": "accum", "case": f"{case} ({rows}x4096), 1 thread",
+                        "ours_s": best_of(job, 1 if quick else 3), "peer": peer_name,
+                        "peer_s": peer_s, "target": "report", "ok": None})
         m = 32 if quick else 256
         A = rng.standard_normal((m, 4096)).astype(np.float32)
         B = rng.standard_normal((4096, 256)).astype(np.float32)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 from _timing import best_of, row
 
-from numerics.quant import TurboQuant, mx, nvfp4
+from numerics.quant import TurboQuant, mx, nvfp4, quantize
 from numerics.threads import get_num_threads, set_num_threads
 
 MX_NAMES = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")
@@ -92,6 +92,15 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                                      f"1 thread [copy limit {t_copy * 1e3:.1f} ms]",
                             ours, "torchao 0.18 CPU" if peer else None, peer_s,
                             "faster than torchao", 1.0 if peer else None))
+        # per-tensor e4m3fn (exact division by a binary32 scale, no target) beside the
+        # numpy / ml_dtypes expression a user would write (a float32 quotient, rounded twice)
+        import ml_dtypes
+
+        ours = best_of(lambda: quantize(x, "e4m3fn", scaling="tensor"), repeat)
+        peer_s = best_of(lambda: (x / np.float32(np.abs(x).max() / 448)).astype(
+            ml_dtypes.float8_e4m3fn), repeat)
+        rows.append(row("quant", f"e4m3fn per-tensor quantize ({n}, {n}) float32, 1 thread",
+                        ours, "numpy x / s then ml_dtypes astype", peer_s, "report"))
         set_num_threads(before)
         two = best_of(lambda: nvfp4(x).dequantize(np.float32), repeat)
         rows.append(row("quant", f"nvfp4 quantize+dequantize ({n}, {n}), {before} threads",

@@ -59,6 +59,7 @@ from numerics.kernels.lanes import (
     f32_of_bits,
     f32_of_f16_bits,
 )
+from numerics.kernels.narrow import odd32_bits
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
     BIAS,
@@ -100,7 +101,6 @@ __all__ = [
     "fused_gemm",
     "fused_gemm_span",
     "dot_terms",
-    "dot_terms_span",
     "hardware",
     "lanes32_fit",
     "round_ops",
@@ -352,47 +352,41 @@ def sum_rows_span(X: np.ndarray, Y: np.ndarray, dot: bool, alg: int, block: int,
 def dot_terms(X: np.ndarray, Y: np.ndarray, P: np.ndarray, maxval: float,
               terms: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray) -> None:
     """The terms of dot products rounded to nearest even, for :func:`sum_rows_f32`:
-    ``terms[r, i]`` (float32) is ``fl(fl(x) fl(y))``, the rounded product of the rounded
-    inputs of row ``r`` exactly as :func:`sum_rows` forms it (:func:`_term`), for a
-    format whose values are float32 numbers (float32 ``X`` and ``Y`` must hold values of
-    the format, already rounded); ``abs_sum[r]`` and ``tiny[r]`` as
-    :func:`sum_rows` gives them (``sum |x_i y_i|`` of the exact products in float64 in
-    index order, the number of them below the smallest normal).  Summing the terms in
+    ``terms[r, i]`` (float32) is ``fl(x y)`` for float32 ``X`` and ``Y`` holding values
+    of a format the lanes take (inputs already rounded into it), the rounded product
+    exactly as :func:`sum_rows` forms it (:func:`_term`); ``abs_sum[r]`` and ``tiny[r]``
+    as :func:`sum_rows` gives them (``sum |x_i y_i|`` of the exact products in float64
+    in index order, the number of them below the smallest normal).  Summing the terms in
     the lanes then gives :func:`sum_rows`'s dot products, whose interleaved rows of
-    general operations took about 70 ns per term.  Rows on the threads."""
-    t, emin, emax = int(P[T]), int(P[EMIN]), int(P[EMAX])
-    if X.dtype == np.float32 and Y.dtype == np.float32 and 2 * (emin - t) >= -126 \
-            and 2 * (emax + 1) <= 127 and emin > -126:
-        # float32 inputs are values of the format (the caller rounds them): products of
-        # at most 2p <= 22 bits inside binary32's normal range are exact in binary32, and
-        # the lanes' own rounding step rounds them once
-        drop = 23 - t
-        prm = (np.int32(drop), np.float32(2.0**emin),
-               np.float32(1.5 * 2.0 ** (emin - (23 - drop) + 23)), np.float32(maxval))
-        spread(lambda lo, hi: _dot_terms32_span(X, Y, prm, emin, terms, abs_sum, tiny, lo,
-                                                hi),
-               X.shape[0], unit=X.shape[1])
-        return
-    spread(lambda lo, hi: dot_terms_span(X, Y, P, maxval, terms, abs_sum, tiny, lo, hi),
+    general operations took about 70 ns per term; these loops vectorize.  Rows on the
+    threads."""
+    t, emin = int(P[T]), int(P[EMIN])
+    drop = 23 - t
+    prm = (np.int32(drop), np.float32(2.0**emin),
+           np.float32(1.5 * 2.0 ** (emin - (23 - drop) + 23)), np.float32(maxval))
+    span = _dot_terms_wide_span if emin == -126 else _dot_terms_narrow_span
+    spread(lambda lo, hi: span(X, Y, prm, emin, terms, abs_sum, tiny, lo, hi),
            X.shape[0], unit=X.shape[1])
 
 
-@numba.njit(cache=True, nogil=True)
-def _dot_terms32_span(X: np.ndarray, Y: np.ndarray, prm: tuple[Any, ...], emin: int,
-                      terms: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray, start: int,
-                      stop: int) -> None:
-    """Rows ``start .. stop - 1`` of :func:`dot_terms` for float32 values of a format whose
-    products are exact binary32 normals: :func:`_term`'s products and sums of their
-    magnitudes, in a loop that vectorizes (a zero factor gives the raw product and a
-    magnitude of 0, as in :func:`_term`)."""
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dot_terms_rows(X: np.ndarray, Y: np.ndarray, prm: tuple[Any, ...], emin: int,
+                    terms: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray, start: int,
+                    stop: int, rnd: Any) -> None:
+    """Rows ``start .. stop - 1`` of :func:`dot_terms`: each product exact in float64
+    (two values of at most 11 bits), rounded to odd in binary32 (itself when it is a
+    binary32 number) and then by the lanes' rounding step ``rnd`` (claim D6: one
+    rounding); a zero factor gives the raw product and a magnitude of 0, as in
+    :func:`_term`."""
     smallest_normal = _pow2(emin)
     n = X.shape[1]
     for r in range(start, stop):
         tr = terms[r]
         xr, yr = X[r], Y[r]
         for i in range(n):
-            p = xr[i] * yr[i]
-            tr[i] = p if xr[i] == 0 or yr[i] == 0 else _rne_narrow(p, prm)
+            p = np.float64(xr[i]) * np.float64(yr[i])
+            v = rnd(f32_of_bits(odd32_bits(p)), prm)
+            tr[i] = np.float32(p) if xr[i] == 0 or yr[i] == 0 else v
         acc = 0.0
         count = 0
         for i in range(n):
@@ -405,28 +399,17 @@ def _dot_terms32_span(X: np.ndarray, Y: np.ndarray, prm: tuple[Any, ...], emin: 
 
 
 @numba.njit(cache=True, nogil=True)
-def dot_terms_span(X: np.ndarray, Y: np.ndarray, P: np.ndarray, maxval: float,
-                   terms: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray, start: int,
-                   stop: int) -> None:
-    """Rows ``start .. stop - 1`` of :func:`dot_terms`."""
-    fast = hardware(P, maxval)
-    if fast == 0 and P[T] <= 24:
-        fast = 1
-    t = P[T]
-    emin = P[EMIN]
-    smallest_normal = _pow2(emin)
-    zero = np.uint64(0)
-    for r in range(start, stop):
-        acc = 0.0
-        count = 0
-        for i in range(X.shape[1]):
-            v, a = _term(X, Y, r, i, True, fast, P, MODE_RNE, t, emin, maxval, zero, zero)
-            terms[r, i] = np.float32(v)
-            acc += a
-            if a < smallest_normal:
-                count += 1
-        abs_sum[r] = acc
-        tiny[r] = count
+def _dot_terms_narrow_span(X: np.ndarray, Y: np.ndarray, prm: tuple[Any, ...], emin: int,
+                           terms: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray,
+                           start: int, stop: int) -> None:
+    _dot_terms_rows(X, Y, prm, emin, terms, abs_sum, tiny, start, stop, _rne_narrow)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dot_terms_wide_span(X: np.ndarray, Y: np.ndarray, prm: tuple[Any, ...], emin: int,
+                         terms: np.ndarray, abs_sum: np.ndarray, tiny: np.ndarray,
+                         start: int, stop: int) -> None:
+    _dot_terms_rows(X, Y, prm, emin, terms, abs_sum, tiny, start, stop, _rne_wide)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -99,7 +99,8 @@ from numerics.kernels.rounding import (
 )
 from numerics.kernels.spread import serial, spread
 
-__all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_one", "rne",
+__all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_one",
+           "odd32_bits", "rne",
            "rne16", "rne16_span", "rne_code", "rne_code_pair", "rne_constants", "rne_span",
            "round_rne", "round_rne_span", "sr", "sr_span"]
 
@@ -174,6 +175,14 @@ def _odd32(v: float) -> np.uint32:
     # a NaN compares unequal and not greater: its last bit is set, and it stays a NaN
     b = _U32(b - (_U32(1) if abs(back) > abs(v) else _U32(0)))
     return _U32(b | (_U32(1) if back != v else _U32(0)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def odd32_bits(v: float) -> Any:
+    """The float32 bits of the float64 ``v`` rounded to odd (:func:`_odd32`: ``v`` itself
+    when it is a float32), for kernels that round a float64 once more into a format
+    claim D6 covers."""
+    return _odd32(v)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
