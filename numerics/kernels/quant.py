@@ -468,19 +468,22 @@ def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
            blocks, unit=bs)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _quotient(x: np.ndarray, s: np.ndarray, i: int) -> tuple[float, float]:
+    """:func:`divide_with_sticky` of ``x[i]`` by ``s[i]`` (by ``s[0]`` when ``s`` has
+    one element)."""
+    d = s[0] if s.size == 1 else s[i]
+    sh, sl = _split(d)
+    return _divide_by_split(x[i], d, sh, sl)
+
+
 @numba.njit(cache=True, nogil=True)
 def divide_round_span(x: np.ndarray, s: np.ndarray, P: Params, mode: np.int64,
                       overflow: np.int64, seed: np.uint64, ubits: np.int64,
                       stochastic: bool, codes: np.ndarray, start: int, stop: int) -> None:
     """Elements ``start <= i < stop`` of :func:`divide_round`."""
-    one = s.size == 1
-    d = s[0]
-    sh, sl = _split(d)
     for i in range(start, stop):
-        if not one:
-            d = s[i]
-            sh, sl = _split(d)
-        q, lo = _divide_by_split(x[i], d, sh, sl)
+        q, lo = _quotient(x, s, i)
         u = draw(seed, np.uint64(i), ubits) if stochastic else np.uint64(0)
         codes[i] = round_pair(q, lo, P, mode, overflow, u, ubits)
 
@@ -493,14 +496,8 @@ def divide_rne_span(x: np.ndarray, s: np.ndarray, P: Params, saturate: bool,
     to odd in binary32, then in 32-bit lanes
     (:func:`numerics.kernels.narrow.rne_code_pair`) rather than by ``round_pair``."""
     C = rne_constants(P, saturate)
-    one = s.size == 1
-    d = s[0]
-    sh, sl = _split(d)
     for i in range(start, stop):
-        if not one:
-            d = s[i]
-            sh, sl = _split(d)
-        q, lo = _divide_by_split(x[i], d, sh, sl)
+        q, lo = _quotient(x, s, i)
         codes[i] = rne_code_pair(q, lo, C)
 
 
