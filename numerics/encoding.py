@@ -302,9 +302,12 @@ _USER_DTYPES = 256
 
 
 def _half_kind(dt: np.dtype) -> bool | None:
-    """True for ml_dtypes' bfloat16, False for native binary16, else None."""
+    """True for ml_dtypes' bfloat16, False for binary16, both in native byte order; else
+    None."""
+    if not dt.isnative:
+        return None
     if dt.type is np.float16:
-        return False if dt.isnative else None
+        return False
     if dt.num >= _USER_DTYPES and dt.itemsize == 2 and dt.name == "bfloat16":
         return True
     return None
@@ -325,7 +328,8 @@ def _encode_half_rne(arr: np.ndarray, brain: bool, fmt: Format, overflow: str, n
     flat_out = target.reshape(-1) if direct else np.empty(halves.size, fmt.code_dtype)
     count = nan == "raise" and not fmt.has_nan
     if _narrow_kernels().rne16(halves, flat_out, P, overflow == "saturate", brain, count):
-        raise _nan_error(arr.reshape(-1).astype(np.float32), fmt)
+        # (from the halves read: an out overlapping a strided input may have overwritten it)
+        raise _nan_error(halves.view(arr.dtype).astype(np.float32), fmt)
     if not direct:
         target[...] = flat_out.reshape(arr.shape)
     return target if out is None else out
@@ -417,6 +421,9 @@ def _ml_float32(arr: np.ndarray) -> np.ndarray:
     4-bit types, the lookup 15 ms), bfloat16 by widening (its float32's top half)."""
     dt = arr.dtype
     flat = np.ascontiguousarray(arr).reshape(-1)
+    if not dt.isnative:  # (a byte-swapped bfloat16)
+        dt = dt.newbyteorder("=")
+        flat = flat.astype(dt)
     if dt.itemsize == 1:
         table = _BYTE_TABLES.get(dt)
         if table is None:

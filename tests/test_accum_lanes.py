@@ -259,3 +259,18 @@ def test_lane_dot_products_round_once_below_binary32_normals() -> None:
     want = _general_dot(x, y, "tf32", "recursive", None)
     for g, w in zip(got, want):
         _same_bits(np.asarray(g, np.float64), np.asarray(w, np.float64))
+
+
+def test_a_format_with_emin_of_binary32_and_a_smaller_range_overflows_at_its_max() -> None:
+    """A custom IEEE format with bias 127 but fewer exponent bits (emin = -126, emax < 127)
+    overflows at its own largest value: the lanes' emin = -126 step rounds by float32's
+    carry into its infinity, so such a format takes the general kernel."""
+    from numerics.formats import Format
+
+    f = Format(name="w7", exponent_bits=7, trailing_bits=7, bias=127)
+    assert f.emin == -126 and f.emax < 127
+    x = np.array([[0.75, 0.75]])
+    for dtype in (np.float32, np.float64):
+        assert accum.sum(x.astype(dtype), f).value[0] == np.inf
+        assert accum.dot(x.astype(dtype), np.array([[0.9375, 0.9375]], dtype), f).value[0] \
+            == np.inf

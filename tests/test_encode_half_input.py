@@ -163,3 +163,24 @@ def test_every_ml_dtypes_value_as_input(type_name: str, name: str, rounding: str
     want = numerics.encode(widened(x), name, rounding=rounding, rng=3, nan="zero")
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, [(i, hex(int(got[i])), hex(int(want[i]))) for i in bad[:5]]
+
+
+def test_byte_swapped_bfloat16_is_read_by_value() -> None:
+    """ml_dtypes lets bfloat16 be byte-swapped (the dtype keeps its name): its values, not
+    its raw bytes, in every mode."""
+    dt = np.dtype(ml_dtypes.bfloat16)
+    a = np.array([1.5, -2.0, 0.1], np.float32).astype(dt)
+    swapped = a.astype(dt.newbyteorder(">" if np.little_endian else "<"))
+    for rounding in ("rne", "rtz"):
+        assert numerics.encode(swapped, "e4m3fn", rounding=rounding).tolist() == \
+            numerics.encode(widened(a), "e4m3fn", rounding=rounding).tolist()
+
+
+def test_nan_index_with_out_over_a_strided_input() -> None:
+    """nan='raise' names the NaN's index even when ``out`` overwrites the strided input
+    the kernel read a copy of."""
+    buf = np.ones(16, np.float16)
+    arr = buf[::2]
+    arr[1] = np.nan
+    with pytest.raises(ValueError, match="NaN at flat index 1"):
+        numerics.encode(arr, "e2m1fn", out=buf.view(np.uint8)[:8])

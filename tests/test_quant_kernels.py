@@ -422,3 +422,18 @@ def test_Q11_divide_codes_round_the_exact_quotient(name: str) -> None:
             want = encode_exact(Fraction(xi) / Fraction(si), fmt, rounding=rounding,
                                 overflow="saturate")
             assert c == want, (name, rounding, xi, si, hex(c), hex(want))
+
+
+def test_Q11_divide_codes_with_scales_beyond_the_split_range() -> None:
+    """Scales above 2**900 (whose Veltkamp split overflows) take the scaled-significand
+    path: directed roundings of x / s still follow the exact quotient."""
+    rng = np.random.default_rng(8)
+    s = 1.5e301 * (1 + 2.0**-40) * (1 + rng.random(300))
+    k = np.ldexp(rng.standard_normal(300).astype(np.float32).astype(np.float64), -110)
+    x = k * s  # x / s within half a float64 ulp of a binary32 value: the residual decides
+    f = numerics.get_format("binary32")
+    for rounding in ("rtz", "ru", "rd"):
+        got = divide_codes(x, s, f, rounding=rounding, overflow="saturate")
+        for xi, si, c in zip(x.tolist(), s.tolist(), got.tolist()):
+            assert c == encode_exact(Fraction(xi) / Fraction(si), f, rounding=rounding,
+                                     overflow="saturate"), (rounding, xi, si)

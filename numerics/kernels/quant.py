@@ -356,7 +356,8 @@ def _divide_by_split(x: float, s: float, sh: float, sl: float) -> tuple[float, f
     q = x / s
     ax = abs(x)
     aq = abs(q)
-    if 1.2e-271 <= ax <= 8.4e270 and 1.2e-271 <= aq <= 8.4e270:
+    if 1.2e-271 <= ax <= 8.4e270 and 1.2e-271 <= aq <= 8.4e270 \
+            and 1.2e-271 <= s <= 8.4e270:  # (beyond, the caller's split of s overflows)
         p, err = _two_prod(q, s, sh, sl)
         return q, _nudge(q, (x - p) - err)
     return divide_with_sticky(x, s)
