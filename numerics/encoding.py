@@ -313,39 +313,16 @@ def _half_kind(dt: np.dtype) -> bool | None:
     return None
 
 
-def _encode_half_rne(arr: np.ndarray, brain: bool, fmt: Format, overflow: str, nan: str,
-                     out: np.ndarray | None) -> np.ndarray | None:
-    """Codes of bfloat16 (``brain``) or binary16 input rounded to nearest-even, widened to
-    float32 piece by piece in the kernel (:func:`numerics.kernels.narrow.rne16`), or None
-    where the lane kernel does not take ``fmt``."""
-    _, P, _, _, rne32, _, _ = _plan(fmt)
-    if not rne32:
-        return None
-    halves = np.ascontiguousarray(arr).reshape(-1).view(np.uint16)
-    target = _output(out, arr.shape, fmt)
-    direct = target.flags.c_contiguous and (out is None or not np.may_share_memory(target,
-                                                                                    halves))
-    flat_out = target.reshape(-1) if direct else np.empty(halves.size, fmt.code_dtype)
-    count = nan == "raise" and not fmt.has_nan
-    if _narrow_kernels().rne16(halves, flat_out, P, overflow == "saturate", brain, count):
-        # (from the halves read: an out overlapping a strided input may have overwritten it)
-        raise _nan_error(halves.view(arr.dtype).astype(np.float32), fmt)
-    if not direct:
-        target[...] = flat_out.reshape(arr.shape)
-    return target if out is None else out
-
-
 def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rng: Any,
                   sr_bits: int | None, nan: str, out: np.ndarray | None) -> np.ndarray:
     """Codes of a numeric ndarray (any layout and byte order), shaped like it."""
     dt = arr.dtype
-    if rounding == "rne":
-        brain = _half_kind(dt)
-        if brain is not None:
-            codes = _encode_half_rne(arr, brain, fmt, overflow, nan, out)
-            if codes is not None:
-                return codes
-    if dt.num >= _USER_DTYPES:  # an ml_dtypes float type (the caller checked): float32
+    _, P, fits32, fits64, rne32, rne64, directed64 = _plan(fmt)
+    brain = _half_kind(dt) if rounding == "rne" and rne32 else None
+    if brain is not None:  # binary16 / bfloat16, widened to float32 in the kernel
+        work: np.ndarray = np.ascontiguousarray(arr).reshape(-1).view(np.uint16)
+        kind = "half"
+    elif dt.num >= _USER_DTYPES:  # an ml_dtypes float type (the caller checked): float32
         work = _ml_float32(arr)
         kind = "float"
     elif dt.kind in "iu" and dt.itemsize == 8:
@@ -357,11 +334,8 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
         work = np.ascontiguousarray(arr, np.float32 if dt.itemsize <= 2 else np.float64)
         work = work.reshape(-1)
         kind = "float"
-    elif dt.kind == "f":
+    else:  # float32, float64 (the caller admits no other kind)
         work = np.ascontiguousarray(arr, dt.newbyteorder("=")).reshape(-1)
-        kind = "float"
-    else:  # (no other dtype reaches here)
-        work = _ml_float32(arr)
         kind = "float"
     n = {"x87": work.size // 2, "stacked": work.size // 2}.get(kind, work.size)
     target = _output(out, arr.shape, fmt)
@@ -369,11 +343,13 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
     # with the input they read (elsewhere a temporary, copied in after, as numpy's ufuncs)
     direct = target.flags.c_contiguous and (out is None or not np.may_share_memory(target, work))
     flat_out = target.reshape(-1) if direct else np.empty(n, fmt.code_dtype)
-    _, P, fits32, fits64, rne32, rne64, directed64 = _plan(fmt)
     mode, bits = _mode_bits(rounding, sr_bits)
     seed = np.uint64(sr_seed(rng)) if rounding == "sr" else np.uint64(0)
     ov = 1 if overflow == "saturate" else 0
-    if kind == "float" and mode == 0 and (rne64 if work.dtype.itemsize == 8 else rne32):
+    if kind == "half":
+        nans = _narrow_kernels().rne16(work, flat_out, P, ov == 1, bool(brain),
+                                       nan == "raise" and not fmt.has_nan)
+    elif kind == "float" and mode == 0 and (rne64 if work.dtype.itemsize == 8 else rne32):
         narrow = _narrow_kernels()
         nans = narrow.rne(work, flat_out, P, ov == 1, nan == "raise" and not fmt.has_nan)
     elif kind == "float" and mode < _MODES["sr"] and (
@@ -404,6 +380,8 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
         if kind == "x87":  # (the float64s, only to find the NaN: a huge value may overflow)
             with np.errstate(over="ignore"):
                 work = np.asarray(arr, np.float64).reshape(-1)
+        elif kind == "half":  # (the halves read: an out may have overwritten the input)
+            work = work.view(dt).astype(np.float32)
         raise _nan_error(work, fmt)
     if not direct:
         target[...] = flat_out.reshape(arr.shape)

@@ -231,11 +231,10 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
     tiny = np.empty(batch, np.int64)
     ieee = fmt.has_infinity and fmt.nan.name == "IEEE"
     # the float32 lanes round each operation as if the exponent were unbounded, then
-    # overflow beyond fmt.max to an infinity (for an IEEE format with emin = -126, by
-    # the encoding's carry): a format whose overflow is its NaN (e4m3fn, fnuz) or that
-    # has no -0 (fnuz, P3109) takes them too, its results fixed below
-    # (with emin = -126 the lanes' rounding step is float32's own carry into its infinity,
-    # so the format must overflow where float32 does: emax = 127)
+    # overflow beyond fmt.max to an infinity; with emin = -126 by float32's own carry
+    # into its infinity, so such a format must overflow where float32 does (emax = 127).
+    # A format whose overflow is its NaN (e4m3fn, fnuz) or that has no -0 (fnuz, P3109)
+    # takes them too, its results fixed below
     lanes = (fmt.emin >= -126 and fmt.emax <= 127 and fmt.signed and fmt.subnormals
              and fmt.trailing_bits >= 1 and (fmt.emin > -126 or fmt.emax == 127)
              and (ieee or (fmt.has_nan and fmt.emin > -126)))

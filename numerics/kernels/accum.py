@@ -387,6 +387,7 @@ def _dot_terms_rows(X: np.ndarray, Y: np.ndarray, prm: tuple[Any, ...], emin: in
             p = np.float64(xr[i]) * np.float64(yr[i])
             v = rnd(f32_of_bits(odd32_bits(p)), prm)
             tr[i] = np.float32(p) if xr[i] == 0 or yr[i] == 0 else v
+        # (a second loop: the index-order float64 sum would keep the first from vectorizing)
         acc = 0.0
         count = 0
         for i in range(n):

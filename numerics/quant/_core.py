@@ -222,6 +222,16 @@ def _flat(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
 
 
+def _kernel_mode(rounding: str, sr_bits: int | None) -> tuple[int, int, bool]:
+    """The kernels' mode code, random bits per draw and whether the mode is stochastic
+    (64-bit draws compared exactly without ``sr_bits``)."""
+    from numerics.kernels.rounding import MODE_SR, MODE_SR_EXACT, mode_code
+
+    if rounding != "sr":
+        return mode_code(rounding), 1, False
+    return (MODE_SR_EXACT, 64, True) if sr_bits is None else (MODE_SR, sr_bits, True)
+
+
 def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
                 rounding: str = "rne", overflow: str = "saturate", seed: int | None = None,
                 sr_bits: int | None = None) -> np.ndarray:
@@ -229,21 +239,13 @@ def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
 
     NaN gives the format's NaN with its sign (code 0 in formats without NaN)."""
     from numerics.kernels import quant as kq
-    from numerics.kernels.rounding import (
-        MODE_SR,
-        MODE_SR_EXACT,
-        mode_code,
-        overflow_code,
-    )
+    from numerics.kernels.rounding import overflow_code
 
     y = np.asarray(y, dtype=np.float64)
     st = np.zeros(y.shape) if sticky is None else np.broadcast_to(
         np.asarray(sticky, dtype=np.float64), y.shape)
     out = np.empty(y.size, dtype=np.uint64)
-    stochastic = rounding == "sr"
-    mode = (MODE_SR if sr_bits is not None else MODE_SR_EXACT) if stochastic \
-        else mode_code(rounding)
-    ubits = (64 if sr_bits is None else sr_bits) if stochastic else 1
+    mode, ubits, stochastic = _kernel_mode(rounding, sr_bits)
     if y.size:
         kq.round_nudged(_flat(y), _flat(st), kq.params_tuple(fmt), np.int64(mode),
                         np.int64(overflow_code(overflow)), np.uint64(seed or 0),
@@ -255,29 +257,23 @@ def divide_codes(x: np.ndarray, s: np.ndarray, fmt: Format, *, rounding: str = "
                  overflow: str = "saturate", rng: object = None,
                  sr_bits: int | None = None) -> np.ndarray:
     """Codes of ``x / s`` (float64; ``s`` finite and positive, of ``x``'s shape or one
-    value, which is not copied per element) rounded
-    once into the float format ``fmt``: the codes :func:`encode_values` gives the values
+    value, which is not copied per element) rounded once into the float format ``fmt``:
+    the codes :func:`encode_values` gives the values
     ``round_elements(*divide_with_sticky(x, s), ...)`` (NaN keeping its sign), in one
     kernel pass (:func:`numerics.kernels.quant.divide_round`).  The caller checks NaN
     against a format without NaN."""
     from numerics.kernels import quant as kq
-    from numerics.kernels.rounding import MODE_SR, MODE_SR_EXACT, mode_code, overflow_code
+    from numerics.kernels.narrow import fits_one
+    from numerics.kernels.rounding import MODE_RNE, format_params, overflow_code
 
     check_overflow(overflow)
     seed = _check_sr(rounding, rng, sr_bits)
-    stochastic = rounding == "sr"
-    mode = (MODE_SR if sr_bits is not None else MODE_SR_EXACT) if stochastic \
-        else mode_code(rounding)
-    ubits = (64 if sr_bits is None else sr_bits) if stochastic else 1
+    mode, ubits, stochastic = _kernel_mode(rounding, sr_bits)
     out = np.empty(x.shape, dtype=fmt.code_dtype)
     if x.size:
-        from numerics.kernels.narrow import fits_one
-        from numerics.kernels.rounding import MODE_RNE, format_params
-
         s = np.asarray(s, dtype=np.float64)
         divisors = s.reshape(1) if s.size == 1 else _flat(np.broadcast_to(s, x.shape))
-        lanes = mode == MODE_RNE and overflow in ("saturate", "ieee") \
-            and fits_one(format_params(fmt))
+        lanes = mode == MODE_RNE and fits_one(format_params(fmt))
         kq.divide_round(_flat(x), divisors, kq.params_tuple(fmt), np.int64(mode),
                         np.int64(overflow_code(overflow)), np.uint64(seed or 0),
                         np.int64(ubits), stochastic, out.reshape(-1), lanes)
