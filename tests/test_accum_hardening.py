@@ -3,6 +3,7 @@ exception type or warning (each test failed before its fix)."""
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import accum_reference as ref
@@ -155,3 +156,35 @@ def test_accum_api_gives_a_result_or_a_named_error(fn: str, a: object, b: object
             calls[fn]()
     except (ValueError, TypeError):
         pass
+
+
+_NAN_CALLS = {
+    "sum float64": lambda: accum.sum(np.array([1.0, np.nan]), "e2m1fn"),
+    "sum float32 2-D": lambda: accum.sum(np.array([[1.0, 2.0], [np.nan, 0.5]], np.float32),
+                                         "e3m2fn", axis=0),
+    "sum list": lambda: accum.sum([0.5, float("nan")], "e2m3fn"),
+    "dot y": lambda: accum.dot([1.0, 2.0], [1.0, np.nan], "e2m1fn"),
+    "gemm A": lambda: accum.gemm(np.array([[1.0, np.nan]]), np.ones((2, 1)),
+                                 input_format="e2m1fn", accumulator="binary32"),
+    "gemm C": lambda: accum.gemm(np.ones((1, 1)), np.ones((1, 1)), np.array([[np.nan]]),
+                                 input_format="e2m1fn", accumulator="e2m1fn"),
+    "fused_dot_add b": lambda: accum.fused_dot_add([1.0, 1.0], [0.5, np.nan], 0.0,
+                                                   input_format="e2m1fn", fractional_bits=24),
+}
+_NAN_NAMES = {"sum float64": ("x", "(1,)"), "sum float32 2-D": ("x", "(1, 0)"),
+              "sum list": ("x", "(1,)"), "dot y": ("y", "(1,)"), "gemm A": ("A", "(0, 1)"),
+              "gemm C": ("C", "(0, 0)"), "fused_dot_add b": ("b", "(1,)")}
+
+
+@pytest.mark.parametrize("case", list(_NAN_CALLS))
+def test_nan_into_a_format_without_nan_is_a_named_error(case: str) -> None:
+    # before: the NaN became +0 in fp4/fp6 and the sum came back finite with a finite
+    # bound, where encode and quantize raise; the rule is now the same everywhere
+    name, index = _NAN_NAMES[case]
+    with pytest.raises(ValueError, match=re.escape(f"Got {name} with a NaN at index {index}, but")):
+        _NAN_CALLS[case]()
+
+
+def test_nan_into_a_format_with_nan_still_sums_to_nan() -> None:
+    assert np.isnan(accum.sum([1.0, np.nan], "e4m3fn").value)
+    assert np.isnan(accum.dot([1.0, 2.0], [np.nan, 1.0], "bf16").value)

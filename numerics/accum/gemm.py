@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.accum.intake import real_pair
+from numerics.accum.intake import real_pair, reject_nan
 from numerics.accum.summation import _check_fmt, _Fl
 from numerics.accum.tensorcore import (
     TensorCorePreset,
@@ -162,7 +162,8 @@ def gemm(
     ----------
     A, B : array_like, shapes (M, K) and (K, N), or quantized operands
         Real values (floats, integers, long doubles, ml_dtypes or torch tensors), taken
-        at their exact values; complex input is rejected.  Results of ``quant.mx`` or
+        at their exact values; complex input, and a NaN where ``input_format`` has none
+        (fp6, fp4), are rejected.  Results of ``quant.mx`` or
         ``quant.nvfp4`` quantized along K (A along axis 1, B along axis 0) go through
         a block-scaled preset (:data:`numerics.accum.BLOCKSCALED_PRESETS`, see
         :func:`numerics.accum.blockscaled_gemm`); they carry their own formats.
@@ -204,6 +205,9 @@ def gemm(
                                       or isinstance(promote_every, bool) or promote_every < 1):
         raise ValueError(f"Got {promote_every=}, but it must be a positive int or None")
     pa, pb, pc = _check_matrices(A, B, C)
+    reject_nan(pa[0], fin, "A")
+    reject_nan(pb[0], fin, "B")
+    reject_nan(pc[0], model if isinstance(model, Format) else fout, "C")
     if isinstance(model, Format):
         _check_fmt(model, "accumulator")  # signed, with subnormals, as sum's fmt
         if fin.precision > 26:

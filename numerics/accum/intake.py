@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from numerics.dtypes import MAX_DIMS
+from numerics.formats import Format
 
-__all__ = ["MAX_DIMS", "real_pair"]
+__all__ = ["MAX_DIMS", "real_pair", "reject_nan"]
 
 
 def _from_torch(x: Any) -> Any:
@@ -79,6 +80,27 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     if kind == "O":
         return _object_pair(arr, name)
     raise TypeError(f"Got {name} with dtype {arr.dtype}, but it must be a real numeric array")
+
+
+def reject_nan(x: np.ndarray, fmt: Format, name: str) -> None:
+    """ValueError naming ``name`` and the index of its first NaN when ``fmt`` has no NaN
+    to round it to (fp6, fp4): the rule ``encode`` and ``quantize`` follow.
+
+    Examples
+    --------
+    >>> from numerics.formats import as_format
+    >>> reject_nan(np.array([1.0, np.nan]), as_format("e2m1fn"), "x")
+    Traceback (most recent call last):
+    ...
+    ValueError: Got x with a NaN at index (1,), but e2m1fn has no NaN to round it to
+    """
+    if fmt.has_nan or x.dtype.kind != "f":
+        return
+    nan = np.isnan(x)
+    if nan.any():
+        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(nan)), x.shape))
+        raise ValueError(f"Got {name} with a NaN at index {index}, but {fmt.name} has no "
+                         "NaN to round it to")
 
 
 def _object_pair(arr: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -73,7 +73,7 @@ from typing import Any, Union
 import numpy as np
 
 from numerics.accum import bounds as _bounds
-from numerics.accum.intake import MAX_DIMS, real_pair
+from numerics.accum.intake import MAX_DIMS, real_pair, reject_nan
 from numerics.accum.tensorcore import cast
 from numerics.formats import Format, as_format
 from numerics.rounding import make_rng
@@ -199,8 +199,10 @@ def _terms(x: Any, name: str, fmt: Format) -> np.ndarray:
     if isinstance(x, np.ndarray) and x.dtype in (np.float32, np.float64):
         if x.ndim > MAX_DIMS:
             real_pair(x, name)  # raises, naming the argument
+        reject_nan(x, fmt, name)
         return x
     hi, lo = real_pair(x, name)
+    reject_nan(hi, fmt, name)
     if not lo.any():
         return hi
     return cast(hi, fmt, lo=lo)
@@ -571,7 +573,7 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
         Real values, each taken at its exact value (integers beyond 2**53, long doubles,
         Python ints of any size are not rounded to binary64 first) and rounded once into
         ``fmt`` (nearest even).  Complex, string and ragged input raise TypeError or
-        ValueError.
+        ValueError, and so does a NaN where ``fmt`` has none (fp6, fp4), naming its index.
     fmt : Format or str
         Working format (signed, with subnormals).
     axis : int
@@ -660,7 +662,8 @@ def dot(
 ) -> AccumResult:
     """Dot products along ``axis``: ``fl(x_i * y_i)`` in ``fmt``, then :func:`sum`.
 
-    ``x`` and ``y`` (broadcast together) are rounded into ``fmt``; each product is
+    ``x`` and ``y`` (broadcast together) are rounded into ``fmt`` as in :func:`sum`
+    (a NaN where ``fmt`` has none is a ValueError); each product is
     rounded once in ``fmt``; the products are summed with ``algorithm`` exactly as in
     :func:`sum` (with no further input rounding).  The bound refers to the exact dot
     product of the rounded inputs and includes the product roundings (and, for

@@ -75,7 +75,7 @@ from typing import Any
 import numpy as np
 
 from numerics import eft
-from numerics.accum.intake import real_pair
+from numerics.accum.intake import real_pair, reject_nan
 from numerics.formats import Format, as_format
 
 __all__ = [
@@ -704,7 +704,8 @@ def fused_dot_add(
     Parameters
     ----------
     a, b : array_like, shape (..., k)
-        Products' factors; rounded to nearest-even into ``input_format`` first.  With
+        Products' factors; rounded to nearest-even into ``input_format`` first (a NaN
+        where it has none is a ValueError).  With
         ``k = 0`` (no products) the result is ``c``.
     c : array_like, broadcastable to (...)
         Addend; rounded to nearest-even into ``output_format`` first.
@@ -738,6 +739,8 @@ def fused_dot_add(
     if not isinstance(e8m13, (bool, np.bool_)):
         raise TypeError(f"Got {e8m13=}, but it must be a bool")
     pa, pb = real_pair(a, "a"), real_pair(b, "b")
+    reject_nan(pa[0], fin, "a")
+    reject_nan(pb[0], fin, "b")
     try:
         A_hi, B_hi, A_lo, B_lo = np.broadcast_arrays(pa[0], pb[0], pa[1], pb[1])
     except ValueError:
@@ -748,6 +751,7 @@ def fused_dot_add(
     if A_hi.ndim == 0:
         raise ValueError("Got scalar a and b, but they need a last axis of products")
     C_hi, C_lo = real_pair(c, "c")
+    reject_nan(C_hi, fout, "c")
     try:
         C_hi, C_lo = (np.broadcast_to(v, A_hi.shape[:-1]) for v in (C_hi, C_lo))
     except ValueError:
