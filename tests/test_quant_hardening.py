@@ -157,3 +157,17 @@ def test_quantize_rejects_non_string_options() -> None:
         kwargs: dict[str, Any] = {opt: np.array(["rne"])}
         with pytest.raises(TypeError, match=opt):
             quantize(np.ones(4), "int8", **kwargs)
+
+
+def test_unsigned_element_formats_are_named_errors() -> None:
+    # before: e8m0fnu elements were accepted; -3 and 0 dequantized to NaN while .bound
+    # stayed finite (1.5 and 1.7e-76), so |x_hat - x| <= bound failed
+    with pytest.raises(ValueError, match="Got element_format='e8m0fnu', but elements need a "
+                                         "signed format"):
+        quantize(np.array([-3.0, 0.0, 1.0, 5.0]), "e8m0fnu")
+    with pytest.raises(ValueError, match="Got fmt='e8m0fnu', but elements need a signed"):
+        element_bound(np.array([-3.0]), np.array([1.0]), "e8m0fnu")
+    # as a scale format it stays valid
+    x = np.array([-3.0, 0.0, 1.0, 5.0])
+    q = quantize(x, "e4m3fn", scale_format="e8m0fnu")
+    assert (np.abs(q.dequantize() - x) <= q.bound).all()

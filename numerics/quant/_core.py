@@ -41,6 +41,7 @@ __all__ = [
     "IntFormat",
     "as_element_format",
     "check_quantize_format",
+    "check_signed_elements",
     "decode_codes",
     "divide_codes",
     "divide_with_sticky",
@@ -216,6 +217,23 @@ def check_quantize_format(fmt: ElementFormat, name: str) -> None:
             f"{MAX_PRECISION} significant bits within binary32's exponent range (binary32 "
             "and narrower): only there is dequantize exact and every rounding one rounding "
             "of the exact quotient (claims Q10, Q11 of proofs/quantization_bounds.md)")
+
+
+def check_signed_elements(fmt: ElementFormat, name: str) -> None:
+    """ValueError naming ``name`` when ``fmt`` is unsigned (e8m0fnu): elements take either
+    sign, and the claims bound an element's error only where its code has both.
+
+    Examples
+    --------
+    >>> check_signed_elements(as_format("e8m0fnu"), "element_format")
+    Traceback (most recent call last):
+    ...
+    ValueError: Got element_format='e8m0fnu', but elements need a signed format (e8m0fnu \
+has no negative values; it serves as a scale_format)
+    """
+    if isinstance(fmt, Format) and not fmt.signed:
+        raise ValueError(f"Got {name}={fmt.name!r}, but elements need a signed format "
+                         f"({fmt.name} has no negative values; it serves as a scale_format)")
 
 
 def _flat(a: np.ndarray) -> np.ndarray:

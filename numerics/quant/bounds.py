@@ -43,7 +43,13 @@ from fractions import Fraction
 import numpy as np
 
 from numerics import eft
-from numerics.quant._core import ElementFormat, IntFormat, as_element_format, signed_limit
+from numerics.quant._core import (
+    ElementFormat,
+    IntFormat,
+    as_element_format,
+    check_signed_elements,
+    signed_limit,
+)
 from numerics.rounding import check_overflow, check_rounding
 
 __all__ = ["element_bound"]
@@ -82,6 +88,7 @@ def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
     5e-324
     """
     fmt = as_element_format(fmt, name="fmt")
+    check_signed_elements(fmt, "fmt")
     if not isinstance(rounding, str):
         raise TypeError(f"Got {rounding=}, but it must be a rounding mode name")
     check_rounding(rounding)

@@ -54,6 +54,7 @@ from numerics.quant._core import (
     ElementFormat,
     as_element_format,
     check_quantize_format,
+    check_signed_elements,
     divide_codes,
     divide_with_sticky,
     encode_values,
@@ -96,8 +97,9 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
         Real input (any float or int dtype, ml_dtypes and torch included); computed in
         float64.
     element_format : str, Format or IntFormat
-        Any registered float format of at most 24 significant bits (all but binary64, which
-        raises ValueError: claims Q10, Q11), ``"int8"`` or ``"int4"`` (symmetric,
+        Any registered signed float format of at most 24 significant bits (binary64, which
+        raises ValueError by claims Q10, Q11, and e8m0fnu, unsigned, are the exceptions),
+        ``"int8"`` or ``"int4"`` (symmetric,
         ``+-127``/``+-7``),
         an MX name (``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``, ``"mxfp6_e2m3"``,
         ``"mxfp4_e2m1"``, ``"mxint8"``: :func:`numerics.quant.mx`, blocks of 32 along
@@ -222,6 +224,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
 
     fmt = as_element_format(element_format)
     check_quantize_format(fmt, "element_format")
+    check_signed_elements(fmt, "element_format")
     if scaling not in _SCALINGS:
         raise ValueError(f"Got {scaling=}, but the only valid values are 'tensor', 'channel', "
                          "'block'")
