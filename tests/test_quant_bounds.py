@@ -179,6 +179,39 @@ def test_Q8_nvfp4_within_bound(seed: int, rows: int, blocks: int, spread: int) -
     assert np.all(_errors(x, q) <= q.bound)
 
 
+@settings(max_examples=60, deadline=None)
+@given(amax=st.floats(2688 * 2.0**-126, 1e30), ratio=st.floats(2.0**-9, 1.0),
+       rest=st.lists(st.floats(-1.0, 1.0), min_size=15, max_size=15))
+def test_Q8_block_scales_do_not_saturate_while_g_is_normal(amax: float, ratio: float,
+                                                            rest: list[float]) -> None:
+    """Q8: with g a binary32 normal, amax_b/(6g) < 448 (1 + 2**-23): no block scale
+    saturates, and the saturation term stays within amax_b/15."""
+    block = np.array([amax * ratio] + [amax * ratio * r for r in rest])
+    x = np.concatenate([np.array([amax] + [0.0] * 15), block])
+    q = nvfp4(x)
+    g = float(q.global_scale)
+    assert g >= 2.0**-126
+    amax_b = np.abs(block).max()
+    assert amax_b / (6 * g) < 448 * (1 + 2.0**-23)
+    S = float(q.scales[1])  # s_b * g
+    assert S / g <= 448.0
+    assert amax_b - 6 * S <= amax_b / 15
+
+
+def test_Q8_a_subnormal_tensor_scale_can_saturate_block_scales() -> None:
+    """Q8's boundary: below amax = 2688 * 2**-126, g is subnormal and v = amax_b/(6g) can
+    exceed 448; the block scale saturates, the error exceeds amax_b/15, and the bound
+    still covers it."""
+    x = np.zeros(16)
+    x[0] = float(np.float32(2688 * 1.49 * 2.0**-149))
+    q = nvfp4(x)
+    assert float(q.global_scale) == 2.0**-149  # 1.49 * 2**-149 rounded down
+    assert float(q.scales[0]) == 448 * 2.0**-149  # s_b: v = 667.5 saturated at 448
+    err = abs(float(q.dequantize()[0]) - x[0])
+    assert err > x[0] / 15
+    assert err <= float(q.bound[0])
+
+
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1),
        scheme=st.sampled_from(["mxfp8_e4m3", "mxfp4_e2m1", "mxint8", "nvfp4", "e4m3fn",

@@ -156,8 +156,9 @@ def mx(x: object, name: str, axis: int = -1, *, scale_mode: str = "floor") -> Qu
     Parameters
     ----------
     x : array_like
-        Real input (numpy, ml_dtypes or torch, bfloat16 included); ``x.shape[axis]`` must be
-        a multiple of 32 (pad with zeros otherwise).
+        Real input (numpy, ml_dtypes or torch, bfloat16 included), taken as float64
+        (integers beyond 2**53 and long doubles are rounded to float64 first);
+        ``x.shape[axis]`` must be a multiple of 32 (pad with zeros otherwise).
     name : str
         ``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``, ``"mxfp6_e2m3"``,
         ``"mxfp4_e2m1"`` or ``"mxint8"``.
