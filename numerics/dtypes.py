@@ -140,6 +140,9 @@ _NUMBERS = _PLAIN_FLOATS | frozenset({int, np.int64, np.int32, np.int16, np.int8
                                       np.uint32, np.uint16, np.uint8})
 #: The largest integer magnitude up to which every integer is a float64.
 _EXACT_INT = 2**53
+#: ml_dtypes' narrow integer types (dtype kind "V"), read as numpy's 8-bit integers.
+_ML_INTS: dict[str, type[np.generic]] = {"int2": np.int8, "int4": np.int8, "uint2": np.uint8,
+                                         "uint4": np.uint8}
 
 
 def _needs_objects(seq: list[Any] | tuple[Any, ...], wide_ints: bool) -> bool:
@@ -191,8 +194,13 @@ def as_exact_array(x: Any) -> np.ndarray:
     (dtype('O'), dtype('float64'))
     >>> as_exact_array([np.int64(2**53 + 1), 0.5]).dtype, as_exact_array([True, 1]).dtype
     (dtype('O'), dtype('O'))
+
+    ml_dtypes' ``int2``, ``int4``, ``uint2`` and ``uint4`` arrays become int8 / uint8
+    arrays of the same values.
     """
     arr = np.asarray(x)
+    if arr.dtype.kind == "V" and arr.dtype.name in _ML_INTS and arr.dtype.names is None:
+        return arr.astype(_ML_INTS[arr.dtype.name])  # ml_dtypes int4 & co.: exact
     if isinstance(x, (list, tuple)) and arr.dtype.kind in "fiu":
         # an integer beyond 2**53 becomes a float of at least 2**53: in a long list, only
         # then look for one (a short one is looked through at once)

@@ -157,7 +157,10 @@ def _scalar_plan(fmt: Any) -> tuple[Any, Format, np.ndarray, Any, int]:
     return plan
 
 
-def _check_options(rounding: object, overflow: object, sr_bits: object, nan: object) -> None:
+def _check_options(rounding: object, overflow: object, sr_bits: object,
+                   nan: object) -> int | None:
+    """Check the rounding options; returns ``sr_bits`` as a Python int (or None), since
+    a numpy integer would wrap in ``2**sr_bits``."""
     if not isinstance(rounding, str) or rounding not in _MODES:
         check_rounding(rounding)
     if not isinstance(overflow, str) or overflow not in OVERFLOWS:
@@ -171,6 +174,7 @@ def _check_options(rounding: object, overflow: object, sr_bits: object, nan: obj
                              "sr_bits only applies to rounding='sr'")
     if not isinstance(nan, str) or nan not in _NAN_POLICIES:
         raise ValueError(f"Got nan={nan!r}, but the only valid values are 'raise' and 'zero'")
+    return None if sr_bits is None else int(sr_bits)
 
 
 def _mode_bits(rounding: str, sr_bits: int | None) -> tuple[int, int]:
@@ -227,6 +231,10 @@ def _exact_scalar(value: Any, index: Any) -> Any:
         if adjusted < -360:
             return _stand_in(value.is_signed(), _TINY_EXP)
         return Fraction(value)
+    if isinstance(value, np.generic) and value.dtype.num >= _USER_DTYPES:
+        # an ml_dtypes scalar (not an np.floating or np.integer): exact as a float or int
+        return float(value) if value.dtype.kind == "f" or _is_ml_float(value.dtype) \
+            else int(value)
     if isinstance(value, (float, np.floating)):
         if isinstance(value, np.floating) and value.dtype.itemsize > 8 \
                 and np.finfo(value.dtype).nmant > 52:
@@ -539,7 +547,7 @@ def encode(
         if codes is not None:
             return codes
     fmt = as_format(fmt)
-    _check_options(rounding, overflow, sr_bits, nan)
+    sr_bits = _check_options(rounding, overflow, sr_bits, nan)
 
     tensor = _from_torch(x)
     if tensor is not None:

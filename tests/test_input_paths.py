@@ -74,3 +74,50 @@ def test_numpy_integers_beyond_2_53_are_exact_or_refused(x: object) -> None:
 def test_decode_names_a_bad_out(out: np.ndarray) -> None:
     with pytest.raises(ValueError, match="Got out with dtype"):
         numerics.decode(np.arange(4, dtype=np.uint8), "e4m3fn", out=out)
+
+
+@pytest.mark.parametrize("bits", [np.int64(8), np.uint8(8), np.int32(40), np.int64(64)])
+@pytest.mark.parametrize("x", [Fraction(1, 3), Fraction(2**70 + 1, 3**20)])
+def test_numpy_integer_sr_bits_on_the_exact_path(bits: object, x: Fraction) -> None:
+    # before: 2**bits wrapped in numpy arithmetic (ZeroDivisionError, or a ValueError
+    # that blamed x); the codes are those of the same Python int
+    for fmt in ("e4m3fn", "binary32"):
+        want = numerics.encode(x, fmt, rounding="sr", rng=1, sr_bits=int(bits))  # type: ignore[call-overload]
+        got = numerics.encode(x, fmt, rounding="sr", rng=1, sr_bits=bits)  # type: ignore[arg-type]
+        assert got == want
+    mixed = [0.1, 2**60 + 1]
+    assert np.array_equal(
+        numerics.round_to(mixed, "binary32", rounding="sr", rng=1, sr_bits=bits),
+        numerics.round_to(mixed, "binary32", rounding="sr", rng=1, sr_bits=int(bits)))  # type: ignore[call-overload]
+
+
+def test_numpy_integer_sr_bits_in_quantize() -> None:
+    x = np.array([0.1, 0.37, -2.5])
+    want = numerics.quant.quantize(x, "e4m3fn", rounding="sr", rng=1, sr_bits=3).codes
+    got = numerics.quant.quantize(x, "e4m3fn", rounding="sr", rng=1,
+                                  sr_bits=np.int64(3)).codes
+    assert np.array_equal(got, want)
+
+
+def test_ml_dtypes_scalars_and_narrow_ints_are_taken_exactly() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    # before: an ml_dtypes scalar beside a wide int or a Fraction was "not a real number",
+    # and int4/uint4/int2/uint2 arrays were refused as packed integers
+    big = 2**60 + 1
+    for scalar in (ml_dtypes.bfloat16(1.5), ml_dtypes.float8_e5m2(1.5),
+                   ml_dtypes.float8_e4m3fn(1.5), ml_dtypes.int4(-3), ml_dtypes.uint4(7)):
+        want = [encode_exact(Fraction(float(scalar)), numerics.get_format("binary64")),
+                encode_exact(big, numerics.get_format("binary64"))]
+        assert numerics.encode([scalar, big], "binary64").tolist() == want
+        obj = np.array([scalar, Fraction(1, 3)], dtype=object)
+        assert numerics.encode(obj, "e4m3fn").tolist() == [
+            encode_exact(Fraction(float(scalar)), numerics.get_format("e4m3fn")),
+            encode_exact(Fraction(1, 3), numerics.get_format("e4m3fn"))]
+    for name, values in (("int4", [-8, -1, 0, 7]), ("uint4", [0, 9, 15]), ("int2", [-2, 1]),
+                         ("uint2", [0, 3])):
+        arr = np.array(values, dtype=getattr(ml_dtypes, name))
+        assert np.array_equal(numerics.encode(arr, "e4m3fn"),
+                              numerics.encode(np.array(values), "e4m3fn"))
+        assert np.array_equal(numerics.round_to(arr, "e2m1fn"),
+                              numerics.round_to(np.array(values, float), "e2m1fn"))
+        assert np.array_equal(ops.add(arr, arr, "bf16"), 2 * np.array(values, float))

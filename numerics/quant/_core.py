@@ -165,7 +165,8 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
 def _check_sr(rounding: str, rng: object, sr_bits: object) -> int | None:
     """The 64-bit seed of stochastic rounding (None for the other modes)."""
     check_rounding(rounding)
-    if sr_bits is not None and (isinstance(sr_bits, bool) or not isinstance(sr_bits, int)
+    if sr_bits is not None and (isinstance(sr_bits, bool)
+                                or not isinstance(sr_bits, (int, np.integer))
                                 or not 1 <= sr_bits <= 52):
         raise ValueError(f"Got {sr_bits=}, but it must be None or an int in [1, 52]")
     return sr_seed(rng) if rounding == "sr" else None
@@ -247,7 +248,7 @@ def _kernel_mode(rounding: str, sr_bits: int | None) -> tuple[int, int, bool]:
 
     if rounding != "sr":
         return mode_code(rounding), 1, False
-    return (MODE_SR_EXACT, 64, True) if sr_bits is None else (MODE_SR, sr_bits, True)
+    return (MODE_SR_EXACT, 64, True) if sr_bits is None else (MODE_SR, int(sr_bits), True)
 
 
 def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
