@@ -139,7 +139,7 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
     if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8 and arr.size:
         # int64/uint64 beyond 2**53 need not be float64 values: exact or refused
         top = 2.0**63 if arr.dtype.kind == "i" else 2.0**64
-        fits = np.abs(out) < top
+        fits = (out < top) & (out >= -top)  # int64's -2**63 is a float64
         bad = ~fits | (np.where(fits, out, 0).astype(arr.dtype) != arr)
         if bad.any():
             idx = int(np.flatnonzero(bad.ravel())[0])
@@ -501,7 +501,11 @@ def ulp_distance(a: object, b: object, fmt: Format | str) -> Any:
             where = f"{name}[{idx}]" if arr.ndim else name
             raise ValueError(f"Got {where}={float(flat[idx])!r}, which is not a value of "
                              f"{fmt.name}")
-    shape = np.broadcast_shapes(xa.shape, xb.shape)
+    try:
+        shape = np.broadcast_shapes(xa.shape, xb.shape)
+    except ValueError:
+        raise ValueError(f"Got a with shape {xa.shape} and b with shape {xb.shape}, but they "
+                         "must broadcast together") from None
     fa, fb = (np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in (xa, xb))
     out = np.empty(shape, np.uint64)
     inf_mag = fmt.code_of_inf if fmt.code_of_inf is not None else fmt.max_finite_code + 1

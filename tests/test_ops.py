@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import numerics
 from numerics import FORMATS, get_format, ops
 from numerics.encoding import decode_codes
 from numerics.formats import Format, Infinity, NaNEncoding
@@ -715,3 +716,39 @@ def test_rng_seeds() -> None:
         ops.add(a, b, "bfloat16", rounding="sr", rng=-1)
     with pytest.raises(TypeError, match="rng='x'"):
         ops.add(a, b, "bfloat16", rounding="sr", rng="x")
+
+
+def test_fp4_fp6_bytes_beyond_the_format_are_named() -> None:
+    # before: rne read the low bits while the other modes indexed the decode table with
+    # the raw byte, past its end (results varied between runs, or an IndexError)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    for name, dt in (("e2m1fn", ml_dtypes.float4_e2m1fn), ("e2m3fn", ml_dtypes.float6_e2m3fn),
+                     ("e3m2fn", ml_dtypes.float6_e3m2fn)):
+        top = (1 << get_format(name).bits) - 1
+        x = np.array([1, top, top + 1, 0xFF], np.uint8).view(dt)
+        for rounding in ("rne", "ru"):
+            with pytest.raises(ValueError, match=rf"Got a\[2\] with byte {top + 1:#04x}, which "
+                                                 f"is not a {name} code"):
+                ops.add(x, x[:1], name, rounding=rounding)
+        with pytest.raises(ValueError, match=r"Got x\[2\] with byte"):
+            ops.convert(x, name, "binary32")
+        # every valid byte is still taken as its code
+        valid = np.arange(top + 1, dtype=np.uint8).view(dt)
+        assert np.array_equal(ops.convert(valid, name, "binary64"),
+                              valid.astype(np.float64), equal_nan=True)
+
+
+def test_int64_minimum_is_a_binary64_value() -> None:
+    # before: |x| < 2**63 refused -2**63, a power of two
+    x = np.array([-2**63, 2**62], np.int64)
+    assert ops.add(x, 0.0, "binary64").tolist() == [-2.0**63, 2.0**62]
+    assert ops.mul(-2**63, 1, "binary32") == -2.0**63
+    assert numerics.next_up(x, "binary64")[0] == np.nextafter(-2.0**63, 0)
+    assert float(numerics.ulp(np.int64(-2**63), "binary64")) == 2048.0
+    with pytest.raises(ValueError, match="not representable"):
+        ops.add(np.array([-2**63 + 1], np.int64), 0.0, "binary64")
+
+
+def test_ulp_distance_names_unbroadcastable_arguments() -> None:
+    with pytest.raises(ValueError, match=r"Got a with shape \(3,\) and b with shape \(2,\)"):
+        numerics.ulp_distance(np.ones(3), np.ones(2), "binary32")

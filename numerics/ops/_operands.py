@@ -109,7 +109,7 @@ def _exact_float64(arr: np.ndarray, name: str, fmt: Format) -> np.ndarray:
         bad = (x64.astype(arr.dtype) != arr) & ~np.isnan(arr)
     elif kind in "iu":
         top = 2.0**63 if kind == "i" else 2.0**64
-        fits = np.abs(x64) < top
+        fits = (x64 < top) & (x64 >= -top)  # int64's -2**63 is a float64
         back = np.where(fits, x64, 0).astype(arr.dtype)
         bad = ~fits | (back != arr)
     else:  # an ml_dtypes format: exact in float64
@@ -129,6 +129,17 @@ def _holds_all(fmt: Format, dtype: np.dtype) -> bool:
             and fmt.signed and fmt.has_nan and fmt.has_infinity)
 
 
+def _check_narrow_codes(codes: np.ndarray, name: str, fmt: Format) -> None:
+    """ValueError naming the first byte of ``codes`` above ``fmt``'s largest code (an
+    ml_dtypes fp4/fp6 array viewed over arbitrary bytes can hold one)."""
+    top = (1 << fmt.bits) - 1
+    if codes.size and int(codes.max()) > top:
+        i = int(np.argmax(codes.reshape(-1) > top))
+        raise ValueError(f"Got {index_text(name, codes.shape, i)} with byte "
+                         f"{int(codes.reshape(-1)[i]):#04x}, which is not a {fmt.name} code "
+                         f"(0 to {top:#04x}; the byte's top {8 - fmt.bits} bits must be 0)")
+
+
 def operands(xs: list[Any], names: list[str], fmt: Format, check: Any
              ) -> tuple[list[np.ndarray], tuple[int, ...]]:
     """Flat operands of one kernel dtype and the broadcast shape.
@@ -142,7 +153,10 @@ def operands(xs: list[Any], names: list[str], fmt: Format, check: Any
         arr = _as_array(x, name)
         if native is not None and arr.dtype == native and native.itemsize <= 2:
             # codes as unsigned integers of their width (a view: no pass over memory)
-            arrays.append(arr.view(np.uint8 if native.itemsize == 1 else np.uint16))
+            codes = arr.view(np.uint8 if native.itemsize == 1 else np.uint16)
+            if fmt.bits < 8 * native.itemsize:  # fp4/fp6 in a byte: the top bits must be 0
+                _check_narrow_codes(codes, name, fmt)
+            arrays.append(codes)
             continue
         if arr.dtype not in (np.float64, np.float32):
             arr = _exact_float64(arr, name, fmt)
