@@ -3,7 +3,9 @@
 Every field is computed from the format's base fields with exact integer
 arithmetic, using numpy's definitions (``numpy.finfo``):
 
-``eps``          ``2**machep``: distance from 1 to the next larger value, ``2**-t``
+``eps``          ``2**machep``: distance from 1 to the next larger value, ``2**-t`` (where
+                 1 lies below the smallest normal, ``emin > 0`` in a custom format, the
+                 spacing there, ``2**(emin - t)``, as :func:`numerics.ulp` of 1.0 gives)
 ``epsneg``       ``2**negep``: distance from 1 to the next smaller value (``2**-(t+1)``
                  when 1 is not the smallest normal; ``2**(emin - t)`` spacing when it is,
                  e.g. 0.125 for e2m3fn)
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from numerics.dtypes import dtype_of
 from numerics.formats import Format, as_format
 
 __all__ = ["FInfo", "finfo"]
@@ -87,26 +90,6 @@ class FInfo:
     dtype: np.dtype | None
 
 
-_NUMPY_DTYPES = {"binary64": np.float64, "binary32": np.float32, "binary16": np.float16}
-
-
-def _dtype_of(fmt: Format) -> np.dtype | None:
-    if fmt.name in _NUMPY_DTYPES:
-        return np.dtype(_NUMPY_DTYPES[fmt.name])
-    import ml_dtypes  # imported here: it takes most of a second
-
-    for name in (fmt.name, *fmt.aliases):
-        candidate = getattr(ml_dtypes, name, None)
-        if isinstance(candidate, type):
-            dtype = np.dtype(candidate)
-            # Guard against a same-named type with a different layout.
-            if ml_dtypes.finfo(dtype).bits == fmt.bits and ml_dtypes.finfo(dtype).nmant == (
-                fmt.trailing_bits
-            ):
-                return dtype
-    return None
-
-
 def finfo(fmt: Format | str) -> FInfo:
     """Machine parameters of ``fmt`` in the style of :class:`numpy.finfo`.
 
@@ -119,10 +102,11 @@ def finfo(fmt: Format | str) -> FInfo:
     """
     fmt = as_format(fmt)
     t = fmt.trailing_bits
-    machep = -t
-    # 1.0 is normal in every format (emin <= 0 <= emax); the step below it is
-    # 2**-(t+1) inside the binade below, or the subnormal quantum when 1 is the
-    # smallest normal.
+    # the spacing at 1.0: 2**-t where 1.0 is normal (every registered format); a custom
+    # format with emin > 0 has 1.0 below its smallest normal, where the spacing is
+    # 2**(emin - t).  The step below 1.0 is 2**-(t+1) inside the binade below, or the
+    # subnormal quantum when 1 is the smallest normal or below it.
+    machep = max(fmt.emin, 0) - t
     below = -1 if fmt.emin <= -1 else None
     if below is not None:
         negep = below - t
@@ -151,5 +135,5 @@ def finfo(fmt: Format | str) -> FInfo:
         machep=machep,
         negep=negep,
         iexp=fmt.exponent_bits,
-        dtype=_dtype_of(fmt),
+        dtype=dtype_of(fmt),
     )

@@ -267,6 +267,44 @@ def test_finfo_formats_without_dtype() -> None:
     assert finfo("e4m3fn").precision == 0 and finfo("e4m3fn").resolution == 1.0
 
 
+def test_finfo_eps_is_the_spacing_at_one_in_custom_formats() -> None:
+    """eps (and machep) against the values themselves: the next value above 1.0 where 1.0
+    is a value, else numerics.ulp(1.0); before, eps was 2**-t also where 1.0 lies below
+    the smallest normal (emin > 0)."""
+    from numerics.formats import Infinity, NaNEncoding
+
+    checked = 0
+    for w in (1, 2, 3):
+        for t in (0, 1, 2, 3):
+            for bias in range(-2, 2**(w - 1) + 2):
+                for sub in (True, False):
+                    try:
+                        g = Format(name="custom", exponent_bits=w, trailing_bits=t, bias=bias,
+                                   subnormals=sub, infinity=Infinity.NONE,
+                                   nan=NaNEncoding.TOP)
+                    except ValueError:  # no finite non-zero value
+                        continue
+                    values = sorted({decode_exact(c, g) for c in range(g.num_codes)
+                                     if decode_exact(c, g) == decode_exact(c, g)})
+                    fi = finfo(g)
+                    assert fi.eps == 2.0**fi.machep
+                    above = [v for v in values if v > 1]
+                    if 1 in values and above:
+                        assert fi.eps == float(above[0] - 1), (w, t, bias, sub)
+                        checked += 1
+                    assert fi.eps == float(numerics.ulp(1.0, g)), (w, t, bias, sub)
+    assert checked > 20
+
+
+def test_finfo_dtype_needs_the_same_layout() -> None:
+    # before: a custom format named like an ml_dtypes type got that dtype
+    from numerics.formats import Infinity, NaNEncoding
+
+    f = Format(name="float8_e4m3fn", exponent_bits=4, trailing_bits=3, bias=9,
+               infinity=Infinity.NONE, nan=NaNEncoding.TOP)
+    assert finfo(f).dtype is None and finfo(f).max == 112.0
+
+
 def test_finfo_against_gfloat() -> None:
     """gfloat computes eps/epsneg/max/smallest values from its own descriptors."""
     for name, fi in GFLOAT.items():
