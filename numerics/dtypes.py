@@ -16,7 +16,8 @@ import numpy as np
 
 from numerics.formats import Format, as_format
 
-__all__ = ["MAX_DIMS", "as_exact_array", "as_input", "dtype_of", "format_of_dtype"]
+__all__ = ["MAX_DIMS", "as_exact_array", "as_input", "dtype_of", "format_of_dtype",
+           "torch_values"]
 
 #: The most dimensions an input may have (numpy 1's limit, kept on numpy 2).
 MAX_DIMS = 32
@@ -181,6 +182,46 @@ def _needs_objects(seq: list[Any] | tuple[Any, ...], wide_ints: bool) -> bool:
     return False
 
 
+#: torch dtypes numpy holds as they are, by their names in torch.
+_TORCH_NUMPY = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64", "uint16",
+                          "uint32", "uint64", "float16", "float32", "float64"})
+#: torch dtypes numpy holds as ml_dtypes types of the same name.
+_TORCH_ML = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                       "float8_e5m2fnuz", "float8_e8m0fnu"})
+
+
+def torch_values(t: Any, name: str) -> np.ndarray:
+    """The values of the torch tensor ``t`` (argument ``name``) as a numpy array, exactly:
+    a view of a CPU tensor where it can be (bfloat16 and float8 as the ml_dtypes type of
+    the same name), moved to the CPU otherwise.
+
+    Sparse and other non-strided layouts, quantized and complex tensors, and dtypes with
+    no numpy or ml_dtypes counterpart (``float4_e2m1fn_x2``, ...) raise TypeError naming
+    ``name`` and the dtype.
+    """
+    import torch  # only reachable when the caller already has torch
+
+    if t.layout != torch.strided:
+        raise TypeError(f"Got {name} with torch layout {t.layout}; convert it with "
+                        ".to_dense() first")
+    dname = str(t.dtype).removeprefix("torch.")
+    if t.is_quantized:
+        raise TypeError(f"Got {name} with quantized torch dtype {dname}; call .dequantize() "
+                        "first")
+    if t.is_complex():
+        raise TypeError(f"Got {name} with complex torch dtype {dname}, but it must be real")
+    t = t.detach().cpu()
+    if dname in _TORCH_ML:
+        import ml_dtypes
+
+        width = {1: torch.uint8, 2: torch.int16}[t.element_size()]
+        return t.contiguous().view(width).numpy().view(getattr(ml_dtypes, dname))
+    if dname not in _TORCH_NUMPY:
+        raise TypeError(f"Got {name} with torch dtype {dname}, which has no numpy or "
+                        "ml_dtypes counterpart")
+    return np.asarray(t.numpy())
+
+
 def as_exact_array(x: Any) -> np.ndarray:
     """``np.asarray(x)``, except that a list (or tuple) that numpy would convert inexactly
     becomes an object array of its values, for the caller to take one by one: a list
@@ -225,6 +266,8 @@ def as_input(x: Any, name: str) -> np.ndarray:
     if isinstance(x, (str, bytes)):
         raise TypeError(f"Got {name}={x!r} of type {type(x).__name__} (dtype "
                         f"{np.asarray(x).dtype.str}); expected numbers")
+    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "layout"):
+        x = torch_values(x, name)
     try:
         arr = as_exact_array(x)
     except ValueError as err:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import MAX_DIMS, as_input
+from numerics.dtypes import MAX_DIMS, as_input, torch_values
 from numerics.formats import Format, as_format
 from numerics.rounding import (
     OVERFLOWS,
@@ -187,29 +187,18 @@ def _mode_bits(rounding: str, sr_bits: int | None) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- input intake
-def _from_torch(x: Any) -> np.ndarray | None:
+def _from_torch(x: Any, name: str = "x") -> np.ndarray | None:
     """A numpy view of a torch CPU tensor (None when ``x`` is not a tensor)."""
     if type(x).__module__.split(".")[0] != "torch":
         return None
-    import ml_dtypes
     import torch  # only reachable when the caller already has torch
 
     if not isinstance(x, torch.Tensor):
         return None
-    t = x.detach()
-    if t.device.type != "cpu":
-        raise TypeError(f"Got a torch tensor on {t.device}; move it to the CPU first")
-    if t.is_complex():
-        raise TypeError(f"Got a complex torch tensor ({t.dtype}); expected real numbers")
-    special = {torch.bfloat16: ml_dtypes.bfloat16}
-    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-                 "float8_e8m0fnu"):
-        if hasattr(torch, name) and hasattr(ml_dtypes, name):
-            special[getattr(torch, name)] = getattr(ml_dtypes, name)
-    if t.dtype in special:
-        width = {1: torch.uint8, 2: torch.int16}[t.element_size()]
-        return t.contiguous().view(width).numpy().view(special[t.dtype])
-    return t.numpy()
+    if x.device.type != "cpu":
+        raise TypeError(f"Got {name} as a torch tensor on {x.device}; move it to the CPU "
+                        "first")
+    return torch_values(x, name)
 
 
 def _exact_scalar(value: Any, index: Any) -> Any:
@@ -909,7 +898,7 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
 def _check_codes(codes: Any, fmt: Format) -> tuple[np.ndarray, bool]:
     if isinstance(codes, (bool, np.bool_)):
         raise TypeError(f"Got codes={codes!r}; expected integer codes")
-    tensor = _from_torch(codes)
+    tensor = _from_torch(codes, "codes")
     arr = as_input(codes if tensor is None else tensor, "codes")
     scalar = not isinstance(codes, np.ndarray) and tensor is None and arr.ndim == 0
     if arr.dtype.kind == "O":

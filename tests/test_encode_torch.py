@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -31,3 +34,39 @@ def test_torch_fp8_tensor_round_trips() -> None:
     values = torch.tensor([0.5, -448.0, 3.0]).to(torch.float8_e4m3fn)
     codes = numerics.encode(values, "e4m3fn")
     np.testing.assert_array_equal(codes, values.view(torch.uint8).numpy())
+
+
+def _odd_tensors() -> list[tuple[Any, str]]:
+    with warnings.catch_warnings():  # quantized tensors are deprecated in torch 2.14
+        warnings.simplefilter("ignore")
+        quantized = torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8)
+    tensors = [(torch.ones(3).to_sparse(), "torch layout torch.sparse_coo"),
+               (quantized, "quantized torch dtype qint8"),
+               (torch.ones(2, dtype=torch.complex64), "complex torch dtype complex64")]
+    if hasattr(torch, "float4_e2m1fn_x2"):
+        tensors.append((torch.zeros(2, dtype=torch.uint8).view(torch.float4_e2m1fn_x2),
+                        "torch dtype float4_e2m1fn_x2, which has no numpy"))
+    return tensors
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_tensors_numpy_cannot_hold_are_named_everywhere(case: int) -> None:
+    # before: torch's own TypeErrors (no argument named), "complex" for a sparse tensor in
+    # accum, and a NotImplementedError from accum for float4_e2m1fn_x2
+    import numerics.testing
+
+    cases = _odd_tensors()
+    if case >= len(cases):
+        pytest.skip("this torch has no float4_e2m1fn_x2")
+    t, what = cases[case]
+    calls = {"x": [lambda: numerics.encode(t, "e4m3fn"), lambda: numerics.round_to(t, "bf16"),
+                   lambda: numerics.accum.sum(t, "bf16"),
+                   lambda: numerics.quant.quantize(t, "e4m3fn"),
+                   lambda: numerics.ulp(t, "bf16")],
+             "codes": [lambda: numerics.decode(t, "e4m3fn")],
+             "a": [lambda: numerics.ops.add(t, 1.0, "bf16")],
+             "actual": [lambda: numerics.testing.assert_ulp_close(t, t, max_ulp=1)]}
+    for name, fns in calls.items():
+        for fn in fns:
+            with pytest.raises(TypeError, match=f"Got {name} with {what}"):
+                fn()

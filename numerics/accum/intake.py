@@ -15,22 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import MAX_DIMS
+from numerics.dtypes import MAX_DIMS, torch_values
 from numerics.formats import Format
 
 __all__ = ["MAX_DIMS", "real_pair", "reject_nan"]
-
-
-def _from_torch(x: Any) -> Any:
-    """A torch tensor as numpy (exactly: floats through float64, integers as int64)."""
-    import torch
-
-    t = x.detach().cpu()
-    if t.is_complex():
-        raise TypeError("complex")
-    if t.is_floating_point():
-        return t.to(torch.float64).numpy()
-    return t.numpy()
 
 
 def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -46,10 +34,7 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     (9007199254740992.0, 1.0)
     """
     if type(x).__module__.split(".")[0] == "torch":
-        try:
-            x = _from_torch(x)
-        except TypeError:
-            raise TypeError(f"Got {name} with a complex dtype, but it must be real") from None
+        x = torch_values(x, name)
     try:
         arr = np.asarray(x)
     except (ValueError, TypeError):

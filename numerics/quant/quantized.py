@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from numerics.dtypes import torch_values
 from numerics.formats import Format
 from numerics.quant._core import ElementFormat, decode_codes
 from numerics.quant.bounds import element_bound
@@ -231,11 +232,12 @@ def as_real_array(x: object, *, name: str = "x") -> np.ndarray:
     """``x`` as a real numpy array, keeping float32/float16/ml_dtypes dtypes.
 
     torch tensors (any float dtype, bfloat16 and fp8 included; moved to the CPU) become
-    float32 or float64 arrays with the same values.  Ragged nested lists, complex, bool,
-    string and object input raise ValueError/TypeError naming ``name``.
+    numpy arrays of the same values (:func:`numerics.dtypes.torch_values`).  Ragged nested
+    lists, complex, bool, string and object input raise ValueError/TypeError naming
+    ``name``.
     """
     if type(x).__module__.split(".")[0] == "torch":
-        x = _torch_to_numpy(x, name)
+        x = torch_values(x, name)
     try:
         arr = np.asarray(x)
     except ValueError:
@@ -260,17 +262,6 @@ def as_float_array(x: object, *, name: str = "x") -> np.ndarray:
 def _short(x: object) -> str:
     text = repr(x)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _torch_to_numpy(t: Any, name: str) -> np.ndarray:
-    """The values of a torch tensor as float32 (16-bit and narrower floats, exact) or its
-    own numpy dtype."""
-    t = t.detach().cpu()
-    if t.is_complex():
-        raise TypeError(f"Got {name} of torch dtype {t.dtype}, but it must be real")
-    if t.is_floating_point() and t.element_size() <= 2:
-        t = t.float()  # bfloat16, float16, float8_*: exact in float32
-    return np.asarray(t.numpy())
 
 
 def normalize_axis(axis: object, ndim: int) -> int:

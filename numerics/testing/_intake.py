@@ -20,44 +20,17 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-import ml_dtypes
 import numpy as np
+
+from numerics.dtypes import torch_values
 
 __all__: list[str] = []
 
-_TORCH_TO_ML: dict[str, Any] = {
-    "bfloat16": ml_dtypes.bfloat16,
-    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-    "float8_e5m2": ml_dtypes.float8_e5m2,
-    "float8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
-    "float8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
-    "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu,
-}
 _ACCEPTED = ("a numpy array, a torch tensor, a real number or a (nested) list of them")
 
 
 def is_torch(x: object) -> bool:
     return type(x).__module__.split(".")[0] == "torch"
-
-
-def _from_torch(t: Any, name: str) -> np.ndarray:
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    dname = str(t.dtype).removeprefix("torch.")
-    if t.is_complex():
-        raise TypeError(f"Got {name} of dtype {t.dtype}, but complex numbers cannot be "
-                        "compared in a floating-point format")
-    if dname in _TORCH_TO_ML:
-        import torch
-
-        width = {1: torch.uint8, 2: torch.int16}[t.element_size()]
-        return t.contiguous().view(width).numpy().view(_TORCH_TO_ML[dname])
-    try:
-        return np.asarray(t.numpy())
-    except TypeError:
-        raise TypeError(f"Got {name} of dtype {t.dtype}, which has no numpy counterpart; "
-                        "the testing assertions take real float, int and bool tensors") from None
 
 
 def _check_scalar(v: object, name: str) -> None:
@@ -77,7 +50,7 @@ def as_array(x: object, name: str, *, exact: bool = False) -> np.ndarray:
     Raises TypeError for what cannot be compared, ValueError for ragged lists.
     """
     if is_torch(x):
-        return _from_torch(x, name)
+        return torch_values(x, name)
     if x is None or isinstance(x, (str, bytes, complex, np.complexfloating, dict, set)):
         raise TypeError(f"Got {name}={x!r}, but it must be {_ACCEPTED}")
     if isinstance(x, np.ndarray):
