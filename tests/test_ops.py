@@ -7,6 +7,7 @@ import sys
 import zlib
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -752,3 +753,26 @@ def test_int64_minimum_is_a_binary64_value() -> None:
 def test_ulp_distance_names_unbroadcastable_arguments() -> None:
     with pytest.raises(ValueError, match=r"Got a with shape \(3,\) and b with shape \(2,\)"):
         numerics.ulp_distance(np.ones(3), np.ones(2), "binary32")
+
+
+@pytest.mark.parametrize(("call", "value", "raised"), [
+    (lambda ov: ops.div(1.0, 0.0, "e4m3fn", overflow=ov, flags=True), {"ieee": None,
+                                                                         "saturate": 448.0},
+     {"divide_by_zero"}),
+    (lambda ov: ops.div(1.0, 0.0, "e2m1fn", overflow=ov, flags=True), {"ieee": 6.0,
+                                                                         "saturate": 6.0},
+     {"divide_by_zero"}),
+    (lambda ov: ops.convert(np.inf, "binary32", "e4m3fnuz", overflow=ov, flags=True),
+     {"ieee": None, "saturate": 240.0}, {"invalid"}),
+    (lambda ov: ops.convert(np.inf, "binary32", "e2m1fn", overflow=ov, flags=True),
+     {"ieee": 6.0, "saturate": 6.0}, set()),
+])
+def test_infinite_results_in_formats_without_infinity_flag_the_event(
+        call: Any, value: dict[str, float | None], raised: set[str]) -> None:
+    """The module docstring's rule: x / 0 raises divide_by_zero alone; an infinite operand
+    converted to NaN raises invalid, clamped to +-max nothing (NaN is None here)."""
+    for ov, want in value.items():
+        r, fl = call(ov)
+        assert (math.isnan(float(r)) if want is None else float(r) == want), ov
+        on = {k for k, v in fl.any().items() if v}
+        assert on == (raised if want is None or "divide_by_zero" in raised else set()), ov

@@ -57,7 +57,12 @@ not reach results.
 Conventions beyond IEEE: operations whose exact result is NaN in a format
 without NaN (OCP fp6/fp4) raise ValueError naming the element; infinite
 results follow ``encode``'s overflow rule (``"saturate"`` clamps infinite
-results to +-max, formats without infinity give NaN under ``"ieee"``).  Under
+results to +-max, formats without infinity give NaN under ``"ieee"``).  The flags
+then name the event, not the delivery: ``x / 0`` raises ``divide_by_zero`` alone,
+whether it delivers an infinity, NaN or +-max; converting an infinite operand into
+a format without infinity raises ``invalid`` where it delivers NaN and nothing
+where the rule clamps it to +-max (``"saturate"``, or a format without NaN such as
+e2m1fn): nothing was rounded.  Under
 ``rounding="sr"`` tininess is always detected before rounding and overflow is
 flagged when the exact value exceeds ``max`` and the stochastic choice (or the
 magnitude) takes the result beyond it.  Stochastic rounding draws element ``i``'s
@@ -114,7 +119,8 @@ class Flags:
     #: The result rounded with unbounded exponent exceeds the largest finite value.
     overflow: np.ndarray
     #: The operation has no meaningful result (NaN produced from non-NaN operands,
-    #: or a signalling NaN operand).
+    #: an infinite operand converted to NaN in a format without infinity, or a
+    #: signalling NaN operand); ``x / 0`` delivered as NaN raises ``divide_by_zero``.
     invalid: np.ndarray
     #: An exact infinite result from finite operands (``x / 0``).
     divide_by_zero: np.ndarray
