@@ -363,7 +363,8 @@ class _Layout:
     sign has none); the kinds ``"zero"``, ``"inf"`` and ``"nan"`` hold the
     allowed specials of each sign.  Pieces are ordered as hypothesis orders
     floats: zero, then binades of exponent 0, 1, 2, ... (1.0, 2.0, 4.0 first),
-    then -1, -2, ... (0.5, 0.25), the subnormals, then infinities and NaNs.
+    the infinities, then -1, -2, ... (0.5, 0.25), the subnormals, then NaNs; the
+    edges (max, the smallest normal, a bound's ends, ...) each follow their binade.
     Inside a binade the significand is drawn as ``k`` (how many trailing bits
     it uses) and ``j`` (those bits, the last one set), so shrinking goes to
     fewer significant bits; a candidate outside ``lo..hi`` is clamped to the
@@ -398,27 +399,46 @@ class _Layout:
         pieces: list[tuple[Any, Ranges]] = []
         if zero != [None, None]:
             pieces.append(("zero", zero))
-        pieces += [(field, fields[field]) for field in sorted(fields, key=key)]
+        binades = sorted(fields, key=key)
+        # the infinities follow the largest binade of exponent >= 0 (after the binades
+        # below 1 where there is none), so that an infinity that fails shrinks to max
+        upper = [i for i, field in enumerate(binades) if not key(field)[0]]
+        cut = upper[-1] + 1 if upper else len(binades)
+        pieces += [(field, fields[field]) for field in binades[:cut]]
         if pos_inf or neg_inf:
             pieces.append(("inf", [(0, 0) if pos_inf else None, (0, 0) if neg_inf else None]))
+        pieces += [(field, fields[field]) for field in binades[cut:]]
         if nans:
             pieces.append(("nan", [(0, 0), (1, 1) if len(nans) > 1 else None]))
         # Edges whose significand is all ones or a bound's end, as pieces of their own
         # (the same values are in their binades too): max, the largest subnormal, the
-        # value below 1, and the ends of each allowed range and their neighbours.
+        # smallest normal, the value below 1, and the ends of each allowed range and
+        # their neighbours.
+        smallest_normal = _float_mag(f, f.smallest_normal)
         wanted = {f.max_finite_code, (1 << t) - 1 if f.subnormals else -1,
-                  ((f.bias << t) - 1) if f.bias > 0 else -1}
+                  ((f.bias << t) - 1) if f.bias > 0 else -1,
+                  -1 if smallest_normal is None else smallest_normal}
         for ivs in (pos, neg):
             for a, b in ivs:
                 wanted |= {a, a + 1, b - 1, b}
+        # Each edge follows its own binade, so that a failing edge shrinks into that
+        # binade's simpler values and on through the binades before it (at the end of
+        # the list, as before, the pieces just below an edge were other edges, NaN and
+        # the subnormals, and hypothesis's shrinker stayed at the edge: max - 1 ulp).
+        after: dict[int, list[tuple[Any, Ranges]]] = {}
         for m in sorted(w for w in wanted if 0 < w <= f.max_finite_code):
             ranges: Ranges = [None, None]
             for s, ivs in enumerate((pos, neg)):
                 if any(a <= m <= b for a, b in ivs):
                     ranges[s] = (m, m)
             if ranges != [None, None]:
-                pieces.append(("edge", ranges))
-        self.pieces = pieces
+                after.setdefault(m >> t, []).append(("edge", ranges))
+        placed: list[tuple[Any, Ranges]] = []
+        for piece in pieces:
+            placed.append(piece)
+            if isinstance(piece[0], int):
+                placed += after.pop(piece[0], [])
+        self.pieces = placed + [edge for edges in after.values() for edge in edges]
         self.nans = nans
         #: Precisions p of narrower formats whose near-midpoints f holds (p < t).
         self.near = sorted({g.precision for g in _narrower(f) if 2 <= g.precision < t})
