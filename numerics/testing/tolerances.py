@@ -140,6 +140,9 @@ def elementwise_bound(
     by ``(1 + delta)**rho`` with ``|rho| <= 1`` (products, quotients, square
     roots, sums of same-signed terms), none underflows in the work format,
     and nothing overflows.  ``work_roundings=0`` is a plain (scaled) cast: TOL1/TOL2.
+    Where ``|y| / s`` exceeds ``fmt``'s largest finite value (or ``|y|`` the work
+    format's), the cast may overflow and the bound is ``inf``: nothing finite is
+    promised there.
 
     Parameters
     ----------
@@ -162,7 +165,7 @@ def elementwise_bound(
     >>> import numpy as np
     >>> elementwise_bound(np.array([1.0, 0.0]), "bfloat16")          # u |y| + eta
     array([3.90625000e-03, 4.59177481e-41])
-    >>> b = elementwise_bound([3.0], "e4m3fn", scale=2.0**-8)         # scaled cast
+    >>> b = elementwise_bound([3.0], "e4m3fn", scale=2.0**-6)         # scaled cast
     >>> round(float(b[0] / 3.0), 4)                                   # ~ u = 2**-4
     0.0625
     """
@@ -178,7 +181,8 @@ def elementwise_bound(
     u = unit_roundoff(f, rounding)
     with np.errstate(over="ignore", invalid="ignore"):
         out = ((g + u * (1 + g)) * y + eta(f, rounding) * s) * _INFLATE
-    return np.where(np.isnan(out), np.inf, out)
+        over = (y / s > f.max) | ((y > w.max) if work_roundings else False)
+    return np.where(np.isnan(out) | over, np.inf, out)
 
 
 def softmax_bound(x: Any, fmt: Format | str, *, axis: int = -1,
