@@ -16,6 +16,11 @@ elements, what round-to-nearest-even would do to each one:
 ``subnormal``
     The element rounds to a non-zero subnormal:
     ``smallest_subnormal / 2 < |x| < smallest_normal - smallest_subnormal / 2``.
+``unrepresentable``
+    The element becomes NaN at any scale: zero and negative elements in an
+    unsigned format (e8m0fnu has neither a sign nor a zero).  Such elements
+    count here only: a negative one beyond ``max`` is not in ``overflow`` or
+    ``saturate`` as well.  Always 0 in a signed format.
 
 Each is a fraction in ``[0, 1]`` of *all* elements (NaN and inf included in
 the denominator and counted apart).  Every threshold is a float64 exactly, so
@@ -25,6 +30,14 @@ of two not above it, and ``*_scaled`` fractions are those after multiplying by
 ``scale_pow2`` (exact: a power-of-two scale does not round).  Where the scale is
 beyond float64's range (a float64 tensor of tiny values) ``scale`` and
 ``scale_pow2`` are ``inf`` and ``scale_exact``/``scale_log2`` hold it exactly.
+
+Integer tensors are read exactly: every count and the exponent histogram
+(``2**e <= |x| < 2**(e+1)``, ``e = |x|.bit_length() - 1``) are exact for any
+int64 or uint64.  ``amax`` and ``amin`` (and so the scales and the dynamic
+range) are float64: beyond ``2**53`` an integer is rounded to the float64
+towards zero, its last bit set when that dropped any (rounding to odd, which
+keeps the binade), so they are within a relative ``2**-52`` of the exact
+magnitude.
 """
 
 from __future__ import annotations
@@ -81,6 +94,8 @@ class FormatFit:
     scale_exact: Fraction | None = None
     #: ``log2(scale_pow2)``, exact whatever its size.
     scale_log2: int | None = None
+    #: Elements that become NaN at any scale: zero and negative ones in an unsigned format.
+    unrepresentable: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -131,8 +146,7 @@ def _float(x: Fraction) -> float:
 
 def _thresholds(fmt: Format) -> _Thresholds:
     t = fmt.trailing_bits
-    e_max = floor_log2(fmt.max_exact)
-    over = fmt.max_exact + Fraction(2) ** (e_max - t) / 2
+    over, _ = _over_exact(fmt)
     over_f = _float(over)
     if fmt.subnormals:
         half_sub = Fraction(2) ** (fmt.emin - t - 1)
@@ -158,7 +172,9 @@ class StatsPartial:
     ``hist[e + 1074, L]`` counts the non-zero finite magnitudes in binade
     ``e`` whose trailing significand starts with ``L`` one bits, and column
     53 those that are powers of two; ``over[f]`` the elements beyond the
-    overflow threshold of candidate ``f``.  Merging is exact and
+    overflow threshold of candidate ``f`` (positive ones only in an unsigned
+    format); ``unrepresentable[f]`` the zero and negative finite elements
+    when candidate ``f`` is unsigned (0 otherwise).  Merging is exact and
     order-independent.
     """
 
@@ -167,12 +183,14 @@ class StatsPartial:
     extremes: np.ndarray
     hist: np.ndarray
     over: np.ndarray
+    unrepresentable: np.ndarray
 
     @classmethod
     def empty(cls, n_formats: int) -> StatsPartial:
         """The partial of no elements."""
         return cls(0, np.zeros(3, np.int64), np.array([0.0, np.inf]),
-                   np.zeros((_BINADES, _POW2 + 1), np.int64), np.zeros(n_formats, np.int64))
+                   np.zeros((_BINADES, _POW2 + 1), np.int64), np.zeros(n_formats, np.int64),
+                   np.zeros(n_formats, np.int64))
 
     def add(self, other: StatsPartial) -> None:
         """Merge ``other`` into this partial (in place).
@@ -188,6 +206,7 @@ class StatsPartial:
             lo, hi = (int(e) - 1 + _BINADE_OFFSET for e in np.frexp(other.extremes[::-1])[1])
             self.hist[lo:hi + 1] += other.hist[lo:hi + 1]
         self.over += other.over
+        self.unrepresentable += other.unrepresentable
 
     def merge(self, other: StatsPartial) -> StatsPartial:
         """The partial of both sets of elements."""
@@ -195,7 +214,8 @@ class StatsPartial:
             self.count + other.count, self.counts + other.counts,
             np.array([max(self.extremes[0], other.extremes[0]),
                       min(self.extremes[1], other.extremes[1])]),
-            self.hist + other.hist, self.over + other.over)
+            self.hist + other.hist, self.over + other.over,
+            self.unrepresentable + other.unrepresentable)
 
 
 @lru_cache(maxsize=64)
@@ -210,22 +230,27 @@ def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
                 fmt: Format | None = None) -> StatsPartial:
     """Statistics of a 1-D chunk, in compiled passes.
 
-    ``values`` are float32/float64 values, or with ``fmt`` (a format of at
-    most 16 bits) its codes, read through the format's value table (each code
-    counted once with its number of occurrences).  float32/float64 values
-    take one compiled pass (:func:`numerics.kernels.compare.stats_pass`);
-    only subnormals, infinities, NaNs and possible overflows go through the
-    exact per-element path (:func:`numerics.kernels.compare.stats`).
+    ``values`` are float32/float64 values, integers (or bools), or with
+    ``fmt`` (a format of at most 16 bits) its codes, read through the format's
+    value table (each code counted once with its number of occurrences).
+    float32/float64 values take one compiled pass
+    (:func:`numerics.kernels.compare.stats_pass`); only subnormals,
+    infinities, NaNs and possible overflows go through the exact per-element
+    path (:func:`numerics.kernels.compare.stats`).  Integers are read exactly
+    (see the module docstring).
     """
     from numerics.kernels import compare as kernels
 
     x = np.ascontiguousarray(values).reshape(-1)
     count = int(x.size)
     weights = np.empty(0, np.int64)
+    mags = None  # integers beyond 2**53: their exact magnitudes (uint64)
     if fmt is not None and fmt.bits <= 16:
         weights = np.bincount(x.astype(fmt.code_dtype, copy=False),
                               minlength=fmt.num_codes).astype(np.int64, copy=False)
         x = value_table(fmt)
+    elif x.dtype.kind in "iub":
+        x, mags = _integers(x)
     elif x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float64)
     wide = x.dtype == np.float64
@@ -247,7 +272,79 @@ def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
     if extremes[0]:
         amax, amin = extremes.astype(bits.dtype).view(x.dtype).astype(np.float64).tolist()
         part.extremes[:] = (amax, amin)
+    unsigned = np.array([not f.signed for f in formats], np.bool_)
+    if mags is not None:  # each overflow count exactly, in integers
+        negative = x < 0
+        part.over[:] = [_count_over(mags, f) - (_count_over(mags[negative], f)
+                                                if not f.signed else 0) for f in formats]
+        if unsigned.any():
+            part.unrepresentable[unsigned] = int(np.count_nonzero(negative)) + part.counts[2]
+    elif unsigned.any():
+        # zero and negative elements become NaN in an unsigned format, whatever their size
+        w = weights if weights.size else None
+        negative = (x < 0) & (x != -np.inf)  # neither -0 nor NaN
+        neg = np.abs(x[negative]).astype(np.float64)
+        neg_w = w[negative] if w is not None else np.ones(neg.size, np.int64)
+        for i in np.flatnonzero(unsigned):
+            beyond = (neg > over[i]) | ((neg == over[i]) & tie[i])
+            part.over[i] -= int(neg_w[beyond].sum())
+        part.unrepresentable[unsigned] = int(neg_w.sum()) + part.counts[2]
     return part
+
+
+def _integers(x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Integers (or bools) as float64 values for the kernels, and their exact magnitudes
+    where some are beyond ``2**53`` (None where float64 holds every one exactly).
+
+    Beyond ``2**53`` a value is rounded to odd: truncated to 53 significant bits,
+    the last of them set when any dropped bit was, which keeps its binade, its
+    leading trailing bits and whether it is a power of two.
+    """
+    if x.dtype.kind == "b" or x.dtype.itemsize < 8:  # float64 holds every value exactly
+        return x.astype(np.float64), None
+    if x.dtype.kind == "u":
+        mags = x.astype(np.uint64)
+        negative = None
+    else:
+        signed = x.astype(np.int64)
+        mags = signed.view(np.uint64).copy()
+        negative = signed < 0
+        np.negative(mags, out=mags, where=negative)  # exact: -2**63 is 2**63 in uint64
+    if not mags.size or int(mags.max()) < 2**53:
+        return x.astype(np.float64), None
+    one = np.uint64(1)
+    # frexp's exponent of the float64 rounded to nearest is the bit length, or one more where
+    # the rounding carried into the next power of two: then the top bits are 1 and not 1x
+    e = np.frexp(mags.astype(np.float64))[1].astype(np.int64)
+    top = mags >> np.maximum(e - 2, 0).astype(np.uint64)
+    length = e - ((top == one) & (e >= 2))  # exact bit lengths
+    shift = np.maximum(length - 53, 0).astype(np.uint64)
+    kept = (mags >> shift) << shift
+    sticky = (mags & ((one << shift) - one)) != 0
+    values = (kept | (sticky.astype(np.uint64) << shift)).astype(np.float64)  # exact
+    if negative is not None:
+        np.negative(values, out=values, where=negative)
+    return values, mags
+
+
+def _count_over(mags: np.ndarray, fmt: Format) -> int:
+    """Integers of magnitudes ``mags`` (uint64) that round above ``fmt``'s max (exactly)."""
+    over, tie = _over_exact(fmt)
+    floor = over.numerator // over.denominator
+    if floor >= 2**64:
+        return 0
+    n = int(np.count_nonzero(mags > np.uint64(floor)))
+    if tie and over.denominator == 1:
+        n += int(np.count_nonzero(mags == np.uint64(floor)))
+    return n
+
+
+@lru_cache(maxsize=64)
+def _over_exact(fmt: Format) -> tuple[Fraction, bool]:
+    """The overflow threshold of ``fmt`` exactly, and whether ``|x| == threshold`` overflows."""
+    e_max = floor_log2(fmt.max_exact)
+    return (fmt.max_exact + Fraction(2) ** (e_max - fmt.trailing_bits) / 2,
+            bool(fmt.max_finite_code & 1))
 
 
 def _bits_at_most(v: float, dtype: np.dtype) -> int:
@@ -336,7 +433,8 @@ def finish_stats(part: StatsPartial, formats: tuple[Format, ...]) -> TensorStats
             f_s, s_s = _flush_and_subnormal(fmt, cum, part.hist, j)
             ftz_s, sub_s = f_s / denom, s_s / denom
         fits.append(FormatFit(fmt, float(over), float(sat), flush / denom, sub / denom,
-                              scale, scale2, ftz_s, sub_s, exact, j))
+                              scale, scale2, ftz_s, sub_s, exact, j,
+                              int(part.unrepresentable[i]) / denom))
     exps = tuple((k - _BINADE_OFFSET, int(c)) for k, c in enumerate(per_binade.tolist()) if c)
     return TensorStats(
         count=n, nan=nan, inf=inf, zero=zero,
@@ -360,7 +458,9 @@ def tensor_stats(
         The values (real numbers that float64 holds: every value of every
         supported format), or a function giving the flattened values chunk by
         chunk (then ``size`` is required), so memory-mapped tensors are read
-        lazily.  float32 chunks are read as they are, anything else as float64.
+        lazily.  float32 chunks and integers are read as they are (integers
+        exactly, beyond ``2**53`` too: see the module docstring), anything
+        else as float64.
     size : int, optional
         Number of elements, with a callable ``values``.
     formats : tuple of Format or str
@@ -400,7 +500,9 @@ def tensor_stats(
     def one(start: int) -> StatsPartial:
         chunk = np.asarray(get(start, min(start + CHUNK, n)))
         if chunk.dtype != np.float32:
-            chunk = _as_real_array(chunk).astype(np.float64, copy=False)
+            chunk = _as_real_array(chunk)
+            if chunk.dtype.kind not in "iub":  # integers are read exactly
+                chunk = chunk.astype(np.float64, copy=False)
         return stats_chunk(chunk, fmts)
 
     starts = range(0, n, CHUNK)
@@ -424,9 +526,9 @@ def _as_real_array(values: object) -> np.ndarray:
         arr = np.asarray(values)
     except (ValueError, OverflowError) as err:
         raise ValueError(f"Got values that are not an array of real numbers: {err}") from None
-    if arr.dtype == np.float32 or arr.dtype == np.float64:
-        return arr
-    if arr.dtype.kind in "biuf" or (arr.dtype.kind == "V" and arr.dtype.names is None
+    if arr.dtype == np.float32 or arr.dtype == np.float64 or arr.dtype.kind in "biu":
+        return arr  # integers stay integers: stats_chunk reads them exactly
+    if arr.dtype.kind == "f" or (arr.dtype.kind == "V" and arr.dtype.names is None
                                     and hasattr(arr.dtype, "type") and arr.dtype.itemsize <= 2):
         try:
             return arr.astype(np.float64)

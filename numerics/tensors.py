@@ -42,6 +42,9 @@ __all__ = [
     "TensorFileError",
     "list_tensors",
     "load_tensor",
+    "fs_path",
+    "npz_members",
+    "parse_json",
     "read_npy",
     "safetensors_entries",
 ]
@@ -178,6 +181,20 @@ class Tensor:
         return f"{self.path}:{self.key}" if self.key else self.path
 
 
+def fs_path(path: object, name: str = "path") -> str:
+    """A path argument as a str (bytes decoded as :func:`os.fsdecode` does).
+
+    Raises
+    ------
+    TypeError
+        If ``path`` is not a str, bytes or ``os.PathLike``; the message names
+        the argument ``name``.
+    """
+    if isinstance(path, (str, bytes, os.PathLike)):
+        return os.fsdecode(path)
+    raise TypeError(f"Got {name}={path!r}, but it must be a path (str, bytes or os.PathLike)")
+
+
 def _kind_of(path: str) -> str:
     if os.path.isdir(path):
         raise TensorFileError(f"Got {path!r}, which is a directory; a file is needed here")
@@ -187,6 +204,21 @@ def _kind_of(path: str) -> str:
     raise TensorFileError(
         f"Got file {path!r}, but only .npy, .npz and .safetensors files hold tensors"
     )
+
+
+def parse_json(text: str | bytes, what: str) -> Any:
+    """``json.loads(text)``, or TensorFileError ``"{what} is not JSON: ..."``.
+
+    Any malformed document is a TensorFileError: bad syntax or encoding, a number
+    of more digits than Python converts, and nesting deeper than the parser's
+    recursion limit (``"[" * 2000``).
+    """
+    try:
+        return json.loads(text)
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, too many digits
+        raise TensorFileError(f"{what} is not JSON: {err}") from None
+    except RecursionError:
+        raise TensorFileError(f"{what} is not readable JSON: it nests too deeply") from None
 
 
 def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
@@ -201,12 +233,7 @@ def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
                 f"Got file {path!r}, whose safetensors header length {n} does not fit the file "
                 f"of {size} bytes (truncated, or not a safetensors file)"
             )
-        try:
-            header = json.loads(f.read(n))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise TensorFileError(
-                f"Got file {path!r}, whose safetensors header is not JSON: {err}") \
-                from None
+        header = parse_json(f.read(n), f"Got file {path!r}, whose safetensors header")
     if not isinstance(header, dict):
         raise TensorFileError(f"Got file {path!r}, whose safetensors header is not a JSON object")
     header.pop("__metadata__", None)
@@ -296,7 +323,7 @@ def _one_byte_float_npy(path: str) -> np.ndarray | None:
                      order="F" if fortran else "C")
 
 
-def list_tensors(path: str | os.PathLike[str]) -> list[str]:
+def list_tensors(path: str | bytes | os.PathLike[str]) -> list[str]:
     """Names of the tensors in a file (``[""]`` for ``.npy``).
 
     Raises
@@ -306,22 +333,40 @@ def list_tensors(path: str | os.PathLike[str]) -> list[str]:
     TensorFileError
         If it is not a tensor file of a known kind.
     """
-    path = os.fspath(path)
+    path = fs_path(path)
     kind = _kind_of(path)
     if kind == ".npy":
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"No such file: {path!r}")
+        os.stat(path)  # FileNotFoundError, or PermissionError inside an unsearchable directory
         return [""]
     if kind == ".npz":
         import zipfile  # imported here: a few ms
 
         try:
             with zipfile.ZipFile(path) as z:
-                return sorted(n.removesuffix(".npy") for n in z.namelist())
+                return sorted(npz_members(path, z.namelist()))
         except zipfile.BadZipFile:
             raise TensorFileError(f"Got file {path!r}, which is not a valid .npz (zip) file") \
                 from None
     return sorted(_safetensors_header(path)[0])
+
+
+def npz_members(path: str, names: list[str]) -> list[str]:
+    """The tensor names of the zip members ``names`` of the ``.npz`` file ``path``.
+
+    A member ``x.npy`` holds tensor ``x``.  Two members of one name (a zip may
+    hold duplicate entries, or both ``x`` and ``x.npy``) are a TensorFileError:
+    readers disagree on which one is the tensor (numpy's ``load`` takes the last).
+    """
+    out = [n.removesuffix(".npy") for n in names]
+    seen: dict[str, str] = {}
+    for member, name in zip(names, out):
+        if name in seen:
+            raise TensorFileError(
+                f"Got file {path!r}, which holds tensor {name!r} twice (zip members "
+                f"{seen[name]!r} and {member!r}); which one is the tensor is ambiguous, so the "
+                "file is refused")
+        seen[name] = member
+    return out
 
 
 def _pick_key(path: str, keys: list[str], key: str | None) -> str:
@@ -368,6 +413,12 @@ def _load_raw(path: str, key: str | None) -> tuple[str, np.ndarray, str]:
     return name, arr, dtype_code
 
 
+def _short(x: object, limit: int = 40) -> str:
+    """``repr(x)``, cut to ``limit`` characters for a message."""
+    text = repr(x)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, ...], int]]:
     """Every tensor of a safetensors file: ``name -> (dtype code, dtype, shape, byte offset)``.
 
@@ -383,17 +434,21 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
     size = os.path.getsize(path)
     out: dict[str, tuple[str, np.dtype, tuple[int, ...], int]] = {}
     for name, entry in header.items():
-        try:
-            dtype_code, shape, (begin, end) = entry["dtype"], entry["shape"], \
-                entry["data_offsets"]
-            # exact non-negative integers only (JSON's 1.5, true and -1 are not sizes)
-            if not isinstance(shape, list) or not all(
-                    type(n) is int and n >= 0 for n in (*shape, begin, end)):
-                raise TypeError
-            shape = tuple(shape)
-        except (KeyError, TypeError, ValueError):
+        # an object of a string dtype, a list shape and a list of two offsets, each size an
+        # exact non-negative integer (JSON's 1.5, true and -1 are not sizes)
+        if not isinstance(entry, dict):
+            raise TensorFileError(f"Got tensor {name!r} in {path!r} with a malformed header "
+                                  f"entry: a JSON {type(entry).__name__}, not an object")
+        dtype_code, shape, offsets = (entry.get(k) for k in ("dtype", "shape", "data_offsets"))
+        if not isinstance(dtype_code, str) or not isinstance(shape, list) or not isinstance(
+                offsets, list) or len(offsets) != 2 or not all(
+                type(n) is int and n >= 0 for n in (*shape, *offsets)):
             raise TensorFileError(
-                f"Got tensor {name!r} in {path!r} with a malformed header entry") from None
+                f"Got tensor {name!r} in {path!r} with a malformed header entry: dtype "
+                f"{_short(dtype_code)}, shape {_short(shape)}, data_offsets {_short(offsets)} "
+                "(a dtype string, a list of sizes and a list of two byte offsets are needed)")
+        shape = tuple(shape)
+        begin, end = offsets
         if dtype_code not in _SAFETENSORS:
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} of safetensors dtype {dtype_code!r}, which is "
@@ -411,13 +466,13 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
     return out
 
 
-def load_tensor(path: str | os.PathLike[str], *, key: str | None = None,
+def load_tensor(path: str | bytes | os.PathLike[str], *, key: str | None = None,
                 fmt: Format | str | None = None) -> Tensor:
     """Open one tensor of a ``.npy``, ``.npz`` or ``.safetensors`` file.
 
     Parameters
     ----------
-    path : str or path-like
+    path : str, bytes or path-like
         The file.
     key : str, optional
         The tensor's name; optional when the file holds exactly one.
@@ -444,7 +499,7 @@ def load_tensor(path: str | os.PathLike[str], *, key: str | None = None,
     >>> t.format.name, t.shape, [hex(c) for c in t.codes()]
     ('binary32', (2,), ['0x3f800000', '0x3dcccccd'])
     """
-    path = os.fspath(path)
+    path = fs_path(path)
     name, arr, stored = _load_raw(path, key)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("="))

@@ -75,3 +75,33 @@ def test_cli_scheduler_option(tmp_path: Path, client: Any,
     assert code == 0 and doc["ok"] is True
     assert [(t["name"], t["mismatches"], t["max_ulp"]) for t in doc["tensors"]] == [
         ("x", 1, 1), ("y", 0, 0)]
+
+
+def test_one_tensor_diff_and_hash_run_on_the_scheduler(tmp_path: Path, client: Any,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A single-tensor diff (floats and integers) and hash on --scheduler give the local
+    report, as compare_refs on a client gives the local one."""
+    from fpinspect.main import main
+
+    from numerics.checkpoint import open_source
+    from numerics.checkpoint.diff import compare_refs
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(5000).astype(np.float32)
+    y = x.copy()
+    y.view(np.uint32)[::97] += 3
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "i.npy", np.arange(300, dtype=np.int64))
+    np.save(tmp_path / "j.npy", np.arange(300, dtype=np.int64) ** 2)
+    address = client.scheduler.address
+    for argv in (["diff", str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), "--max-ulp", "2"],
+                 ["diff", str(tmp_path / "i.npy"), str(tmp_path / "j.npy"), "--atol", "5"],
+                 ["hash", str(tmp_path / "x.npy")]):
+        local_code = main([*argv, "--json"])
+        local = capsys.readouterr().out
+        code = main([*argv, "--json", "--scheduler", address])
+        assert (code, capsys.readouterr().out) == (local_code, local)
+    ra, rb = (open_source(tmp_path / n).tensors[0] for n in ("x.npy", "y.npy"))
+    remote = compare_refs(ra, rb, "bfloat16", chunk=700, client=client)
+    assert repr(remote) == repr(compare_refs(ra, rb, "bfloat16", chunk=700))

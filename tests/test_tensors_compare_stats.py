@@ -347,3 +347,86 @@ def test_fingerprint_blocks_against_xxhash_for_any_chunk(chunk: int) -> None:
         _preimage("e2m1fn", [fp4.size], fp4.tobytes())).hexdigest()
     assert fingerprint(np.zeros(0, np.int32)).digest == hashlib.sha256(
         _preimage("int32", [0], b"")).hexdigest()
+
+
+# ---------------------------------------------------------------- stats of wide integers
+def _bit_length_histogram(values: list[int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for v in values:
+        if v:
+            out[abs(v).bit_length() - 1] = out.get(abs(v).bit_length() - 1, 0) + 1
+    return out
+
+
+def _saturates(x: Fraction, fmt: Format) -> bool:
+    """Whether |x| rounds (to nearest-even, unbounded exponent) above fmt's max.
+
+    With no trailing bits (binary8p1, e8m0fnu) a tie between max and the next power of two
+    goes to the even *code*: max when its code is even."""
+    if fmt.trailing_bits:
+        return _rne_unbounded(x, fmt) > fmt.max_exact
+    over = Fraction(3, 2) * fmt.max_exact  # halfway from max = 2**e to 2**(e + 1)
+    return abs(x) > over or (abs(x) == over and fmt.max_finite_code % 2 == 1)
+
+
+def test_stats_of_integers_beyond_2_53_are_exact(tmp_path: Path) -> None:
+    """Binades, overflow, flush and subnormal counts of int64/uint64 elements are exact:
+    float64 would put 2**54 - 1 in binade 54, 2**59 + 1 (scaled) on the flush threshold and
+    1.5 * 2**62 + 1 on binary8p1's overflow tie."""
+    from numerics.checkpoint import stats_source
+
+    wide = Format(name="e7m52", exponent_bits=7, trailing_bits=52, bias=66)  # max ~ 2**61
+    over = int(wide.max_exact) + 2**7  # its overflow threshold, 2**61 - 2**7
+    values = [2**63 - 1, -(2**63), 2**54 - 1, -(2**54 - 1), 2**53 + 1, 2**59 + 1, 2**59,
+              3 * 2**61 - 1, 3 * 2**61, 3 * 2**61 + 1, over - 1, over, over + 1, 0, 3, -5]
+    fmts = tuple(get_format(n) for n in CANDIDATE_FORMATS) + (
+        get_format("binary8p1"), get_format("e8m0fnu"), wide)
+    x = np.array(values, np.int64)
+    np.save(tmp_path / "x.npy", x)
+    s = tensor_stats(x, formats=fmts)
+    assert dict(s.exponent_histogram) == _bit_length_histogram(values)
+    assert (s.count, s.zero, s.amax) == (len(values), 1, 2.0**63)
+    n = len(values)
+    for fit in s.fits:
+        fmt = fit.format
+        kept = [v for v in values if fmt.signed or v > 0]
+        assert fit.saturate == sum(_saturates(Fraction(v), fmt) for v in kept) / n, fmt.name
+        j = fit.scale_log2
+        assert j is not None
+        scaled = [_rne_unbounded(Fraction(v) * Fraction(2) ** j, fmt) for v in values if v]
+        flush = sum(q == 0 for q in scaled) if fmt.subnormals else 0
+        sub = sum(0 < q < Fraction(fmt.smallest_normal) for q in scaled) \
+            if fmt.subnormals else 0
+        assert (fit.flush_to_zero_scaled, fit.subnormal_scaled) == (flush / n, sub / n), \
+            fmt.name
+        unrep = 0 if fmt.signed else sum(v <= 0 for v in values)
+        assert fit.unrepresentable == unrep / n, fmt.name
+    # the same figures a chunk at a time from the file
+    (t, from_file), = stats_source(tmp_path / "x.npy", formats=fmts, chunk=5).tensors
+    assert from_file == s
+    u = tensor_stats(np.array([2**64 - 1, 2**63, 2**63 - 1, 1], np.uint64), formats=fmts)
+    assert dict(u.exponent_histogram) == {63: 2, 62: 1, 0: 1}
+
+
+def test_stats_unrepresentable_in_an_unsigned_format() -> None:
+    """Zero and negative elements become NaN in e8m0fnu whatever the scale; a negative one
+    beyond max counts there only (not in overflow and saturate)."""
+    fmts = (get_format("e8m0fnu"), get_format("e4m3fn"))
+    x = np.array([-1.0, -2.0, 0.0, -0.0, 1.0, -3e38, 3e38, -500, 500, np.nan, -np.inf])
+    with np.errstate(over="ignore"):  # +-3e38 overflow float16 to +-inf
+        for values in (x, x.astype(np.float32), x.astype(np.float16),
+                       x.astype(ml_dtypes.bfloat16)):
+            s = tensor_stats(values, formats=fmts)
+            finite = [Fraction(float(v)) for v in np.asarray(values, np.float64)
+                      if np.isfinite(v)]
+            n = x.size
+            for fit in s.fits:
+                fmt = fit.format
+                kept = [v for v in finite if fmt.signed or v > 0]
+                assert fit.saturate == sum(_saturates(v, fmt) for v in kept) / n, values.dtype
+                assert fit.overflow == fit.saturate
+                unrep = 0 if fmt.signed else sum(v <= 0 for v in finite)
+                assert fit.unrepresentable == unrep / n, values.dtype
+            assert s.fits[0].saturate in (0.0, 1 / n) and s.fits[0].unrepresentable >= 5 / n
+    ints = tensor_stats(np.array([-3, 0, 5, -(2**62)], np.int64), formats=fmts)
+    assert ints.fits[0].unrepresentable == 3 / 4 and ints.fits[1].unrepresentable == 0.0

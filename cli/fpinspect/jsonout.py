@@ -235,6 +235,7 @@ def _stats(s: TensorStats) -> dict[str, Any]:
         "formats": [{
             "format": f.format.name, "overflow": f.overflow, "saturate": f.saturate,
             "flush_to_zero": f.flush_to_zero, "subnormal": f.subnormal,
+            "unrepresentable": f.unrepresentable,
             "scale": num(f.scale_exact), "scale_pow2": num(
                 None if f.scale_log2 is None else Fraction(2) ** f.scale_log2),
             "scale_log2": f.scale_log2,

@@ -32,8 +32,7 @@ from numerics.checkpoint import (
     stats_source,
     tensor_fingerprint,
 )
-from numerics.checkpoint.diff import codes_in, compare_format, select
-from numerics.compare import compare_read
+from numerics.checkpoint.diff import compare_format, compare_refs, select
 from numerics.formats import FORMATS, Format, get_format
 from numerics.inspection import (
     DEFAULT_VALUE_FORMATS,
@@ -63,6 +62,8 @@ ISSUES_URL = "the numerics project issue tracker"
 PROG = "fpinspect"
 COMMANDS = ("value", "bits", "formats", "table", "int", "ls", "diff", "stats", "hash",
             "probe")
+#: The value bare `fpinspect` shows in every common format (and `fpinspect --json` as JSON).
+DEMO_VALUE = "0.1"
 # A token that is a negative number (-0, -1e-40, -.5, -inf, -nan, -0x1p3, -1/3), not an option.
 _NEGATIVE_NUMBER = re.compile(r"-(?:[0-9.]|inf|nan)", re.IGNORECASE)
 
@@ -172,7 +173,9 @@ examples:
   fpinspect -1e-40 --all
   fpinspect 1/3 -f fp16 --rounding rtz --json
 """)
-    p.add_argument("value", metavar="VALUE")
+    # optional for argparse: `fpinspect --json` (no command, no VALUE) is the built-in example
+    # as JSON, while `fpinspect value` without VALUE is an error (see run)
+    p.add_argument("value", metavar="VALUE", nargs="?")
     p.add_argument("-f", "--format", dest="formats",
                    help="comma-separated formats (default: "
                         + ",".join(DEFAULT_VALUE_FORMATS) + ")")
@@ -274,7 +277,9 @@ examples:
     p = sub.add_parser("stats", formatter_class=raw, help="range and format fit, per tensor",
                        description="Dynamic range, exponent histogram, and for each candidate "
                                    "format the fraction of elements that would overflow, "
-                                   "saturate, flush to zero or become subnormal, plus the "
+                                   "saturate, flush to zero or become subnormal (or NaN: "
+                                   "zero and negative elements in an unsigned format such as "
+                                   "e8m0fnu), plus the "
                                    "per-tensor scale that fits it. On a checkpoint: a row per "
                                    "tensor, then the same figures for all elements together.",
                        epilog="examples:\n  fpinspect stats weights.npy\n"
@@ -354,9 +359,25 @@ def _prepare(argv: Sequence[str]) -> list[str]:
         i = args.index("--")
         args = args[:i] + [a.strip() if a.startswith(" ") else a for a in args[i:]]
     if args and args[0] not in COMMANDS and args[0] not in ("-h", "--help", "--version"):
-        _check_not_a_mistyped_command(args[0])
+        if not args[0].startswith("-"):  # an option (`fpinspect -f bf16 0.1`) is no command
+            _check_not_a_mistyped_command(args[0])
         args.insert(0, "value")
     return args
+
+
+def _unprotect(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """Undo :func:`_prepare`'s protection of negative numbers in every string argument: a
+    path (``ls -1.npy``), a --key glob or a format is the token as typed (a VALUE, CODE or
+    N is stripped where it is parsed anyway)."""
+    protected = {f" {a}" for a in argv if _NEGATIVE_NUMBER.match(a)} - set(argv)
+    if not protected:
+        return
+    for name, v in vars(args).items():
+        if isinstance(v, str) and v in protected:
+            setattr(args, name, v[1:])
+        elif isinstance(v, list):
+            setattr(args, name, [x[1:] if isinstance(x, str) and x in protected else x
+                                 for x in v])
 
 
 def _check_not_a_mistyped_command(word: str) -> None:
@@ -535,12 +556,15 @@ def _cmd_diff(args: argparse.Namespace, out: Printer) -> int:
                          f"{', ...' if len(sa.names) > 4 else ''})")
     single = len(sa.tensors) == len(sb.tensors) == 1 and not {sa.kind, sb.kind} & {
         "directory", "sharded"}  # a one-tensor checkpoint still matches by name
-    if len(na) == 1 and len(nb) == 1 and (single or na == nb):
-        # one tensor of multi-tensor sources (--key) keeps the checkpoints' default check
-        return _diff_one(args, sa, sb, sa[na[0]], sb[nb[0]], fmt, out,
-                         bit_equal=not single and not _has_check(args))
+    # one tensor of multi-tensor sources (--key) keeps the checkpoints' default check, and
+    # their report of a shape mismatch (exit 1); two single tensors must have one shape
+    one = len(na) == 1 and len(nb) == 1 and (single or (
+        na == nb and sa[na[0]].shape == sb[nb[0]].shape))
     client = _client(args)
     try:
+        if one:
+            return _diff_one(args, sa, sb, sa[na[0]], sb[nb[0]], fmt, out, client,
+                             bit_equal=not single and not _has_check(args))
         total = sum(sa[n].nbytes + sb[n].nbytes for n in set(na) & set(nb)
                     if sa[n].shape == sb[n].shape)
         with _progress(args, total) as advance:
@@ -558,8 +582,8 @@ def _has_check(args: argparse.Namespace) -> bool:
     return args.max_ulp is not None or args.atol is not None or args.rtol is not None
 
 
-def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any,
-              fmt: Format | None, out: Printer, *, bit_equal: bool = False) -> int:
+def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: TensorRef, rb: TensorRef,
+              fmt: Format | None, out: Printer, client: Any, *, bit_equal: bool = False) -> int:
     """Two tensors: the detailed report (worst elements, histogram).
 
     ``bit_equal``: with no check given, only bit-equal tensors pass (the
@@ -574,19 +598,18 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any
                          f"({lb}), but diff needs equal shapes")
     cmp_fmt = compare_format(ra, rb, fmt)
     if cmp_fmt is None:
-        return _diff_ints(args, la, lb, ra, rb, out, bit_equal=bit_equal)
+        return _diff_ints(args, la, lb, ra, rb, out, client, bit_equal=bit_equal)
     notes = []
     rounded = [s for s, r in (("A", ra), ("B", rb)) if r.format != cmp_fmt]
     if rounded and fmt is None:
         notes.append(f"{ra.dtype_name} vs {rb.dtype_name}: compared in {cmp_fmt.name}, "
                      f"{' and '.join(rounded)} rounded once ({args.rounding}) into it")
-    def reader(ref: Any) -> Callable[[int, int], Any]:
-        # a chunk at a time: a side rounded into cmp_fmt never exists whole
-        return lambda start, stop: codes_in(ref, ref.read(start, stop), cmp_fmt,
-                                            rounding=args.rounding, overflow=args.overflow)
-
-    report = compare_read(reader(ra), reader(rb), tuple(ra.shape), cmp_fmt, worst=args.top,
-                          max_ulp=args.max_ulp, atol=args.atol, rtol=args.rtol)
+    # a chunk at a time (a side rounded into cmp_fmt never exists whole), on the threads or
+    # the --scheduler's cluster, like a checkpoint diff
+    with _progress(args, ra.nbytes + rb.nbytes) as advance:
+        report = compare_refs(ra, rb, cmp_fmt, rounding=args.rounding, overflow=args.overflow,
+                              worst=args.top, max_ulp=args.max_ulp, atol=args.atol,
+                              rtol=args.rtol, client=client, progress=advance)
     if bit_equal:
         report = dataclasses.replace(report, beyond=report.bitwise_mismatches)
     check = None
@@ -602,11 +625,12 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: Any, rb: Any
 
 
 def _diff_ints(args: argparse.Namespace, la: str, lb: str, ra: TensorRef, rb: TensorRef,
-               out: Printer, *, bit_equal: bool) -> int:
+               out: Printer, client: Any, *, bit_equal: bool) -> int:
     """Two integer tensors: compared exactly as integers (as on whole checkpoints)."""
-    report = diff_sources(Source(la, "tensor", (ra,), (ra.file,)),
-                          Source(lb, "tensor", (rb,), (rb.file,)), max_ulp=args.max_ulp,
-                          atol=args.atol, rtol=args.rtol)
+    with _progress(args, ra.nbytes + rb.nbytes) as advance:
+        report = diff_sources(Source(la, "tensor", (ra,), (ra.file,)),
+                              Source(lb, "tensor", (rb,), (rb.file,)), max_ulp=args.max_ulp,
+                              atol=args.atol, rtol=args.rtol, client=client, progress=advance)
     d = report.tensors[0]
     checked = bit_equal or _has_check(args)
     check = views.check_text(args.max_ulp, args.atol, args.rtol) if checked else None
@@ -663,16 +687,17 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
         raise UsageError(f"Got tensor {raw_left[0].name!r} in {src.path!r} of raw dtype "
                          f"{raw_left[0].stored_dtype}; give its format with -f to read the "
                          "bytes as it")
-    if len(src.tensors) == 1 and (src.kind in ("npy", "tensor") or args.key):
-        # one tensor picked out (PATH:KEY, --key) or a .npy (one unnamed tensor): its
-        # fingerprint, which ignores the name; a checkpoint's digest covers the names
-        ref = src.tensors[0]
-        with _progress(args, ref.nbytes) as advance:
-            fp = tensor_fingerprint(ref, canonicalize=args.canonical, progress=advance)
-        out(jsonout.hash_json(label, ref, fp) if args.json else views.hash_view(label, fp))
-        return EXIT_OK
     client = _client(args)
     try:
+        if len(src.tensors) == 1 and (src.kind in ("npy", "tensor") or args.key):
+            # one tensor picked out (PATH:KEY, --key) or a .npy (one unnamed tensor): its
+            # fingerprint, which ignores the name; a checkpoint's digest covers the names
+            ref = src.tensors[0]
+            with _progress(args, ref.nbytes) as advance:
+                fp = tensor_fingerprint(ref, canonicalize=args.canonical, client=client,
+                                        progress=advance)
+            out(jsonout.hash_json(label, ref, fp) if args.json else views.hash_view(label, fp))
+            return EXIT_OK
         with _progress(args, src.nbytes) as advance:
             result = hash_source(src, canonicalize=args.canonical, client=client,
                                  progress=advance)
@@ -790,7 +815,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Printer], int]] = {
 
 
 def _demo(out: Printer) -> int:
-    pv = parse_value("0.1")
+    pv = parse_value(DEMO_VALUE)
     results = [inspect_value(pv, n) for n in DEFAULT_VALUE_FORMATS]
     out(views.demo_view(pv, results))
     return EXIT_OK
@@ -803,8 +828,13 @@ def run(argv: Sequence[str], out: Printer) -> int:
     parser = build_parser()
     with _writing():  # --help and --version print here
         args = parser.parse_args(_prepare(argv))
+    _unprotect(args, argv)
     if args.command is None:
         raise UsageError("no command given; try `fpinspect --help`")
+    if args.command == "value" and args.value is None:
+        if argv[0] == "value":
+            raise UsageError("the following arguments are required: VALUE")
+        args.value = DEMO_VALUE  # options only (`fpinspect --json`): the built-in example
     try:
         return _COMMANDS[args.command](args, out)
     except ValueError as err:  # the library's bad-input errors (TensorFileError included)

@@ -569,18 +569,25 @@ def stats_view(label: str, dtype: str, shape: tuple[int, ...] | None,
     parts.append(Text("fit per format: fractions of all elements (RNE); scale = max / max|x|, "
                       "pow2 = the power of two below it; @pow2 = after multiplying by it",
                       "bold"))
+    # the unrepresentable column only where a candidate is unsigned (always 0 elsewhere)
+    unsigned = any(not fit.format.signed for fit in stats.fits)
     f = _table(box=box.SIMPLE_HEAD, padding=0, show_edge=False)
-    for name in ("format", "overflow", "saturate", "flush\nto 0", "subnormal", "scale",
-                 "pow2", "flush\n@pow2", "subnormal\n@pow2"):
+    for name in ("format", "overflow", "saturate", "flush\nto 0", "subnormal",
+                 *(("unrepr.",) if unsigned else ()), "scale", "pow2", "flush\n@pow2",
+                 "subnormal\n@pow2"):
         f.add_column(name, justify="left" if name == "format" else "right", no_wrap=True)
     for fit in stats.fits:
         f.add_row(fit.format.name, _frac(fit.overflow), _frac(fit.saturate),
                   _frac(fit.flush_to_zero), _frac(fit.subnormal),
+                  *((_frac(fit.unrepresentable),) if unsigned else ()),
                   _scale(fit.scale, fit.scale_exact),
                   "-" if fit.scale_log2 is None else f"2^{fit.scale_log2}",
                   _frac(fit.flush_to_zero_scaled),
                   _frac(fit.subnormal_scaled))
     parts.append(f)
+    if unsigned:
+        parts.append(Text("unrepr.: zero and negative elements, NaN in an unsigned format at "
+                          "any scale (not counted in overflow or saturate)", STYLES["dim"]))
     return Group(*parts)
 
 

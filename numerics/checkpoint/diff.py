@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from numerics.checkpoint.run import Progress, execute
+from numerics.checkpoint.run import Progress, check_run_options, execute
 from numerics.checkpoint.sources import Source, TensorFileError, TensorRef, open_source
-from numerics.compare import ComparePartial, check_tolerances, compare_chunk
+from numerics.compare import (
+    ComparePartial,
+    DiffReport,
+    check_tolerances,
+    compare_chunk,
+    report_of,
+)
 from numerics.encoding import encode
 from numerics.formats import Format, as_format
 from numerics.rounding import OVERFLOWS, ROUNDINGS
+from numerics.tensors import fs_path
 
 __all__ = [
     "CHUNK",
@@ -24,8 +33,10 @@ __all__ = [
     "codes_in",
     "coarser",
     "compare_format",
+    "compare_refs",
     "diff_sources",
     "select",
+    "within_tolerance",
 ]
 
 #: Elements per chunk (per side): one task each.
@@ -140,10 +151,12 @@ def compare_format(a: TensorRef, b: TensorRef, as_fmt: Format | None) -> Format 
     return a.format if a.format == b.format else coarser(a.format, b.format)
 
 
-def select(names: Sequence[str], keys: Sequence[str] | None) -> list[str]:
-    """The names matching any of the glob patterns (all without patterns)."""
+def select(names: Sequence[str], keys: str | Sequence[str] | None) -> list[str]:
+    """The names matching any of the glob patterns (all without patterns; a str is one)."""
     if not keys:
         return list(names)
+    if isinstance(keys, str):
+        keys = (keys,)
     return [n for n in names if any(fnmatch.fnmatchcase(n, k) for k in keys)]
 
 
@@ -184,6 +197,8 @@ class _Plan:
     max_ulp: int | None
     atol: float | None
     rtol: float | None
+    #: How many of the worst elements each chunk keeps (:func:`compare_refs`).
+    worst: int = 0
 
 
 def _int_partial(xa: np.ndarray, xb: np.ndarray, plan: _Plan) -> ComparePartial:
@@ -193,11 +208,14 @@ def _int_partial(xa: np.ndarray, xb: np.ndarray, plan: _Plan) -> ComparePartial:
         return part
     wide = np.uint64 if (xa.dtype == np.uint64 and xb.dtype.kind in "ub") or (
         xb.dtype == np.uint64 and xa.dtype.kind in "ub") else np.int64
-    if wide is np.int64 and (xa.dtype == np.uint64 or xb.dtype == np.uint64):
-        big = [int(x.max()) for x in (xa, xb) if x.dtype == np.uint64]
-        if max(big) >= 2**63:
-            raise TensorFileError(f"Got tensor {plan.a.name!r} as uint64 against a signed "
-                                  "integer type with values beyond 2**63; compare them apart")
+    if wide is np.int64:
+        for x, ref, other in ((xa, plan.a, plan.b), (xb, plan.b, plan.a)):
+            if x.dtype == np.uint64 and int(x.max()) >= 2**63:
+                raise TensorFileError(
+                    f"Got tensor {ref.name!r} of {ref.file!r} as uint64 with values beyond "
+                    f"2**63 - 1 against tensor {other.name!r} of {other.file!r} of signed "
+                    f"type {other.dtype.name}: their differences may not fit in 64 bits; "
+                    "compare them apart")
     a = xa.astype(wide)
     b = xb.astype(wide)
     with np.errstate(over="ignore"):
@@ -224,9 +242,57 @@ def _int_partial(xa: np.ndarray, xb: np.ndarray, plan: _Plan) -> ComparePartial:
     if plan.max_ulp is not None:
         ok |= d <= np.uint64(min(plan.max_ulp, 2**64 - 1))
     if plan.atol is not None or plan.rtol is not None:
-        ok |= df <= (plan.atol or 0.0) + (plan.rtol or 0.0) * af
+        ok |= within_tolerance(d, a, plan.atol or 0.0, plan.rtol or 0.0)
     part.counts[3] = int(np.count_nonzero(~ok))
     return part
+
+
+#: A bound on the relative error of float64 ``d``, ``|a|`` and ``atol + rtol * |a|`` (three
+#: roundings of at most ``2**-53`` each), with room to spare.
+_REL = 2.0**-50
+
+
+def within_tolerance(d: np.ndarray, a: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """Exactly ``d <= atol + rtol * |a|`` for integers ``d`` (uint64) and ``a`` (int64 or
+    uint64), elementwise, with ``atol`` and ``rtol`` read as the exact values of their floats.
+
+    ``d <= atol`` is ``d <= floor(atol)`` in integers.  With an ``rtol`` the rest
+    is first decided in float64, where the roundings cannot change the answer
+    (beyond a relative margin of ``2**-50``), and the few elements within that
+    margin in exact integer arithmetic: no integer is rounded on the way to a
+    verdict (``2**53 + 1 <= 2**53`` is False here, True in float64).
+
+    Examples
+    --------
+    >>> d = np.array([2**53 + 1, 2**53], np.uint64)
+    >>> within_tolerance(d, np.zeros(2, np.int64), float(2**53), 0.0).tolist()
+    [False, True]
+    >>> within_tolerance(np.array([3], np.uint64), np.array([-6]), 0.0, 0.5).tolist()
+    [True]
+    """
+    floor_atol = math.floor(atol)
+    ok = d <= np.uint64(min(floor_atol, 2**64 - 1))
+    if rtol == 0 or ok.all():
+        return ok
+    rest = np.flatnonzero(~ok)
+    dr = d[rest]
+    df = dr.astype(np.float64)
+    af = np.abs(a[rest].astype(np.float64))
+    with np.errstate(over="ignore"):  # atol + rtol * |a| beyond float64: inf, and d passes
+        bound = atol + rtol * af
+        sure_pass = df * (1 + _REL) < bound * (1 - _REL)
+        # a bound below 2**-1022 may have lost its relative precision, but d >= 1 is far above
+        sure_fail = df * (1 - _REL) > bound * (1 + _REL) + 2.0**-1000
+    ok[rest[sure_pass]] = True
+    close = ~(sure_pass | sure_fail)
+    if close.any():  # exactly: d * 2**k <= A + R * |a|, atol = A / 2**k and rtol = R / 2**k
+        fa, fr = Fraction(atol), Fraction(rtol)
+        k = max(fa.denominator, fr.denominator).bit_length() - 1
+        big_a, big_r = int(fa * 2**k), int(fr * 2**k)
+        exact = [(int(di) << k) <= big_a + big_r * abs(int(ai))
+                 for di, ai in zip(dr[close].tolist(), a[rest[close]].tolist())]
+        ok[rest[close]] = np.array(exact, np.bool_)
+    return ok
 
 
 def _diff_item(item: tuple[_Plan, int, int], mmap: bool) -> ComparePartial:
@@ -238,15 +304,115 @@ def _diff_item(item: tuple[_Plan, int, int], mmap: bool) -> ComparePartial:
     fmt = plan.format
     ca = codes_in(plan.a, xa, fmt, rounding=plan.rounding, overflow=plan.overflow)
     cb = codes_in(plan.b, xb, fmt, rounding=plan.rounding, overflow=plan.overflow)
-    return compare_chunk(ca, cb, fmt, base=start, max_ulp=plan.max_ulp, atol=plan.atol,
-                         rtol=plan.rtol)
+    return compare_chunk(ca, cb, fmt, base=start, worst=min(plan.worst, stop - start),
+                         max_ulp=plan.max_ulp, atol=plan.atol, rtol=plan.rtol)
+
+
+def _source_of(x: object, name: str) -> Source:
+    """A source argument: a :class:`Source`, or a path opened with :func:`open_source`."""
+    if isinstance(x, Source):
+        return x
+    return open_source(fs_path(x, name))
+
+
+def _check_keys(keys: object) -> tuple[str, ...] | None:
+    """``keys`` as a tuple of glob patterns (one str is one pattern); TypeError otherwise."""
+    if keys is None:
+        return None
+    if isinstance(keys, str):
+        return (keys,)
+    if not isinstance(keys, (list, tuple)) or not all(isinstance(k, str) for k in keys):
+        raise TypeError(f"Got keys={keys!r}, but it must be a glob pattern (str) or a list of "
+                        "them")
+    return tuple(keys)
+
+
+def _check_common(rounding: str, overflow: str, max_ulp: object, atol: object, rtol: object,
+                  chunk: object, threads: object, client: object, progress: object) -> None:
+    if rounding not in ROUNDINGS or rounding == "sr":
+        raise ValueError(f"Got {rounding=!r}, but the only valid values are "
+                         f"{', '.join(r for r in ROUNDINGS if r != 'sr')}")
+    if overflow not in OVERFLOWS:
+        raise ValueError(f"Got {overflow=!r}, but the only valid values are {', '.join(OVERFLOWS)}")
+    check_tolerances(max_ulp, atol, rtol)
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
+    check_run_options(threads=threads, client=client, progress=progress)
+
+
+class _Codes:
+    """The codes of one tensor in a format, one element at a time (for the worst elements)."""
+
+    def __init__(self, ref: TensorRef, fmt: Format, rounding: str, overflow: str) -> None:
+        self.ref, self.fmt, self.rounding, self.overflow = ref, fmt, rounding, overflow
+
+    def __getitem__(self, i: int) -> int:
+        x = self.ref.read(i, i + 1)
+        return int(codes_in(self.ref, x, self.fmt, rounding=self.rounding,
+                            overflow=self.overflow)[0])
+
+
+def compare_refs(
+    a: TensorRef,
+    b: TensorRef,
+    fmt: Format | str,
+    *,
+    rounding: str = "rne",
+    overflow: str = "ieee",
+    worst: int = 10,
+    max_ulp: int | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    chunk: int = CHUNK,
+    threads: int | None = None,
+    client: Any = None,
+    progress: Progress | None = None,
+) -> DiffReport:
+    """The detailed comparison of two tensors of one shape in ``fmt`` (worst elements and
+    all, as :func:`numerics.compare.compare_codes` reports it), streamed in chunks.
+
+    A side not in ``fmt`` is rounded once into it (``rounding``, ``overflow``),
+    a chunk at a time.  The chunks run on ``threads`` local threads or as tasks
+    on a Dask ``client``, and ``progress`` hears of each, as in
+    :func:`diff_sources`; the report is the same whatever the split.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ, or an option is invalid.
+    """
+    for name, ref in (("a", a), ("b", b)):
+        if not isinstance(ref, TensorRef):
+            raise TypeError(f"Got {name}={ref!r}, but it must be a TensorRef (a tensor of "
+                            "open_source(path).tensors)")
+    fmt = as_format(fmt)
+    _check_common(rounding, overflow, max_ulp, atol, rtol, chunk, threads, client, progress)
+    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
+        raise ValueError(f"Got {worst=!r}, but it must be a non-negative int")
+    if a.shape != b.shape:
+        raise ValueError(f"Got shapes {list(a.shape)} ({a.name!r}) and {list(b.shape)} "
+                         f"({b.name!r}), but they must match")
+    worst = min(worst, a.size)  # no more worst elements than elements: memory stays bounded
+    plan = _Plan(a, b, fmt, rounding, overflow, max_ulp, atol, rtol, worst)
+    items = [(plan, s, min(s + chunk, a.size)) for s in range(0, a.size, chunk)]
+    sizes = [(stop - start) * (a.dtype.itemsize + b.dtype.itemsize) for _, start, stop in items]
+    total = [ComparePartial.empty(worst)]
+
+    def fold(item: tuple[_Plan, int, int], part: ComparePartial) -> None:
+        total[0] = total[0].merge(part)
+
+    execute(_diff_item, items, fold, sizes=sizes, threads=threads, client=client,
+            progress=progress)
+    checked = check_tolerances(max_ulp, atol, rtol) != 0
+    return report_of(total[0], fmt, a.shape, _Codes(a, fmt, rounding, overflow),
+                     _Codes(b, fmt, rounding, overflow), checked=checked)
 
 
 def diff_sources(
-    a: Source | str | os.PathLike[str],
-    b: Source | str | os.PathLike[str],
+    a: Source | str | bytes | os.PathLike[str],
+    b: Source | str | bytes | os.PathLike[str],
     *,
-    keys: Sequence[str] | None = None,
+    keys: str | Sequence[str] | None = None,
     fmt: Format | str | None = None,
     rounding: str = "rne",
     overflow: str = "ieee",
@@ -265,8 +431,9 @@ def diff_sources(
     a, b : Source or path
         The sources (see :func:`open_source`); A is the reference for
         relative errors.
-    keys : sequence of str, optional
-        Glob patterns (``fnmatch``, case-sensitive): only matching names.
+    keys : str or sequence of str, optional
+        Glob patterns (``fnmatch``, case-sensitive): only matching names (a
+        str is one pattern).
     fmt : Format or str, optional
         Compare in this format (both sides rounded once into it; raw bytes
         read as it).  By default a pair of equal formats is compared as is,
@@ -281,7 +448,7 @@ def diff_sources(
     chunk : int
         Elements per task.
     threads : int, optional
-        Local threads (default :func:`numerics.get_num_threads`).
+        Local threads, a positive int (default :func:`numerics.get_num_threads`).
     client : dask.distributed.Client, optional
         Run the chunks as tasks on this cluster (each reads its byte range
         from the shared path); the result is identical to the local one.
@@ -294,8 +461,8 @@ def diff_sources(
         If a source cannot be read, or the ``keys`` match no tensor of either.
         Sources that share no tensor name are not an error: every name is then
         in ``only_a`` or ``only_b`` and the result is not ``ok``.
-    ValueError
-        For an invalid option.
+    ValueError, TypeError
+        For an invalid option (the message names it).
 
     Examples
     --------
@@ -309,17 +476,11 @@ def diff_sources(
     >>> [(t.name, t.mismatches, t.max_ulp, t.status) for t in r.tensors], r.only_a, r.only_b
     ([('w', 1, 1, 'pass')], ('b',), ('c',))
     """
-    if rounding not in ROUNDINGS or rounding == "sr":
-        raise ValueError(f"Got {rounding=!r}, but the only valid values are "
-                         f"{', '.join(r for r in ROUNDINGS if r != 'sr')}")
-    if overflow not in OVERFLOWS:
-        raise ValueError(f"Got {overflow=!r}, but the only valid values are {', '.join(OVERFLOWS)}")
-    check_tolerances(max_ulp, atol, rtol)
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
+    _check_common(rounding, overflow, max_ulp, atol, rtol, chunk, threads, client, progress)
+    keys = _check_keys(keys)
     as_fmt = None if fmt is None else as_format(fmt)
-    sa = a if isinstance(a, Source) else open_source(a)
-    sb = b if isinstance(b, Source) else open_source(b)
+    sa = _source_of(a, "a")
+    sb = _source_of(b, "b")
     if as_fmt is not None:
         sa, sb = sa.with_raw_format(as_fmt), sb.with_raw_format(as_fmt)
     # two single-tensor files pair up whatever their names; a checkpoint (a directory,

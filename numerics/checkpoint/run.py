@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
-__all__ = ["Progress", "execute"]
+__all__ = ["Progress", "check_run_options", "execute"]
 
 T = TypeVar("T")
 #: Called with the bytes each finished item covered.
@@ -36,6 +36,33 @@ def _check_client(client: Any) -> None:
         raise TypeError(f"Got client={client!r}, but it must be a dask.distributed.Client")
 
 
+def check_run_options(*, threads: object = None, client: object = None,
+                      progress: object = None) -> None:
+    """Validate the options every streamed operation takes (before any file is read).
+
+    Raises
+    ------
+    TypeError
+        ``threads`` not an int (a bool is not one), ``progress`` not callable,
+        ``client`` not a ``dask.distributed.Client``.
+    ValueError
+        ``threads`` below 1; a client without dask.distributed installed.
+    """
+    if threads is not None:
+        import numpy as np
+
+        if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)):
+            raise TypeError(f"Got threads={threads!r}, but it must be a positive int "
+                            "(or None: numerics.get_num_threads())")
+        if threads < 1:
+            raise ValueError(f"Got threads={threads!r}, but it must be a positive int")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"Got progress={progress!r}, but it must be a callable taking the "
+                        "bytes each finished chunk read (or None)")
+    if client is not None:
+        _check_client(client)
+
+
 def execute(func: Callable[[Any, bool], T], items: Sequence[Any], fold: Callable[[Any, T], None],
             *, sizes: Sequence[int], threads: int | None = None, client: Any = None,
             progress: Progress | None = None) -> None:
@@ -44,14 +71,15 @@ def execute(func: Callable[[Any, bool], T], items: Sequence[Any], fold: Callable
     ``fold`` runs in the calling thread, one result at a time; ``sizes[i]``
     is what item ``i`` reports to ``progress`` when it is done.
     """
+    check_run_options(threads=threads, client=client, progress=progress)
     if client is not None:
-        _check_client(client)
         _execute_dask(func, items, fold, sizes=sizes, client=client, progress=progress)
         return
     if threads is None:
         from numerics.threads import get_num_threads
 
         threads = get_num_threads()
+    threads = int(threads)
     if threads <= 1 or len(items) <= 1:
         for item, size in zip(items, sizes):
             fold(item, func(item, True))

@@ -25,11 +25,11 @@ process).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import pickle
 import re
+import stat
 import threading
 import warnings
 import zipfile
@@ -42,7 +42,14 @@ import numpy as np
 
 from numerics.dtypes import format_of_dtype
 from numerics.formats import Format
-from numerics.tensors import TensorFileError, read_npy, safetensors_entries
+from numerics.tensors import (
+    TensorFileError,
+    fs_path,
+    npz_members,
+    parse_json,
+    read_npy,
+    safetensors_entries,
+)
 
 __all__ = [
     "Source",
@@ -298,11 +305,8 @@ def _safetensors(path: str) -> list[TensorRef]:
 
 def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
     """Tensors named by a ``*.index.json`` file: (refs, shard files, skipped)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise TensorFileError(f"Got index {path!r}, which is not JSON: {err}") from None
+    with open(path, "rb") as f:
+        doc = parse_json(f.read(), f"Got index {path!r}, which")
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(weight_map, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
@@ -314,7 +318,7 @@ def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
     skipped: list[str] = []
     for shard in shards:
         file = os.path.join(base, shard)
-        if not os.path.isfile(file):
+        if not _is_file(file):
             raise TensorFileError(
                 f"Got index {path!r}, which names shard {shard!r}, but that file does not exist")
         refs, skip = _file_refs(file)
@@ -340,8 +344,9 @@ def _npz(path: str) -> list[TensorRef]:
             from None
     out = []
     with z, open(path, "rb") as raw:
-        for info in z.infolist():
-            name = info.filename.removesuffix(".npy")
+        infos = z.infolist()
+        names = npz_members(path, [info.filename for info in infos])  # no name twice
+        for info, name in zip(infos, names):
             try:
                 with z.open(info) as member:
                     version = np.lib.format.read_magic(member)
@@ -565,7 +570,7 @@ def _directory(path: str) -> Source:
         return _collect(path, files, "sharded", refs, skipped)
     for group in ((".safetensors",), _TORCH_SUFFIXES, (".npz", ".npy")):
         files = [os.path.join(path, n) for n in names if n.lower().endswith(group)
-                 and os.path.isfile(os.path.join(path, n))]
+                 and _is_file(os.path.join(path, n))]
         if files:
             refs, skipped = [], []
             for f in files:
@@ -579,11 +584,38 @@ def _directory(path: str) -> Source:
         ".npz, .npy)")
 
 
+def _is_file(path: str) -> bool:
+    """Whether ``path`` is a regular file (following links); PermissionError where a directory
+    on the way cannot be searched (``os.path.isfile`` would say False, and a directory of
+    tensor files would look empty)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except PermissionError:
+        raise
+    except (OSError, ValueError):  # missing, a dangling link, a name the OS refuses
+        return False
+
+
+def _exists(path: str) -> bool:
+    """``os.path.exists``, but True where the answer is hidden by a permission (the path is
+    then opened, and the PermissionError says so, rather than "No such file")."""
+    try:
+        os.stat(path)
+    except PermissionError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def _open_path(path: str) -> Source:
     if os.path.isdir(path):
         return _directory(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(2, "No such file or directory", path)
+    try:  # FileNotFoundError, or PermissionError inside an unsearchable directory
+        os.stat(path)
+    except ValueError:
+        raise TensorFileError(f"Got path {path!r}, which no file can have (a NUL character)") \
+            from None
     if os.path.getsize(path) == 0 and not path.lower().endswith(".npy"):
         raise TensorFileError(f"Got file {path!r}, which is empty")
     if path.lower().endswith(".json"):
@@ -595,7 +627,7 @@ def _open_path(path: str) -> Source:
     return _collect(path, [path], kind, refs, skipped)
 
 
-def open_source(path: str | os.PathLike[str]) -> Source:
+def open_source(path: str | bytes | os.PathLike[str]) -> Source:
     """The tensors a path names: a file, a directory of shards, an index, or ``PATH:KEY``.
 
     Raises
@@ -619,9 +651,9 @@ def open_source(path: str | os.PathLike[str]) -> Source:
     >>> src.tensors[0].read(1, 4).tolist()
     [1.0, 2.0, 3.0]
     """
-    path = os.fspath(path)
+    path = fs_path(path)
     release_maps()
-    if os.path.exists(path) or ":" not in path:
+    if _exists(path) or ":" not in path:
         return _open_path(path)
     # PATH:KEY, the key after the last colon whose prefix exists
     cut = len(path)
@@ -630,7 +662,7 @@ def open_source(path: str | os.PathLike[str]) -> Source:
         if cut <= 0:
             raise FileNotFoundError(2, "No such file or directory", path)
         base, key = path[:cut], path[cut + 1:]
-        if os.path.exists(base):
+        if _exists(base):
             break
     src = _open_path(base)
     if key not in src.names:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.checkpoint.run import Progress, execute
+from numerics.checkpoint.run import Progress, check_run_options, execute
 from numerics.checkpoint.sources import Source, TensorFileError, TensorRef, open_source
 from numerics.fingerprint import (
     ALGORITHM,
@@ -29,6 +29,7 @@ from numerics.stats import (
     finish_stats,
     stats_chunk,
 )
+from numerics.tensors import fs_path
 
 __all__ = [
     "CHUNK",
@@ -81,10 +82,11 @@ class CheckpointHash:
 
 
 def _values(ref: TensorRef, x: np.ndarray) -> tuple[np.ndarray, Format | None]:
-    """A chunk as the stats kernel takes it: float32/float64 values, or narrow codes."""
+    """A chunk as :func:`numerics.stats.stats_chunk` takes it: float32/float64 values,
+    integers, or narrow codes."""
     fmt = ref.format
     if fmt is None:
-        return x.astype(np.float64), None
+        return x, None  # integers and bools: stats_chunk reads them exactly
     if x.dtype in (np.float32, np.float64):
         return x, None
     if fmt.bits <= 16:
@@ -108,10 +110,18 @@ def _stats_item(item: tuple[TensorRef, int, int, tuple[Format, ...]], mmap: bool
     return part
 
 
-def _source(src: Source | str | os.PathLike[str], raw_format: Format | str | None) -> Source:
-    s = src if isinstance(src, Source) else open_source(src)
+def _source(src: Source | str | bytes | os.PathLike[str],
+            raw_format: Format | str | None) -> Source:
+    s = src if isinstance(src, Source) else open_source(fs_path(src, "src"))
     if raw_format is not None:
-        s = s.with_raw_format(as_format(raw_format))
+        fmt = as_format(raw_format)
+        if not any(t.is_raw for t in s.tensors):
+            t = s.tensors[0]
+            raise ValueError(
+                f"Got raw_format={raw_format!r}, but no tensor of {s.path!r} is raw bytes "
+                f"({t.name!r} is {t.dtype_name}); raw_format only reads raw bytes (numpy "
+                "'<V2') as a format")
+        s = s.with_raw_format(fmt)
     raw = [t for t in s.tensors if t.is_raw]
     if raw:
         raise TensorFileError(
@@ -121,7 +131,7 @@ def _source(src: Source | str | os.PathLike[str], raw_format: Format | str | Non
 
 
 def stats_source(
-    src: Source | str | os.PathLike[str],
+    src: Source | str | bytes | os.PathLike[str],
     *,
     formats: tuple[Format | str, ...] = CANDIDATE_FORMATS,
     raw_format: Format | str | None = None,
@@ -138,7 +148,8 @@ def stats_source(
     formats : tuple of Format or str
         The candidate formats.
     raw_format : Format or str, optional
-        Read raw tensors (numpy's void dtype) as codes of this format.
+        Read raw tensors (numpy's void dtype) as codes of this format; a
+        ValueError where the source holds no raw tensor.
     chunk, threads, client, progress
         As for :func:`numerics.checkpoint.diff_sources`.
 
@@ -157,8 +168,8 @@ def stats_source(
     if isinstance(formats, (str, Format)):
         formats = (formats,)
     fmts = tuple(as_format(f) for f in formats)
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
+    _check_chunk(chunk)
+    check_run_options(threads=threads, client=client, progress=progress)
     s = _source(src, raw_format)
     parts = {t.name: StatsPartial.empty(len(fmts)) for t in s.tensors}
     items = [(t, start, min(start + chunk, t.size), fmts) for t in s.tensors
@@ -208,8 +219,6 @@ def _fingerprints(tensors: tuple[TensorRef, ...], canonicalize: bool, chunk: int
                   threads: int | None, client: Any,
                   progress: Progress | None) -> dict[str, Fingerprint]:
     """Each tensor's fingerprint; every run of whole blocks of every tensor is one task."""
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
     items: list[_HashItem] = []
     for t in tensors:
         per_block = BLOCK_BYTES // _hashed(t)[1].itemsize
@@ -234,13 +243,26 @@ def _fingerprints(tensors: tuple[TensorRef, ...], canonicalize: bool, chunk: int
     return out
 
 
+def _check_chunk(chunk: object) -> None:
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
+
+
+def _check_hash_options(canonicalize: object, chunk: object, threads: object, client: object,
+                        progress: object) -> None:
+    if not isinstance(canonicalize, (bool, np.bool_)):
+        raise TypeError(f"Got canonicalize={canonicalize!r}, but it must be a bool")
+    _check_chunk(chunk)
+    check_run_options(threads=threads, client=client, progress=progress)
+
+
 def tensor_fingerprint(ref: TensorRef, *, canonicalize: bool = False, chunk: int = CHUNK,
-                       threads: int | None = None,
+                       threads: int | None = None, client: Any = None,
                        progress: Progress | None = None) -> Fingerprint:
     """The :func:`numerics.fingerprint.fingerprint` of one tensor, streamed from its file.
 
-    Runs of whole blocks are hashed on ``threads`` threads; ``progress`` is
-    called with the bytes of each run.
+    Runs of whole blocks are hashed on ``threads`` threads (or as tasks on a Dask
+    ``client``); ``progress`` is called with the bytes of each run.
 
     Examples
     --------
@@ -253,11 +275,15 @@ def tensor_fingerprint(ref: TensorRef, *, canonicalize: bool = False, chunk: int
     >>> tensor_fingerprint(ref, chunk=1).digest == fingerprint(x).digest
     True
     """
-    return _fingerprints((ref,), canonicalize, chunk, threads, None, progress)[ref.name]
+    if not isinstance(ref, TensorRef):
+        raise TypeError(f"Got ref={ref!r}, but it must be a TensorRef (a tensor of "
+                        "open_source(path).tensors)")
+    _check_hash_options(canonicalize, chunk, threads, client, progress)
+    return _fingerprints((ref,), canonicalize, chunk, threads, client, progress)[ref.name]
 
 
 def hash_source(
-    src: Source | str | os.PathLike[str],
+    src: Source | str | bytes | os.PathLike[str],
     *,
     canonicalize: bool = False,
     raw_format: Format | str | None = None,
@@ -273,6 +299,22 @@ def hash_source(
     :class:`CheckpointHash`), so neither ``chunk`` nor ``threads`` nor a
     Dask ``client`` changes a digest.
 
+    Parameters
+    ----------
+    src : Source or path
+    canonicalize : bool
+        Make ``-0`` into ``+0`` and every NaN the canonical NaN first.
+    raw_format : Format or str, optional
+        Read raw tensors (numpy's void dtype) as codes of this format; a
+        ValueError where the source holds no raw tensor.
+    chunk, threads, client, progress
+        As for :func:`numerics.checkpoint.diff_sources`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an invalid argument (the message names it).
+
     Examples
     --------
     >>> import tempfile, os
@@ -287,6 +329,7 @@ def hash_source(
     ...     hash_source(os.path.join(d, "two")).digest
     True
     """
+    _check_hash_options(canonicalize, chunk, threads, client, progress)
     s = _source(src, raw_format)
     prints = _fingerprints(s.tensors, canonicalize, chunk, threads, client, progress)
     h = hashlib.sha256(_MAGIC)
