@@ -9,6 +9,7 @@ comparison.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -114,11 +115,14 @@ def test_bytes_paths_are_paths(pair: tuple[Path, Path]) -> None:
 
 
 # ---------------------------------------------------------------- 3: exact tolerances
-def _exact(d: int, a: int, atol: float, rtol: float) -> bool:
-    return Fraction(d) <= Fraction(atol) + Fraction(rtol) * abs(a)
+def _reference(d: int, a: int, atol: float, rtol: float) -> bool:
+    """The float tensors' rule on exact integers: the bound in float64 (Python floats are
+    binary64: |a| rounded, then the product and the sum), the integer d not rounded."""
+    bound = atol + rtol * float(abs(a))
+    return bound == math.inf or Fraction(d) <= Fraction(bound)
 
 
-def test_within_tolerance_is_exact() -> None:
+def test_within_tolerance_compares_the_integer_with_the_float_bound() -> None:
     rng = np.random.default_rng(11)
     big = [2**53, 2**53 + 1, 2**60 + 1, 2**62 + 3, 2**63 - 1]
     a_vals = np.concatenate([rng.integers(-2**63, 2**63 - 1, 300, dtype=np.int64),
@@ -130,18 +134,33 @@ def test_within_tolerance_is_exact() -> None:
     d_vals[:20] = np.array([2**53 + 1, 2**53, 2**64 - 1, 0, 1] * 4, np.uint64)
     for atol, rtol in [(float(2**53), 0.0), (0.0, 0.5), (1.0, 0.5), (0.0, 1.0), (2.5, 1e-3),
                        (1e300, 0.0), (0.0, 1e300), (5e-324, 5e-324), (0.0, 0.1),
-                       (float(2**63), 1.0)]:
+                       (float(2**63), 1.0), (0.0, 0.3), (0.0, 0.7)]:
         got = within_tolerance(d_vals, a_vals, atol, rtol)
-        want = [_exact(d, a, atol, rtol) for d, a in zip(d_vals.tolist(), a_vals.tolist())]
+        want = [_reference(d, a, atol, rtol) for d, a in zip(d_vals.tolist(), a_vals.tolist())]
         assert got.tolist() == want, (atol, rtol)
-    # on the boundary, both ways: |a - b| == atol + rtol * |a| passes, one more fails
-    a = np.array([2**60 + 2, 2**60 + 1, 2**61, 6], np.int64)
-    d = np.array([2**59 + 1, 2**59 + 1, 2**60, 3], np.uint64)
-    assert within_tolerance(d, a, 0.0, 0.5).tolist() == [True, False, True, True]
-    assert within_tolerance(d + np.uint64(1), a, 0.0, 0.5).tolist() == [False] * 4
-    a_u = np.array([2**64 - 1, 2**64 - 1], np.uint64)  # 0.5 * |a| = 2**63 - 0.5
-    assert within_tolerance(np.array([2**63 - 1, 2**63], np.uint64), a_u, 0.0, 0.5).tolist() \
-        == [True, False]
+    a_u = np.array([2**64 - 1, 5], np.uint64)  # uint64 a: |a| = 2**64 as a float64
+    got = within_tolerance(np.array([2**63, 3], np.uint64), a_u, 0.0, 0.5)
+    assert got.tolist() == [_reference(2**63, 2**64 - 1, 0.0, 0.5), False]
+
+
+def test_integer_tolerances_give_the_float_verdicts() -> None:
+    # review: read exactly, rtol=0.3 (0.2999...) failed 3 <= 0.3 * 10, where float tensors
+    # of the same values pass; and 2**53 + 1 against atol 2**53 must still fail
+    a = np.array([10, 10, 10, 0], np.int64)
+    b = np.array([13, 17, 10, 2**53 + 1], np.int64)
+    d = np.abs(b - a).astype(np.uint64)
+    for rtol in (0.3, 0.7, 0.1, 1.0):
+        with np.errstate(invalid="ignore"):
+            floats = np.abs(b[:3] - a[:3]).astype(float) <= rtol * np.abs(a[:3]).astype(float)
+        assert within_tolerance(d[:3], a[:3], 0.0, rtol).tolist() == floats.tolist(), rtol
+    assert within_tolerance(d[3:], a[3:], float(2**53), 0.0).tolist() == [False]
+
+
+@pytest.mark.parametrize(("atol", "rtol"), [(-1.0, 0.0), (math.nan, 0.0), (0.0, -0.5),
+                                            (0.0, math.nan), ("1", 0.0), (True, 0.0)])
+def test_within_tolerance_names_a_bad_tolerance(atol: object, rtol: object) -> None:
+    with pytest.raises(ValueError, match="atol=" if atol != 0.0 else "rtol="):
+        within_tolerance(np.zeros(1, np.uint64), np.zeros(1, np.int64), atol, rtol)  # type: ignore[arg-type]
 
 
 def test_int_diff_through_the_checkpoint_path_is_exact(tmp_path: Path) -> None:

@@ -104,13 +104,14 @@ def test_integer_atol_is_checked_exactly(tmp_path: Path,
     assert code == 0 and "OK" in out
     code, out, _ = call(capsys, "diff", b, a, "--rtol", "0.5", "--atol", str(2**53), "--json")
     assert code == 1 and json.loads(out)["failures"] == 1  # |a| = 0: rtol adds nothing
-    # |a - b| <= 0.5 * |a| exactly: 2**59 + 1 against 2**59 + 1 (pass) and 2**59 + 0.5 (fail);
-    # in float64 both sides round to 2**59 and both would pass
+    # the bound is float tensors' (|a| as a float64, 2**60 for both, so 0.5 * |a| = 2**59)
+    # and |a - b| = 2**59 + 1 is not rounded: both fail (with d in float64, 2**59, both
+    # would pass)
     np.save(tmp_path / "ra.npy", np.array([2**60 + 2, 2**60 + 1], np.int64))
     np.save(tmp_path / "rb.npy", np.array([2**59 + 1, 2**59], np.int64))
     code, out, _ = call(capsys, "diff", str(tmp_path / "ra.npy"), str(tmp_path / "rb.npy"),
                         "--rtol", "0.5", "--json")
-    assert code == 1 and json.loads(out)["failures"] == 1
+    assert code == 1 and json.loads(out)["failures"] == 2
 
 
 # ---------------------------------------------------------------- 4: --key and shapes

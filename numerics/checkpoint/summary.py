@@ -116,11 +116,11 @@ def _source(src: Source | str | bytes | os.PathLike[str],
     if raw_format is not None:
         fmt = as_format(raw_format)
         if not any(t.is_raw for t in s.tensors):
-            t = s.tensors[0]
+            first = (f" ({s.tensors[0].name!r} is {s.tensors[0].dtype_name})"
+                     if s.tensors else "")
             raise ValueError(
-                f"Got raw_format={raw_format!r}, but no tensor of {s.path!r} is raw bytes "
-                f"({t.name!r} is {t.dtype_name}); raw_format only reads raw bytes (numpy "
-                "'<V2') as a format")
+                f"Got raw_format={raw_format!r}, but no tensor of {s.path!r} is raw bytes"
+                f"{first}; raw_format only reads raw bytes (numpy '<V2') as a format")
         s = s.with_raw_format(fmt)
     raw = [t for t in s.tensors if t.is_raw]
     if raw:
