@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 
 from numerics.checkpoint.run import Progress, check_run_options, execute
-from numerics.checkpoint.sources import Source, TensorFileError, TensorRef, open_source
+from numerics.checkpoint.sources import (
+    Source,
+    TensorFileError,
+    TensorRef,
+    check_ref,
+    open_source,
+)
 from numerics.compare import (
     ComparePartial,
     DiffReport,
@@ -314,9 +320,7 @@ def _check_common(rounding: str, overflow: str, max_ulp: object, atol: object, r
     if overflow not in OVERFLOWS:
         raise ValueError(f"Got {overflow=!r}, but the only valid values are {', '.join(OVERFLOWS)}")
     check_tolerances(max_ulp, atol, rtol)
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
-    check_run_options(threads=threads, client=client, progress=progress)
+    check_run_options(threads=threads, client=client, progress=progress, chunk=chunk)
 
 
 class _Codes:
@@ -360,10 +364,8 @@ def compare_refs(
     ValueError
         If the shapes differ, or an option is invalid.
     """
-    for name, ref in (("a", a), ("b", b)):
-        if not isinstance(ref, TensorRef):
-            raise TypeError(f"Got {name}={ref!r}, but it must be a TensorRef (a tensor of "
-                            "open_source(path).tensors)")
+    check_ref(a, "a")
+    check_ref(b, "b")
     fmt = as_format(fmt)
     _check_common(rounding, overflow, max_ulp, atol, rtol, chunk, threads, client, progress)
     if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:

@@ -37,7 +37,7 @@ def _check_client(client: Any) -> None:
 
 
 def check_run_options(*, threads: object = None, client: object = None,
-                      progress: object = None) -> None:
+                      progress: object = None, chunk: object = None) -> None:
     """Validate the options every streamed operation takes (before any file is read).
 
     Raises
@@ -46,8 +46,12 @@ def check_run_options(*, threads: object = None, client: object = None,
         ``threads`` not an int (a bool is not one), ``progress`` not callable,
         ``client`` not a ``dask.distributed.Client``.
     ValueError
-        ``threads`` below 1; a client without dask.distributed installed.
+        ``threads`` below 1; ``chunk`` (elements per chunk, where given) not a positive
+        int; a client without dask.distributed installed.
     """
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)
+                              or chunk < 1):
+        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
     if threads is not None:
         import numpy as np
 

@@ -55,6 +55,7 @@ __all__ = [
     "Source",
     "TensorFileError",
     "TensorRef",
+    "check_ref",
     "open_source",
 ]
 
@@ -625,6 +626,13 @@ def _open_path(path: str) -> Source:
     kind = {".safetensors": "safetensors", ".npz": "npz", ".npy": "npy"}.get(
         os.path.splitext(path.lower())[1], "torch")
     return _collect(path, [path], kind, refs, skipped)
+
+
+def check_ref(ref: object, name: str) -> None:
+    """TypeError naming ``name`` unless ``ref`` is a :class:`TensorRef`."""
+    if not isinstance(ref, TensorRef):
+        raise TypeError(f"Got {name}={ref!r}, but it must be a TensorRef (a tensor of "
+                        "open_source(path).tensors)")
 
 
 def open_source(path: str | bytes | os.PathLike[str]) -> Source:

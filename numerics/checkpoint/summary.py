@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 
 from numerics.checkpoint.run import Progress, check_run_options, execute
-from numerics.checkpoint.sources import Source, TensorFileError, TensorRef, open_source
+from numerics.checkpoint.sources import (
+    Source,
+    TensorFileError,
+    TensorRef,
+    check_ref,
+    open_source,
+)
 from numerics.fingerprint import (
     ALGORITHM,
     BLOCK_BYTES,
@@ -168,8 +174,7 @@ def stats_source(
     if isinstance(formats, (str, Format)):
         formats = (formats,)
     fmts = tuple(as_format(f) for f in formats)
-    _check_chunk(chunk)
-    check_run_options(threads=threads, client=client, progress=progress)
+    check_run_options(threads=threads, client=client, progress=progress, chunk=chunk)
     s = _source(src, raw_format)
     parts = {t.name: StatsPartial.empty(len(fmts)) for t in s.tensors}
     items = [(t, start, min(start + chunk, t.size), fmts) for t in s.tensors
@@ -243,17 +248,11 @@ def _fingerprints(tensors: tuple[TensorRef, ...], canonicalize: bool, chunk: int
     return out
 
 
-def _check_chunk(chunk: object) -> None:
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
-
-
 def _check_hash_options(canonicalize: object, chunk: object, threads: object, client: object,
                         progress: object) -> None:
     if not isinstance(canonicalize, (bool, np.bool_)):
         raise TypeError(f"Got canonicalize={canonicalize!r}, but it must be a bool")
-    _check_chunk(chunk)
-    check_run_options(threads=threads, client=client, progress=progress)
+    check_run_options(threads=threads, client=client, progress=progress, chunk=chunk)
 
 
 def tensor_fingerprint(ref: TensorRef, *, canonicalize: bool = False, chunk: int = CHUNK,
@@ -275,9 +274,7 @@ def tensor_fingerprint(ref: TensorRef, *, canonicalize: bool = False, chunk: int
     >>> tensor_fingerprint(ref, chunk=1).digest == fingerprint(x).digest
     True
     """
-    if not isinstance(ref, TensorRef):
-        raise TypeError(f"Got ref={ref!r}, but it must be a TensorRef (a tensor of "
-                        "open_source(path).tensors)")
+    check_ref(ref, "ref")
     _check_hash_options(canonicalize, chunk, threads, client, progress)
     return _fingerprints((ref,), canonicalize, chunk, threads, client, progress)[ref.name]
 
