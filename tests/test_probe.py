@@ -377,3 +377,20 @@ def test_probe_matmul_refuses_a_transposed_output() -> None:
     must agree too."""
     with pytest.raises(probe.ProbeError, match="outputs differ"):
         probe.matmul(lambda A, B: (A @ B).T, input_format="binary32", k=16, batch=8)
+
+
+def test_describe_tree_of_a_long_sequential_sum() -> None:
+    # review: comparing nested tuples recursed once per level, RecursionError from n = 1000
+    from numerics.probe.order import describe_tree, sequential_tree
+
+    assert describe_tree(sequential_tree(5000)) == "sequential (left to right)"
+    r = probe.probe_sum(lambda x: np.cumsum(x)[-1], 1200)
+    assert r.shape == "sequential (left to right)"
+
+
+def test_probe_matmul_of_numpy_at_small_batches() -> None:
+    # review: the final check passed B in Fortran order (a transposed view's astype), for
+    # which OpenBLAS orders its sums differently: "no model fits" at batch 16
+    for k, batch in ((32, 16), (64, 16)):
+        r = probe.matmul(np.matmul, input_format="binary32", k=k, batch=batch)
+        assert probe.verify(np.matmul, r, trials=2, batch=batch).fraction == 1.0

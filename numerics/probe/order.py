@@ -185,6 +185,17 @@ def sequential_tree(n: int, start: int = 0) -> Tree:
     return node
 
 
+def _is_sequential(tree: Tree, n: int) -> bool:
+    """``tree == sequential_tree(n)``, walked in a loop: the tuple comparison recurses once
+    per level, past Python's recursion limit from about 1000 leaves."""
+    node = tree
+    for i in range(n - 1, 0, -1):
+        if not (isinstance(node, tuple) and len(node) == 2 and node[1] == i):
+            return False
+        node = node[0]
+    return node == 0
+
+
 def pairwise_tree(n: int, block: int = 1) -> Tree:
     """The tree of ``accum.sum(algorithm="pairwise", block_size=block)``."""
     nodes: list[Tree] = [sequential_tree(min(block, n - b0), b0) for b0 in range(0, n, block)]
@@ -252,7 +263,7 @@ def describe_tree(tree: Tree) -> str:
     "numpy's pairwise: first term, then blocks of <= 128 with 8 partial sums"
     """
     n = len(leaves(tree))
-    if n == 1 or tree == sequential_tree(n):
+    if n == 1 or _is_sequential(tree, n):
         return "sequential (left to right)"
     if tree == numpy_pairwise_tree(n):
         return "numpy's pairwise: first term, then blocks of <= 128 with 8 partial sums"

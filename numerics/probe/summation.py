@@ -95,11 +95,15 @@ def summation_order(f: Callable[[np.ndarray], Any], n: int, *,
     them; accum.sum would add them left to right instead).  About ``n - 1`` calls
     for a sequential sum, ``(n/2) log2 n`` for a pairwise one.
 
+    The pair tests see only the order: a compensated sum (Kahan) usually passes them
+    as the sequential tree of its main additions, and exact summation fits no tree.
+    :func:`probe_sum` tells these apart from plain trees by the values.
+
     Raises
     ------
     ProbeError
-        ``f`` misbehaves, or the outputs fit no tree (compensated or exact
-        summation: :func:`probe_sum` says which).
+        ``f`` misbehaves, or the outputs fit no tree (exact summation, for one:
+        :func:`probe_sum` says which).
 
     Examples
     --------
