@@ -131,8 +131,8 @@ def decimal_text(value: Fraction | float) -> str:
     v = Fraction(value)
     try:
         return exact_decimal(v)
-    except ValueError:
-        return f"{v.numerator}/{v.denominator}"
+    except ValueError:  # not a terminating decimal (int_to_text: no 4300-digit limit)
+        return f"{int_to_text(v.numerator)}/{int_to_text(v.denominator)}"
 
 
 def _kind(code: int, fmt: Format) -> Kind:
@@ -243,11 +243,16 @@ def _unbounded_beyond_max(x: Fraction, fmt: Format, rounding: str, uniform: floa
     """Whether ``|x|`` rounds above ``max`` when the exponent range is unbounded above."""
     if abs(x) <= fmt.max_exact:
         return False
-    if fmt.has_infinity or fmt.has_nan:
+    # one more exponent bit, same bias: every value of fmt and the binades above its max
+    # (asking fmt itself under overflow="ieee" misses the directed roundings that
+    # overflow to max, such as rtz: 1e5 in binary16 rounds to 98304 > max)
+    try:
+        wide = dataclasses.replace(fmt, name=f"{fmt.name}+",
+                                   exponent_bits=fmt.exponent_bits + 1,
+                                   infinity=Infinity.IEEE, nan=NaNEncoding.IEEE)
+    except ValueError:  # pragma: no cover - every registered format widens
         code = encode_exact(x, fmt, rounding=rounding, overflow="ieee", uniform=uniform)
         return not _is_finite(decode_exact(code, fmt))
-    wide = dataclasses.replace(fmt, name=f"{fmt.name}+", exponent_bits=fmt.exponent_bits + 1,
-                               infinity=Infinity.IEEE, nan=NaNEncoding.IEEE)
     v = decode_exact(encode_exact(x, wide, rounding=rounding, uniform=uniform), wide)
     return not _is_finite(v) or abs(Fraction(v)) > fmt.max_exact
 

@@ -247,8 +247,8 @@ def parse_code(text: str, fmt: Format | str) -> int:
             raise ValueError
         if s.startswith(("0x", "0b")):
             code = int(s, 0)
-        elif s.isdigit() and len(s) <= 20:  # a code has at most 64 bits: 20 digits
-            code = int(s)
+        elif s.isdigit() and len(s.lstrip("0")) <= 20:  # a code has at most 64 bits
+            code = int(s.lstrip("0") or "0")
         elif s.isdigit():
             code = fmt.num_codes  # too wide for any format: reported below
         else:

@@ -133,3 +133,35 @@ def test_parse_code_takes_ascii_digits_only() -> None:
     """int() reads other scripts' digits; a code is ASCII, as parse_value's numbers are."""
     with pytest.raises(ValueError, match="not a code"):
         parse_code("\u0663", "e4m3fn")  # ARABIC-INDIC DIGIT THREE
+
+
+def test_decimal_codes_may_carry_leading_zeros() -> None:
+    # review: more than 20 characters was "too wide" before the zeros were stripped
+    assert parse_code("0" * 20 + "1", get_format("binary32")) == 1
+    assert parse_code("0" * 100, get_format("binary32")) == 0
+    with pytest.raises(ValueError, match="codes have 32 bits"):
+        parse_code("1" + "0" * 20, get_format("binary32"))
+
+
+def test_saturation_is_seen_under_the_directed_roundings() -> None:
+    # review: asking the format itself under overflow="ieee" missed the roundings that
+    # overflow to max (rtz: 1e5 rounds to 98304 in binary16 with an unbounded exponent),
+    # so 65504 was reported "rounded", not saturated, in formats with inf or NaN
+    from numerics.inspection import inspect_value
+
+    for fmt in ("binary16", "e4m3fn", "e5m2", "e4m3fnuz", "e2m1fn", "binary8p3"):
+        for rounding, x in (("rtz", "1e5"), ("rd", "1e5"), ("ru", "-1e5"), ("rto", "1e5")):
+            e = inspect_value(x, fmt, rounding=rounding)
+            assert abs(e.value) == get_format(fmt).max and e.saturated and not e.overflow, \
+                (fmt, rounding)
+    # 65520 rounds toward zero to max itself: no saturation
+    assert not inspect_value("65520", "binary16", rounding="rtz").saturated
+    assert inspect_value("1e5", "binary16").overflow  # rne: overflow to inf, as before
+
+
+def test_fractions_beyond_4300_digits_are_shown() -> None:
+    # review: the fraction text went through str(int), which stops at 4300 digits
+    from numerics.inspection import decimal_text
+
+    text = decimal_text(Fraction(1, 3 * 10**4300))
+    assert text == "1/3" + "0" * 4300
