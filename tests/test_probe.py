@@ -394,3 +394,14 @@ def test_probe_matmul_of_numpy_at_small_batches() -> None:
     for k, batch in ((32, 16), (64, 16)):
         r = probe.matmul(np.matmul, input_format="binary32", k=k, batch=batch)
         assert probe.verify(np.matmul, r, trials=2, batch=batch).fraction == 1.0
+
+
+def test_verify_checks_the_probed_batch_and_names_a_bad_one() -> None:
+    # review: a one-class ProbeResult was verified at batch 64 whatever batch it was probed
+    # at (torch's fp16 mm changes its kernel between 16 and 32); batch=0, True or 2.5 ran
+    r = probe.matmul(np.matmul, input_format="binary32", k=16, batch=8)
+    assert probe.verify(np.matmul, r, trials=2).outputs == 2 * 8 * 8
+    assert probe.verify(np.matmul, r.model, trials=1).outputs == 64 * 64
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ValueError, match="Got batch="):
+            probe.verify(np.matmul, r.model, trials=1, batch=bad)  # type: ignore[arg-type]

@@ -34,14 +34,16 @@ class VerifyResult:
 
 
 def verify(f_or_mm: Callable[..., Any], model: ProbeResult | MatmulModel | SumResult, *,
-           trials: int = 4, seed: int = 12345, batch: int = 64) -> VerifyResult:
+           trials: int = 4, seed: int = 12345, batch: int | None = None) -> VerifyResult:
     """Compare ``f_or_mm`` with ``model`` on random inputs over many binades.
 
     Matrix multiplies (``model`` a :class:`ProbeResult` or :class:`MatmulModel`):
     ``trials`` calls with ``A`` (batch, k) and ``B`` (k, batch) of random values of
     the input format (exponents over a dozen binades or more, random signs, a
     quarter of the products cancelling another exactly or nearly), so
-    ``trials * batch**2`` outputs.  Sums (``model`` a :class:`SumResult`): ``trials``
+    ``trials * batch**2`` outputs; ``batch`` defaults to the probed batch of a
+    :class:`ProbeResult` (a kernel may order its sums by size) and to 64 for a
+    :class:`MatmulModel`.  Sums (``model`` a :class:`SumResult`): ``trials``
     calls with random vectors of the same kind.
 
     Examples
@@ -55,18 +57,22 @@ def verify(f_or_mm: Callable[..., Any], model: ProbeResult | MatmulModel | SumRe
     """
     if not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 1:
         raise ValueError(f"Got {trials=}, but it must be a positive int")
+    if batch is not None and (not isinstance(batch, (int, np.integer))
+                              or isinstance(batch, bool) or batch < 1):
+        raise ValueError(f"Got {batch=}, but it must be a positive int or None")
     rng = np.random.default_rng(seed)
     if isinstance(model, SumResult):
         return _verify_sum(f_or_mm, model, int(trials), rng)
     if isinstance(model, ProbeResult):
-        if len(model.classes) > 1:
+        if len(model.classes) > 1 or batch is None:
             batch = model.batch
         return _verify_matmul(f_or_mm, model.model, model.predict, int(trials), int(batch),
                               rng)
     if not isinstance(model, MatmulModel):
         raise TypeError(f"Got model of type {type(model).__name__}, but verify takes a "
                         "ProbeResult, MatmulModel or SumResult")
-    return _verify_matmul(f_or_mm, model, model.matmul, int(trials), int(batch), rng)
+    return _verify_matmul(f_or_mm, model, model.matmul, int(trials),
+                          64 if batch is None else int(batch), rng)
 
 
 def _verify_matmul(mm: Callable[..., Any], model: MatmulModel,
