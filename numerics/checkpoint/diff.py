@@ -246,15 +246,15 @@ def _int_partial(xa: np.ndarray, xb: np.ndarray, plan: _Plan) -> ComparePartial:
     if plan.max_ulp is not None:
         ok |= d <= np.uint64(min(plan.max_ulp, 2**64 - 1))
     if plan.atol is not None or plan.rtol is not None:
-        ok |= within_tolerance(d, a, plan.atol or 0.0, plan.rtol or 0.0)
+        ok |= within_tolerance(d, af, plan.atol or 0.0, plan.rtol or 0.0)  # |a| is af
     part.counts[3] = int(np.count_nonzero(~ok))
     return part
 
 
 def within_tolerance(d: np.ndarray, a: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     """``d <= atol + rtol * |a|`` for integers ``d`` (uint64: ``|a - b|``) and ``a`` (int64
-    or uint64), elementwise: the bound is evaluated in float64 exactly as for float
-    tensors (``|a|`` as a float64, then the product and the sum rounded), and compared
+    or uint64, or its float64 values), elementwise: the bound is evaluated in float64 as for
+    float tensors (``|a|`` as a float64, then the product and the sum rounded), and compared
     with the integer ``d`` exactly.  Integer and float tensors holding the same values
     get the same verdicts, and no ``d`` is rounded on the way to one: ``2**53 + 1 <= 2**53``
     is False here, True in float64.
@@ -274,7 +274,7 @@ def within_tolerance(d: np.ndarray, a: np.ndarray, atol: float, rtol: float) -> 
     if not isinstance(d, np.ndarray) or d.dtype != np.uint64:
         raise TypeError(f"Got d of type {type(d).__name__}, but it must be a uint64 array")
     with np.errstate(over="ignore"):  # beyond float64: inf, and every d passes
-        bound = float(atol) + float(rtol) * np.abs(np.asarray(a).astype(np.float64))
+        bound = float(atol) + float(rtol) * np.abs(np.asarray(a, dtype=np.float64))
     every = bound >= 2.0**64
     # a float64 below 2**64 floors to an integer uint64 holds exactly
     return every | (d <= np.floor(np.where(every, 0.0, bound)).astype(np.uint64))
