@@ -318,19 +318,39 @@ def test_C5_divisibility_every_format(fmt: Format, n: int) -> None:
     assert representable_by_search(n, fmt) == claimed_representable(n, fmt)
 
 
+#: User formats whose smallest normal exponent is positive (emin = 6 and 3): C5.3
+#: needs e >= emin there (5 and 48 lie below 2**emin = 64 and round to 0 and 64).
+HIGH_EMIN = [Format(name="emin6", exponent_bits=3, trailing_bits=1, bias=-5),
+             Format(name="emin3", exponent_bits=4, trailing_bits=3, bias=-2)]
+
+
 @settings(max_examples=500, deadline=None)
-@given(fmt=st.sampled_from(ALL_FORMATS), data=st.data())
+@given(fmt=st.sampled_from(ALL_FORMATS + HIGH_EMIN), data=st.data())
 def test_C5_rounding_error_bound(fmt: Format, data: st.DataObject) -> None:
-    """C5.3: for p <= e = floor(log2 n) and n <= max, |fl(n) - n| <= 2**(e - p)."""
+    """C5.3: for max(p, emin) <= e = floor(log2 n) and n <= max, the library's rounding
+    is RNE to p bits and |fl(n) - n| <= 2**(e - p)."""
+    from numerics import round_to
+
     p = fmt.precision
     top = min(int(fmt.max_exact), 2**80)
-    assume(top >= 2**p)
-    n = data.draw(ints_near_powers(2**p, top))
+    low = 2 ** max(p, fmt.emin)
+    assume(top >= low)
+    n = data.draw(ints_near_powers(low, top))
     e = n.bit_length() - 1
     r = rne_int(n, p)
+    assert Fraction(float(round_to(n, fmt))) == r, (fmt.name, n)
     assert abs(r - n) <= 2 ** (e - p)
     assert r <= fmt.max_exact or n == r  # n <= max rounds inside the finite range
     assert representable_by_search(r, fmt)
+
+
+def test_C5_rounding_below_emin_is_outside_the_claim() -> None:
+    """C5.3's hypothesis e >= emin is needed: below 2**emin the quantum is larger."""
+    from numerics import round_to
+
+    fmt = HIGH_EMIN[0]  # p = 2, emin = 6: 5 and 48 have e >= p but e < emin
+    assert float(round_to(5, fmt)) == 0.0 and float(round_to(48, fmt)) == 64.0
+    assert abs(64 - 48) > 2 ** (5 - fmt.precision)
 
 
 @pytest.mark.parametrize("fmt", ALL_FORMATS, ids=lambda f: f.name)
@@ -367,6 +387,23 @@ def test_F1_the_binade_fixes_the_exponent(name: str) -> None:
         off = x + Fraction(2) ** (e - t - 1)
         assert not any(fmt.magnitude_value(c) == off for c in (code, code + 1)
                        if c <= fmt.max_finite_code)
+
+
+@pytest.mark.parametrize("name", ["binary16", "bfloat16", "e4m3fn", "e5m2", "e2m1fn"])
+def test_F2_consecutive_values_are_a_quantum_apart(name: str) -> None:
+    """F2: consecutive positive finite values v < w with v normal (binade e) differ by
+    2**(e - t), the step from a binade's last value to the next binade's 2**(e+1)
+    included; the top binade's grid stops at max, below 2**(emax + 1)."""
+    fmt = get_format(name)
+    t = fmt.trailing_bits
+    values = [fmt.magnitude_value(c) for c in range(fmt.max_finite_code + 1)]
+    for v, w in zip(values[1 << t:], values[(1 << t) + 1:]):
+        e = v.numerator.bit_length() - v.denominator.bit_length()
+        e -= Fraction(2) ** e > v
+        assert Fraction(2) ** e <= v < Fraction(2) ** (e + 1)
+        assert fmt.emin <= e <= fmt.emax
+        assert w - v == Fraction(2) ** (e - t), (name, v, w)
+    assert values[-1] == fmt.max_exact < Fraction(2) ** (fmt.emax + 1)
 
 
 @settings(max_examples=200, deadline=None)

@@ -424,8 +424,12 @@ def test_result_dtype_option() -> None:
 
 
 def test_D5_binary32_lanes() -> None:
-    """D5: + - * of e4m3fn values through binary32, every pair of finite codes, against
-    the Fraction reference (the lane loop of ops)."""
+    """D5: + - * of e4m3fn values through binary32, every pair of finite codes (the lane
+    loop of ops).  Every such sum and product is exact in float64, so ``round_to`` of
+    it (encode, pinned to the exact codec elsewhere) is the correct rounding of every
+    pair; the Fraction reference checks every 7th pair as well."""
+    from numerics import round_to
+
     fmt = get_format("e4m3fn")
     codes = np.arange(256, dtype=np.uint8)
     vals = decode_codes(codes, fmt)
@@ -440,9 +444,50 @@ def test_D5_binary32_lanes() -> None:
             h = f(va.astype(np.float32), vb.astype(np.float32))  # RN_24
         if op == "mul":  # D5.2: the products are exact in binary32
             assert np.array_equal(h.astype(np.float64), f(va, vb))
+        want_all = np.asarray(round_to(f(va, vb), fmt))  # exact in float64, rounded once
+        both_nan = np.isnan(want_all) & np.isnan(got)
+        same_value = (want_all == got) & (np.signbit(want_all) == np.signbit(got))
+        bad = np.nonzero(~(same_value | both_nan))[0]
+        assert bad.size == 0, (op, va[bad[:3]], vb[bad[:3]], got[bad[:3]])
         for i in range(0, a.size, 7):
             want, _ = reference(op, (float(va[i]), float(vb[i])), fmt, "rne")
             assert same(want, float(got[i])), (op, float(va[i]), float(vb[i]))
+
+
+@pytest.mark.parametrize("name", ["binary16", "bfloat16"])
+def test_D5_1_sums_near_midpoints(name: str) -> None:
+    """D5.1 where binary32 itself rounds: ``x + y`` and ``x - y`` with ``y`` within a few
+    of its own quanta of half a quantum of ``x`` (a sum just off, or on, a midpoint of
+    the format), and with ``y`` far below that (binary32's rounding of the sum is then
+    inexact), against the Fraction reference."""
+    from numerics import round_to
+
+    fmt = get_format(name)
+    t = fmt.trailing_bits
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    n = 150
+    x = np.asarray(round_to(np.ldexp(rng.uniform(1, 2, n), rng.integers(-12, 14, n)), fmt))
+    e = np.floor(np.log2(x)).astype(np.int64)
+    half = np.ldexp(1.0, e - t - 1)
+    xs, ys = [], []
+    for j in (-3, -1, 0, 1, 3):
+        ys.append(half * (1 + j * 2.0**-t))
+        xs.append(x)
+    for gap in (14, 20, 26):  # far below half a quantum: binary32 rounds the sum
+        ys.append(np.ldexp(rng.uniform(1, 2, n), e - t - gap))
+        xs.append(x)
+    a = np.concatenate(xs)
+    b = np.asarray(round_to(np.concatenate(ys), fmt))
+    inexact = 0
+    for op, f in (("add", np.add), ("sub", np.subtract)):
+        got = getattr(ops, op)(a.astype(np.float32), b.astype(np.float32), fmt,
+                               dtype=np.float32)
+        inexact += int(np.count_nonzero(
+            f(a.astype(np.float32), b.astype(np.float32)).astype(np.float64) != f(a, b)))
+        for i in range(a.size):
+            want, _ = reference(op, (float(a[i]), float(b[i])), fmt, "rne")
+            assert same(want, float(got[i])), (op, float(a[i]), float(b[i]))
+    assert inexact > 0  # the cases reach binary32's own rounding
 
 
 @given(st.integers(0, 2**16 - 1), st.integers(0, 2**16 - 1),

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics.formats import get_format
+from numerics.formats import Format, get_format
 from numerics.quant import mx, nvfp4, quantize
 from numerics.quant.mx import MX_FORMATS
 
@@ -90,6 +90,28 @@ def test_Q3_directed_within_2u_and_one_subnormal_step(case: dict, elem: str,
     y = np.abs(x) / s
     sub = y < fmt.smallest_normal
     assert np.all(err[sub] <= s[sub] * fmt.smallest_subnormal)
+
+
+#: A signed format without subnormals, hence without zero (Q2 and Q3's second case).
+NO_ZERO = Format(name="e3m2_nosub", exponent_bits=3, trailing_bits=2, bias=3,
+                 subnormals=False)
+
+
+@pytest.mark.parametrize("rounding", ["rne", "rna", "rtz", "ru", "rd", "rto"])
+def test_Q2_Q3_format_without_zero(rounding: str) -> None:
+    """Q2, Q3: in a format without zero every |y| < 2**emin becomes sign(y) * 2**emin
+    (+2**emin for y = 0) in every mode: error 2**emin - |y| <= 2**emin, reached at 0."""
+    small = np.array([0.0, -0.0, 2.0**-9, -(2.0**-9), 0.1, -0.1, 0.124, -0.124])
+    x = np.concatenate([small, [NO_ZERO.max, -5.5]])  # amax = the format's max: scale 1
+    q = quantize(x, NO_ZERO, scaling="tensor", scale_format="binary32", rounding=rounding)
+    assert q.scale_per_element()[0] == 1.0
+    d = q.dequantize()
+    tiny = 2.0**NO_ZERO.emin
+    want = np.where(np.signbit(small) & (small != 0), -tiny, tiny)
+    assert np.array_equal(d[:small.size], want)
+    err = _errors(x, q)
+    assert np.all(err[:small.size] <= tiny) and err[0] == tiny
+    assert np.all(err <= q.bound)
 
 
 @settings(max_examples=30, deadline=None)
