@@ -269,8 +269,8 @@ def _encode_objects(x: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
         bits = 64 if sr_bits is None else sr_bits
         uniforms = _draws(sr_seed(rng), flat.size, bits)
     for i, value in enumerate(flat):
-        index: Any = None if x.ndim == 0 else np.unravel_index(i, x.shape)
-        index = index if index is None or len(index) > 1 else index[0]
+        index = None if x.ndim == 0 else ", ".join(
+            str(int(k)) for k in np.unravel_index(i, x.shape))  # "0, 1" for x[0, 1]
         exact = _exact_scalar(value, index)
         uniform = None if uniforms is None else Fraction(int(uniforms[i]), 2**bits)
         try:
@@ -915,6 +915,9 @@ def _check_codes(codes: Any, fmt: Format) -> tuple[np.ndarray, bool]:
         return np.array(ints, dtype=np.uint64).reshape(arr.shape), scalar
     if arr.size == 0 and arr.dtype.kind == "f" and isinstance(codes, (list, tuple)):
         return arr.astype(fmt.code_dtype), scalar  # [] (numpy makes it float64): no codes
+    if arr.dtype.kind == "f" and isinstance(codes, (list, tuple)):
+        # numpy makes [np.uint64(1), 0] float64: take the elements one by one
+        return _check_codes(np.asarray(codes, dtype=object), fmt)[0], scalar
     if arr.dtype.kind not in "iu":
         raise TypeError(f"Got codes with dtype {arr.dtype}; expected integer codes "
                         "(use numpy .view() to reinterpret float bits)")

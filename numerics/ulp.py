@@ -19,7 +19,11 @@ Conventions
   ``next_up(max)`` is ``+inf`` where the format has infinities and ``nan``
   otherwise (there is no larger value); likewise ``next_down(2**-127)`` in
   the unsigned e8m0fnu is ``nan``.  NaN maps to NaN.  ``x`` must be
-  representable (ValueError naming the first offending index otherwise).
+  representable (ValueError naming the first offending index otherwise), with one
+  exception: a longdouble that is not a float64 value lies strictly between two
+  values of every format, and ``next_up`` gives the least value above it,
+  ``next_down`` the greatest below it (``nan`` where there is none, as past ``max``
+  in a format without infinities), in an array, a list or alone.
 * ``ulp_distance(a, b)`` counts the representable values one passes going
   from ``a`` to ``b``; ``+0`` and ``-0`` count as the same point and
   infinities count as one step beyond ``max``.  It is computed from the
@@ -266,12 +270,25 @@ def _ulp(x: object, fmt: Format, name: str) -> Any:
         return _ulp_longdouble(np.asarray(x), fmt, np.ndim(x) == 0 and
                                not isinstance(x, np.ndarray))
     arr = _objects(x, name)
+    if arr is not None and isinstance(x, (list, tuple)) and _inexact_list(arr):
+        arr = as_input(np.asarray(x, dtype=object), name)  # the elements as they are
     if arr is not None and arr.dtype == object:  # each element as the scalar call takes it
         values = _elementwise(arr, lambda v, where: _ulp(v, fmt, where), name)
         return _scalar_or_array(values, arr.ndim == 0)
     arr, scalar = _to_float64(x if arr is None else arr, name)
     out = _run(_c_order(arr), fmt, 0, name)  # inf -> inf, nan -> |nan|
     return _scalar_or_array(out, scalar)
+
+
+def _inexact_list(arr: np.ndarray) -> bool:
+    """Whether numpy's array of a list holds values that are not float64 values, which
+    :func:`ulp` takes exactly one by one: longdoubles, or 64-bit integers beyond
+    ``2**53`` (Python ints, which numpy made int64 or uint64)."""
+    if arr.dtype.kind == "f":
+        return arr.dtype.itemsize > 8
+    if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8 and arr.size:
+        return bool(np.any(arr > 2**53) or arr.dtype.kind == "i" and np.any(arr < -(2**53)))
+    return False
 
 
 def _ulp_longdouble(arr: np.ndarray, fmt: Format, scalar: bool) -> Any:
@@ -338,10 +355,13 @@ def _next(x: object, fmt: Format, direction: int, name: str = "x") -> Any:
         found = _next_float(f, fmt, direction)
         if found is not None:
             return found
-    if isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f" \
-            and x.dtype.itemsize > 8:
-        return _next_longdouble(np.asarray(x), fmt, direction, not isinstance(x, np.ndarray))
+    if isinstance(x, np.floating) and x.dtype.itemsize > 8:
+        return _next_longdouble(np.asarray(x), fmt, direction, True)
     arr = _objects(x, name)
+    if arr is not None and arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+        # longdoubles (an array, a scalar, or a list numpy made an array of them)
+        return _next_longdouble(arr, fmt, direction, arr.ndim == 0 and
+                                not isinstance(x, (np.ndarray, list, tuple)))
     if arr is not None and arr.dtype == object:  # each element as the scalar call takes it
         values = _elementwise(arr, lambda v, where: _next(v, fmt, direction, where), name)
         return _scalar_or_array(values, arr.ndim == 0)
@@ -371,7 +391,9 @@ def next_up(x: object, fmt: Format | str) -> Any:
     Parameters
     ----------
     x : float or array_like
-        Values of ``fmt`` (ValueError naming the first index otherwise).
+        Values of ``fmt`` (ValueError naming the first index otherwise), or
+        longdoubles that are not float64 values, which lie between two values of
+        every format (the module docstring).
     fmt : Format or str
         The format.
 

@@ -10,6 +10,7 @@ format holds exactly, and Fraction arithmetic.
 from __future__ import annotations
 
 import decimal
+import math
 import warnings
 from fractions import Fraction
 from pathlib import Path
@@ -305,3 +306,45 @@ def test_rng_is_checked_in_every_rounding_mode(rng: object, error: type[Exceptio
     with pytest.raises(error, match="Got rng="):
         ops.add(1.0, 1.0, "bfloat16", rng=rng)
     assert int(numerics.encode(1.0, "bfloat16", rng=5)) == 0x3F80
+
+
+def test_lists_are_taken_as_their_elements_are() -> None:
+    """A list gives what its elements give alone: ulp of a Python int beyond 2**53 and of
+    a longdouble is exact (numpy made the list int64 / longdouble); a numpy int64 beyond
+    2**53 is still refused, as it is alone."""
+    assert numerics.ulp([2**53 + 1], "binary64").tolist() == [2.0]
+    assert numerics.ulp([[2**53 + 1, 3]], "binary64").tolist() == [[2.0, 2.0**-51]]
+    third = np.longdouble(1) / 3
+    assert numerics.ulp([third], "bfloat16").tolist() == [float(numerics.ulp(third, "bfloat16"))]
+    with pytest.raises(ValueError, match=r"Got x\[0\]=9007199254740993"):
+        numerics.ulp([np.int64(2**53 + 1)], "binary64")
+
+
+def test_next_up_takes_a_longdouble_alike_in_every_container() -> None:
+    """A longdouble that is not a float64 lies between two values of every format (issue
+    13): next_up / next_down give its neighbours alone, in an array and in a list (a list
+    was a ValueError), and NaN past e4m3fn's max, where no value lies above it."""
+    if np.finfo(np.longdouble).nmant <= 52:
+        pytest.skip("longdouble is float64 here")
+    third = np.longdouble(1) / 3
+    for f, want in ((numerics.next_up, 0.333984375), (numerics.next_down, 0.33203125)):
+        assert float(f(third, "bfloat16")) == want
+        assert f(np.array([third]), "bfloat16").tolist() == [want]
+        assert f([third], "bfloat16").tolist() == [want]
+        assert f([[third, 1.0]], "bfloat16").shape == (1, 2)
+    assert math.isnan(numerics.next_up(np.longdouble(1000) + np.longdouble(2) ** -50, "e4m3fn"))
+    with pytest.raises(ValueError, match="not a value of bfloat16"):
+        numerics.next_up([third, 1 / 3], "bfloat16")  # the float64 1/3 is no bfloat16 value
+
+
+def test_decode_takes_a_list_mixing_numpy_and_python_integers() -> None:
+    """numpy makes [np.uint64(1), 0] a float64 array; decode takes it as the integers."""
+    assert numerics.decode([np.uint64(1), 0], "binary64").tolist() == [5e-324, 0.0]
+    assert numerics.decode([[np.uint64(0x38), 1]], "e4m3fn").tolist() == [[1.0, 2.0**-9]]
+    with pytest.raises(TypeError, match="Got codes containing 1.5"):
+        numerics.decode([np.uint64(1), 1.5], "e4m3fn")
+
+
+def test_encode_names_an_element_of_a_nested_list_by_its_index() -> None:
+    with pytest.raises(TypeError, match=r"Got x\[0, 1\]=None"):
+        numerics.encode([[1.0, None]], "e4m3fn")
