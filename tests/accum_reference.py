@@ -225,11 +225,10 @@ def _pair_tree(ps: list[Any], flush: bool) -> Any:
 
 def ref_amd_pairwise(A: list[Fraction], B: list[Fraction], c: Fraction, G: int,
                      emin_in: int, flush: bool) -> Any:
-    """CDNA1/CDNA2: products rounded to binary32, pairwise within each group of G
-    (zero padded), each group sum added to the accumulator; CDNA2 flushes inputs,
-    products, sums and the accumulator."""
-    A = A + [Fraction(0)] * (-len(A) % G)
-    B = B + [Fraction(0)] * (-len(B) % G)
+    """CDNA1/CDNA2: products rounded to binary32, pairwise within each group of G (the
+    last group shorter when G does not divide K, as MMA-Sim's MFMASim slices it), each
+    group sum added to the accumulator; CDNA2 flushes inputs, products, sums and the
+    accumulator."""
     if flush:
         A = [_flush(x, emin_in) for x in A]
         B = [_flush(x, emin_in) for x in B]

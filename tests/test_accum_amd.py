@@ -87,6 +87,28 @@ def test_each_amd_preset_on_fixed_cases(name: str) -> None:
             np.testing.assert_array_equal(got, _reference(name, A, B, C, fin), err_msg=name)
 
 
+@pytest.mark.parametrize(("name", "fin", "a"), [
+    ("cdna1-fp16", "binary16", [1.0, 2.0**-12, 2.0**-12]),
+    ("cdna2-fp16", "binary16", [1.0, 2.0**-12, 2.0**-12]),
+    ("cdna2-bf16-1k", "bfloat16", [1.0, 2.0**-12, 2.0**-12])])
+def test_pairwise_last_group_is_summed_at_its_length(name: str, fin: str,
+                                                     a: list[float]) -> None:
+    """K = 3 in groups of 4: MMA-Sim sums the three products [1, 2**-24, 2**-24] as
+    1 + (2**-24 + 2**-24) = 1 + 2**-23 (split at n // 2 = 1).  Padded with a zero
+    product the tree would be (1 + 2**-24) + 2**-24, which rounds to 1 twice."""
+    A = np.array([a])
+    got = accum.gemm(A, A.T.copy(), input_format=fin, accumulator=name)
+    assert np.float32(got[0, 0]).view(np.uint32) == 0x3F800001
+
+
+def test_pairwise_last_group_keeps_the_sign_of_zero() -> None:
+    """cdna1-bf16 (groups of 2), K = 1: the product -2**-266 rounds to -0 in binary32,
+    and -0 + (C = -0) is -0; a padded zero product would make the pair +0."""
+    d = accum.gemm(np.array([[-(2.0**-133)]]), np.array([[2.0**-133]]), np.array([[-0.0]]),
+                   input_format="bfloat16", accumulator="cdna1-bf16")
+    assert np.float32(d[0, 0]).view(np.uint32) == 0x80000000
+
+
 def test_cdna3_rounds_down_a_small_negative_c() -> None:
     # fp16: products sum to S = 1 + 2**-10 + 2**-23 (exact, M = 0); c = -2**-60 rounds
     # down to -2**-24 (24 bits at M = 0), so D = RNE32(S - 2**-24), a tie that goes to
@@ -153,4 +175,17 @@ def test_amd_presets_document_their_sources() -> None:
     for name in AMD:
         p = accum.PRESETS[name]
         assert "MMA-Sim" in p.source and p.inputs and p.outputs == ("binary32",), name
-    assert "later rewrite" in accum.PRESETS["cdna3-fp8"].uncertain
+    assert "intermediate rewrite" in accum.PRESETS["cdna3-fp8"].uncertain
+    # each names the revisions it was compared with, and where they differ from it
+    assert "-0" in accum.PRESETS["cdna2-bf16"].uncertain
+    assert "0x00000001" in accum.PRESETS["cdna3-bf16"].uncertain
+
+
+def test_cdna3_zero_c_sets_no_exponent() -> None:
+    """A zero c has no exponent here (MMA-Sim's functions.py): the products 2**-150 and
+    2**-170 sum to 2**-150 + 2**-170, which rounds to the smallest subnormal.  (The latest
+    revision's -126 for a zero c would align them at 2**-126 and give +0: the preset's
+    ``uncertain`` text says so.)"""
+    A = np.array([[2.0**-75, 2.0**-85]])
+    d = accum.gemm(A, A.T.copy(), input_format="bfloat16", accumulator="cdna3-bf16")
+    assert np.float32(d[0, 0]).view(np.uint32) == 0x00000001

@@ -125,3 +125,21 @@ def test_fused_presets_match_mma_sim(case: str, A: list, B: list, C: float, fin:
                    input_format=fin, accumulator=preset, output_format="binary32")
     got = int(np.array(d[0, 0], np.float32).view(np.uint32))
     assert got == want, (case, hex(got), hex(want))
+
+
+@pytest.mark.parametrize("name", ["volta", "ampere", "hopper", "blackwell"])
+@pytest.mark.parametrize(("out", "bits"), [("binary32", 0x7FFFFFFF), ("binary16", 0x7FFF)])
+def test_nvidia_presets_write_the_canonical_nan(name: str, out: str, bits: int) -> None:
+    """MMA-Sim's NVIDIA models write NaN results as 0x7FFFFFFF (binary32) and 0x7FFF
+    (binary16): inf * 0 here, also through promote_every."""
+    A, B = np.array([[np.inf, 1.0]]), np.array([[0.0], [1.0]])
+    for kw in ({}, {"promote_every": 32}):
+        d = accum.gemm(A, B, input_format="binary16", accumulator=name, output_format=out,
+                       **kw)
+        narrow = d.astype(np.float32).view(np.uint32) if out == "binary32" else \
+            d.astype(np.float16).view(np.uint16)
+        assert int(narrow[0, 0]) == bits, (name, out, kw)
+    from numerics.accum.tensorcore import NVIDIA_NAN, fused_dot_add
+
+    got = fused_dot_add([np.inf], [0.0], 0.0, input_format="binary16", fractional_bits=24)
+    assert np.array(got).view(np.uint64) == np.array(NVIDIA_NAN).view(np.uint64)

@@ -53,10 +53,17 @@ What the published model leaves open, and what is done here
 * An infinite ``C`` in ``kind::mxf4``: the simulator stops with an error
   (``math.trunc(inf)``); here it passes through, as IEEE addition of finite terms
   would.  E2M1 elements have no NaN or infinity.
-* Zeros: the simulator's ``extract_significand_exponent`` gives a zero exponent
-  -999 (earlier revisions -126; later derived models probe hardware constants
-  near -133 for MXFP8 and -139 for NVFP4, which can lower the alignment when every
-  other term is tiny).  We follow the stored simulator: zeros never set ``E``.
+* Zeros: MMA-Sim's revisions disagree.  The first (``simulator/functions.py``,
+  ``extract_significand_exponent``), followed here, gives a zero the exponent -999, so
+  zeros never set ``E``; the later ``st_fdpa`` / ``gst_fdpa`` give a zero term -126
+  (plus its scale exponents), and a still later one only to a run whose products are
+  all zero; models derived from it probe hardware constants near -133 for MXFP8 and
+  -139 for NVFP4.  They differ only when every non-zero term lies below that
+  exponent: for ``kind::mxf8f6f4``, ``a = [32, -2**-5, 0, ...]``, ``b = [32, 2**-5, 0,
+  ...]`` with both scales ``2**-75`` gives ``0x000001ff`` here and ``0x00000200`` in
+  ``st_fdpa``; for ``kind::mxf4``, a zero block with scales ``2**20`` beside a block
+  holding 1.0 with scales ``2**0`` gives 0 here (the zero run sets ``E`` at 40, see
+  below) and 1.0 in ``gst_fdpa``.
 * K not a multiple of 64 for the FP4 kinds is padded with zero blocks whose
   scales are the smallest E8M0 (0x00) or a zero UE4M3, what quantizing zero
   padding gives; claim B5 shows they never change a result.

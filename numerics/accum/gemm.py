@@ -11,8 +11,11 @@
 (:data:`numerics.accum.PRESETS`) or an architecture (:data:`numerics.accum.FAMILIES`,
 which picks the preset for ``input_format``)
     K is cut into consecutive groups of the preset's group size G, in order; if K is
-    not a multiple of G it is padded with zero columns/rows (a zero product never
-    changes a group's result).  ``d = C`` (rounded to nearest into ``output_format``) is
+    not a multiple of G, the last group is shorter.  (The fused structures pad it with
+    zero products, which never change their result; the ``"pairwise"`` trees of AMD
+    CDNA1/CDNA2 sum the last group at its own length, as MMA-Sim's ``MFMASim`` does
+    with its shorter last slice: padding would change the tree and the sign of a
+    zero.)  ``d = C`` (rounded to nearest into ``output_format``) is
     the first group's ``c``; each group's rounded result is the next group's ``c``
     (the group step of :mod:`numerics.accum.tensorcore`).
 
@@ -39,6 +42,7 @@ from numerics.accum.intake import real_pair, reject_nan
 from numerics.accum.summation import _check_fmt, _Fl
 from numerics.accum.tensorcore import (
     TensorCorePreset,
+    canonical_nan,
     cast,
     check_formats,
     exponents,
@@ -95,7 +99,8 @@ def _check_matrices(A: Any, B: Any, C: Any) -> tuple[_Pair, _Pair, _Pair]:
 
 def _preset_chain(p: TensorCorePreset, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                   fin: Format, out: Format, G: int) -> np.ndarray:
-    """The chain of group steps over all of K (K a multiple of G), rows in chunks."""
+    """The chain of group steps over all of K, rows in chunks (a last group shorter than
+    G where K is not a multiple of it)."""
     M, K = a.shape
     N = b.shape[1]
     bt = np.ascontiguousarray(b.T)
@@ -228,15 +233,17 @@ def gemm(
         chain, K, c_start, promote_every = _preset_setup(model, A, B, pa, pb, pc, fin, fout,
                                                          promote_every)
     if promote_every is None:
-        return cast(chain(0, K, c_start), fout)
-    f32 = as_format("binary32")
-    total = cast(pc[0], f32, lo=pc[1])
-    f32ops = _Fl(f32, "rne", None)
-    zeros = np.zeros_like(total)
-    for lo in range(0, K, promote_every):
-        part = chain(lo, min(lo + promote_every, K), zeros)
-        total = f32ops.add(total, part)
-    return cast(total, fout)
+        d = cast(chain(0, K, c_start), fout)
+    else:
+        f32 = as_format("binary32")
+        total = cast(pc[0], f32, lo=pc[1])
+        f32ops = _Fl(f32, "rne", None)
+        zeros = np.zeros_like(total)
+        for lo in range(0, K, promote_every):
+            part = chain(lo, min(lo + promote_every, K), zeros)
+            total = f32ops.add(total, part)
+        d = cast(total, fout)
+    return d if isinstance(model, Format) else canonical_nan(d, model)
 
 
 def _preset_setup(p: TensorCorePreset, A: Any, B: Any, pa: _Pair, pb: _Pair, pc: _Pair,
@@ -261,7 +268,7 @@ def _preset_setup(p: TensorCorePreset, A: Any, B: Any, pa: _Pair, pb: _Pair, pc:
         b = flush_subnormals(b, fin, keep_sign=False)
         c = flush_subnormals(c, fout, keep_sign=False)
     M, K = a.shape
-    pad = (-K) % G
+    pad = (-K) % G if p.structure != "pairwise" else 0
     if pad:
         a = np.concatenate([a, np.zeros((M, pad), a.dtype)], axis=1)
         b = np.concatenate([b, np.zeros((pad, b.shape[1]), b.dtype)], axis=0)

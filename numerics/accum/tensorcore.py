@@ -57,6 +57,13 @@ Before any group: ``A`` and ``B`` are rounded into ``input_format`` with
 ``flush_inputs`` subnormal values of ``A``, ``B`` and ``C`` become +0.  NaN or inf in
 any operand gives the IEEE result of the exact sum instead (for AMD CDNA3 also a
 product of magnitude at least ``2**128``, which counts as an infinity of its sign).
+A NaN result of the ``"fused"`` (NVIDIA) step is NVIDIA's canonical NaN, as MMA-Sim
+writes it: the float64 :data:`NVIDIA_NAN` (bits ``0x7FFFFFFFE0000000``), which becomes
+``0x7FFFFFFF`` in binary32 and ``0x7FFF`` in binary16 and bfloat16 (the other
+structures give the default quiet NaN, ``0x7FC00000`` in binary32).  A binary32 NaN
+input of a tf32 preset stays NaN: the hardware, which ignores its low 13 bits, would
+read a signalling NaN whose payload lies only there as an infinity, but the float64
+values taken here have lost that payload (converting a signalling NaN quiets it).
 
 Implementation: exact in float64.  A product of two inputs of precision <= 26 is
 exact in float64; scaling by powers of two is exact (every exponent used lies far
@@ -84,6 +91,7 @@ __all__ = [
     "OUTPUT_ROUNDINGS",
     "PRESETS",
     "STRUCTURES",
+    "NVIDIA_NAN",
     "TensorCorePreset",
     "cast",
     "check_formats",
@@ -97,6 +105,20 @@ __all__ = [
 ]
 
 _ZERO_EXP = -126
+#: NVIDIA's canonical NaN as a float64 (bits 0x7FFFFFFFE0000000): narrowed to binary32
+#: it is 0x7FFFFFFF, to binary16 or bfloat16 0x7FFF, the NaN MMA-Sim's NVIDIA models
+#: write.
+NVIDIA_NAN = float(np.array(0x7FFFFFFFE0000000, np.uint64).view(np.float64))
+
+
+def canonical_nan(d: np.ndarray, p: TensorCorePreset | None) -> np.ndarray:
+    """``d`` with its NaNs made :data:`NVIDIA_NAN` where the step is ``"fused"`` (``p``
+    None: :func:`fused_dot_add`, the fused step alone)."""
+    if p is None or p.structure == "fused":
+        nan = np.isnan(d)
+        if nan.any():
+            d = np.where(nan, NVIDIA_NAN, d)
+    return d
 _NO_EXP = -1000  # the AMD rules' "no exponent" for a zero (MMA-Sim uses -999)
 _SAFE_EXP = -600  # scaling exponents are clamped here: every real term lies far above
 
@@ -304,13 +326,25 @@ _CDNA12_UNCERTAIN = (
     "its sign here (the earlier simulator's fmaf(a, b, 0) makes a -0 product +0).")
 _CDNA3_UNCERTAIN = (
     "The group is min(8, k) for the instruction's k (the 4x4x4 and 32x32x4 instructions "
-    "use 4); the preset takes 8. MMA-Sim's later rewrite (mmasim/mmasim/arithmetic/fdpa.py, "
-    "tr_fdpa) gives a zero c the exponent +126 and normalizes with the products' exponent "
-    "instead of max(E_p, e_c), which look like slips; the earlier functions.py is followed.")
+    "use 4); the preset takes 8. MMA-Sim's revisions differ: the intermediate "
+    "mmasim/mmasim/arithmetic/fdpa.py (tr_fdpa) gives a zero c the exponent +126 and "
+    "normalizes with the products' exponent instead of max(E_p, e_c); the latest "
+    "src/mmasim/mmasim/arithmetic/fdpa.py agrees with the earlier functions.py, followed "
+    "here, except that it gives a zero c the exponent -126 where here (as in functions.py) "
+    "a zero c has none: A = [2**-75, 2**-85] times its transpose gives 0x00000001 here and "
+    "+0 there.")
 _FP8_UNCERTAIN = (
-    "MMA-Sim's later rewrite (gtr_fdpa) truncates toward zero in the even/odd merge and in "
-    "the second stage instead of rounding down, and never drops a small c; the earlier "
-    "functions.py (round down, c dropped below 2**(M-25)) is followed.")
+    "MMA-Sim's intermediate rewrite (mmasim/mmasim, gtr_fdpa) truncates toward zero in the "
+    "even/odd merge and in the second stage instead of rounding down, and never drops a "
+    "small c; the earlier functions.py and the latest src/mmasim revision round down and "
+    "drop c below 2**(M-25), as here (the latest gives a zero c the exponent -126, see "
+    "cdna3-fp16).")
+_CDNA2_UNCERTAIN = (
+    "The sign of a flushed input is dropped (+0) while flushed sums keep theirs, as in both "
+    "simulator versions; not confirmed elsewhere. The versions differ on a product that is "
+    "exactly -0: the earlier simulator's fmaf(a, b, 0) makes it +0, the later "
+    "MMA_FTZ_MUL_ADD keeps -0, as here (A = [-1.5 * 2**-63, 0, -1, -1], B = [2**-63, 0, 0, "
+    "0], C = 1.25 * 2**-126 in cdna2-bf16 gives -0 here and +0 in the earlier one).")
 
 
 def _amd(name: str, structure: str, *, g16: int | None = None, g8: int | None = None,
@@ -366,13 +400,13 @@ PRESETS: Mapping[str, TensorCorePreset] = MappingProxyType({
              source=f"{_AMD_SIM}: CDNA2 f16 groups of 4, pairwise_dot with flush_denormal on "
                     "A, B, C (to +0), every partial sum and the accumulator (sign kept); the "
                     "later rewrite's MMA_FTZ_MUL_ADD agrees",
-             uncertain="The sign of a flushed input is dropped (+0) while flushed sums keep "
-                       "theirs, as in both simulator versions; not confirmed elsewhere."),
+             uncertain=_CDNA2_UNCERTAIN),
         _amd("cdna2-bf16", "pairwise", g16=2, inputs=("bfloat16",), flush=True,
-             source=f"{_AMD_SIM}: CDNA2 bf16 without _1k: groups of 2, flushing as cdna2-fp16"),
+             source=f"{_AMD_SIM}: CDNA2 bf16 without _1k: groups of 2, flushing as cdna2-fp16",
+             uncertain=_CDNA2_UNCERTAIN),
         _amd("cdna2-bf16-1k", "pairwise", g16=4, inputs=("bfloat16",), flush=True,
              source=f"{_AMD_SIM}: CDNA2 bf16 _1k instructions: groups of 4, flushing as "
-                    "cdna2-fp16"),
+                    "cdna2-fp16", uncertain=_CDNA2_UNCERTAIN),
         _amd("cdna2-fp32", "fma", g16=1, inputs=("binary32",), source=_FMA_SOURCE),
         # AMD CDNA3 (MI300X)
         _amd("cdna3-fp16", "fused-then-c", g16=8, inputs=("binary16",),
@@ -764,5 +798,6 @@ def fused_dot_add(
     d = _fused(A, decompose(A, fin, _NO_EXP), B, decompose(B, fin, _NO_EXP), C,
                decompose(C, fout),
                int(fractional_bits), fout, rounding, bool(e8m13))
+    d = canonical_nan(d, None)
     return d[()] if d.ndim == 0 else d
 
