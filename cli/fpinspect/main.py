@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import dataclasses
 import difflib
+import io
 import os
 import re
 import signal
@@ -324,19 +325,24 @@ examples:
                    help="the callable, by import path (e.g. numpy:matmul)")
     p.add_argument("--kind", choices=("matmul", "sum"), default="matmul",
                    help="f(A, B) -> A @ B (default) or f(x) -> sum of x")
-    p.add_argument("--input", help="format of the inputs (e.g. fp32, bf16, e4m3fn)")
-    p.add_argument("--output", help="format of the outputs (matmul; default binary32)")
+    p.add_argument("--input", help="format of the inputs of MODULE:FUNCTION (e.g. fp32, bf16, "
+                                   "e4m3fn); with --torch, --dtype is the input format")
+    p.add_argument("--output", help="format of a matmul's outputs (default binary32; with "
+                                    "--torch, the --dtype); a sum's result is in --input")
     p.add_argument("--k", type=int, default=64,
                    help="reduction length K (matmul) or number of terms (sum); default 64")
-    p.add_argument("--batch", type=int, default=64, help="rows and columns of each matmul "
-                   "call (default 64)")
+    # 4096 is numerics.probe.matmul.MAX_BATCH (not imported here: it would load the probe
+    # for every command; a test pins the two together)
+    p.add_argument("--batch", type=int, help="rows and columns of each matmul call, 4 to "
+                   "4096 (default 64; not for --kind sum)")
     p.add_argument("--verify", type=int, metavar="TRIALS",
                    help="random calls to check the model on (default 2 for a matmul, "
                         "1000 for a sum; 0 skips)")
     p.add_argument("--torch", choices=("mm", "matmul"),
                    help="probe torch.mm / torch.matmul instead of MODULE:FUNCTION")
-    p.add_argument("--dtype", help="torch input dtype for --torch (fp32, bf16, fp16)")
-    p.add_argument("--device", default="cpu", help="torch device for --torch (default cpu)")
+    p.add_argument("--dtype", help="torch input dtype for --torch (fp32, bf16, fp16; "
+                                   "default fp32)")
+    p.add_argument("--device", help="torch device for --torch (default cpu)")
     _add_common(p)
     return parser
 
@@ -401,7 +407,11 @@ def _user_message(err: Exception) -> str:
     return _FORMATS_HINT.sub("(`fpinspect formats` lists them all)", str(err))
 
 
-def _format(name: str) -> Format:
+def _format(name: str, option: str) -> Format:
+    """The format ``name`` given to ``option`` (``-f``, ``--output``, ...); UsageError naming
+    the option when it is blank."""
+    if not name.strip():
+        raise UsageError(f"Got {option} {name!r}, but it names no format")
     try:
         return get_format(name.strip())
     except ValueError as err:
@@ -440,7 +450,7 @@ def _cmd_value(args: argparse.Namespace, out: Printer) -> int:
 
 
 def _cmd_bits(args: argparse.Namespace, out: Printer) -> int:
-    fmt = _format(args.format)
+    fmt = _format(args.format, "-f")
     report = inspect_code(parse_code(args.code.strip(), fmt), fmt)
     out(jsonout.bits_json(report) if args.json else views.bits_view(report))
     return EXIT_OK
@@ -454,7 +464,7 @@ def _cmd_formats(args: argparse.Namespace, out: Printer) -> int:
 
 
 def _cmd_table(args: argparse.Namespace, out: Printer) -> int:
-    fmt = _format(args.table_format)
+    fmt = _format(args.table_format, "FORMAT")
     rows = code_table(fmt)
     out(jsonout.table_json(fmt, rows) if args.json
         else views.table_view(fmt, rows, as_list=args.list))
@@ -492,9 +502,9 @@ def _open(path: str, keys: Sequence[str] | None = None) -> tuple[Source, str]:
 
 def _raw_format(args: argparse.Namespace, src: Source) -> Format | None:
     """-f for stats/hash: it reads raw bytes as a format, and means nothing on numbers."""
-    if not args.format:
+    if args.format is None:
         return None
-    fmt = _format(args.format)
+    fmt = _format(args.format, "-f")
     if not any(t.is_raw for t in src.tensors):
         t = src.tensors[0]
         raise UsageError(
@@ -505,8 +515,11 @@ def _raw_format(args: argparse.Namespace, src: Source) -> Format | None:
 
 
 def _client(args: argparse.Namespace) -> Any:
-    if not getattr(args, "scheduler", None):
+    if getattr(args, "scheduler", None) is None:
         return None
+    if not args.scheduler.strip():
+        raise UsageError(f"Got --scheduler {args.scheduler!r}, but it must be the address of a "
+                         "Dask scheduler (e.g. tcp://10.0.0.5:8786)")
     try:
         from distributed import Client
     except ImportError:
@@ -544,7 +557,7 @@ def _cmd_ls(args: argparse.Namespace, out: Printer) -> int:
 def _cmd_diff(args: argparse.Namespace, out: Printer) -> int:
     _check_options(args)
     sa, sb = open_source(args.a), open_source(args.b)
-    fmt = _format(args.format) if args.format else None
+    fmt = _format(args.format, "-f") if args.format is not None else None
     if fmt is not None:
         sa, sb = sa.with_raw_format(fmt), sb.with_raw_format(fmt)
     na = select(sa.names, args.key)
@@ -645,7 +658,7 @@ def _diff_ints(args: argparse.Namespace, la: str, lb: str, ra: TensorRef, rb: Te
 
 def _candidates(args: argparse.Namespace) -> tuple[Format, ...]:
     if args.all:
-        if args.candidates:
+        if args.candidates is not None:
             raise UsageError("Got --all and --candidates; give one of them")
         return tuple(get_format(n) for n in FORMATS)
     if args.candidates is not None:
@@ -710,16 +723,33 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
 
 
 def _import_target(target: str) -> Callable[..., Any]:
-    """``module:attr.attr`` -> the object; UsageError in one line otherwise."""
+    """``module:attr.attr`` -> the object; UsageError in one line otherwise.
+
+    The module runs as it is imported: a ``sys.exit`` there (or an argparse run at its top
+    level, on fpinspect's own command line) does not end fpinspect, and what it printed to
+    stderr before it exited is folded into the one line of the error.
+    """
     import importlib
 
     module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
+    if not sep or not module_name.strip() or not attr.strip():
         raise UsageError(f"Got {target!r}, but the target is MODULE:FUNCTION (e.g. numpy:matmul)")
+    said = io.StringIO()
     try:
-        obj: Any = importlib.import_module(module_name)
+        with contextlib.redirect_stderr(said):
+            obj: Any = importlib.import_module(module_name)
+    except SystemExit as exc:
+        last = [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()]
+        raise UsageError(f"importing {module_name!r} raised SystemExit({exc.code!r})"
+                         + (f" after printing {last[-1]!r}" if last else "")) from None
     except ImportError as err:
+        _replay(said)
         raise UsageError(f"cannot import {module_name!r}: {err}") from None
+    except Exception as err:  # noqa: BLE001 - the user's module failed, not fpinspect
+        _replay(said)
+        raise UsageError(f"importing {module_name!r} raised {type(err).__name__}: "
+                         f"{_one_line(err)}") from None
+    _replay(said)
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise UsageError(f"{module_name!r} has no attribute {attr!r}")
@@ -729,19 +759,37 @@ def _import_target(target: str) -> Callable[..., Any]:
     return obj
 
 
+def _replay(said: io.StringIO) -> None:
+    """Pass on what an imported module printed to stderr (its warnings, its logging)."""
+    if said.getvalue():
+        sys.stderr.write(said.getvalue())
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 _TORCH_DTYPES = {"binary32": "float32", "bfloat16": "bfloat16", "binary16": "float16"}
 
 
-def _torch_target(name: str, dtype: str | None, device: str) -> tuple[Callable[..., Any], Format]:
+def _torch_target(name: str, dtype: str | None, device: str | None
+                  ) -> tuple[Callable[..., Any], Format]:
     """``torch.mm`` / ``torch.matmul`` on ``device`` in ``dtype``, as f(A, B) -> ndarray."""
     try:
         import torch
     except ImportError:
         raise UsageError("--torch needs torch, which is not installed") from None
-    fmt = _format(dtype or "fp32")
+    fmt = _format("fp32" if dtype is None else dtype, "--dtype")
     if fmt.name not in _TORCH_DTYPES:
         raise UsageError(f"Got --dtype {dtype!r}, but --torch takes "
                          + ", ".join(_TORCH_DTYPES))
+    device = "cpu" if device is None else device
+    try:
+        torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as err:
+        raise UsageError(f"Got --device {device!r}, which is not a torch device: "
+                         f"{_one_line(err)}") from None
     tdt = getattr(torch, _TORCH_DTYPES[fmt.name])
     op = getattr(torch, name)
 
@@ -754,41 +802,73 @@ def _torch_target(name: str, dtype: str | None, device: str) -> tuple[Callable[.
     return mm, fmt
 
 
-def _cmd_probe(args: argparse.Namespace, out: Printer) -> int:
-    from numerics import probe
-
+def _check_probe_options(args: argparse.Namespace) -> None:
+    """UsageError for an option that does not apply to the probe asked for: --input is the
+    input format of MODULE:FUNCTION, --dtype and --device only configure --torch, and
+    --output and --batch only a matmul."""
     if args.verify is not None and args.verify < 0:
         raise UsageError(f"Got --verify {args.verify}, but it must be a non-negative number of "
                          "trials (0 skips the verification)")
-    if args.torch:
-        if args.target:
+    if args.torch is not None:
+        if args.target is not None:
             raise UsageError("give either MODULE:FUNCTION or --torch, not both")
-        fn, fin = _torch_target(args.torch, args.dtype, args.device)
-        fout = _format(args.output) if args.output else fin
+        if args.input is not None:
+            raise UsageError(f"Got --input {args.input!r} with --torch, which takes its input "
+                             "format from --dtype (fp32, bf16 or fp16; default fp32)")
         if args.kind != "matmul":
             raise UsageError("--torch probes a matmul; --kind sum needs MODULE:FUNCTION")
     else:
-        if not args.target:
+        for option in ("dtype", "device"):
+            if getattr(args, option) is not None:
+                raise UsageError(f"Got --{option} {getattr(args, option)!r}, but --{option} "
+                                 "applies only to --torch (MODULE:FUNCTION is called as it is; "
+                                 "--input gives its input format)")
+        if args.target is None:
             raise UsageError("give the callable as MODULE:FUNCTION (or --torch mm)")
-        fn = _import_target(args.target)
-        if not args.input:
+        if args.input is None:
             raise UsageError("give the input format with --input (e.g. --input fp32)")
-        fin = _format(args.input)
-        fout = _format(args.output) if args.output else _format("binary32")
-    result: probe.ProbeResult | probe.SumResult
     if args.kind == "sum":
-        result = probe.probe_sum(fn, args.k, fmt=fin)
+        if args.output is not None:
+            raise UsageError(f"Got --output {args.output!r} with --kind sum, but --output is "
+                             "the format of a matmul's outputs (a sum's is --input)")
+        if args.batch is not None:
+            raise UsageError(f"Got --batch {args.batch} with --kind sum, but --batch sizes "
+                             "the calls of a matmul")
+
+
+def _cmd_probe(args: argparse.Namespace, out: Printer) -> int:
+    from numerics import probe
+
+    _check_probe_options(args)
+    if args.torch is not None:
+        fn, fin = _torch_target(args.torch, args.dtype, args.device)
+        fout = fin if args.output is None else _format(args.output, "--output")
     else:
-        result = probe.matmul(fn, input_format=fin, output_format=fout, k=args.k,
-                              batch=args.batch)
-    trials = args.verify if args.verify is not None else (1000 if args.kind == "sum" else 2)
-    if isinstance(result, probe.SumResult) and result.fused_groups:
-        if args.verify:
-            raise UsageError(f"Got --verify {args.verify}, but {args.target} adds in fused "
-                             "multi-term nodes, which verification (through accum.sum) "
-                             "does not model; the probe's own checks stand (--verify 0)")
-        trials = 0  # the probe checked its fused model on random sums itself
-    check = probe.verify(fn, result, trials=trials, batch=args.batch) if trials > 0 else None
+        fn = _import_target(args.target)
+        fin = _format(args.input, "--input")
+        fout = _format("binary32" if args.output is None else args.output, "--output")
+    batch = 64 if args.batch is None else args.batch
+    try:  # a target that calls sys.exit does not choose fpinspect's exit status
+        result: probe.ProbeResult | probe.SumResult
+        if args.kind == "sum":
+            result = probe.probe_sum(fn, args.k, fmt=fin)
+        else:
+            result = probe.matmul(fn, input_format=fin, output_format=fout, k=args.k,
+                                  batch=batch)
+        trials = args.verify if args.verify is not None else (
+            1000 if args.kind == "sum" else 2)
+        if isinstance(result, probe.SumResult) and result.fused_groups:
+            if args.verify:
+                raise UsageError(f"Got --verify {args.verify}, but {args.target} adds in "
+                                 "fused multi-term nodes, which verification (through "
+                                 "accum.sum) does not model; the probe's own checks stand "
+                                 "(--verify 0)")
+            trials = 0  # the probe checked its fused model on random sums itself
+        check = probe.verify(fn, result, trials=trials, batch=batch) if trials > 0 else None
+    except SystemExit as exc:
+        who = args.target if args.torch is None else f"torch.{args.torch}"
+        raise UsageError(f"{who} raised SystemExit({exc.code!r}) when called; a probed "
+                         "callable must return its result") from None
     out(_probe_json(result, check) if args.json else views.probe_view(result, check))
     return EXIT_OK
 

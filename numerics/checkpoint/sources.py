@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import pickletools
 import re
 import stat
 import threading
@@ -412,8 +413,69 @@ def _torch_state(file: str) -> dict[str, Any]:
     return _torch_state_of(_file_id(file), file)
 
 
+#: The two containers ``torch.save`` writes: a zip archive (the default since torch 1.6) and
+#: the legacy stream of pickles, whose first pickle is this magic number
+#: (``torch.serialization.MAGIC_NUMBER``).
+_ZIP_MAGIC = b"PK\x03\x04"
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+#: The pickles that precede a legacy file's raw storage bytes: the magic number, the protocol
+#: version, the system information, the state itself and the list of storage keys.
+_LEGACY_PICKLES = 5
+#: A refusal by torch's weights_only unpickler of something it understood (a class, a
+#: function, a module it does not allow), as opposed to bytes it could not parse at all.
+_REFUSAL = re.compile(r"GLOBAL \S+ was not an allowed global|whose module \S+ is blocked|"
+                      r"must be imported to load|Can only create new object|"
+                      r"Trying to call reduce for unrecognized function")
+
+
+def _torch_container(file: str) -> str:
+    """``"zip"`` or ``"legacy"``: which container ``file`` is, read from its first bytes;
+    TensorFileError naming the file if it is neither (text, a ``.npy`` renamed ``.pt``, a
+    plain pickle, random bytes)."""
+    with open(file, "rb") as f:
+        head = f.read(4)
+        if head == _ZIP_MAGIC:
+            return "zip"
+        f.seek(0)
+        if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+            try:
+                values = [arg for _, arg, _ in pickletools.genops(f)]
+            except (ValueError, OverflowError):  # cut short, or not a pickle after all
+                values = []
+            if _LEGACY_MAGIC in values:
+                return "legacy"
+    raise TensorFileError(
+        f"Got file {file!r}, which is not a readable torch file: it starts with {head!r}, "
+        "neither a zip archive (b'PK\\x03\\x04') nor a legacy torch pickle (its magic number)")
+
+
+def _torch_pickles_parse(file: str, container: str) -> bool:
+    """Whether the pickles of a torch file parse to the end (read, never run): a refusal by
+    torch.load(weights_only=True) of a file whose pickles do not is a corrupt file (a legacy
+    file cut short mid-name refuses ``GLOBAL torch._utils._rebuild_ten``)."""
+    try:
+        if container == "zip":
+            with zipfile.ZipFile(file) as z:
+                names = [n for n in z.namelist() if n.endswith("data.pkl")]
+                if len(names) != 1:
+                    return False
+                with z.open(names[0]) as f:
+                    for _ in pickletools.genops(f):
+                        pass
+            return True
+        with open(file, "rb") as f:
+            for _ in range(_LEGACY_PICKLES):
+                for _ in pickletools.genops(f):
+                    pass
+        return True
+    except (ValueError, OverflowError, OSError, EOFError, zipfile.BadZipFile, zlib.error,
+            NotImplementedError):
+        return False
+
+
 @lru_cache(maxsize=4)
 def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
+    container = _torch_container(file)  # text or random bytes: not a torch file, torch or not
     torch = _torch()
     if torch is None:
         raise TensorFileError(
@@ -421,19 +483,31 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
             "numerics[torch] (pip install 'numerics[torch]') to read .pt/.pth/.bin files")
     # the zip format is memory-mapped; the legacy one (torch.save(...,
     # _use_new_zipfile_serialization=False), old pytorch_model.bin) cannot be and is read whole
-    mmap = zipfile.is_zipfile(file)
+    mmap = container == "zip"
     try:
         with warnings.catch_warnings():  # torch warns on quantized, complex32, sparse CSR, ...
             warnings.simplefilter("ignore")
             obj = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap)
+    except MemoryError:
+        raise
     except pickle.UnpicklingError as err:
+        # a refusal of what a well-formed file holds, or bytes the unpickler could not parse
+        if not _torch_pickles_parse(file, container):
+            raise TensorFileError(
+                f"Got file {file!r}, which is not a readable torch file: it is corrupt or cut "
+                "short (its pickled state does not parse to the end)") from None
+        if _REFUSAL.search(str(err)):
+            raise TensorFileError(
+                f"Got torch file {file!r}, which holds more than tensors (torch.load with "
+                f"weights_only=True refused it: {_refusal_line(err)})") from None
         raise TensorFileError(
-            f"Got torch file {file!r}, which holds more than tensors (torch.load with "
-            f"weights_only=True refused it: {_first_line(err)})") from None
-    except (RuntimeError, EOFError, OSError, ValueError) as err:
+            f"Got file {file!r}, which is not a readable torch file (torch.load with "
+            f"weights_only=True could not read it: {_refusal_line(err)})") from None
+    except Exception as err:  # noqa: BLE001 - torch's parsers fail on bad bytes in many ways
+        # (KeyError, IndexError, TypeError, EOFError, RuntimeError, struct.error, ...)
         raise TensorFileError(
-            f"Got file {file!r}, which is not a readable torch file: {_first_line(err)}") \
-            from None
+            f"Got file {file!r}, which is not a readable torch file (it is corrupt or cut "
+            f"short): {type(err).__name__}: {_first_line(err)}") from None
     flat: dict[str, Any] = {}
 
     def walk(prefix: str, node: Any) -> None:
@@ -459,6 +533,20 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+#: Where torch.load(weights_only=True) wraps its unpickler's own message in a long preamble
+#: (and terminal escapes), the unpickler's message.
+_UNPICKLER_MESSAGE = re.compile(r"(?:Unsupported (?:global|operand)|Trying to|Can only|"
+                                r"String is too long|unsupported persistent|persistent_load|"
+                                r"Only persistent_load|\S+ must be \S+ to load)[^\n]*")
+
+
+def _refusal_line(err: BaseException) -> str:
+    """What torch's weights_only unpickler objected to (``Unsupported global: GLOBAL
+    fractions.Fraction ...``), else the first line of the message."""
+    m = _UNPICKLER_MESSAGE.search(_ANSI.sub("", str(err)))
+    return m.group(0).strip() if m else _first_line(err)
 
 
 def _first_line(err: BaseException) -> str:

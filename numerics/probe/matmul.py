@@ -38,9 +38,16 @@ from numerics.probe.order import NotATree, build_tree
 from numerics.probe.result import Evidence, ProbeError, ProbeResult
 from numerics.probe.vectors import BlackBox, factor, random_factors
 
-__all__ = ["matmul"]
+__all__ = ["MAX_BATCH", "MAX_K", "matmul"]
 
 _STANDARD_ACCUMULATORS = ("binary32", "binary64", "bfloat16", "binary16")
+#: The largest ``k`` probed.
+MAX_K = 65536
+#: The largest ``batch``: every call sends ``A`` (batch, k) and ``B`` (k, batch) and reads a
+#: (batch, batch) product, and the probe keeps a signature per output; at 4096 the product
+#: alone is 128 MiB of float64, and ``A`` at ``k = MAX_K`` 2 GiB.  One tile of any GPU or
+#: BLAS kernel is far smaller, so a larger batch shows nothing a smaller one does not.
+MAX_BATCH = 4096
 
 
 def _check(input_format: Any, output_format: Any, k: object, batch: object
@@ -49,10 +56,11 @@ def _check(input_format: Any, output_format: Any, k: object, batch: object
     if not fin.signed or fin.precision > 26:
         raise ValueError(f"Got input_format={fin.name!r}, but probing needs a signed format "
                          "of precision <= 26 (products exact in float64)")
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 2 <= k <= 65536:
-        raise ValueError(f"Got {k=}, but it must be an int in [2, 65536]")
-    if not isinstance(batch, (int, np.integer)) or isinstance(batch, bool) or batch < 4:
-        raise ValueError(f"Got {batch=}, but it must be an int >= 4")
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 2 <= k <= MAX_K:
+        raise ValueError(f"Got {k=}, but it must be an int in [2, {MAX_K}]")
+    if (not isinstance(batch, (int, np.integer)) or isinstance(batch, bool)
+            or not 4 <= batch <= MAX_BATCH):
+        raise ValueError(f"Got {batch=}, but it must be an int in [4, {MAX_BATCH}]")
     return fin, fout, int(k), int(batch)
 
 
@@ -479,9 +487,12 @@ def matmul(
     input_format, output_format : Format or str
         The formats of the inputs and of the outputs.
     k : int
-        The reduction length probed (the model holds for this ``k``).
+        The reduction length probed (the model holds for this ``k``), in
+        ``[2, MAX_K]`` (65536).
     batch : int
-        Rows and columns of every call (one test vector per diagonal element).
+        Rows and columns of every call (one test vector per diagonal element), in
+        ``[4, MAX_BATCH]`` (4096: the (batch, batch) product is then 128 MiB of
+        float64).
     seed : int
         Seed of the random test vectors.
     rounds : int
@@ -497,6 +508,9 @@ def matmul(
         ``mm`` raised, returned the wrong shape, is not deterministic, returned
         values outside ``output_format``, or no model of the family fits (the
         message and ``findings`` say what was observed).
+    ValueError
+        ``input_format`` is unsigned or wider than precision 26, ``k`` is not an
+        int in ``[2, MAX_K]`` or ``batch`` not an int in ``[4, MAX_BATCH]``.
 
     Examples
     --------

@@ -230,6 +230,13 @@ def _check_int(name: str, value: object, lo: int, hi: int) -> None:
         raise ValueError(f"Got {name}={value!r}, but it must lie in [{lo}, {hi}]")
 
 
+def _size_text(nbytes: int) -> str:
+    """``nbytes`` to 3 significant digits in MiB below a GiB, else in GiB: ``"512 MiB"``."""
+    if nbytes < 2**30:
+        return f"{nbytes / 2**20:.3g} MiB"
+    return f"{nbytes / 2**30:.3g} GiB"
+
+
 def unit_rows(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(|x_i|, x_i / |x_i|)`` for the rows of a finite float64 matrix, without overflow or
     underflow: each row is first divided by its largest ``|entry|``, so the quotients lie in
@@ -304,11 +311,11 @@ class TurboQuant:
     """
 
     def __init__(self, dim: int, bits: int, *, variant: str = "mse", seed: int = 0) -> None:
-        _check_int("dim", dim, 2, MAX_CODEBOOK_DIM)
-        if dim > MAX_DIM:
-            raise ValueError(f"Got {dim=}, but TurboQuant takes dim <= {MAX_DIM} (MAX_DIM): "
-                             f"its rotation is a dense dim x dim float64 matrix, "
-                             f"{dim * dim * 8 / 2**30:.0f} GiB at this dim")
+        if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim > MAX_DIM:
+            raise ValueError(f"Got {dim=}, but TurboQuant takes dim in [2, {MAX_DIM}] "
+                             "(MAX_DIM): its rotation is a dense dim x dim float64 matrix, "
+                             f"{_size_text(int(dim) ** 2 * 8)} at this dim")
+        _check_int("dim", dim, 2, MAX_DIM)
         if variant not in _VARIANTS:
             raise ValueError(f"Got {variant=}, but the only valid values are 'mse', 'prod'")
         if variant == "mse":
@@ -352,9 +359,12 @@ class TurboQuant:
         if arr.ndim != 2 or arr.shape[1] != self.dim:
             raise ValueError(f"Got {name} of shape {shape}, but it must be ({self.dim},) "
                              f"or (n, {self.dim})")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"Got non-finite values in {name}, but TurboQuant needs finite "
-                             "vectors")
+        finite = np.isfinite(arr)
+        if not np.all(finite):
+            where = np.unravel_index(int(np.argmin(finite)), arr.shape)
+            at = where[1:] if single else where
+            raise ValueError(f"Got non-finite {name}[{', '.join(str(int(i)) for i in at)}] = "
+                             f"{float(arr[where])}, but TurboQuant needs finite vectors")
         return arr, single
 
     def _mse_decode(self, idx: np.ndarray) -> np.ndarray:
