@@ -103,6 +103,8 @@ def format_of_dtype(dtype: object) -> Format | None:
     """
     if isinstance(dtype, np.dtype) and _ml_dtypes_added:
         return _format_of_native(dtype)
+    if dtype is None:  # (np.dtype(None) is float64)
+        return None
     from numerics.formats import get_format
 
     try:

@@ -112,6 +112,8 @@ def finfo(fmt: Format | str) -> FInfo:
         negep = below - t
     elif fmt.subnormals and t > 0:
         negep = fmt.emin - t
+    elif fmt.signed and not fmt.subnormals and fmt.emin == 0:
+        negep = 1  # no zero: the value below 1.0 (the smallest normal) is -1.0
     else:  # 1.0 is the smallest value (or the next value below is 0)
         negep = 0
     eps = math.ldexp(1.0, machep)

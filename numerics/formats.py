@@ -164,8 +164,18 @@ class Format:
                 "IEEE-placed NaNs need IEEE-placed infinities (infinity=Infinity.IEEE)")
         if self.infinity is Infinity.TOP and self.nan is NaNEncoding.TOP:
             raise ValueError("infinity=TOP and nan=TOP would claim the same code")
+        if not isinstance(self.aliases, (tuple, list)) or not all(
+                isinstance(a, str) and a for a in self.aliases):
+            raise TypeError(f"Got aliases={self.aliases!r}, but it must be a tuple of "
+                            "non-empty names (a str alone is one name: write (name,))")
+        object.__setattr__(self, "aliases", tuple(self.aliases))
         if self.max_finite_code < 1:
             raise ValueError(f"format {self.name!r} has no finite non-zero value")
+        if self.emin > self.emax:
+            raise ValueError(
+                f"Got exponent_bits={self.exponent_bits}: format {self.name!r} would have no "
+                "normal values (every exponent field above the subnormals holds infinities "
+                "or NaNs)")
         # The emin bound keeps every finite value a normal or subnormal float64.
         if self.emax > 1023 or self.emin - self.trailing_bits < -1074:
             raise ValueError(
@@ -346,8 +356,10 @@ class Format:
 
     @property
     def eps(self) -> float:
-        """Distance from 1 to the next larger value, ``2**-t``."""
-        return 2.0**-self.trailing_bits
+        """Distance from 1 to the next larger value: ``2**-t``, or ``2**(emin - t)`` where
+        1.0 lies below the smallest normal (``emin > 0``), as :func:`numerics.finfo` has
+        it."""
+        return 2.0 ** (max(self.emin, 0) - self.trailing_bits)
 
     @property
     def unit_roundoff(self) -> float:

@@ -21,6 +21,14 @@ from numerics.parts import exact_decimal, hexfloat, parts, parts_of_code
 from numerics.ulp import next_down, next_up, ordinal, ulp, ulp_distance
 
 SMALL = [f for f in ALL_FORMATS if f.bits <= 16]
+#: Formats whose smallest normal exponent lies below binary64's -1022: their values
+#: reach into float64's subnormals, with and without subnormals of their own.
+DEEP = [Format(name="deep", exponent_bits=4, trailing_bits=2, bias=1070),
+        Format(name="deep_nosub", exponent_bits=4, trailing_bits=3, bias=1030,
+               subnormals=False),
+        Format(name="deep_sub6", exponent_bits=5, trailing_bits=6, bias=1050),
+        Format(name="nosub_1023", exponent_bits=11, trailing_bits=1, bias=1023,
+               subnormals=False)]
 
 
 def line_of_values(fmt: Format) -> list[float]:
@@ -31,7 +39,7 @@ def line_of_values(fmt: Format) -> list[float]:
     return [-m for m in reversed(mags) if m != 0] + mags
 
 
-@pytest.mark.parametrize("fmt", SMALL, ids=lambda f: f.name)
+@pytest.mark.parametrize("fmt", SMALL + DEEP, ids=lambda f: f.name)
 def test_neighbours_and_distances_match_the_sorted_line(fmt: Format) -> None:
     line = np.array(line_of_values(fmt))
     beyond = math.inf if fmt.has_infinity else math.nan

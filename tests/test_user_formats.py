@@ -197,3 +197,36 @@ def test_next_of_infinity_in_an_unsigned_format() -> None:
     assert numerics.next_down(math.inf, f) == f.max
     assert numerics.next_down(np.array([math.inf, 2.0]), f).tolist() == [
         f.max, line_next(2.0, f, -1)]
+
+
+def test_eps_is_the_spacing_at_one_as_finfo_has_it() -> None:
+    """Format.eps and finfo.eps agree where 1.0 lies below the smallest normal."""
+    e = Format(name="emin3", exponent_bits=3, trailing_bits=4, bias=-2)  # emin = 3
+    assert e.eps == numerics.finfo(e).eps == float(numerics.next_up(1.0, e)) - 1 == 0.5
+    assert numerics.get_format("bfloat16").eps == 2.0**-7
+
+
+def test_epsneg_of_a_signed_format_without_zero() -> None:
+    """No zero and 1.0 the smallest normal: the value below 1.0 is -1.0, so epsneg = 2."""
+    s = Format(name="pm1", exponent_bits=2, trailing_bits=1, bias=0, subnormals=False,
+               infinity=Infinity.NONE, nan=NaNEncoding.NONE)
+    assert numerics.finfo(s).epsneg == 1 - float(numerics.next_down(1.0, s)) == 2.0
+
+
+@pytest.mark.parametrize("aliases", ["fp8", None, [1, 2], ("",)])
+def test_aliases_must_be_names(aliases: object) -> None:
+    with pytest.raises(TypeError, match="Got aliases="):
+        Format(name="y", exponent_bits=4, trailing_bits=3, bias=7,
+               aliases=aliases)  # type: ignore[arg-type]
+    assert Format(name="y", exponent_bits=4, trailing_bits=3, bias=7,
+                  aliases=["a"]).aliases == ("a",)  # type: ignore[arg-type]
+
+
+def test_a_format_without_normal_values_is_refused() -> None:
+    """One exponent bit with IEEE specials leaves only subnormals: emin > emax."""
+    with pytest.raises(ValueError, match="Got exponent_bits=1.*no normal values"):
+        Format(name="allsub", exponent_bits=1, trailing_bits=2, bias=1)
+
+
+def test_format_of_dtype_none_is_none() -> None:
+    assert numerics.format_of_dtype(None) is None

@@ -16,9 +16,10 @@ on multiples of :data:`CHUNK`).  Every element's result depends only on that
 element, so every thread count gives the same bits.
 
 The quantum of the binade of a finite ``a >= 0`` is ``2**k`` with
-``k = max(e, emin) - t``, where ``e`` is the unbiased exponent field of ``a``'s
-float64 bits (``-1023`` for zero and float64 subnormals, below every format's
-``emin``, so they get the format's subnormal quantum).  ``k`` lies in
+``k = max(e, emin) - t``, where ``e = floor(log2 a)`` (:func:`_exponent_frac`: the
+unbiased exponent field of ``a``'s float64 bits, or, for a float64 subnormal, that of
+``a * 2**52`` less 52, since a format's ``emin`` may lie below -1022; ``-1075`` for
+zero, below every format's ``emin``, so it gets the subnormal quantum).  ``k`` lies in
 ``[-1074, 1023]`` for every format (all lie inside binary64), so ``2**k`` is built
 from its bits: a normal float64 for ``k >= -1022``, a subnormal one below.
 
@@ -121,10 +122,27 @@ def format_ulp_params(fmt: Format) -> np.ndarray:
     return Q
 
 
+#: 2**52, which makes a float64 subnormal normal (exactly).
+_TWO52 = 2.0**52
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _exponent_frac(b: Any) -> tuple[Any, Any]:
+    """``(e, f)`` of the finite float64 ``a >= 0`` with bits ``b``: ``e = floor(log2 a)``
+    and ``f`` the 52 bits below its leading one, so ``a = (2**52 + f) 2**(e - 52)``.  A
+    float64 subnormal is read from ``a * 2**52`` (exact, and normal); zero gives
+    ``(-1075, 0)``."""
+    field = np.int64(b >> _U64(52))
+    scaled: Any = f64_bits(bits_f64(b) * _TWO52)  # type: ignore[call-arg]
+    e = field - 1023 if field != 0 else np.int64(scaled >> _U64(52)) - 1075
+    f = (b if field != 0 else scaled) & _FRAC
+    return e, f
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _quantum(b: Any, emin: int, t: int) -> float:
     """``2**(max(e, emin) - t)`` for the bits ``b`` of a finite float64 ``>= 0``."""
-    e = np.int64(b >> _U64(52)) - 1023
+    e, _ = _exponent_frac(b)
     k = max(e, emin) - t
     normal = _U64(k + 1023) << _U64(52)
     sub = _U64(1) << _U64(min(k + 1074, 63))
@@ -134,14 +152,14 @@ def _quantum(b: Any, emin: int, t: int) -> float:
 @numba.njit(cache=True, nogil=True, inline="always")
 def _on_grid(b: Any, emin: int, t: int) -> bool:
     """Whether the finite float64 ``>= 0`` with bits ``b`` is a multiple of its binade's
-    quantum ``2**k``.  With float64 significand ``sig`` (an integer) and exponent ``ue``
-    (the value is ``sig * 2**ue``), that is: the low ``k - ue`` bits of ``sig`` are zero
-    (``k >= ue`` always; from 63 on only zero qualifies, and a mask of 63 bits says so,
-    as ``sig < 2**53``)."""
-    field = np.int64(b >> _U64(52))
-    sig = (b & _FRAC) | (_U64(1) << _U64(52) if field != 0 else _U64(0))
-    k = max(field - 1023, emin) - t
-    d = k - (max(field, np.int64(1)) - 1075)
+    quantum ``2**k``.  With the normalized significand ``sig = 2**52 + f`` (an integer;
+    0 for zero) and ``a = sig * 2**(e - 52)`` (:func:`_exponent_frac`), that is: the low
+    ``k - (e - 52)`` bits of ``sig`` are zero (``k >= e - 52`` always; from 63 on only
+    zero qualifies, and a mask of 63 bits says so, as ``sig < 2**53``)."""
+    e, f = _exponent_frac(b)
+    sig = (f | (_U64(1) << _U64(52))) if b != _U64(0) else _U64(0)
+    k = max(e, emin) - t
+    d = k - (e - 52)
     return (sig & ((_U64(1) << _U64(min(d, 63))) - _U64(1))) == _U64(0)
 
 
@@ -188,7 +206,8 @@ def _step_down(af: float, emin: int, t: int) -> float:
     """The next smaller magnitude below the finite ``af > 0`` on the format's grid."""
     b: Any = f64_bits(af)  # type: ignore[call-arg]
     q = _quantum(b, emin, t)
-    power_of_two = ((b & _FRAC) == _U64(0)) & (np.int64(b >> _U64(52)) - 1023 > emin)
+    e, f = _exponent_frac(b)
+    power_of_two = (f == _U64(0)) & (e > emin)
     return af - (q * 0.5 if power_of_two else q)
 
 
@@ -218,8 +237,8 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
             ab = yb & _ABS
             a = bits_f64(ab)
             q = _quantum(ab, emin, t)
-            power_of_two = ((ab & _FRAC) == _U64(0)) & (
-                np.int64(ab >> _U64(52)) - 1023 > emin)
+            e, f = _exponent_frac(ab)
+            power_of_two = (f == _U64(0)) & (e > emin)
             down = a - (q * 0.5 if power_of_two else q)
             stepped = beyond if a >= top else a + q
             if yb >> _U64(63) == _U64(0):
@@ -371,17 +390,13 @@ def first_unrepresentable(x: np.ndarray, Q: np.ndarray) -> int:
 def _magnitude(v: float, t: int, emin: int, bias: int, inf_mag: Any) -> Any:
     """The magnitude code (uint64) of ``|v|``, a value of the format that is not NaN:
     ``(e + bias) << t`` plus the trailing bits in the normal range, ``|v| / 2**(emin - t)``
-    below it, ``inf_mag`` for an infinity; computed from the float64 bits of ``v``
-    (``|v| = (2**52 + f) 2**(E - 1075)``, or ``f 2**-1074`` when ``E = 0``)."""
+    below it, ``inf_mag`` for an infinity; computed from ``|v| = (2**52 + f) 2**(e - 52)``
+    (:func:`_exponent_frac`, float64 subnormals included)."""
     b: Any = f64_bits(v) & _ABS  # type: ignore[call-arg]
-    E = np.int64(b >> _U64(52))
-    f = b & _FRAC
-    Ee = max(E, np.int64(1))
-    e = Ee - 1023
+    e, f = _exponent_frac(b if b < _INF_BITS else _U64(0))
     normal = (_U64(e + bias) << _U64(t)) | (f >> _U64(52 - t))
-    mant = f if E == 0 else f | _U64(1 << 52)
-    sub = mant >> _U64(max(np.int64(0), (1075 - Ee) - t + emin))
-    mag = normal if (e >= emin) & (E > 0) else sub
+    sub = (f | _U64(1 << 52)) >> _U64(min(np.int64(63), 52 + emin - t - e))
+    mag = normal if e >= emin else sub
     mag = _U64(0) if b == _U64(0) else mag
     return inf_mag if b == _INF_BITS else mag
 
