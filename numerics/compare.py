@@ -7,7 +7,8 @@ never loaded whole) and reports:
   included);
 * the exact ULP distance of every element (:func:`numerics.ulp.ulp_distance`:
   the number of representable values passed between the two, ``+0`` and
-  ``-0`` the same point, infinities one step beyond ``max``) and its
+  ``-0`` the same point, infinities one step beyond ``max``; in a format
+  without zero ``-2**emin`` and ``+2**emin`` are one step apart) and its
   histogram in power-of-two buckets ``0, 1, 2, 3-4, 5-8, ...``;
 * the largest absolute error ``|a - b|`` and relative error ``|a - b| / |a|``
   (``a``, the first tensor, is the reference) over elements finite on both
@@ -23,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -35,6 +36,9 @@ __all__ = [
     "ComparePartial",
     "DiffReport",
     "WorstElement",
+    "check_chunk_size",
+    "check_codes",
+    "check_shape",
     "check_tolerances",
     "compare_chunk",
     "compare_codes",
@@ -217,17 +221,116 @@ class ComparePartial:
         return tuple(out)
 
 
+def _is_int(x: object) -> TypeGuard[int | np.integer[Any]]:
+    """Whether ``x`` is an int or a numpy integer (not a bool)."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
 def check_tolerances(max_ulp: object, atol: object, rtol: object) -> int:
-    """Validate the tolerances; the kernel's mode (bit 0 ULP, bit 1 abs/rel)."""
-    if max_ulp is not None and (isinstance(max_ulp, bool) or not isinstance(max_ulp, int)
-                                or max_ulp < 0):
+    """Validate the tolerances; the kernel's mode (bit 0 ULP, bit 1 abs/rel).
+
+    ``max_ulp`` is an int (or numpy integer) ``>= 0``; ``atol`` and ``rtol``
+    finite real numbers ``>= 0`` (Python or numpy); each may be None.
+
+    Examples
+    --------
+    >>> check_tolerances(np.int64(1), None, 0.5)
+    3
+    >>> check_tolerances(-1, None, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: Got max_ulp=-1, but it must be a non-negative int
+    """
+    if max_ulp is not None and (not _is_int(max_ulp) or max_ulp < 0):
         raise ValueError(f"Got {max_ulp=!r}, but it must be a non-negative int")
     for name, tol in (("atol", atol), ("rtol", rtol)):
-        if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float))
+        if tol is not None and (isinstance(tol, (bool, np.bool_))
+                                or not isinstance(tol, (int, float, np.integer, np.floating))
                                 or not math.isfinite(tol) or tol < 0):
             raise ValueError(f"Got {name}={tol!r}, but it must be a finite number >= 0")
     return (1 if max_ulp is not None else 0) | (2 if (atol is not None or rtol is not None)
                                                  else 0)
+
+
+def check_shape(shape: object, name: str = "shape") -> tuple[int, ...]:
+    """``shape`` as a tuple of Python ints: a tuple or list of ints (or numpy integers)
+    ``>= 0``.
+
+    Raises
+    ------
+    TypeError
+        If ``shape`` is not a tuple or list, or an entry is not an int.
+    ValueError
+        If an entry is negative.
+
+    Examples
+    --------
+    >>> check_shape([2, np.int64(3)])
+    (2, 3)
+    >>> check_shape((2.9,))
+    Traceback (most recent call last):
+    ...
+    TypeError: Got shape=(2.9,), but its entries must be ints >= 0 (2.9 is a float)
+    """
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"Got {name}={shape!r} of type {type(shape).__name__}, but it must be "
+                        "a tuple of ints >= 0")
+    for n in shape:
+        if not _is_int(n):
+            raise TypeError(f"Got {name}={shape!r}, but its entries must be ints >= 0 "
+                            f"({n!r} is a {type(n).__name__})")
+        if n < 0:
+            raise ValueError(f"Got {name}={shape!r}, but its entries must be ints >= 0")
+    return tuple(int(n) for n in shape)
+
+
+def check_chunk_size(chunk: np.ndarray, start: int, stop: int, name: str) -> np.ndarray:
+    """``chunk`` (what ``name(start, stop)`` returned) flattened, checked to hold exactly
+    ``stop - start`` elements.
+
+    Raises
+    ------
+    ValueError
+        If it holds more or fewer.
+
+    Examples
+    --------
+    >>> check_chunk_size(np.zeros(3), 4, 6, "read_a")
+    Traceback (most recent call last):
+    ...
+    ValueError: Got 3 elements from read_a(4, 6), but it must return stop - start = 2
+    """
+    if chunk.size != stop - start:
+        raise ValueError(f"Got {chunk.size} elements from {name}({start}, {stop}), but it "
+                         f"must return stop - start = {stop - start}")
+    return chunk.reshape(-1)
+
+
+def check_codes(codes: object, fmt: Format, name: str) -> np.ndarray:
+    """``codes`` as an array, checked to be codes of ``fmt``: unsigned integers (at most
+    64 bits) each below ``fmt.num_codes``; ``name`` names them in the errors.
+
+    Raises
+    ------
+    TypeError
+        If the dtype is not an unsigned integer one.
+    ValueError
+        If a code is beyond the format's codes.
+
+    Examples
+    --------
+    >>> check_codes(np.array([0x10], np.uint8), as_format("e2m1fn"), "a")
+    Traceback (most recent call last):
+    ...
+    ValueError: Got a holding code 0x10, beyond the 4-bit codes of e2m1fn
+    """
+    arr = np.asarray(codes)
+    if arr.dtype.kind != "u" or arr.dtype.itemsize > 8:
+        raise TypeError(f"Got {name} of dtype {arr.dtype}, but codes are unsigned integers")
+    if arr.size and fmt.bits < 8 * arr.dtype.itemsize and int(arr.max()) >= fmt.num_codes:
+        raise ValueError(f"Got {name} holding code {int(arr.max()):#x}, beyond the "
+                         f"{fmt.bits}-bit codes of {fmt.name}")
+    return arr
 
 
 def _frozen(x: np.ndarray) -> np.ndarray:
@@ -247,10 +350,34 @@ def compare_chunk(ca: np.ndarray, cb: np.ndarray, fmt: Format, *, base: int = 0,
     when given; with no tolerance every difference fails); a NaN mismatch
     always fails, NaN against NaN never does.  ``base`` is the flat index of
     element 0 (for the worst elements).
+
+    Raises
+    ------
+    TypeError
+        If ``ca`` or ``cb`` is not an array of unsigned integers.
+    ValueError
+        If they differ in size, hold a code beyond ``fmt``'s codes, or an option is out
+        of range.
     """
+    mode = check_tolerances(max_ulp, atol, rtol)
+    if not _is_int(worst) or worst < 0:
+        raise ValueError(f"Got {worst=!r}, but it must be a non-negative int")
+    if not _is_int(base) or base < 0:
+        raise ValueError(f"Got {base=!r}, but it must be a non-negative int")
+    ca = check_codes(ca, fmt, "ca")
+    cb = check_codes(cb, fmt, "cb")
+    if ca.size != cb.size:
+        raise ValueError(f"Got ca of {ca.size} codes and cb of {cb.size}, but they must match")
+    return _chunk_pass(ca, cb, fmt, int(base), int(worst), max_ulp, atol, rtol, mode)
+
+
+def _chunk_pass(ca: np.ndarray, cb: np.ndarray, fmt: Format, base: int, worst: int,
+                max_ulp: int | None, atol: float | None, rtol: float | None,
+                mode: int) -> ComparePartial:
+    """:func:`compare_chunk` of checked codes (unsigned, below ``fmt.num_codes``, the
+    same size) and options."""
     from numerics.kernels import compare as kernels
 
-    mode = check_tolerances(max_ulp, atol, rtol)
     ca = np.ascontiguousarray(ca, fmt.code_dtype).reshape(-1)
     cb = np.ascontiguousarray(cb, fmt.code_dtype).reshape(-1)
     va, table = element_values(ca, fmt)
@@ -261,8 +388,9 @@ def compare_chunk(ca: np.ndarray, cb: np.ndarray, fmt: Format, *, base: int = 0,
     part = ComparePartial.empty(worst)
     part.count = int(ca.size)
     max_d = np.zeros(1, np.uint64)
-    kernels.compare(ca, cb, va, vb, table, fmt.sign_mask, fmt.magnitude_mask, base,
-                    np.uint64(min(max_ulp or 0, 2**64 - 1)), float(atol or 0.0),
+    gap = 0 if fmt.has_zero else 1  # without zero, -2**emin and +2**emin are neighbours
+    kernels.compare(ca, cb, va, vb, table, fmt.sign_mask, fmt.magnitude_mask, gap, base,
+                    np.uint64(min(int(max_ulp or 0), 2**64 - 1)), float(atol or 0.0),
                     float(rtol or 0.0), mode, part.counts, max_d, part.errors, part.hist,
                     part.top_key, part.top_index)
     part.max_ulp = int(max_d[0])
@@ -297,8 +425,11 @@ def compare_codes(
 
     Raises
     ------
+    TypeError
+        If ``a`` or ``b`` is not an array of unsigned integers.
     ValueError
-        If the shapes differ or an option is out of range.
+        If the shapes differ, a code is beyond ``fmt``'s codes, or an option is out of
+        range.
 
     Examples
     --------
@@ -314,27 +445,32 @@ def compare_codes(
     b = np.asarray(b)
     if a.shape != b.shape:
         raise ValueError(f"Got shapes {list(a.shape)} and {list(b.shape)}, but they must match")
-    for name, arr in (("a", a), ("b", b)):
-        if arr.dtype.kind != "u" or arr.dtype.itemsize > 8:
-            raise TypeError(f"Got {name} of dtype {arr.dtype}, but codes are unsigned integers")
-        if arr.size and fmt.bits < 8 * arr.dtype.itemsize and int(arr.max()) >= fmt.num_codes:
-            raise ValueError(f"Got {name} holding code {int(arr.max()):#x}, beyond the "
-                             f"{fmt.bits}-bit codes of {fmt.name}")
+    check_codes(a, fmt, "a")
+    check_codes(b, fmt, "b")
     shape = tuple(int(n) for n in a.shape)
     fa, fb = a.reshape(-1), b.reshape(-1)
     return _compare_flat(fa, fb, shape, fmt, worst, max_ulp, atol, rtol)
 
 
 class _Reader:
-    """Flat codes read on demand: ``r[start:stop]`` an array, ``r[i]`` one code."""
+    """Flat codes read on demand: ``r[start:stop]`` an array, ``r[i]`` one code; each
+    read checked (:func:`check_chunk_size`, :func:`check_codes`) with errors that name
+    the reader and the chunk (``read_a(0, 4)``)."""
 
-    def __init__(self, read: Callable[[int, int], np.ndarray]) -> None:
+    def __init__(self, read: Callable[[int, int], np.ndarray], name: str, fmt: Format) -> None:
         self.read = read
+        self.name = name
+        self.fmt = fmt
+
+    def chunk(self, start: int, stop: int) -> np.ndarray:
+        codes = check_codes(self.read(start, stop), self.fmt,
+                            f"{self.name}({start}, {stop})")
+        return check_chunk_size(codes, start, stop, self.name)
 
     def __getitem__(self, key: int | slice) -> Any:
         if isinstance(key, slice):
-            return self.read(int(key.start), int(key.stop))
-        return self.read(int(key), int(key) + 1)[0]
+            return self.chunk(int(key.start), int(key.stop))
+        return self.chunk(int(key), int(key) + 1)[0]
 
 
 def compare_read(
@@ -353,6 +489,19 @@ def compare_read(
     tensors of ``shape``), so that codes made on the fly (a tensor rounded into ``fmt``)
     never exist whole: memory stays bounded by the chunk size.
 
+    Every chunk is checked as :func:`compare_codes` checks its arrays (unsigned integer
+    codes below ``fmt.num_codes``), and must hold exactly ``stop - start`` codes.
+
+    Raises
+    ------
+    TypeError
+        If ``shape`` is not a tuple of ints, or a reader returns codes that are not
+        unsigned integers.
+    ValueError
+        If an entry of ``shape`` is negative, a reader returns more or fewer than
+        ``stop - start`` codes or a code beyond ``fmt``'s codes, or an option is out of
+        range.  The messages name the reader and the chunk (``read_a(0, 4)``).
+
     Examples
     --------
     >>> a = np.array([0x3F80, 0x3F80, 0x7FC0], np.uint16)
@@ -362,25 +511,27 @@ def compare_read(
     (2, 2)
     """
     fmt = as_format(fmt)
-    shape = tuple(int(n) for n in shape)
-    return _compare_flat(_Reader(read_a), _Reader(read_b), shape, fmt, worst, max_ulp, atol,
-                         rtol)
+    shape = check_shape(shape)
+    return _compare_flat(_Reader(read_a, "read_a", fmt), _Reader(read_b, "read_b", fmt), shape,
+                         fmt, worst, max_ulp, atol, rtol)
 
 
 def _compare_flat(fa: Any, fb: Any, shape: tuple[int, ...], fmt: Format, worst: int,
                   max_ulp: int | None, atol: float | None, rtol: float | None) -> DiffReport:
-    """The chunks of the flat codes ``fa``, ``fb`` (arrays or :class:`_Reader`) compared
-    on the threads and merged into one report (the options checked here)."""
-    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
-        raise ValueError(f"Got {worst=}, but it must be a non-negative int")
-    checked = check_tolerances(max_ulp, atol, rtol) != 0
+    """The chunks of the flat codes ``fa``, ``fb`` (checked arrays, or :class:`_Reader`
+    that check each chunk) compared on the threads and merged into one report (the
+    options checked here)."""
+    if not _is_int(worst) or worst < 0:
+        raise ValueError(f"Got {worst=!r}, but it must be a non-negative int")
+    mode = check_tolerances(max_ulp, atol, rtol)
+    checked = mode != 0
     n = math.prod(shape)
-    worst = min(worst, n)  # no more worst elements than elements: memory stays bounded
+    worst = min(int(worst), n)  # no more worst elements than elements: memory stays bounded
 
     def one(start: int) -> ComparePartial:
         stop = min(n, start + CHUNK)
-        return compare_chunk(fa[start:stop], fb[start:stop], fmt, base=start,
-                             worst=min(worst, CHUNK), max_ulp=max_ulp, atol=atol, rtol=rtol)
+        return _chunk_pass(fa[start:stop], fb[start:stop], fmt, start, min(worst, CHUNK),
+                           max_ulp, atol, rtol, mode)
 
     starts = range(0, n, CHUNK)
 

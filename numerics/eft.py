@@ -10,7 +10,9 @@ References
 T. J. Dekker, "A floating-point technique for extending the available
 precision", Numer. Math. 18 (1971).  D. E. Knuth, TAOCP vol. 2, 4.2.2
 (TwoSum).  J.-M. Muller et al., Handbook of Floating-Point Arithmetic,
-2nd ed. (2018), ch. 4.
+2nd ed. (2018), ch. 4.  S. Boldo, S. Graillat and J.-M. Muller, "On the
+robustness of the 2Sum and Fast2Sum algorithms", ACM Trans. Math. Softw.
+44(1) (2017): 2Sum's spurious overflow.
 """
 
 from __future__ import annotations
@@ -26,8 +28,15 @@ _SPLITTER = 134217729.0
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Knuth's TwoSum: ``s = fl(a + b)`` and ``e`` with ``s + e == a + b`` exactly.
 
-    Exact for all finite inputs whose sum does not overflow (also with
-    subnormals).
+    Exact (also with subnormals) when ``|a| < 2**1023`` and ``|b| < 2**1023``.
+    That no operation overflows then follows from the rounding error of
+    ``s`` being at most ``ulp(s) / 2 <= 2**970``: ``|a + b| <= 2**1024 - 2**971``
+    (binary64's max) and ``|s - a| <= |b| + 2**970 <= 2**1023``.
+
+    A sum that does not overflow is *not* enough: 2Sum's intermediate
+    ``s - a`` can overflow although ``s`` is finite (Boldo, Graillat & Muller
+    2017), as with ``a = -(2**1022 + 3 * 2**970)`` and ``b`` binary64's max,
+    where ``s`` is finite and ``e`` is NaN.
 
     Examples
     --------
@@ -51,7 +60,9 @@ def fast_two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Veltkamp split ``a = hi + lo`` with 26 and 27 significant bits.
 
-    Needs ``|a| < 2**996`` (no overflow in ``a * (2**27 + 1)``).
+    ``hi`` is ``a`` rounded to 26 bits (so ``|hi| <= |a| * (1 + 2**-26)``).
+    Needs ``a * (2**27 + 1)`` not to overflow: ``|a| <= 0x1.ffffffbffffffp+996``
+    (``|a| < 2**996`` suffices).
     """
     c = _SPLITTER * a
     hi = c - (c - a)
@@ -61,9 +72,17 @@ def split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dekker's TwoProd: ``p = fl(a * b)`` and ``e`` with ``p + e == a * b`` exactly.
 
-    Exact when ``|a|, |b| < 2**996``, ``|a * b|`` does not overflow and the
-    exponents of ``a`` and ``b`` add to at least ``-1022 + 53`` (so that the
-    error term does not underflow).
+    Exact when ``|a|, |b| < 2**996`` (:func:`split`), ``|a * b| <= 2**1023``
+    and the exponents of ``a`` and ``b`` add to at least ``-1022 + 53`` (so that
+    the error term does not underflow).  Plain numpy products (no FMA).
+
+    A finite ``a * b`` is not enough: the product ``ah * bh`` of the 26-bit
+    heads must not overflow, and each head may exceed its operand by a factor
+    up to ``1 + 2**-26``, so products within a factor ``(1 + 2**-26)**2`` of
+    ``2**1024`` can fail (``a = 0x1.fffffffffffffp+530``,
+    ``b = 0x1.fffffffffffffp+492``: ``p`` is finite, ``ah * bh = 2**1024`` and
+    ``e`` is inf).  ``|a * b| <= 2**1023`` keeps ``ah * bh < 2**1024``, and
+    ``ah * bh`` (52 bits) is then exact.
 
     Examples
     --------

@@ -34,11 +34,13 @@ there (a sign of zero, a NaN payload) compare equal.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from numerics.compare import check_chunk_size, check_shape
 from numerics.formats import Format, NaNEncoding, as_format
 
 __all__ = [
@@ -114,9 +116,10 @@ def fingerprint(
     chunks : ndarray, or callable ``(start, stop) -> ndarray``
         The codes (unsigned ints) when ``fmt`` is given, else an integer or
         bool array; or a function giving the flattened elements chunk by chunk
-        (then ``shape`` is required), so memory-mapped tensors stream through.
+        (then ``shape`` is required), so memory-mapped tensors stream through;
+        ``chunks(start, stop)`` must return exactly ``stop - start`` elements.
     shape : tuple of int, optional
-        The tensor's shape (required with a callable).
+        The tensor's shape (required with a callable): ints ``>= 0``.
     fmt : Format or str, optional
         The format of the codes; its name is the dtype that is hashed.
     canonicalize : bool
@@ -128,9 +131,11 @@ def fingerprint(
     Raises
     ------
     TypeError
-        If the elements are not codes (unsigned) with a format, nor integers without.
+        If the elements are not codes (unsigned) with a format, nor integers without,
+        or ``shape`` is not a tuple of ints.
     ValueError
-        For an unknown format or a code beyond the format's width.
+        For an unknown format, a code beyond the format's width, a negative entry of
+        ``shape``, or a callable ``chunks`` returning more or fewer elements than asked.
 
     Examples
     --------
@@ -147,15 +152,23 @@ def fingerprint(
     """
     if fmt is not None:
         fmt = as_format(fmt)
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) \
+            or chunk < 1:
         raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
+    chunk = int(chunk)
     if callable(chunks):
         if shape is None:
             raise ValueError("Got shape=None, but a callable chunks needs the tensor's shape")
-        get = chunks
-        dims = tuple(int(n) for n in shape)
-        first = np.asarray(get(0, 0))
-        dtype = first.dtype
+        dims = check_shape(shape)
+        read = chunks
+        dtype = np.asarray(read(0, 0)).dtype
+
+        def get(start: int, stop: int) -> np.ndarray:
+            block = check_chunk_size(np.asarray(read(start, stop)), start, stop, "chunks")
+            if hashed_dtype(block.dtype, fmt)[0] != hashed_dtype(dtype, fmt)[0]:
+                raise TypeError(f"Got chunks({start}, {stop}) of dtype {block.dtype}, but "
+                                f"chunks(0, 0) gave {dtype}: every chunk must be of one dtype")
+            return block
     else:
         arr = np.asarray(chunks)
         dims = tuple(int(n) for n in arr.shape)
@@ -166,9 +179,9 @@ def fingerprint(
             return flat[start:stop]
 
     name, out_dtype = hashed_dtype(dtype, fmt)
-    n = int(np.prod(dims, dtype=np.int64))
+    n = math.prod(dims)  # exact: a Python int never wraps
     per = _elements_per_read(chunk, out_dtype.itemsize)
-    digests = [block_digests(code_stream(np.asarray(get(start, min(start + per, n))), fmt,
+    digests = [block_digests(code_stream(get(start, min(start + per, n)), fmt,
                                          out_dtype, canonicalize=canonicalize))
                for start in range(0, n, per)]
     return Fingerprint(combine_digests(name, dims, digests), name, dims,

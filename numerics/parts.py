@@ -17,8 +17,9 @@ import numpy as np
 
 from numerics.codec import _check_code, decode_exact, encode_exact, floor_log2
 from numerics.digits import int_to_text
+from numerics.encoding import _check_options
 from numerics.formats import Format, as_format
-from numerics.rounding import make_rng
+from numerics.rounding import check_rng, sr_seed
 
 __all__ = ["Kind", "Parts", "exact_decimal", "hexfloat", "parts", "parts_of_code"]
 
@@ -56,7 +57,8 @@ class Parts:
     value: Fraction | None
     #: Exact decimal expansion of the value (``"-0"`` for negative zero, ``"inf"``, ``"nan"``).
     decimal: str
-    #: C99 hex-float string, normalized (``"0x1.99999ap-4"``, ``"0x0p+0"``, ``"-inf"``, ``"nan"``).
+    #: C99 hex-float string, normalized (``"0x1.99999ap-4"``, ``"0x0p+0"``, ``"-0x0p+0"``,
+    #: ``"-inf"``, ``"nan"``).
     hex: str
 
 
@@ -88,6 +90,11 @@ def _special_text(value: object, name: str) -> str | None:
     return None
 
 
+def _negative_zero(value: object) -> bool:
+    """Whether ``value`` is a float ``-0.0`` (Python or numpy)."""
+    return isinstance(value, (float, np.floating)) and value == 0 and bool(np.signbit(value))
+
+
 def _rational(value: Fraction | int | float) -> Fraction:
     """The exact Fraction of a finite real (numpy scalars through Python ints and floats)."""
     if isinstance(value, np.integer):
@@ -102,7 +109,8 @@ def exact_decimal(value: Fraction | int | float) -> str:
     """Exact, complete decimal expansion of a rational with a terminating expansion.
 
     Every binary fraction terminates, so every finite float value has one; the
-    non-finite floats give ``"inf"``, ``"-inf"`` and ``"nan"``.
+    non-finite floats give ``"inf"``, ``"-inf"`` and ``"nan"``, and a float ``-0.0``
+    gives ``"-0"`` (a Fraction or int zero has no sign: ``"0"``).
 
     Raises
     ------
@@ -119,10 +127,14 @@ def exact_decimal(value: Fraction | int | float) -> str:
     '0.1000000000000000055511151231257827021181583404541015625'
     >>> exact_decimal(float("-inf")), len(exact_decimal(Fraction(1, 10**5000)))
     ('-inf', 5002)
+    >>> exact_decimal(-0.0), exact_decimal(Fraction(-0.0))
+    ('-0', '0')
     """
     special = _special_text(value, "value")
     if special is not None:
         return special
+    if _negative_zero(value):
+        return "-0"
     value = _rational(value)
     digits = _decimal_digits(value)  # 10**digits * value is an integer
     scaled = value * 10**digits
@@ -138,10 +150,10 @@ def exact_decimal(value: Fraction | int | float) -> str:
 def hexfloat(value: Fraction | int | float) -> str:
     """Normalized C99 hex-float string of a dyadic rational (``printf("%a")`` style).
 
-    The leading digit is 1 (``0x0p+0`` for zero), trailing zero digits are
-    dropped and the binary exponent is written in decimal with its sign; the
-    non-finite floats give ``"inf"``, ``"-inf"`` and ``"nan"`` (as
-    :meth:`float.hex` does).
+    The leading digit is 1 (``0x0p+0`` for zero, ``-0x0p+0`` for a float ``-0.0``
+    as ``printf("%a", -0.0)`` writes it), trailing zero digits are dropped and the
+    binary exponent is written in decimal with its sign; the non-finite floats give
+    ``"inf"``, ``"-inf"`` and ``"nan"`` (as :meth:`float.hex` does).
 
     Examples
     --------
@@ -149,12 +161,14 @@ def hexfloat(value: Fraction | int | float) -> str:
     ('0x1p+0', '-0x1.8p+0', '0x0p+0')
     >>> hexfloat(Fraction(0.1)) == (0.1).hex()
     True
-    >>> hexfloat(float("-inf"))
-    '-inf'
+    >>> hexfloat(float("-inf")), hexfloat(-0.0)
+    ('-inf', '-0x0p+0')
     """
     special = _special_text(value, "value")
     if special is not None:
         return special
+    if _negative_zero(value):
+        return "-0x0p+0"
     value = _rational(value)
     if value == 0:
         return "0x0p+0"
@@ -241,9 +255,16 @@ def parts(
     rounding, overflow, nan : str
         As for :func:`numerics.encode`.
     rng : None, int or numpy.random.Generator
-        Source of the draw for ``rounding="sr"``.
+        Source of the draw for ``rounding="sr"``, checked in every mode as
+        :func:`numerics.encode` checks it: the draw is the one ``encode`` makes for
+        element 0 (its stream of :mod:`numerics.kernels.random`, seeded by
+        :func:`numerics.rounding.sr_seed`), taken exactly as ``Fraction(u, 2**k)`` of the
+        ``k``-bit integer ``u`` (``k = sr_bits``, or 64), so that
+        ``parts(x, fmt, rounding="sr", rng=seed).code`` equals
+        ``int(encode(x, fmt, rounding="sr", rng=seed))`` for a scalar ``x``.
     sr_bits : int, optional
-        Random bits for ``rounding="sr"``.
+        Random bits for ``rounding="sr"`` (1 to 64), as for :func:`numerics.encode`:
+        ValueError outside that range or with another rounding.
 
     Examples
     --------
@@ -255,13 +276,15 @@ def parts(
     ('subnormal', '0')
     """
     fmt = as_format(fmt)
+    if rng is not None:  # (checked in every mode, as encode does)
+        check_rng(rng)
+    sr_bits = _check_options(rounding, overflow, sr_bits, nan)
     uniform = None
     if rounding == "sr":
-        gen = make_rng(rng)
-        if sr_bits is None:
-            uniform = float(gen.random())
-        else:
-            uniform = int(gen.integers(0, 1 << sr_bits)) / (1 << sr_bits)
+        from numerics.kernels.codec import draws  # numba: compiled on first use
+
+        bits = 64 if sr_bits is None else sr_bits
+        uniform = Fraction(int(draws(np.uint64(sr_seed(rng)), 1, bits)[0]), 1 << bits)
     code = encode_exact(x, fmt, rounding=rounding, overflow=overflow, uniform=uniform,
                         sr_bits=sr_bits, nan=nan)
     return parts_of_code(code, fmt)

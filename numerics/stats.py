@@ -42,6 +42,7 @@ magnitude.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -50,7 +51,8 @@ from functools import lru_cache
 import numpy as np
 
 from numerics.codec import floor_log2
-from numerics.compare import value_table
+from numerics.compare import check_chunk_size, value_table
+from numerics.dtypes import torch_values
 from numerics.formats import Format, as_format
 
 __all__ = [
@@ -109,7 +111,8 @@ class TensorStats:
     amax, amin : float or None
         Largest and smallest magnitude of the non-zero finite elements.
     dynamic_range : float or None
-        ``log2(amax / amin)``, in binades.
+        ``log2(amax / amin)``, in binades (finite even where ``amax / amin`` is
+        beyond float64's range).
     exponent_histogram : tuple of (int, int)
         ``(e, count)`` for the non-zero finite elements with
         ``2**e <= |x| < 2**(e+1)``, ascending ``e``.
@@ -351,7 +354,8 @@ def _bits_at_most(v: float, dtype: np.dtype) -> int:
     """Magnitude bits of the largest value of ``dtype`` (float32/64) not above ``v >= 0``."""
     if v == float("inf"):
         return (1 << (63 if dtype == np.float64 else 31)) - 1  # above every finite magnitude
-    t = np.array([v], dtype)
+    with np.errstate(over="ignore"):  # v beyond float32's max: inf, stepped back to max
+        t = np.array([v], dtype)
     if float(t[0]) > v:
         t = np.nextafter(t, dtype.type(0))
     return int(t.view(np.uint64 if dtype == np.float64 else np.uint32)[0])
@@ -439,9 +443,24 @@ def finish_stats(part: StatsPartial, formats: tuple[Format, ...]) -> TensorStats
     return TensorStats(
         count=n, nan=nan, inf=inf, zero=zero,
         amax=amax if nonzero else None, amin=amin if nonzero else None,
-        dynamic_range=float(np.log2(amax / amin)) if nonzero else None,
+        dynamic_range=_log2_ratio(amax, amin) if nonzero else None,
         exponent_histogram=exps, fits=tuple(fits),
     )
+
+
+def _log2_ratio(big: float, small: float) -> float:
+    """``log2(big / small)`` for positive finite floats, without forming ``big / small``
+    (which overflows for ``1e300 / 1e-20``): the exponents apart, the significands
+    (in ``[0.5, 1)``) divided.
+
+    Examples
+    --------
+    >>> _log2_ratio(8.0, 0.5), round(_log2_ratio(1e300, 1e-20), 3)
+    (4.0, 1063.017)
+    """
+    mb, eb = math.frexp(big)
+    ms, es = math.frexp(small)
+    return (eb - es) + math.log2(mb / ms)
 
 
 def tensor_stats(
@@ -458,20 +477,24 @@ def tensor_stats(
         The values (real numbers that float64 holds: every value of every
         supported format), or a function giving the flattened values chunk by
         chunk (then ``size`` is required), so memory-mapped tensors are read
-        lazily.  float32 chunks and integers are read as they are (integers
+        lazily; torch tensors (bfloat16 and float8 too) are read exactly.
+        float32 chunks and integers are read as they are (integers
         exactly, beyond ``2**53`` too: see the module docstring), anything
         else as float64.
     size : int, optional
-        Number of elements, with a callable ``values``.
+        Number of elements, with a callable ``values``; ``values(start, stop)``
+        must return exactly ``stop - start`` of them.
     formats : tuple of Format or str
         The candidate formats.
 
     Raises
     ------
     TypeError
-        If the values are not real numbers.
+        If the values are not real numbers, or ``formats`` is not a tuple of formats.
     ValueError
-        If a value is beyond float64's range (``10**400``), or an argument is invalid.
+        If a non-zero value is beyond float64's range (``10**400``, or a longdouble
+        ``10**-4000`` that float64 would make 0), a callable ``values`` returns more or
+        fewer elements than asked, or an argument is invalid.
 
     Examples
     --------
@@ -484,12 +507,17 @@ def tensor_stats(
     """
     if isinstance(formats, (str, Format)):
         formats = (formats,)
+    if not isinstance(formats, (tuple, list)):
+        raise TypeError(f"Got formats={formats!r} of type {type(formats).__name__}, but it "
+                        "must be a tuple of formats (Format or name)")
     fmts = tuple(as_format(f) for f in formats)
     if callable(values):
-        if size is None or isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise ValueError(f"Got {size=!r}, but a callable values needs the element count")
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
+                or size < 0:
+            raise ValueError(f"Got {size=!r}, but a callable values needs the element count "
+                             "(an int >= 0)")
         get = values
-        n = size
+        n = int(size)
     else:
         flat = _as_real_array(values).reshape(-1)
         n = flat.size
@@ -498,11 +526,10 @@ def tensor_stats(
             return flat[start:stop]
 
     def one(start: int) -> StatsPartial:
-        chunk = np.asarray(get(start, min(start + CHUNK, n)))
-        if chunk.dtype != np.float32:
-            chunk = _as_real_array(chunk)
-            if chunk.dtype.kind not in "iub":  # integers are read exactly
-                chunk = chunk.astype(np.float64, copy=False)
+        stop = min(start + CHUNK, n)
+        chunk = check_chunk_size(_as_real_array(get(start, stop)), start, stop, "values")
+        if chunk.dtype != np.float32 and chunk.dtype.kind not in "iub":  # read as they are
+            chunk = chunk.astype(np.float64, copy=False)
         return stats_chunk(chunk, fmts)
 
     starts = range(0, n, CHUNK)
@@ -520,8 +547,16 @@ def tensor_stats(
     return finish_stats(total, fmts)
 
 
+_BEYOND = ("Got values beyond float64's range (such as 10**400, or 10**-4000 that float64 "
+           "would make 0); tensor_stats takes values that float64 holds")
+
+
 def _as_real_array(values: object) -> np.ndarray:
-    """``values`` as a float64-compatible real array (TypeError/ValueError otherwise)."""
+    """``values`` as a float64-compatible real array (TypeError/ValueError otherwise):
+    float32, float64 and integers as they are, other floats (longdouble, float16,
+    ml_dtypes, torch tensors) and objects as float64, checked to stay in its range."""
+    if type(values).__module__.split(".")[0] == "torch" and hasattr(values, "layout"):
+        values = torch_values(values, "values")
     try:
         arr = np.asarray(values)
     except (ValueError, OverflowError) as err:
@@ -531,17 +566,38 @@ def _as_real_array(values: object) -> np.ndarray:
     if arr.dtype.kind == "f" or (arr.dtype.kind == "V" and arr.dtype.names is None
                                     and hasattr(arr.dtype, "type") and arr.dtype.itemsize <= 2):
         try:
-            return arr.astype(np.float64)
+            with np.errstate(over="ignore", under="ignore"):  # checked below
+                out = arr.astype(np.float64)
         except (TypeError, ValueError):
             pass
+        else:
+            if arr.dtype.itemsize > 8:  # longdouble: may be beyond float64's range
+                _check_range(arr, out)
+            return out
     if arr.dtype.kind == "O":
         try:
             out = np.array([float(v) for v in arr.reshape(-1)], np.float64).reshape(arr.shape)
         except OverflowError:
-            raise ValueError("Got values beyond float64's range (such as 10**400); "
-                             "tensor_stats takes values that float64 holds") from None
+            raise ValueError(_BEYOND) from None
         except (TypeError, ValueError):
             raise TypeError(f"Got values of dtype {arr.dtype}, but they must be real numbers") \
                 from None
+        _check_range(arr, out)
         return out
     raise TypeError(f"Got values of dtype {arr.dtype}, but they must be real numbers")
+
+
+def _check_range(arr: np.ndarray, out: np.ndarray) -> None:
+    """ValueError where a finite value of ``arr`` (longdouble or objects) became inf in
+    ``out`` (its float64 values) or a non-zero one became 0."""
+    flat, conv = arr.reshape(-1), out.reshape(-1)
+    if arr.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = (np.isinf(conv) & np.isfinite(flat)) | ((conv == 0) & (flat != 0))
+        where = bad.nonzero()[0][:1].tolist()
+    else:  # objects: only the infinities and zeros are looked at, one by one
+        where = [i for i in (np.isinf(conv) | (conv == 0)).nonzero()[0].tolist()
+                 if (flat[i] != 0 if conv[i] == 0 else flat[i] == flat[i]
+                     and abs(flat[i]) != np.inf)][:1]
+    if where:
+        raise ValueError(f"{_BEYOND}: values.flat[{where[0]}] = {flat[where[0]]!r}")

@@ -9,8 +9,10 @@
     :func:`numerics.ulp.ulp_distance`: a code's *ordinal* is its magnitude
     code with the sign of the value (``+0`` and ``-0`` both 0, an infinity one
     past ``max``), and the distance is ``|ordinal(a) - ordinal(b)|``, which is
-    ``|ma - mb|`` for equal signs and ``ma + mb`` otherwise (exact in uint64
-    for every format up to 64 bits).
+    ``|ma - mb|`` for equal signs and ``ma + mb + gap`` otherwise, ``gap`` 1 in
+    a signed format without zero (its ``-2**emin`` and ``+2**emin`` are
+    neighbours, one step apart) and 0 otherwise (exact in uint64 for every
+    format up to 64 bits: magnitude codes are below ``2**63``).
 
 ``stats``
     One array of values: NaN, inf and zero counts, the largest and smallest
@@ -74,9 +76,16 @@ def _bucket(d: np.uint64) -> int:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rtol, mode,
+def compare(ca, cb, va, vb, table, sign_mask, mag_mask, gap, base, max_ulp, atol, rtol, mode,
             counts, max_d, errors, hist, top_d, top_i):  # pragma: no cover - compiled
     """Compare codes ``ca`` and ``cb`` (1-D, same length), accumulating into the outputs.
+
+    ``gap`` is the distance between ``-2**emin`` and ``+2**emin`` beyond their
+    magnitude codes: 1 in a format without zero, else 0 (``+0`` and ``-0`` are
+    one point).  Where ``|a - b|`` overflows float64 (finite ``a`` and ``b``
+    near ``max`` of opposite signs) the relative error and the tolerance are
+    computed on the halved values (exact at that size), so ``max_rel_error``
+    stays finite: ``|a - b|`` rounded as without an exponent limit, then divided.
 
     Values come from ``va``/``vb`` (float arrays as long as the codes) or, when
     those are empty, from ``table[code]``.  ``base`` is the flat index of
@@ -93,6 +102,7 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
     use_table = va.shape[0] == 0
     smask = np.uint64(sign_mask)
     mmask = np.uint64(mag_mask)
+    across = np.uint64(gap)
     mism = nanmm = infmm = fails = 0
     md = max_d[0]
     emax_abs = errors[0]
@@ -146,7 +156,7 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
                 if (a & smask) == (b & smask):
                     d = ma - mb if ma >= mb else mb - ma
                 else:
-                    d = ma + mb
+                    d = ma + mb + across
                 key = d
                 hist[_bucket(d)] += 1
                 if d > md:
@@ -158,15 +168,25 @@ def compare(ca, cb, va, vb, table, sign_mask, mag_mask, base, max_ulp, atol, rto
                     if x != y:
                         infmm += 1
                 else:
-                    err = abs(x - y)
+                    ax = abs(x)
+                    err = abs(x - y)  # inf only where |x - y| is beyond float64's range
                     rel = 0.0
-                    if err != 0.0:
-                        rel = err / abs(x)  # inf where x == 0
+                    if err == _INF:
+                        # halved, |x - y| / 2 is finite and rounds as |x - y| would without an
+                        # exponent limit (here |x|, |y| >= 2**970: halving them is exact), and
+                        # rel = |x - y| / |x| <= 2**1024 / 2**970 is finite
+                        half = abs(x * 0.5 - y * 0.5)
+                        rel = half / ax * 2.0
+                        within = half <= atol * 0.5 + rtol * (ax * 0.5)
+                    else:
+                        if err != 0.0:
+                            rel = err / ax  # inf where x == 0
+                        within = err <= atol + rtol * ax
                     if err > emax_abs:
                         emax_abs = err
                     if rel > emax_rel:
                         emax_rel = rel
-                    if mode & 2 and err <= atol + rtol * abs(x):
+                    if mode & 2 and within:
                         ok = True
                 if mode & 1 and d <= max_ulp:
                     ok = True
