@@ -471,7 +471,7 @@ def test_torch_files_that_hold_more_than_tensors_or_without_torch(
     torch.save({"w": torch.zeros(2)}, tmp_path / "ok.pt")
     monkeypatch.setattr(sources_mod, "_torch", lambda: None)
     sources_mod.release_maps()
-    _bad(tmp_path / "ok.pt", "numerics[torch]", "ok.pt")
+    _bad(tmp_path / "ok.pt", "torch is not installed", "ok.pt")
 
 
 def test_empty_npy_through_load_tensor_and_tensor_stats_of_huge_ints(tmp_path: Path) -> None:

@@ -122,3 +122,34 @@ def test_importing_the_plugin_registers_no_profile() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True)
     assert out.stdout.strip() == "none"
+
+
+def test_the_plugin_loads_without_hypothesis(tmp_path: Path) -> None:
+    """Installing numerics registers its pytest plugin for every project in the
+    environment: without hypothesis (a test extra) an unrelated test run must still work,
+    with the seed fixtures (importing numerics.testing must not import hypothesis)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "test_other.py").write_text(
+        "def test_one(numerics_seed):\n    assert numerics_seed == 0\n")
+    code = f"""
+import sys
+
+
+class NoHypothesis:  # as if it were not installed
+    def find_spec(self, name, path=None, target=None):
+        if name == "hypothesis" or name.startswith("hypothesis."):
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+
+sys.meta_path.insert(0, NoHypothesis())
+import pytest
+
+sys.exit(pytest.main(["-q", "-p", "no:hypothesispytest", "-p", "no:cacheprovider",
+                      {str(tmp_path)!r}]))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 passed" in r.stdout

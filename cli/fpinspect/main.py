@@ -103,7 +103,7 @@ commands:
   probe MOD:FUNC   how a black-box matmul or sum accumulates (order, bits, rounding)
 
 PATH: .safetensors, a directory of shards (with or without model.safetensors.index.json)
-or the index, .npz, .npy, torch .pt/.pth/.bin (needs numerics[torch]); PATH:KEY is one tensor.
+or the index, .npz, .npy, torch .pt/.pth/.bin (needs torch); PATH:KEY is one tensor.
 
 examples:
   fpinspect                          0.1 in every common format
@@ -147,8 +147,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (it shows on a terminal for work over a second)")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run the chunks on this dask.distributed scheduler (numerics[dask]); "
-                        "every worker must see the same paths")
+                   help="run the chunks on this dask.distributed scheduler (needs "
+                        "dask[distributed]); every worker must see the same paths")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,7 +227,7 @@ examples:
                                    "shard; totals at the end.",
                        epilog="examples:\n  fpinspect ls model.safetensors\n"
                               "  fpinspect ls ./sharded-model/ --json\n"
-                              "  fpinspect ls pytorch_model.bin     (needs numerics[torch])\n")
+                              "  fpinspect ls pytorch_model.bin     (needs torch)\n")
     p.add_argument("path", metavar="PATH")
     _add_common(p)
 
@@ -523,8 +523,9 @@ def _client(args: argparse.Namespace) -> Any:
     try:
         from distributed import Client
     except ImportError:
-        raise UsageError("Got --scheduler, but dask.distributed is not installed; install the "
-                         "extra numerics[dask]") from None
+        raise UsageError("Got --scheduler, but dask.distributed is not installed; install it "
+                         "(pip install 'dask[distributed]', or the project's extra "
+                         "'.[dask]')") from None
     try:
         return Client(args.scheduler, timeout="10s")
     except (OSError, TimeoutError, ValueError) as err:

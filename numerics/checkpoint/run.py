@@ -9,7 +9,7 @@ the order, so the threads' or the cluster's scheduling never changes a result.
 Locally at most ``2 * threads`` items are in flight, so memory stays bounded
 by the chunk size whatever the checkpoint's size; the compiled kernels release
 the GIL, so threads run on all cores.  With a ``dask.distributed`` client
-(the optional extra ``numerics[dask]``) each item is one task that reads its
+(``dask[distributed]``, the project's optional extra ``dask``) each item is one task that reads its
 own byte range from the shared path (``mmap=False``).
 """
 
@@ -30,8 +30,9 @@ def _check_client(client: Any) -> None:
     try:
         import distributed
     except ImportError:
-        raise ValueError("Got a client, but dask.distributed is not installed; install the "
-                         "extra numerics[dask]") from None
+        raise ValueError("Got a client, but dask.distributed is not installed; install it "
+                         "(pip install 'dask[distributed]', or the project's extra "
+                         "'.[dask]')") from None
     if not isinstance(client, distributed.Client):
         raise TypeError(f"Got client={client!r}, but it must be a dask.distributed.Client")
 

@@ -12,7 +12,7 @@ A *source* is a path naming tensors:
 * a torch ``.pt``/``.pth``/``.bin`` state dict (nested dicts flattened with
   dots; two entries that join to the same name are an error), read with
   ``torch.load(..., weights_only=True, mmap=True)`` (a legacy non-zip file is
-  read whole, without ``mmap``): the optional extra ``numerics[torch]``;
+  read whole, without ``mmap``): torch, the project's optional extra ``torch``;
 * ``PATH:KEY``: the one tensor ``KEY`` of the source ``PATH``.
 
 A :class:`TensorRef` is a small, picklable description of one tensor (file,
@@ -479,8 +479,9 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
     torch = _torch()
     if torch is None:
         raise TensorFileError(
-            f"Got torch file {file!r}, but torch is not installed; install the extra "
-            "numerics[torch] (pip install 'numerics[torch]') to read .pt/.pth/.bin files")
+            f"Got torch file {file!r}, but torch is not installed; install it (pip install "
+            "torch, or the project's extra: pip install -e '.[torch]') to read .pt/.pth/.bin "
+            "files")
     # the zip format is memory-mapped; the legacy one (torch.save(...,
     # _use_new_zipfile_serialization=False), old pytorch_model.bin) cannot be and is read whole
     mmap = container == "zip"

@@ -52,6 +52,7 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.kernels.lanes import (
     HAS_F16C,
     bits_of_f32,

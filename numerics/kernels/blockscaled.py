@@ -35,6 +35,7 @@ from typing import Union
 import numba
 import numpy as np
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.kernels.spread import spread
 
 #: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).

@@ -39,6 +39,7 @@ from typing import Any
 import numba
 import numpy as np
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.kernels.lanes import f32_of_f16_bits, shl32
 from numerics.kernels.narrow import count_nans
 from numerics.kernels.random import GOLDEN, draw, mix64

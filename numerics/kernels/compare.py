@@ -36,6 +36,8 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+
 __all__ = [
     "BINADE_OFFSET",
     "BINADES",

@@ -59,6 +59,7 @@ from typing import Any
 import numba
 import numpy as np
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.kernels.lanes import (
     HAS_F16C,
     bits_of_f32,

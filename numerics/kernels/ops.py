@@ -65,6 +65,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, fma, shr32
 from numerics.kernels.random import draw

@@ -36,6 +36,7 @@ from typing import Any
 import numba
 import numpy as np
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.formats import Format
 from numerics.kernels.narrow import rne_code, rne_code_pair, rne_constants
 from numerics.kernels.random import draw

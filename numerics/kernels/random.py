@@ -19,6 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+
 __all__ = ["GOLDEN", "draw", "mix64"]
 
 #: The odd constant that spreads consecutive indices (2**64 / golden ratio).

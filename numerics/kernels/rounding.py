@@ -70,6 +70,7 @@ import numpy as np
 from numba import types
 from numba.core.extending import intrinsic
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.formats import Format, NaNEncoding, as_format
 from numerics.rounding import check_overflow, check_rounding
 

@@ -46,6 +46,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits
 from numerics.kernels.rounding import bits_f64, f64_bits
 from numerics.kernels.spread import serial, spread

@@ -61,6 +61,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.kernels.lanes import HAS_F16C, bits_of_f32, f32_of_bits, f32_of_f16_bits, sar32, shl32
 from numerics.kernels.rounding import BIAS, BITS, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 

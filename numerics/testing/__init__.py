@@ -12,10 +12,14 @@ format through a conversion kernel, :mod:`numerics.testing.exhaustive`).  The py
 ``numerics_seed`` / ``numerics_rng`` fixtures; :mod:`numerics.testing.profiles`
 holds the hypothesis profiles ``dev``, ``ci`` and ``thorough``.
 
-Importing this package registers nothing and loads no profile.
+Importing this package registers nothing, loads no profile and does not import
+hypothesis (a test extra): ``register_profiles`` and the strategies load it when first
+used, so the pytest plugin, which lives here, works in an environment without it.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from numerics.testing.assertions import (
     ALGORITHMS,
@@ -26,7 +30,6 @@ from numerics.testing.assertions import (
     ulp_distances,
 )
 from numerics.testing.exhaustive import ExhaustiveReport, exhaustive
-from numerics.testing.profiles import register_profiles
 from numerics.testing.stochastic import assert_rounded_from, assert_stochastic_rounding
 from numerics.testing.tolerances import elementwise_bound, softmax_bound
 
@@ -45,3 +48,12 @@ __all__ = [
     "tolerance_for",
     "ulp_distances",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``register_profiles``, imported on first use (it imports hypothesis)."""
+    if name == "register_profiles":
+        from numerics.testing.profiles import register_profiles
+
+        return register_profiles
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
