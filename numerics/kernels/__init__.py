@@ -16,6 +16,8 @@ Modules
 ``quant``     scaled and block quantization
 ``hash``      hash loops in uint32 and emulated float arithmetic
 ``spread``    runs a span kernel's index ranges on the threads
+``cachedir``  where numba caches the kernels when neither the package folder nor the
+              user's home is writable (imported by every kernel module first)
 
 Compile time
 ------------
