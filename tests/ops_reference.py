@@ -301,3 +301,22 @@ def sr_candidates(op: str, args: tuple[float, ...], fmt: Format, overflow: str =
     if v is not None and math.isfinite(down) and math.isfinite(away) and away != down:
         frac = (abs(v) - abs(Fraction(down))) / abs(Fraction(away) - Fraction(down))
     return down, away, frac
+
+
+def sr_expected(op: str, args: tuple[float, ...], fmt: Format, u: int, bits: int) -> float:
+    """The stochastic rounding of finite ``op(*args)`` for the ``bits``-bit draw ``u``:
+    away from zero iff ``u < floor(frac * 2**bits)``, ``frac`` the exact distance from the
+    toward-zero neighbour in units of the gap to the other (both neighbours finite).
+    The floor is exact for square roots too: ``floor(sqrt(q)) = isqrt(floor(q))``."""
+    down, away, frac = sr_candidates(op, args, fmt)
+    if down == away:
+        return down
+    if op == "sqrt":
+        gap = abs(Fraction(away) - Fraction(down))
+        scaled = Fraction(args[0]) * 4**bits / (gap * gap)
+        floor = math.isqrt(scaled.numerator // scaled.denominator) \
+            - int(abs(Fraction(down)) * 2**bits / gap)
+    else:
+        assert frac is not None, (op, args)
+        floor = math.floor(frac * 2**bits)
+    return away if u < floor else down

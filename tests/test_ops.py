@@ -640,6 +640,27 @@ def test_signalling_nan_operands_raise_invalid() -> None:
     assert np.all(np.isnan(r)) and fl.invalid.tolist() == [True, False]
 
 
+def test_signalling_nan_operands_stay_signalling_when_widened() -> None:
+    """A float32 or bfloat16 signalling NaN meeting a float64 operand (a Python float is
+    enough), or in another format's operation, is widened to float64, and a cast quiets
+    it; before the fix those raised no ``invalid`` (SoftFloat's f32_add does)."""
+    import ml_dtypes
+
+    s32 = np.array([0x7F800001, 0xFFA00000], np.uint32).view(np.float32)
+    for op, args, fmt in (("add", (s32, 1.0), "binary32"), ("mul", (s32, 2.0), "binary64"),
+                          ("fma", (1.0, 1.0, s32), "binary32"), ("div", (1.0, s32), "bfloat16")):
+        r, fl = getattr(ops, op)(*args, fmt, flags=True)
+        assert np.all(np.isnan(r)) and fl.invalid.all(), (op, fmt)
+    sb = np.array([0x7F81, 0x7FC1], np.uint16).view(ml_dtypes.bfloat16)
+    r, fl = ops.add(sb, 1.0, "binary32", flags=True)
+    assert fl.invalid.tolist() == [True, False]
+    s8 = np.array([0x7D, 0x7E], np.uint8).view(ml_dtypes.float8_e5m2)  # e5m2: IEEE NaNs
+    r, fl = ops.mul(s8, 1.0, "binary16", flags=True)
+    assert fl.invalid.tolist() == [True, False]
+    q32 = np.array([0x7FC00001], np.uint32).view(np.float32)  # a quiet NaN stays quiet
+    assert not ops.add(q32, 1.0, "binary32", flags=True)[1].invalid.any()
+
+
 def test_more_than_32_dimensions() -> None:
     """Operands of up to 32 dimensions, as every input in numerics (encode, ulp, accum);
     more is a ValueError naming the operand."""
@@ -734,6 +755,10 @@ def test_fp4_fp6_bytes_beyond_the_format_are_named() -> None:
                 ops.add(x, x[:1], name, rounding=rounding)
         with pytest.raises(ValueError, match=r"Got x\[2\] with byte"):
             ops.convert(x, name, "binary32")
+        # in another format's operation too (before: read as ml_dtypes reads it, low bits)
+        with pytest.raises(ValueError, match=rf"Got b\[2\] with byte {top + 1:#04x}, which "
+                                             f"is not a {name} code"):
+            ops.add(1.0, x, "binary32")
         # every valid byte is still taken as its code
         valid = np.arange(top + 1, dtype=np.uint8).view(dt)
         assert np.array_equal(ops.convert(valid, name, "binary64"),

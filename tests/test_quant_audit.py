@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sr_stream import GOLDEN, M64
+from sr_stream import draw as _draw
 
 from numerics import get_num_threads, set_num_threads
 from numerics.formats import get_format
@@ -47,21 +49,6 @@ def _exact_sqnr(x: np.ndarray, q: Quantized) -> float:
     noise = sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(d, x))
     return 10 * (math.log10(sig.numerator * noise.denominator)
                  - math.log10(sig.denominator * noise.numerator))
-
-
-_M64 = (1 << 64) - 1
-
-
-def _mix64(z: int) -> int:
-    """SplitMix64's finalizer in Python ints (Steele, Lea, Flood 2014)."""
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    return z ^ (z >> 31)
-
-
-def _draw(seed: int, index: int) -> int:
-    """The documented 64-bit draw of element ``index`` (numerics.kernels.random)."""
-    return _mix64(_mix64(seed) ^ ((index * 0x9E3779B97F4A7C15) & _M64))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,7 +114,7 @@ def test_Q4_scale_stochastic_rounding_uses_its_own_seeded_stream() -> None:
     seen = set()
     for seed in range(64):
         q = quantize(x, "e4m3fn", scale_format="e8m0fnu", scale_rounding="sr", rng=seed)
-        word = _draw((seed + 0x9E3779B97F4A7C15) & _M64, 0)
+        word = _draw((seed + GOLDEN) & M64, 0)
         assert Fraction(q.scales.item()) == _ref_sr_e8m0(amax_over_max, word), seed
         seen.add(q.scales.item())
     assert seen == {2.0**-9, 2.0**-8}
@@ -159,7 +146,7 @@ def test_Q4_scale_and_element_streams_and_thread_counts() -> None:
     np.testing.assert_array_equal(one.codes, two.codes)
     # the scales against the documented stream: bfloat16 SR of amax/448, exact
     amax = np.max(np.abs(x).reshape(8, 4, 16), axis=2)
-    s_seed = (11 + 0x9E3779B97F4A7C15) & _M64
+    s_seed = (11 + GOLDEN) & M64
     for j, (a, s) in enumerate(zip(amax.ravel(), one.scales.ravel())):
         v = Fraction(float(a)) / 448
         e = v.numerator.bit_length() - v.denominator.bit_length()

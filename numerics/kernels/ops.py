@@ -22,11 +22,13 @@ is the independent check):
    binary64 nearest of the exact value and ``lo`` the residual (or a value with
    its sign that rounds identically, kept off the half-way points).
 4. **One rounding** by :mod:`numerics.kernels.rounding` (:func:`_round`):
-   ``round_pair(h, lo)`` when the pair is unscaled (or unscales exactly), else
-   ``round_scaled`` of the integer significand ``(sig + eps) * 2**exp``
-   (:func:`_to_scaled`: ``sig < 2**62``, ``eps`` exact) for binary64 results near
-   its limits.  Stochastic rounding draws ``u`` from
-   :func:`numerics.kernels.random.draw` with the element's flat index.
+   ``round_pair(h, lo)`` against the format's exponent range moved down by ``k``
+   (:func:`numerics.kernels.rounding.lowered_params`), so ``lo`` is never scaled
+   and nothing under- or overflows.  Stochastic rounding draws ``u`` from
+   :func:`numerics.kernels.random.draw` with the element's flat index; it reads
+   the residual down to its last bit, so where ``lo`` is itself rounded (``/``,
+   sqrt, fma) the pair is first settled on the exact value's side of it
+   (:func:`_settle`).
 5. **Flags** from the same integer decisions (:func:`_flags`): ``inexact``,
    ``overflow`` (the rounding with unbounded exponent, which is this rounding for
    results that are not tiny, exceeds ``max``), ``underflow`` (tiny and inexact;
@@ -221,9 +223,10 @@ def _nudge(h: float, lo: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float]:
-    """``h = RNE64(x1 + x2 + x3)`` and a residual with the sign of the rest, never a
-    false tie (:func:`numerics.eft.three_sum_rne`, one element)."""
+def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float, float]:
+    """``h = RNE64(x1 + x2 + x3)``, a residual with the sign of the rest, never a false
+    tie (:func:`numerics.eft.three_sum_rne`, one element), and a value with the sign of
+    ``x1 + x2 + x3 - (h + residual)``."""
     s, t = _two_sum(x1, x3)
     u, w = _two_sum(t, x2)
     h, ll = _two_sum(s, u)
@@ -231,7 +234,7 @@ def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float]:
         h, w = w, 0.0
     t2, e2 = _two_sum(ll, w)
     if h == 0:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     ah = abs(h)
     sp = _ulp_up(ah) if t2 * h > 0 else _ulp_down(ah)
     hs = 0.5 * sp
@@ -244,12 +247,60 @@ def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float]:
     h_new = h + step
     r, e3 = _two_sum(t2 - step, e2)
     if h_new == 0:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     ah2 = abs(h_new)
     hs2 = 0.5 * (_ulp_up(ah2) if r * h_new > 0 else _ulp_down(ah2))
     if abs(r) == hs2 and e3 != 0:
-        r = math.copysign(hs2 * (1.0 - 2.0**-53), r)
-    return h_new, r
+        r_in = math.copysign(hs2 * (1.0 - 2.0**-53), r)
+        return h_new, r_in, (r - r_in) + e3  # (r - r_in is exact)
+    return h_new, r, e3
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _settle(h: float, lo: float, rest: float) -> float:
+    """``lo``, or the float next to it toward ``-h``'s side when the exact value lies
+    strictly between ``h + lo`` and that float (``rest``, the sign of the exact value
+    minus ``h + lo``, is against ``h``).
+
+    Stochastic rounding compares ``floor(frac * 2**ubits)`` of the pair with the draw,
+    and a rounded residual can land on one of those grid points while the exact value
+    lies just below it.  The grid is a lattice coarser than the spacing of ``lo``
+    (``|lo| < 2**-53 |h|``, ``ubits <= 53``), so the exact value and the settled pair
+    lie strictly between the same two grid points; the deterministic modes need no
+    settling (their residuals are kept off the half-way points instead).
+    """
+    if rest == 0 or (rest < 0) == (h < 0):
+        return lo
+    if lo == 0:
+        return math.copysign(5e-324, -h)
+    step = np.int64(-1 if (lo < 0) == (h < 0) else 1)  # toward -h: |h + lo| shrinks
+    return np.int64(np.float64(lo).view(np.int64) + step).view(np.float64)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _div_rest(r: float, lo: float, b: float) -> float:
+    """The sign of ``r / b - lo`` (``lo`` a rounding of ``r / b``; ``r - fl(lo * b)`` is
+    exact by Sterbenz's lemma)."""
+    p, e = _two_prod(lo, b)
+    d = (r - p) - e
+    return d if b > 0 else -d
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _sqrt_rest(r: float, s: float, lo: float) -> float:
+    """The sign of ``sqrt(s*s + r) - (s + lo)``, that is of ``r - 2*s*lo - lo*lo``
+    (``lo`` a rounding of ``r / (2s)``), summed exactly as an expansion
+    (Shewchuk's Grow-Expansion: the largest non-zero part has the sign of the sum)."""
+    p, e = _two_prod(2.0 * s, lo)
+    q1, q2 = _two_prod(lo, lo)
+    d = r - p  # exact: Sterbenz
+    g2, g1 = _two_sum(-e, d)
+    f3, f1 = _two_sum(-q1, g1)
+    f3, f2 = _two_sum(f3, g2)
+    k4, k1 = _two_sum(-q2, f1)
+    k4, k2 = _two_sum(k4, f2)
+    k4, k3 = _two_sum(k4, f3)
+    return k4 if k4 != 0 else (k3 if k3 != 0 else (k2 if k2 != 0 else k1))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -277,13 +328,21 @@ def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
         if op == 2:
             q = a / b
             p, e = _two_prod(q, b)
-            return q, ((a - p) - e) / b, 0
+            r = (a - p) - e  # the exact remainder
+            lo = r / b
+            if mode == rnd.MODE_SR:
+                lo = _settle(q, lo, _div_rest(r, lo, b))
+            return q, lo, 0
         if op == 4:
             s = math.sqrt(a)
             if s == 0:
                 return a, 0.0, 0
             p, e = _two_prod(s, s)
-            return s, ((a - p) - e) / (2.0 * s), 0
+            r = (a - p) - e
+            lo = r / (2.0 * s)
+            if mode == rnd.MODE_SR:
+                lo = _settle(s, lo, _sqrt_rest(r, s, lo))
+            return s, lo, 0
         p = a * b
         h, lo = _two_sum(p, c)
         return (_zero_sign(p, c, mode) if h == 0 else h), lo, 0
@@ -301,7 +360,11 @@ def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
     if op == 2:
         q = ma / mb
         p, e = _two_prod(q, mb)
-        return q, _nudge(q, ((ma - p) - e) / mb), ea - eb
+        r = (ma - p) - e
+        lo = _nudge(q, r / mb)
+        if mode == rnd.MODE_SR:
+            lo = _settle(q, lo, _div_rest(r, lo, mb))
+        return q, lo, ea - eb
     if op == 4:
         if a == 0:
             return a, 0.0, 0
@@ -309,7 +372,11 @@ def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
             ma, ea = ma * 2.0, ea - 1
         s = math.sqrt(ma)
         p, e = _two_prod(s, s)
-        return s, _nudge(s, ((ma - p) - e) / (2.0 * s)), ea // 2
+        r = (ma - p) - e
+        lo = _nudge(s, r / (2.0 * s))
+        if mode == rnd.MODE_SR:
+            lo = _settle(s, lo, _sqrt_rest(r, s, lo))
+        return s, lo, ea // 2
     mc, ec = math.frexp(c)
     x1, x2 = _two_prod(ma, mb)
     kp = ea + eb
@@ -324,9 +391,11 @@ def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
         h, lo = _two_sum(mc, _sticky(x1))
         return h, lo, ec
     c2 = _sticky(mc) if diff < -150 else math.ldexp(mc, diff)
-    h, lo = _three_sum_rne(x1, x2, c2)
+    h, lo, rest = _three_sum_rne(x1, x2, c2)
     if h == 0:
         return _zero_sign(x1, c2, mode), 0.0, 0
+    if mode == rnd.MODE_SR:
+        lo = _settle(h, lo, rest)
     return h, lo, kp
 
 
@@ -495,17 +564,12 @@ def _round_normal(h: float, lo: float, cut: int, mode: int) -> float:
 def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
            u: Any, ubits: int) -> Any:
     """The code of ``(h + lo) * 2**k`` rounded once (:mod:`numerics.kernels.rounding`):
-    the pair itself where it stays a normal float64 pair, else the integer significand."""
-    if k != 0 and h != 0:
-        hs = math.ldexp(h, k)
-        ls = math.ldexp(lo, k)
-        if 2.0**-960 <= abs(hs) < 2.0**1023 and (ls != 0 or lo == 0):
-            h, lo, k = hs, ls, 0
-    if k == 0 or h == 0:
+    the pair itself, against the format's exponent range moved down by ``k``
+    (the pair scaled by ``2**k`` may leave binary64's range)."""
+    if k == 0:
         return rnd.round_pair(h, lo, P, np.int64(mode), np.int64(overflow), u, np.int64(ubits))
-    neg, sig, eps, exp = _to_scaled(h, lo, k)
-    return rnd.round_scaled(neg, np.uint64(sig), np.int64(exp), eps != 0, P, np.int64(mode),
-                            np.int64(overflow), u, np.int64(ubits))
+    return rnd.round_pair(h, lo, rnd.lowered_params(P, np.int64(k)), np.int64(mode),
+                          np.int64(overflow), u, np.int64(ubits))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -107,6 +107,7 @@ __all__ = [
     "f64_bits",
     "float_bits",
     "format_params",
+    "lowered_params",
     "nan_code",
     "mode_code",
     "overflow_code",
@@ -495,6 +496,19 @@ def round_pair(hi: float, lo: float, P: Any, mode: Int, overflow: Int,
     if lo != 0.0:
         ls = 1 if (lo > 0.0) != negative else -1
     return _round_magnitude(negative, m, E, ls, abs(lo), True, Q, mode, overflow, u, ubits)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def lowered_params(P: Any, k: Int) -> tuple[int, ...]:
+    """``P`` with its exponent range moved down by ``k``: ``round_pair(hi, lo,
+    lowered_params(P, k), ...)`` is the code of ``(hi + lo) * 2**k`` in ``P``, for a
+    pair whose scaled value binary64 cannot hold.
+
+    The rounding decides on codes, which do not move; only the exponents the value
+    is compared with (``EMIN``, ``EMAX``, and ``BIAS`` for consistency) do.
+    """
+    return (P[T], P[W], P[BIAS] + k, P[EMIN] - k, P[EMAX] - k, P[SUBN], P[SIGNED], P[BITS],
+            P[MAXMAG], P[INFMAG], P[NANKIND], P[NEGZERO], P[MAGMASK])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from numerics.dtypes import as_input, dtype_of, format_of_dtype
-from numerics.formats import Format
+from numerics.formats import Format, NaNEncoding
 
 __all__ = ["broadcast_shape", "index_text", "is_scalar", "operands"]
 
@@ -103,6 +103,8 @@ def _exact_float64(arr: np.ndarray, name: str, fmt: Format) -> np.ndarray:
                 raise _bad_value(name, arr, i, fmt)
             flat[i] = f
         return out
+    if format_of_dtype(arr.dtype) is not None:  # an ml_dtypes format: exact in float64
+        return _widened(arr)
     with np.errstate(over="ignore", invalid="ignore"):
         x64 = arr.astype(np.float64)
     if kind == "f":  # longdouble (float16/32/64 convert exactly)
@@ -112,10 +114,26 @@ def _exact_float64(arr: np.ndarray, name: str, fmt: Format) -> np.ndarray:
         fits = (x64 < top) & (x64 >= -top)  # int64's -2**63 is a float64
         back = np.where(fits, x64, 0).astype(arr.dtype)
         bad = ~fits | (back != arr)
-    else:  # an ml_dtypes format: exact in float64
-        return x64
     if np.any(bad):
         raise _bad_value(name, arr, int(np.flatnonzero(bad.reshape(-1))[0]), fmt)
+    return x64
+
+
+def _widened(arr: np.ndarray) -> np.ndarray:
+    """A float32, float16 or ml_dtypes array as float64, exactly, its signalling NaNs
+    still signalling: a cast quiets them, and the operation must see them to raise
+    ``invalid`` (the payload does not matter: no NaN result has one)."""
+    with np.errstate(invalid="ignore"):
+        x64 = arr.astype(np.float64)
+    src = format_of_dtype(arr.dtype)
+    if src is None or src.nan is not NaNEncoding.IEEE or src.bits >= 64:
+        return x64
+    nan = np.isnan(x64)
+    if nan.any():
+        codes = arr.view(f"u{arr.dtype.itemsize}")
+        snan = nan & ((codes & (1 << (src.trailing_bits - 1))) == 0)
+        bits = x64.view(np.uint64)
+        bits[snan] = (bits[snan] & ~np.uint64(1 << 51)) | np.uint64(1 << 50)
     return x64
 
 
@@ -151,12 +169,13 @@ def operands(xs: list[Any], names: list[str], fmt: Format, check: Any
     arrays: list[np.ndarray] = []
     for x, name in zip(xs, names):
         arr = _as_array(x, name)
+        src = format_of_dtype(arr.dtype)
+        if src is not None and src.bits < 8 * arr.dtype.itemsize:
+            # fp4/fp6 in a byte: the top bits must be 0 (whichever format the operation's)
+            _check_narrow_codes(arr.view(np.uint8), name, src)
         if native is not None and arr.dtype == native and native.itemsize <= 2:
             # codes as unsigned integers of their width (a view: no pass over memory)
-            codes = arr.view(np.uint8 if native.itemsize == 1 else np.uint16)
-            if fmt.bits < 8 * native.itemsize:  # fp4/fp6 in a byte: the top bits must be 0
-                _check_narrow_codes(codes, name, fmt)
-            arrays.append(codes)
+            arrays.append(arr.view(np.uint8 if native.itemsize == 1 else np.uint16))
             continue
         if arr.dtype not in (np.float64, np.float32):
             arr = _exact_float64(arr, name, fmt)
@@ -190,10 +209,10 @@ def _to_kind(a: np.ndarray, kind: np.dtype, fmt: Format) -> np.ndarray | None:
     single value may become float32 or a code), or None."""
     from numerics.ops._driver import decode_table
 
-    if a.dtype.kind == "u":  # codes -> values
+    if a.dtype.kind == "u":  # codes -> values (signalling NaNs stay signalling)
         a = decode_table(fmt)[a]
     if kind == np.float64:
-        return a.astype(np.float64)
+        return _widened(a)
     v = float(a.reshape(-1)[0])
     if a.size != 1 or math.isnan(v):  # (a NaN keeps its bits only as float64)
         return None
