@@ -49,7 +49,7 @@ from fractions import Fraction
 import numpy as np
 
 from numerics.formats import Format, Infinity, NaNEncoding, as_format
-from numerics.rounding import check_overflow, check_rounding
+from numerics.rounding import check_overflow, check_rounding, check_sr_bits
 
 __all__ = ["decode_exact", "encode_exact", "floor_log2"]
 
@@ -205,10 +205,18 @@ def _to_fraction(value: object) -> Fraction | float:
         return Fraction(num, den)
     if isinstance(value, numbers.Rational):
         return Fraction(int(value.numerator), int(value.denominator))
+    if _is_ml_dtypes_scalar(value):  # bfloat16, float8_*, int4, ...: exact in binary64
+        return _to_fraction(float(value))  # type: ignore[arg-type]
     raise TypeError(
         f"Got value={value!r} of type {type(value).__name__}, "
         "expected an int, float, Fraction or numpy scalar"
     )
+
+
+def _is_ml_dtypes_scalar(value: object) -> bool:
+    """An ml_dtypes scalar (a numpy scalar, but neither np.floating nor np.integer)."""
+    return isinstance(value, np.generic) and \
+        type(value).__module__.partition(".")[0] == "ml_dtypes"
 
 
 def _is_negative(value: object, exact: Fraction | float) -> bool:
@@ -216,8 +224,8 @@ def _is_negative(value: object, exact: Fraction | float) -> bool:
         return math.copysign(1.0, exact) < 0
     if exact != 0:
         return exact < 0
-    if isinstance(value, (float, np.floating)):
-        return bool(np.signbit(value))
+    if isinstance(value, (float, np.floating)) or _is_ml_dtypes_scalar(value):
+        return math.copysign(1.0, float(value)) < 0  # type: ignore[arg-type]
     return False
 
 
@@ -260,9 +268,9 @@ def encode_exact(
         value rounds away from zero iff ``u < frac`` where ``frac`` is the
         exact distance from the truncated value in quanta.
     sr_bits : int, optional
-        With ``rounding="sr"``, ``frac`` is first truncated to ``sr_bits``
-        bits: ``floor(frac * 2**k) / 2**k``; ``uniform`` is then expected to be
-        a multiple of ``2**-k``.
+        An int in ``[1, 64]``.  With ``rounding="sr"``, ``frac`` is first truncated
+        to ``sr_bits`` bits: ``floor(frac * 2**k) / 2**k``; ``uniform`` is then
+        expected to be a multiple of ``2**-k``.
     nan : {"raise", "zero"}
         What a NaN input becomes in a format without NaN.
 
@@ -286,8 +294,9 @@ def encode_exact(
     fmt = as_format(fmt)
     check_rounding(rounding)
     check_overflow(overflow)
-    if nan not in _NAN_POLICIES:
+    if not isinstance(nan, str) or nan not in _NAN_POLICIES:
         raise ValueError(f"Got nan={nan!r}, but the only valid values are 'raise', 'zero'")
+    sr_bits = check_sr_bits(sr_bits)
     if rounding == "sr":
         if uniform is None:
             raise ValueError("Got uniform=None, but rounding='sr' needs a draw u in [0, 1)")
@@ -296,10 +305,6 @@ def encode_exact(
             raise TypeError(f"Got uniform={uniform!r}, expected a real number in [0, 1)")
         if not 0 <= uniform < 1:
             raise ValueError(f"Got uniform={uniform!r}, but it must lie in [0, 1)")
-        if sr_bits is not None and (
-            isinstance(sr_bits, bool) or not isinstance(sr_bits, int) or sr_bits < 1
-        ):
-            raise ValueError(f"Got sr_bits={sr_bits!r}, but it must be a positive int")
 
     exact = _to_fraction(value)
     negative = _is_negative(value, exact)

@@ -28,6 +28,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from numerics.dtypes import as_input
 from numerics.encoding import decode
 from numerics.formats import Format, as_format
 
@@ -124,6 +125,10 @@ def ulp_bucket_label(low: int, high: int) -> str:
     >>> ulp_bucket_label(0, 0), ulp_bucket_label(5, 8), ulp_bucket_label(65537, 131072)
     ('0', '5-8', '(2^16, 2^17]')
     """
+    if not (_is_int(low) and _is_int(high) and 0 <= low <= high):
+        raise ValueError(f"Got low={low!r}, high={high!r}, but they must be ints with "
+                         "0 <= low <= high")
+    low, high = int(low), int(high)
     if low == high:
         return str(low)
     if high > 1 << 16:
@@ -324,7 +329,7 @@ def check_codes(codes: object, fmt: Format, name: str) -> np.ndarray:
     ...
     ValueError: Got a holding code 0x10, beyond the 4-bit codes of e2m1fn
     """
-    arr = np.asarray(codes)
+    arr = as_input(codes, name)
     if arr.dtype.kind != "u" or arr.dtype.itemsize > 8:
         raise TypeError(f"Got {name} of dtype {arr.dtype}, but codes are unsigned integers")
     if arr.size and fmt.bits < 8 * arr.dtype.itemsize and int(arr.max()) >= fmt.num_codes:
@@ -441,12 +446,10 @@ def compare_codes(
     [((2,), None), ((1,), 2)]
     """
     fmt = as_format(fmt)
-    a = np.asarray(a)
-    b = np.asarray(b)
+    a = check_codes(a, fmt, "a")
+    b = check_codes(b, fmt, "b")
     if a.shape != b.shape:
         raise ValueError(f"Got shapes {list(a.shape)} and {list(b.shape)}, but they must match")
-    check_codes(a, fmt, "a")
-    check_codes(b, fmt, "b")
     shape = tuple(int(n) for n in a.shape)
     fa, fb = a.reshape(-1), b.reshape(-1)
     return _compare_flat(fa, fb, shape, fmt, worst, max_ulp, atol, rtol)
@@ -537,13 +540,10 @@ def _compare_flat(fa: Any, fb: Any, shape: tuple[int, ...], fmt: Format, worst: 
 
     total = ComparePartial.empty(worst)
     if len(starts) > 1:
-        from concurrent.futures import ThreadPoolExecutor  # imported here: a few ms
+        from numerics.threads import get_num_threads, ordered_map
 
-        from numerics.threads import get_num_threads
-
-        with ThreadPoolExecutor(max_workers=get_num_threads()) as pool:
-            for part in pool.map(one, starts):
-                total = total.merge(part)
+        for part in ordered_map(one, starts, get_num_threads()):
+            total = total.merge(part)
     elif n:
         total = one(0)
     return report_of(total, fmt, shape, fa, fb, checked=checked)

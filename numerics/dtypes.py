@@ -203,6 +203,9 @@ def torch_values(t: Any, name: str) -> np.ndarray:
     """
     import torch  # only reachable when the caller already has torch
 
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"Got {name} of type {type(t).__name__}, but it must be a torch "
+                        "tensor here")
     if t.layout != torch.strided:
         raise TypeError(f"Got {name} with torch layout {t.layout}; convert it with "
                         ".to_dense() first")
@@ -241,6 +244,8 @@ def as_exact_array(x: Any) -> np.ndarray:
     ml_dtypes' ``int2``, ``int4``, ``uint2`` and ``uint4`` arrays become int8 / uint8
     arrays of the same values.
     """
+    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "layout"):
+        x = torch_values(x, "x")
     arr = np.asarray(x)
     if arr.dtype.kind == "V" and arr.dtype.name in _ML_INTS and arr.dtype.names is None:
         return arr.astype(_ML_INTS[arr.dtype.name])  # ml_dtypes int4 & co.: exact

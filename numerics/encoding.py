@@ -47,6 +47,7 @@ from numerics.rounding import (
     check_overflow,
     check_rng,
     check_rounding,
+    check_sr_bits,
     sr_seed,
 )
 
@@ -165,10 +166,8 @@ def _check_options(rounding: object, overflow: object, sr_bits: object,
         check_rounding(rounding)
     if not isinstance(overflow, str) or overflow not in OVERFLOWS:
         check_overflow(overflow)
+    sr_bits = check_sr_bits(sr_bits)
     if sr_bits is not None:
-        if isinstance(sr_bits, bool) or not isinstance(sr_bits, (int, np.integer)) \
-                or not 1 <= sr_bits <= 64:
-            raise ValueError(f"Got sr_bits={sr_bits!r}, but it must be None or an int in [1, 64]")
         if rounding != "sr":
             raise ValueError(f"Got sr_bits={sr_bits!r} with rounding={rounding!r}; "
                              "sr_bits only applies to rounding='sr'")

@@ -66,6 +66,27 @@ def check_overflow(overflow: object, *, name: str = "overflow") -> str:
     return str(overflow)
 
 
+def check_sr_bits(sr_bits: object, *, top: int = 64) -> int | None:
+    """``sr_bits`` as a Python int (a numpy integer would wrap in ``2**sr_bits``), or
+    None; ValueError unless it is None or an int in ``[1, top]``.
+
+    Examples
+    --------
+    >>> check_sr_bits(np.int64(8)), check_sr_bits(None)
+    (8, None)
+    >>> check_sr_bits(65)
+    Traceback (most recent call last):
+    ...
+    ValueError: Got sr_bits=65, but it must be None or an int in [1, 64]
+    """
+    if sr_bits is None:
+        return None
+    if isinstance(sr_bits, (bool, np.bool_)) or not isinstance(sr_bits, (int, np.integer)) \
+            or not 1 <= sr_bits <= top:
+        raise ValueError(f"Got sr_bits={sr_bits!r}, but it must be None or an int in [1, {top}]")
+    return int(sr_bits)
+
+
 def _check_seed(rng: object) -> None:
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng < 0:
         raise ValueError(f"Got rng={rng!r}, but a seed must be a non-negative int")

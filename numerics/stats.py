@@ -482,8 +482,8 @@ def tensor_stats(
         exactly, beyond ``2**53`` too: see the module docstring), anything
         else as float64.
     size : int, optional
-        Number of elements, with a callable ``values``; ``values(start, stop)``
-        must return exactly ``stop - start`` of them.
+        Number of elements, with a callable ``values`` (and only then);
+        ``values(start, stop)`` must return exactly ``stop - start`` of them.
     formats : tuple of Format or str
         The candidate formats.
 
@@ -519,6 +519,9 @@ def tensor_stats(
         get = values
         n = int(size)
     else:
+        if size is not None:
+            raise ValueError(f"Got {size=!r} with an array of values; size is only for a "
+                             "callable values")
         flat = _as_real_array(values).reshape(-1)
         n = flat.size
 
@@ -535,13 +538,10 @@ def tensor_stats(
     starts = range(0, n, CHUNK)
     total = StatsPartial.empty(len(fmts))
     if len(starts) > 1:
-        from concurrent.futures import ThreadPoolExecutor  # imported here: a few ms
+        from numerics.threads import get_num_threads, ordered_map
 
-        from numerics.threads import get_num_threads
-
-        with ThreadPoolExecutor(max_workers=get_num_threads()) as pool:
-            for part in pool.map(one, starts):
-                total.add(part)
+        for part in ordered_map(one, starts, get_num_threads()):
+            total.add(part)
     elif n:
         total = one(0)
     return finish_stats(total, fmts)

@@ -28,6 +28,7 @@ import math
 import os
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,8 +43,11 @@ __all__ = [
     "TensorFileError",
     "list_tensors",
     "load_tensor",
+    "file_errors",
     "fs_path",
+    "npy_header",
     "npz_members",
+    "read_npz_member",
     "parse_json",
     "read_npy",
     "safetensors_entries",
@@ -94,6 +98,23 @@ def __getattr__(name: str) -> Any:
 
 class TensorFileError(ValueError):
     """A file that is not a readable tensor file, or lacks the tensor asked for."""
+
+
+@lru_cache(maxsize=1)
+def file_errors() -> tuple[type[Exception], ...]:
+    """What numpy's and zipfile's parsers raise on a corrupt file: besides the usual, a
+    tokenizer error (an unbalanced ``.npy`` header), a TypeError (a header with bytes
+    keys), NotImplementedError and RuntimeError (zip members compressed with an
+    unsupported method, or encrypted).  Caught where a file is parsed (``except
+    file_errors():`` builds the tuple only when something is raised) and reported as a
+    :class:`TensorFileError`."""
+    import tokenize
+    import zipfile
+    import zlib
+
+    return (ValueError, EOFError, OSError, SyntaxError, OverflowError, TypeError,
+            NotImplementedError, RuntimeError, tokenize.TokenError, zipfile.BadZipFile,
+            zlib.error, struct.error)
 
 
 @dataclass(frozen=True)
@@ -206,15 +227,34 @@ def _kind_of(path: str) -> str:
     )
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
 def parse_json(text: str | bytes, what: str) -> Any:
     """``json.loads(text)``, or TensorFileError ``"{what} is not JSON: ..."``.
 
     Any malformed document is a TensorFileError: bad syntax or encoding, a number
-    of more digits than Python converts, and nesting deeper than the parser's
-    recursion limit (``"[" * 2000``).
+    of more digits than Python converts, nesting deeper than the parser's
+    recursion limit (``"[" * 2000``), and an object holding a key twice (readers
+    disagree on which entry counts: Python's takes the last, safetensors' refuses it).
     """
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as err:
+        raise TensorFileError(f"{what} holds the key {err.args[0]!r} twice, so which entry "
+                              "counts is ambiguous") from None
     except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, too many digits
         raise TensorFileError(f"{what} is not JSON: {err}") from None
     except RecursionError:
@@ -242,6 +282,7 @@ def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
 
 def read_npy(path: str) -> np.ndarray:
     """A ``.npy`` file, memory-mapped (TensorFileError for an empty, text or object file)."""
+    path = fs_path(path)  # (an int would be read as a file descriptor, and closed)
     if os.path.getsize(path) == 0:
         raise TensorFileError(f"Got file {path!r}, which is empty, not a .npy file")
     with open(path, "rb") as f:
@@ -251,7 +292,7 @@ def read_npy(path: str) -> np.ndarray:
         _check_npy_size(path, f)
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, EOFError, OSError, OverflowError) as err:
+    except file_errors() as err:
         one_byte = _one_byte_float_npy(path)
         if one_byte is not None:
             return one_byte
@@ -274,7 +315,7 @@ def _check_npy_size(path: str, f: Any) -> None:
         else:
             shape, _, dtype = np.lib.format.read_array_header_2_0(f)
         data = f.tell()
-    except (ValueError, EOFError, OSError, SyntaxError, OverflowError):
+    except file_errors():
         return  # not a plain .npy header: np.load says why (or it is a '<f1' file)
     if dtype.hasobject:
         return  # np.load says it holds Python objects
@@ -290,6 +331,49 @@ def _check_npy_size(path: str, f: Any) -> None:
 _ONE_BYTE_FLOAT_DESCRS = ("<f1", "|f1", ">f1", "=f1")
 
 
+def _one_byte_float_header(f: Any) -> tuple[tuple[int, ...], bool] | None:
+    """``(shape, fortran_order)`` of the ``.npy`` stream ``f`` if its descr is ``'<f1'``
+    (``f`` is then just past the header), else None."""
+    try:
+        major, _ = np.lib.format.read_magic(f)
+        size_bytes = 2 if major == 1 else 4
+        (length,) = struct.unpack("<H" if major == 1 else "<I", f.read(size_bytes))
+        header = ast.literal_eval(f.read(length).decode("utf-8" if major >= 3 else "latin1"))
+    except (MemoryError, RecursionError):  # a header nested or long beyond the parser
+        return None
+    except file_errors():
+        return None
+    if not isinstance(header, dict) or header.get("descr") not in _ONE_BYTE_FLOAT_DESCRS:
+        return None
+    shape, fortran = header.get("shape"), header.get("fortran_order")
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) and n >= 0 for n in shape)
+            and isinstance(fortran, bool)):
+        return None
+    return shape, fortran
+
+
+def npy_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` stream ``f`` (a file or a zip
+    member, at its start), leaving ``f`` at the first element.
+
+    A descr of ``'<f1'`` (ml_dtypes' float8_e5m2, which numpy cannot read back) is raw
+    bytes, ``|V1``, as in :func:`read_npy`.  A corrupt header raises one of
+    :func:`file_errors`.
+    """
+    start = f.tell()
+    version = np.lib.format.read_magic(f)
+    try:
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(f)
+        return np.lib.format.read_array_header_2_0(f)
+    except ValueError:
+        f.seek(start)
+        one_byte = _one_byte_float_header(f)
+        if one_byte is None:
+            raise
+        return one_byte[0], one_byte[1], np.dtype("V1")
+
+
 def _one_byte_float_npy(path: str) -> np.ndarray | None:
     """A ``.npy`` of ``descr '<f1'`` as raw bytes (``|V1``), else None.
 
@@ -299,20 +383,11 @@ def _one_byte_float_npy(path: str) -> np.ndarray | None:
     :meth:`TensorRef.as_format`) names the format of.
     """
     with open(path, "rb") as f:
-        try:
-            major, _ = np.lib.format.read_magic(f)
-            size_bytes = 2 if major == 1 else 4
-            (length,) = struct.unpack("<H" if major == 1 else "<I", f.read(size_bytes))
-            header = ast.literal_eval(f.read(length).decode("utf-8" if major >= 3 else "latin1"))
-        except (ValueError, SyntaxError, struct.error, UnicodeDecodeError, MemoryError):
-            return None
+        header = _one_byte_float_header(f)
         offset = f.tell()
-    if not isinstance(header, dict) or header.get("descr") not in _ONE_BYTE_FLOAT_DESCRS:
+    if header is None:
         return None
-    shape, fortran = header.get("shape"), header.get("fortran_order")
-    if not (isinstance(shape, tuple) and all(isinstance(n, int) and n >= 0 for n in shape)
-            and isinstance(fortran, bool)):
-        return None
+    shape, fortran = header
     size = int(np.prod(shape, dtype=object))
     if os.path.getsize(path) < offset + size:
         raise TensorFileError(f"Got file {path!r}, which is truncated: its header promises "
@@ -369,6 +444,42 @@ def npz_members(path: str, names: list[str]) -> list[str]:
     return out
 
 
+def read_npz_member(path: str, name: str) -> np.ndarray:
+    """Tensor ``name`` of the ``.npz`` file ``path`` (member ``name.npy`` or ``name``), read
+    whole, in its shape and byte order; a ``'<f1'`` member as raw bytes (:func:`npy_header`).
+
+    Raises
+    ------
+    TensorFileError
+        A corrupt, truncated, encrypted or unsupported member, or one of Python objects.
+    """
+    import zipfile  # imported here: a few ms
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+            member = dict(zip(npz_members(path, names), names)).get(name)
+            if member is None:
+                raise TensorFileError(f"Got tensor {name!r}, which {path!r} does not hold")
+            with z.open(member) as f:
+                shape, fortran, dtype = npy_header(f)
+                if dtype.hasobject:
+                    raise TensorFileError(f"Got member {name!r} of {path!r}, which holds "
+                                          "Python objects, not numbers")
+                count = math.prod(shape)
+                data = f.read(count * dtype.itemsize)
+    except file_errors() as err:
+        if isinstance(err, (FileNotFoundError, PermissionError, TensorFileError)):
+            raise
+        raise TensorFileError(f"Got member {name!r} of {path!r}, which is not readable: "
+                              f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
+                              ) from None
+    if len(data) != count * dtype.itemsize:
+        raise TensorFileError(f"Got member {name!r} of {path!r}, which is truncated: its "
+                              f"header promises {count * dtype.itemsize} bytes of elements")
+    return np.frombuffer(data, dtype, count).reshape(shape, order="F" if fortran else "C")
+
+
 def _pick_key(path: str, keys: list[str], key: str | None) -> str:
     if key is None:
         if len(keys) == 1:
@@ -395,13 +506,7 @@ def _load_raw(path: str, key: str | None) -> tuple[str, np.ndarray, str]:
     if kind == ".npz":
         keys = list_tensors(path)
         name = _pick_key(path, keys, key)
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                arr = z[name]
-        except ValueError as err:
-            raise TensorFileError(
-                f"Got tensor {name!r} in {path!r}, which is not readable: {err}") \
-                from None
+        arr = read_npz_member(path, name)
         return name, arr, arr.dtype.str
     entries = safetensors_entries(path)
     name = _pick_key(path, sorted(entries), key)
@@ -428,8 +533,10 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
     Raises
     ------
     TensorFileError
-        A truncated or corrupt header, or an entry that does not fit.
+        A truncated or corrupt header, or an entry that does not fit or overlaps
+        another (as the safetensors library refuses them).
     """
+    path = fs_path(path)
     header, data_start = _safetensors_header(path)
     size = os.path.getsize(path)
     out: dict[str, tuple[str, np.dtype, tuple[int, ...], int]] = {}
@@ -463,6 +570,12 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
                 "of the file (truncated?)"
             )
         out[name] = (dtype_code, dtype, shape, data_start + begin)
+    ranges = sorted((entry[3], entry[3] + math.prod(entry[2]) * entry[1].itemsize, name)
+                    for name, entry in out.items() if math.prod(entry[2]))
+    for (_, end, first), (begin, _, second) in zip(ranges, ranges[1:]):
+        if begin < end:
+            raise TensorFileError(f"Got tensors {first!r} and {second!r} in {path!r} whose "
+                                  "byte ranges overlap (a corrupt header)")
     return out
 
 
@@ -500,6 +613,10 @@ def load_tensor(path: str | bytes | os.PathLike[str], *, key: str | None = None,
     ('binary32', (2,), ['0x3f800000', '0x3dcccccd'])
     """
     path = fs_path(path)
+    if key is not None and not isinstance(key, str):
+        raise TypeError(f"Got key={key!r}, but it must be a tensor name (a str) or None")
+    if fmt is not None:
+        fmt = as_format(fmt)  # checked even where the file's dtype names the format
     name, arr, stored = _load_raw(path, key)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("="))

@@ -9,9 +9,15 @@ never depend on the count: see :mod:`numerics.kernels.random`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
 import numpy as np
 
-__all__ = ["get_num_threads", "set_num_threads"]
+__all__ = ["get_num_threads", "ordered_map", "set_num_threads"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def set_num_threads(n: int) -> None:
@@ -50,3 +56,32 @@ def get_num_threads() -> int:
     import numba
 
     return int(numba.get_num_threads())
+
+
+def ordered_map(func: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:
+    """``func(item)`` for every item, in order, on ``threads`` Python threads.
+
+    Unlike ``ThreadPoolExecutor.map``, which submits every item before the first
+    result, at most ``2 * threads`` items are in flight: a huge or endless ``items``
+    costs no memory, and the first error is raised as soon as its item's turn comes
+    (the items not started are dropped).
+
+    Examples
+    --------
+    >>> list(ordered_map(lambda x: x * x, range(5), 2))
+    [0, 1, 4, 9, 16]
+    """
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+    from itertools import islice
+
+    source = iter(items)
+    pool = ThreadPoolExecutor(max_workers=max(1, threads))
+    try:
+        window = deque(pool.submit(func, item) for item in islice(source, 2 * max(1, threads)))
+        while window:
+            result = window.popleft().result()
+            window.extend(pool.submit(func, item) for item in islice(source, 1))
+            yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

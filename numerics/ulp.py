@@ -449,7 +449,7 @@ def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:
     124
     """
     fmt = as_format(fmt)
-    arr = np.asarray(codes)
+    arr = as_input(codes, "codes")
     scalar = arr.ndim == 0
     if arr.dtype.kind not in "iu":
         raise TypeError(f"Got codes of dtype {arr.dtype}, expected an integer dtype")

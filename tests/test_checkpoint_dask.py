@@ -105,3 +105,25 @@ def test_one_tensor_diff_and_hash_run_on_the_scheduler(tmp_path: Path, client: A
     ra, rb = (open_source(tmp_path / n).tensors[0] for n in ("x.npy", "y.npy"))
     remote = compare_refs(ra, rb, "bfloat16", chunk=700, client=client)
     assert repr(remote) == repr(compare_refs(ra, rb, "bfloat16", chunk=700))
+
+
+def test_relative_paths_mean_the_callers_directory(tmp_path: Path, client: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative path is the caller's: the workers started elsewhere (before the fix
+    they resolved it against their own directory, reading other bytes or none)."""
+    for sub, value in (("here", 1.0), ("there", 2.0)):
+        (tmp_path / sub / "ckpt").mkdir(parents=True)
+        np.save(tmp_path / sub / "ckpt" / "w.npy", np.full(64, value, np.float32))
+    monkeypatch.chdir(tmp_path / "here")
+    local = stats_source("ckpt")
+    assert local.tensors[0][1].amax == 1.0
+    assert stats_source("ckpt", client=client) == local
+    assert hash_source("ckpt", client=client).digest == hash_source("ckpt").digest
+
+
+def test_a_closed_client_is_named(tmp_path: Path, client: Any) -> None:
+    np.save(tmp_path / "w.npy", np.ones(8, np.float32))
+    closed = distributed.Client(client.scheduler.address)
+    closed.close()
+    with pytest.raises(ValueError, match=r"Got client=.*closed.*running client"):
+        hash_source(str(tmp_path / "w.npy"), client=closed)

@@ -93,6 +93,7 @@ from typing import Any
 
 import numpy as np
 
+from numerics.accum.intake import real_pair
 from numerics.formats import Format, as_format
 from numerics.quant import Quantized
 
@@ -414,9 +415,16 @@ def dequantized_gemm(A_q: Quantized, B_q: Quantized, C: Any = None) -> np.ndarra
                          "they must be 2-D with A's columns matching B's rows")
     with np.errstate(invalid="ignore", over="ignore"):
         d = a @ b
-        if C is not None:
-            d = d + np.asarray(C, np.float64)
-    return d
+    if C is None:
+        return d
+    c, _ = real_pair(C, "C")  # (the float64 nearest C: this reference adds in float64)
+    try:
+        c = np.broadcast_to(c, d.shape)
+    except ValueError:
+        raise ValueError(f"Got C with shape {c.shape}, but it must broadcast to {d.shape}"
+                         ) from None
+    with np.errstate(invalid="ignore", over="ignore"):
+        return d + c
 
 
 def _tensor_scale(g: Any, name: str) -> float | None:

@@ -239,6 +239,8 @@ def probabilistic_factor(us: list[tuple[int, float]], n_terms: int,
     if not us:
         return 0.0
     umax = max(u for _, u in us)
+    if umax >= 1:  # one significant bit rounded in a directed mode: no such bound
+        return math.inf
     lam = math.sqrt(2 * math.log(2 * n_terms / (1 - confidence))) / (1 - umax)
     s2 = math.fsum(k * u * u for k, u in us)
     return _expm1(lam * math.sqrt(s2) + s2 / (1 - umax))

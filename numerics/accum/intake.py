@@ -48,7 +48,10 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     kind = arr.dtype.kind
     if kind == "c":
         raise TypeError(f"Got {name} with complex dtype {arr.dtype}, but it must be real")
-    if kind == "b" or (kind == "f" and arr.dtype.itemsize <= 8):
+    if kind == "b":
+        raise TypeError(f"Got {name} of booleans, but it must hold real numbers (as encode's "
+                        "inputs: a bool is not a value)")
+    if kind == "f" and arr.dtype.itemsize <= 8:
         return arr.astype(np.float64), np.zeros(arr.shape)
     if kind in "iu":
         hi = arr.astype(np.float64)

@@ -544,6 +544,11 @@ def _check_options(algorithm: str, rounding: str, block_size: int | None, n: int
     promote = _check_fmt(promote_fmt if promote_fmt is not None else "binary32", "promote_fmt")
     if algorithm == "blocked" and block_size is None:
         block_size = 128
+    if tree is not None and algorithm != "tree":
+        raise ValueError(f"Got a tree with {algorithm=}; only algorithm='tree' takes one")
+    if ring_order is not None and algorithm != "ring":
+        raise ValueError(f"Got a ring_order with {algorithm=}; only algorithm='ring' "
+                         "takes one")
     tree_ = _check_tree(tree, n) if algorithm == "tree" else None
     order = _check_ring(ring_order, n) if algorithm == "ring" else None
     generator = make_rng(rng) if rounding == "sr" else None
@@ -592,10 +597,12 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
         The ring's rank order for ``algorithm="ring"`` (default ``0 .. n-1``): a
         permutation of the ranks, as a sequence or 1-D array of ints.
     rng : None, int or numpy.random.Generator
-        Source of the stochastic-rounding seed: one 63-bit integer is drawn from it, and
-        every rounding then draws its bits from the counter-based stream
-        (:mod:`numerics.kernels.random`) at an index fixed by the sum and the operation
-        (:mod:`numerics.kernels.accum`), so the result does not depend on the thread count.
+        Source of the stochastic-rounding seeds: one 63-bit integer is drawn from it
+        for the roundings into ``fmt`` (and, with ``algorithm="blocked"``, one more for
+        those into ``promote_fmt``), and every rounding then draws its bits from the
+        counter-based stream (:mod:`numerics.kernels.random`) at an index fixed by the
+        sum and the operation (:mod:`numerics.kernels.accum`), so the result does not
+        depend on the thread count.
     bound_kind : {"worst", "probabilistic"}
         ``"probabilistic"`` gives Higham and Mary's (2019) sqrt(n)-type bound, valid
         with probability at least ``confidence`` when the rounding errors are
@@ -667,7 +674,9 @@ def dot(
     rounded once in ``fmt``; the products are summed with ``algorithm`` exactly as in
     :func:`sum` (with no further input rounding).  The bound refers to the exact dot
     product of the rounded inputs and includes the product roundings (and, for
-    products below the smallest normal, their absolute underflow error).
+    products below the smallest normal, their absolute underflow error).  The
+    options are :func:`sum`'s; a Generator ``rng`` gives one more seed, for the
+    product roundings.
 
     Examples
     --------

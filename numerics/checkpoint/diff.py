@@ -124,8 +124,9 @@ class CheckpointDiff:
                 and not self.only_b and not self.shape_mismatches)
 
 
-def coarser(fa: Format, fb: Format) -> Format:
-    """The coarser of two formats: fewer significant bits, then the narrower range.
+def coarser(fa: Format | str, fb: Format | str) -> Format:
+    """The coarser of two formats (or names): fewer significant bits, then the narrower
+    range.
 
     Examples
     --------
@@ -134,6 +135,7 @@ def coarser(fa: Format, fb: Format) -> Format:
     >>> coarser(as_format("binary16"), as_format("bf16")).name
     'bfloat16'
     """
+    fa, fb = as_format(fa), as_format(fb)
     ka = (fa.precision, fa.emax, fa.bits)
     kb = (fb.precision, fb.emax, fb.bits)
     return fa if ka <= kb else fb

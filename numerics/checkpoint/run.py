@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
+import numpy as np
+
 __all__ = ["Progress", "check_run_options", "execute"]
 
 T = TypeVar("T")
@@ -35,10 +37,20 @@ def _check_client(client: Any) -> None:
                          "'.[dask]')") from None
     if not isinstance(client, distributed.Client):
         raise TypeError(f"Got client={client!r}, but it must be a dask.distributed.Client")
+    if client.status != "running":
+        raise ValueError(f"Got client={client!r}, which is {client.status}; a running client "
+                         "is needed")
+    if client.asynchronous:
+        raise ValueError(f"Got client={client!r}, an asynchronous client; these calls block, "
+                         "so they need a synchronous one (or run them in a thread: "
+                         "asyncio.to_thread)")
+
+
+_NOT_GIVEN = object()
 
 
 def check_run_options(*, threads: object = None, client: object = None,
-                      progress: object = None, chunk: object = None) -> None:
+                      progress: object = None, chunk: object = _NOT_GIVEN) -> None:
     """Validate the options every streamed operation takes (before any file is read).
 
     Raises
@@ -50,12 +62,10 @@ def check_run_options(*, threads: object = None, client: object = None,
         ``threads`` below 1; ``chunk`` (elements per chunk, where given) not a positive
         int; a client without dask.distributed installed.
     """
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int)
-                              or chunk < 1):
+    if chunk is not _NOT_GIVEN and (isinstance(chunk, bool) or not isinstance(
+            chunk, (int, np.integer)) or chunk < 1):
         raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
     if threads is not None:
-        import numpy as np
-
         if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)):
             raise TypeError(f"Got threads={threads!r}, but it must be a positive int "
                             "(or None: numerics.get_num_threads())")

@@ -45,10 +45,13 @@ from numerics.dtypes import format_of_dtype
 from numerics.formats import Format
 from numerics.tensors import (
     TensorFileError,
+    file_errors,
     fs_path,
+    npy_header,
     npz_members,
     parse_json,
     read_npy,
+    read_npz_member,
     safetensors_entries,
 )
 
@@ -73,7 +76,8 @@ class TensorRef:
     name : str
         The tensor's name in the source.
     file : str
-        The file holding its bytes (a shard of a sharded checkpoint).
+        The file holding its bytes (a shard of a sharded checkpoint), as an absolute
+        path from :func:`open_source`.
     dtype : numpy.dtype
         The element type as stored (byte order included).
     stored_dtype : str
@@ -279,15 +283,7 @@ def _npz_member(file: str, member: str) -> np.ndarray:
 
 @lru_cache(maxsize=2)
 def _npz_member_of(fid: _FileId, file: str, member: str) -> np.ndarray:
-    try:
-        with np.load(file, allow_pickle=False) as z:
-            return np.ascontiguousarray(z[member]).reshape(-1)
-    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError) as err:
-        if isinstance(err, (FileNotFoundError, PermissionError)):
-            raise
-        raise TensorFileError(
-            f"Got member {member!r} of {file!r}, which is corrupt: {_first_line(err)}") \
-            from None
+    return np.ascontiguousarray(read_npz_member(file, member)).reshape(-1)
 
 
 def _npy_c_order(file: str) -> np.ndarray:
@@ -341,7 +337,9 @@ def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
 def _npz(path: str) -> list[TensorRef]:
     try:
         z = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
+    except file_errors() as err:
+        if isinstance(err, (FileNotFoundError, PermissionError)):
+            raise
         raise TensorFileError(f"Got file {path!r}, which is not a valid .npz (zip) file") \
             from None
     out = []
@@ -351,10 +349,9 @@ def _npz(path: str) -> list[TensorRef]:
         for info, name in zip(infos, names):
             try:
                 with z.open(info) as member:
-                    version = np.lib.format.read_magic(member)
-                    shape, fortran, dtype = _npy_header(member, version)
+                    shape, fortran, dtype = npy_header(member)
                     header_len = member.tell()
-            except (ValueError, EOFError, zipfile.BadZipFile, zlib.error, OSError) as err:
+            except file_errors() as err:
                 if isinstance(err, PermissionError):
                     raise
                 raise TensorFileError(
@@ -379,12 +376,6 @@ def _npz(path: str) -> list[TensorRef]:
                 out.append(_ref(name, path, dtype, dtype.str, shape, loader="npz",
                                 member=name))
     return out
-
-
-def _npy_header(f: Any, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(f)
-    return np.lib.format.read_array_header_2_0(f)
 
 
 def _npy(path: str) -> list[TensorRef]:
@@ -529,7 +520,10 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
         else:  # None: not a tensor, listed as skipped
             flat[prefix] = None
 
-    walk("", obj)
+    # a bare tensor (torch.save(t, "x.pt"): an activation dump) is named after its file,
+    # as a .npy is
+    walk("" if isinstance(obj, (dict, list, tuple)) else
+         os.path.splitext(os.path.basename(file))[0], obj)
     return flat
 
 
@@ -751,7 +745,7 @@ def open_source(path: str | bytes | os.PathLike[str]) -> Source:
     path = fs_path(path)
     release_maps()
     if _exists(path) or ":" not in path:
-        return _open_path(path)
+        return _anchored(_open_path(path))
     # PATH:KEY, the key after the last colon whose prefix exists
     cut = len(path)
     while True:
@@ -766,4 +760,11 @@ def open_source(path: str | bytes | os.PathLike[str]) -> Source:
         shown = ", ".join(repr(k) for k in src.names[:8]) + (", ..." if len(src.names) > 8
                                                             else "")
         raise TensorFileError(f"Got key {key!r}, but {base!r} holds only {shown}")
-    return Source(path, "tensor", (src[key],), (src[key].file,), ())
+    return _anchored(Source(path, "tensor", (src[key],), (src[key].file,), ()))
+
+
+def _anchored(src: Source) -> Source:
+    """``src`` with each tensor's file as an absolute path: a relative one would be
+    resolved against another directory by a Dask worker (or after a ``chdir``)."""
+    return replace(src, tensors=tuple(replace(t, file=os.path.abspath(t.file))
+                                      for t in src.tensors))

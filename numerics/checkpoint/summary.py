@@ -173,6 +173,9 @@ def stats_source(
     """
     if isinstance(formats, (str, Format)):
         formats = (formats,)
+    if not isinstance(formats, (tuple, list)):
+        raise TypeError(f"Got formats={formats!r}, but it must be a format or a tuple of "
+                        "formats (Format or name)")
     fmts = tuple(as_format(f) for f in formats)
     check_run_options(threads=threads, client=client, progress=progress, chunk=chunk)
     s = _source(src, raw_format)

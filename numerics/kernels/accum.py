@@ -30,14 +30,19 @@ Layout and threads
 Rows are split over threads (:func:`numerics.kernels.spread.spread`) in tiles of 8
 that one thread sums side by side (8 independent chains keep the core busy); each
 row is summed in the documented order, so the bits do not depend on the thread
-count.  Stochastic
-rounding: the ``j``-th rounding of row ``r`` (in the order the module docstring of
-:mod:`numerics.accum.summation` lists the operations, input casts not counted)
-draws element ``j * batch + r`` of :func:`numerics.kernels.random.draw` with the
-call's seed.  Pairwise summation keeps a stack of at most 64 partial sums per row
+count.  Pairwise summation keeps a stack of at most 64 partial sums per row
 instead of an array of block sums (the same tree: combining equal-sized subtrees
 as they complete, then the leftovers from the right, is the level-by-level
 pairing with the odd node moving up).
+
+Stochastic rounding: the ``j``-th rounding of row ``r`` (input casts not counted)
+draws element ``j * batch + r`` of :func:`numerics.kernels.random.draw` with the
+call's seed.  The roundings are counted in the order this module does them, which
+is the order :mod:`numerics.accum.summation` lists the operations except in two
+places: pairwise summation adds two subtrees as soon as both are complete (the
+stack above, so a block sum and a merge can alternate, where the listing has
+every block sum first), and a dot product rounds the product ``x_i * y_i`` just
+before the addition that uses it (not every product first).
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ import numpy as np
 from numerics.formats import Format, as_format
 from numerics.ops._driver import FLAG_NAMES, check_values, run
 from numerics.ops._operands import is_scalar, operands
-from numerics.rounding import check_overflow, check_rng, check_rounding
+from numerics.rounding import check_overflow, check_rng, check_rounding, check_sr_bits
 
 __all__ = ["TININESS", "Flags", "add", "convert", "div", "fma", "mul", "sqrt", "sub"]
 
@@ -137,9 +137,7 @@ def _check_options(rounding: object, overflow: object, tininess: object, sr_bits
     if not isinstance(tininess, str) or tininess not in TININESS:
         raise ValueError(f"Got tininess={tininess!r}, but the only valid values are "
                          "'before' and 'after'")
-    if sr_bits is not None and (not isinstance(sr_bits, (int, np.integer))
-                                or isinstance(sr_bits, bool) or not 1 <= sr_bits <= 53):
-        raise ValueError(f"Got sr_bits={sr_bits!r}, but it must be None or an int in [1, 53]")
+    check_sr_bits(sr_bits, top=53)
     if not isinstance(flags, (bool, np.bool_)):
         raise TypeError(f"Got flags={flags!r}, expected True or False")
     check_rng(rng)  # checked in every mode (used only by rounding="sr")
