@@ -17,7 +17,7 @@ import numpy as np
 from numerics.formats import Format, as_format
 
 __all__ = ["MAX_DIMS", "as_exact_array", "as_input", "dtype_of", "format_of_dtype",
-           "torch_values"]
+           "refuse_masked", "torch_values"]
 
 #: The most dimensions an input may have (numpy 1's limit, kept on numpy 2).
 MAX_DIMS = 32
@@ -227,6 +227,22 @@ def torch_values(t: Any, name: str) -> np.ndarray:
     return np.asarray(t.numpy())
 
 
+def refuse_masked(x: Any, name: str) -> None:
+    """TypeError naming ``name`` for a numpy masked array: every reader here would
+    drop its mask (``np.asarray`` does) and compute on the hidden values too.
+
+    Examples
+    --------
+    >>> refuse_masked(np.ma.masked_array([1.0, 2.0], [0, 1]), "x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: Got x as a masked array, whose mask would be ignored; pass x.filled(v) or ...
+    """
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"Got {name} as a masked array, whose mask would be ignored; pass "
+                        f"{name}.filled(v) or {name}.compressed()")
+
+
 def as_exact_array(x: Any) -> np.ndarray:
     """``np.asarray(x)``, except that a list (or tuple) that numpy would convert inexactly
     becomes an object array of its values, for the caller to take one by one: a list
@@ -246,6 +262,7 @@ def as_exact_array(x: Any) -> np.ndarray:
     """
     if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "layout"):
         x = torch_values(x, "x")
+    refuse_masked(x, "x")
     arr = np.asarray(x)
     if arr.dtype.kind == "V" and arr.dtype.name in _ML_INTS and arr.dtype.names is None:
         return arr.astype(_ML_INTS[arr.dtype.name])  # ml_dtypes int4 & co.: exact
@@ -275,6 +292,7 @@ def as_input(x: Any, name: str) -> np.ndarray:
                         f"{np.asarray(x).dtype.str}); expected numbers")
     if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "layout"):
         x = torch_values(x, name)
+    refuse_masked(x, name)
     try:
         arr = as_exact_array(x)
     except ValueError as err:

@@ -52,7 +52,7 @@ import numpy as np
 
 from numerics.codec import floor_log2
 from numerics.compare import check_chunk_size, value_table
-from numerics.dtypes import torch_values
+from numerics.dtypes import refuse_masked, torch_values
 from numerics.formats import Format, as_format
 
 __all__ = [
@@ -557,6 +557,7 @@ def _as_real_array(values: object) -> np.ndarray:
     ml_dtypes, torch tensors) and objects as float64, checked to stay in its range."""
     if type(values).__module__.split(".")[0] == "torch" and hasattr(values, "layout"):
         values = torch_values(values, "values")
+    refuse_masked(values, "values")
     try:
         arr = np.asarray(values)
     except (ValueError, OverflowError) as err:

@@ -269,3 +269,15 @@ def test_tensor_files_are_read_from_absolute_paths(tmp_path: Path,
     assert os.path.isabs(ref.file)
     monkeypatch.chdir("/")
     assert ref.read().tolist() == [1.0] * 8
+
+
+def test_masked_arrays_are_refused_not_unmasked() -> None:
+    """np.asarray drops a mask: before, ops, encode, accum and tensor_stats computed on the
+    hidden values without a word."""
+    x = np.ma.masked_array([1.0, 1e30], [0, 1])
+    for call in (lambda: numerics.encode(x, "bfloat16"),
+                 lambda: numerics.ops.add(x, 1.0, "binary32"),
+                 lambda: accum.sum(x, "bfloat16"),
+                 lambda: tensor_stats(x)):
+        with pytest.raises(TypeError, match="as a masked array"):
+            call()

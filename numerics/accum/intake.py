@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import MAX_DIMS, torch_values
+from numerics.dtypes import MAX_DIMS, refuse_masked, torch_values
 from numerics.formats import Format
 
 __all__ = ["MAX_DIMS", "real_pair", "reject_nan"]
@@ -35,6 +35,7 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     """
     if type(x).__module__.split(".")[0] == "torch":
         x = torch_values(x, name)
+    refuse_masked(x, name)
     try:
         arr = np.asarray(x)
     except (ValueError, TypeError):

@@ -196,7 +196,8 @@ def _terms(x: Any, name: str, fmt: Format) -> np.ndarray:
     rounding of the exact inputs: float32/float64 input as it is, anything else (ints,
     long doubles, ml_dtypes, torch tensors, Python numbers) rounded into ``fmt`` here
     from its exact value (:func:`numerics.accum.intake.real_pair`)."""
-    if isinstance(x, np.ndarray) and x.dtype in (np.float32, np.float64):
+    if isinstance(x, np.ndarray) and not isinstance(x, np.ma.MaskedArray) \
+            and x.dtype in (np.float32, np.float64):
         if x.ndim > MAX_DIMS:
             real_pair(x, name)  # raises, naming the argument
         reject_nan(x, fmt, name)
