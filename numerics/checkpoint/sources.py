@@ -76,8 +76,8 @@ class TensorRef:
     name : str
         The tensor's name in the source.
     file : str
-        The file holding its bytes (a shard of a sharded checkpoint), as an absolute
-        path from :func:`open_source`.
+        The file holding its bytes (a shard of a sharded checkpoint), as the path
+        given names it.
     dtype : numpy.dtype
         The element type as stored (byte order included).
     stored_dtype : str
@@ -94,6 +94,10 @@ class TensorRef:
     format : Format or None
         The float format of the elements (None for integers, bool, raw bytes);
         set for raw bytes by :meth:`as_format`.
+    root : str
+        The working directory a relative ``file`` was given in (:func:`open_source`
+        sets it): reads resolve ``file`` against it, on a Dask worker or after a
+        ``chdir`` too.
     """
 
     name: str
@@ -105,6 +109,7 @@ class TensorRef:
     loader: str = "file"
     member: str = ""
     format: Format | None = None
+    root: str = ""
 
     @property
     def size(self) -> int:
@@ -145,20 +150,21 @@ class TensorRef:
         """
         stop = self.size if stop is None else min(stop, self.size)
         start = min(start, stop)
+        file = os.path.join(self.root, self.file)  # (the file itself when absolute)
         if self.loader == "file":
             if stop == start:
                 out = np.empty(0, self.dtype)
             elif mmap:
-                out = _mapped(self.file, self.offset, self.dtype, self.size)[start:stop]
+                out = _mapped(file, self.offset, self.dtype, self.size)[start:stop]
             else:
-                out = np.fromfile(self.file, dtype=self.dtype, count=stop - start,
+                out = np.fromfile(file, dtype=self.dtype, count=stop - start,
                                   offset=self.offset + start * self.dtype.itemsize)
         elif self.loader == "npz":
-            out = _npz_member(self.file, self.member)[start:stop]
+            out = _npz_member(file, self.member)[start:stop]
         elif self.loader == "npy":
-            out = _npy_c_order(self.file)[start:stop]
+            out = _npy_c_order(file)[start:stop]
         else:
-            out = _torch_slice(self.file, self.member, start, stop)
+            out = _torch_slice(file, self.member, start, stop)
         if out.dtype.byteorder == ">":
             out = out.astype(out.dtype.newbyteorder("="))
         if self.format is not None and self.dtype.type is np.void:
@@ -764,7 +770,7 @@ def open_source(path: str | bytes | os.PathLike[str]) -> Source:
 
 
 def _anchored(src: Source) -> Source:
-    """``src`` with each tensor's file as an absolute path: a relative one would be
-    resolved against another directory by a Dask worker (or after a ``chdir``)."""
-    return replace(src, tensors=tuple(replace(t, file=os.path.abspath(t.file))
-                                      for t in src.tensors))
+    """``src`` with each tensor's ``root`` set: a relative file would be resolved
+    against another directory by a Dask worker (or after a ``chdir``)."""
+    cwd = os.getcwd()
+    return replace(src, tensors=tuple(replace(t, root=cwd) for t in src.tensors))
