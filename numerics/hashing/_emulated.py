@@ -8,6 +8,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from numerics.dtypes import as_input
 from numerics.formats import Format, as_format
 from numerics.hashing._bytes import HashResult, _check_uint32
 
@@ -28,7 +29,7 @@ _FORMAT_OF = {"float32": "binary32", "bfloat16": "bfloat16", "float16": "binary1
 
 
 def _check_arithmetic(arithmetic: object) -> str:
-    if arithmetic not in ARITHMETICS:
+    if not isinstance(arithmetic, str) or arithmetic not in ARITHMETICS:
         raise ValueError(
             f"Got arithmetic={arithmetic!r}, but the only valid values are "
             + ", ".join(repr(a) for a in ARITHMETICS)
@@ -76,7 +77,7 @@ def _const(value: int, arithmetic: str, name: str) -> np.float32:
 
 
 def _check_int_array(x: object, name: str, limit: int) -> npt.NDArray[np.int64]:
-    arr = np.asarray(x)
+    arr = as_input(x, name)  # (ValueError naming ``name`` for a ragged nesting)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(
             f"Got {name} with dtype={arr.dtype}, but it must hold integers "
@@ -255,7 +256,8 @@ def poly_hash(
     ValueError
         Tokens outside ``[0, 2**24)``, base or modulus out of range, an unknown
         ``arithmetic``, or a rounded constant or intermediate that overflows
-        the format (float16: any modulus above 65504).
+        the format (float16: any modulus of 65520 or more; 65505 to 65519 round
+        to 65504).
 
     Examples
     --------

@@ -44,8 +44,9 @@ differed on normally distributed data; on integer-valued data, where exact ties 
 elements did (an exact quotient 336.0000032 is 352 here, and a float32 tie 336 rounds to
 320 there).
 
-Special cases: a block whose scale rounds to zero (``amax_b / (6 g) < 2**-10``) dequantizes
-to zeros (elements code 0) and its bound is ``|x|``.  Infinite elements saturate to
+Special cases: a block whose scale rounds to zero (``amax_b / (6 g) <= 2**-10``: at the
+tie, half the smallest E4M3 subnormal, it rounds to the even code 0) dequantizes to zeros
+(elements code 0) and its bound is ``|x|``.  Infinite elements saturate to
 ``+-6 s_b g``; NaN raises ValueError (E2M1 has no NaN).
 """
 
@@ -110,7 +111,8 @@ def nvfp4(x: object, axis: int = -1, *, tensor_scale: str | None = "tensor") -> 
     ...     float(np.float32(1 / 2688)), float(np.float32(100 / 2688))]
     True
     """
-    if tensor_scale not in TENSOR_SCALES:
+    if not (tensor_scale is None or isinstance(tensor_scale, str)
+            and tensor_scale in TENSOR_SCALES):
         raise ValueError(f"Got {tensor_scale=}, but the only valid values are 'tensor', "
                          "'expert' and None")
     from numerics.kernels import quant as kq

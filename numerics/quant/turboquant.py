@@ -316,7 +316,7 @@ class TurboQuant:
                              "(MAX_DIM): its rotation is a dense dim x dim float64 matrix, "
                              f"{_size_text(int(dim) ** 2 * 8)} at this dim")
         _check_int("dim", dim, 2, MAX_DIM)
-        if variant not in _VARIANTS:
+        if not isinstance(variant, str) or variant not in _VARIANTS:
             raise ValueError(f"Got {variant=}, but the only valid values are 'mse', 'prod'")
         if variant == "mse":
             _check_int("bits", bits, 1, 8)
@@ -365,7 +365,9 @@ class TurboQuant:
             at = where[1:] if single else where
             raise ValueError(f"Got non-finite {name}[{', '.join(str(int(i)) for i in at)}] = "
                              f"{float(arr[where])}, but TurboQuant needs finite vectors")
-        return arr, single
+        # C order: numpy's row sums and matrix products add in another order for a
+        # Fortran-ordered array, and the results must not depend on the layout
+        return np.ascontiguousarray(arr), single
 
     def _mse_decode(self, idx: np.ndarray) -> np.ndarray:
         return self.centroids[idx] @ self.rotation

@@ -48,8 +48,11 @@ def _round(x: np.ndarray, fmt: dict[str, Any], *, mode: str = "rne", flush: bool
 
 # --------------------------------------------------------------------------- fp8 cast
 def fp8_scale(x: np.ndarray) -> np.float32:
+    """``amax / 448`` in float32, or 1 where that is 0 (an all-zero tensor, or an amax
+    below 448 times the smallest subnormal, whose quotient underflows)."""
     amax = np.float32(np.abs(x).max()) if x.size else np.float32(0)
-    return np.float32(amax / np.float32(448.0)) if amax > 0 else np.float32(1.0)
+    scale = np.float32(amax / np.float32(448.0))
+    return scale if scale > 0 else np.float32(1.0)
 
 
 def fp8_cast(x: np.ndarray, *, mode: str = "rne", flush: bool = False,
