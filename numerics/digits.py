@@ -10,6 +10,8 @@ global limit.
 
 from __future__ import annotations
 
+import operator
+
 __all__ = ["int_to_text", "text_to_int"]
 
 _PIECE = 4000
@@ -25,7 +27,12 @@ def int_to_text(n: int) -> str:
     '-120'
     >>> len(int_to_text(10**5000))
     5001
+
+    A float, bool or anything else that is not an int (a numpy integer is one) raises
+    TypeError.
     """
+    if not isinstance(n, int) or isinstance(n, bool):
+        n = _as_int(n)
     if n < 0:
         return "-" + int_to_text(-n)
     if n < _BASE:
@@ -38,6 +45,16 @@ def int_to_text(n: int) -> str:
     return "".join(reversed(pieces))
 
 
+def _as_int(n: object) -> int:
+    """A numpy integer as an int; TypeError naming ``n`` for anything else (bool, float)."""
+    if not isinstance(n, bool):
+        try:
+            return operator.index(n)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    raise TypeError(f"Got n={n!r} of type {type(n).__name__}, but it must be an int")
+
+
 def text_to_int(digits: str) -> int:
     """The int written by the decimal ``digits`` (no sign, no separators), any length.
 
@@ -47,7 +64,16 @@ def text_to_int(digits: str) -> int:
     120
     >>> text_to_int("1" + "0" * 5000) == 10**5000
     True
+
+    ``digits`` must be a str of ASCII digits ``0-9`` (the empty str is 0); anything else
+    raises TypeError (not a str) or ValueError.
     """
+    if not isinstance(digits, str):
+        raise TypeError(f"Got digits={digits!r} of type {type(digits).__name__}, but it must "
+                        "be a str of decimal digits")
+    if digits and not (digits.isascii() and digits.isdigit()):
+        raise ValueError(f"Got digits={digits[:40]!r}, but it must hold only the decimal "
+                         "digits 0-9")
     if not digits:
         return 0
     n = 0

@@ -5,6 +5,13 @@ result of the operation, as long as no intermediate overflows and (for the
 products) no partial product underflows.  :mod:`numerics.ops` scales its
 operands so that these conditions hold.
 
+Operands are float64 values: numpy arrays, torch tensors (read exactly, detached),
+Python and numpy scalars and nested lists, of floats of at most 64 bits (ml_dtypes
+formats included) or of integers within ``+-2**53``, all converted to float64
+exactly.  Anything float64 would not hold exactly (long doubles, larger integers,
+Fractions) or that is not a real number (complex, bool, text, None) raises
+TypeError or ValueError naming the operand.
+
 References
 ----------
 T. J. Dekker, "A floating-point technique for extending the available
@@ -17,15 +24,42 @@ robustness of the 2Sum and Fast2Sum algorithms", ACM Trans. Math. Softw.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
+
+from numerics.dtypes import as_input
 
 __all__ = ["fast_two_sum", "split", "three_sum_rne", "two_prod", "two_sum"]
 
 #: Veltkamp splitting constant ``2**27 + 1`` for binary64.
 _SPLITTER = 134217729.0
+#: Integers up to this magnitude are float64 values.
+_EXACT_INT = 2**53
 
 
-def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _operand(x: Any, name: str) -> np.ndarray:
+    """``x`` as float64, exactly (see the module docstring); TypeError or ValueError naming
+    ``name`` for what float64 does not hold."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64:
+        return x  # what numerics' own callers pass
+    arr = as_input(x, name)
+    kind = arr.dtype.kind
+    ml_float = kind == "V" and arr.dtype.type.__module__.split(".")[0] == "ml_dtypes"
+    if (kind == "f" and arr.dtype.itemsize <= 8) or ml_float:
+        return arr.astype(np.float64)
+    if kind in "iu":
+        if arr.size and (int(arr.max()) > _EXACT_INT or int(arr.min()) < -_EXACT_INT):
+            raise ValueError(f"Got {name} holding integers beyond 2**53, which float64 does "
+                             "not hold exactly")
+        return arr.astype(np.float64)
+    raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must hold real numbers that "
+                    "float64 holds exactly (floats of at most 64 bits, integers within "
+                    "+-2**53)")
+
+
+def two_sum(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Knuth's TwoSum: ``s = fl(a + b)`` and ``e`` with ``s + e == a + b`` exactly.
 
     Exact (also with subnormals) when ``|a| < 2**1023`` and ``|b| < 2**1023``.
@@ -44,32 +78,35 @@ def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> float(s[0]), float(e[0]) == 2.0**-60
     (1.0, True)
     """
+    a, b = _operand(a, "a"), _operand(b, "b")
     s = a + b
     bb = s - a
     e = (a - (s - bb)) + (b - bb)
     return s, e
 
 
-def fast_two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def fast_two_sum(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Dekker's FastTwoSum, exact when ``|a| >= |b|`` (or ``a`` is 0)."""
+    a, b = _operand(a, "a"), _operand(b, "b")
     s = a + b
     e = b - (s - a)
     return s, e
 
 
-def split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def split(a: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Veltkamp split ``a = hi + lo`` with 26 and 27 significant bits.
 
     ``hi`` is ``a`` rounded to 26 bits (so ``|hi| <= |a| * (1 + 2**-26)``).
     Needs ``a * (2**27 + 1)`` not to overflow: ``|a| <= 0x1.ffffffbffffffp+996``
     (``|a| < 2**996`` suffices).
     """
+    a = _operand(a, "a")
     c = _SPLITTER * a
     hi = c - (c - a)
     return hi, a - hi
 
 
-def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def two_prod(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Dekker's TwoProd: ``p = fl(a * b)`` and ``e`` with ``p + e == a * b`` exactly.
 
     Exact when ``|a|, |b| < 2**996`` (:func:`split`), ``|a * b| <= 2**1023``
@@ -90,6 +127,7 @@ def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> float(e[0]) == 2.0**-60
     True
     """
+    a, b = _operand(a, "a"), _operand(b, "b")
     p = a * b
     ah, al = split(a)
     bh, bl = split(b)
@@ -97,7 +135,7 @@ def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p, e
 
 
-def three_sum_rne(x1: np.ndarray, x2: np.ndarray, x3: np.ndarray
+def three_sum_rne(x1: npt.ArrayLike, x2: npt.ArrayLike, x3: npt.ArrayLike
                   ) -> tuple[np.ndarray, np.ndarray]:
     """``h = RNE64(x1 + x2 + x3)`` and a residual ``r`` for the exact sum.
 
@@ -110,6 +148,7 @@ def three_sum_rne(x1: np.ndarray, x2: np.ndarray, x3: np.ndarray
     scales the terms into ``[2**-300, 2**300]``) and that ``x2`` is the error
     term of ``x1`` (``|x2| <= ulp(x1) / 2``), as produced by :func:`two_prod`.
     """
+    x1, x2, x3 = _operand(x1, "x1"), _operand(x2, "x2"), _operand(x3, "x3")
     s, t = two_sum(x1, x3)
     u, w = two_sum(t, x2)
     h, ll = two_sum(s, u)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numerics.compare import check_chunk_size, check_shape
+from numerics.dtypes import as_input
 from numerics.formats import Format, NaNEncoding, as_format
 
 __all__ = [
@@ -119,11 +120,13 @@ def fingerprint(
         (then ``shape`` is required), so memory-mapped tensors stream through;
         ``chunks(start, stop)`` must return exactly ``stop - start`` elements.
     shape : tuple of int, optional
-        The tensor's shape (required with a callable): ints ``>= 0``.
+        The tensor's shape: ints ``>= 0``.  Required with a callable; with an array,
+        the shape hashed in place of the array's own (flat codes of a shaped tensor),
+        so it must hold as many elements as the array.
     fmt : Format or str, optional
         The format of the codes; its name is the dtype that is hashed.
     canonicalize : bool
-        Canonicalise ``-0`` and NaN codes first (float formats only).
+        Canonicalise ``-0`` and NaN codes first (float formats only): True or False.
     chunk : int
         Elements read and hashed at a time, rounded down to whole blocks
         (the digest does not depend on it).
@@ -132,10 +135,12 @@ def fingerprint(
     ------
     TypeError
         If the elements are not codes (unsigned) with a format, nor integers without,
-        or ``shape`` is not a tuple of ints.
+        ``chunks`` is not array-like, ``shape`` is not a tuple of ints or
+        ``canonicalize`` not a bool.
     ValueError
         For an unknown format, a code beyond the format's width, a negative entry of
-        ``shape``, or a callable ``chunks`` returning more or fewer elements than asked.
+        ``shape``, a ``shape`` of another size than the array ``chunks``, a ragged
+        ``chunks``, or a callable ``chunks`` returning more or fewer elements than asked.
 
     Examples
     --------
@@ -156,6 +161,8 @@ def fingerprint(
             or chunk < 1:
         raise ValueError(f"Got {chunk=!r}, but it must be a positive int")
     chunk = int(chunk)
+    if not isinstance(canonicalize, (bool, np.bool_)):
+        raise TypeError(f"Got canonicalize={canonicalize!r}, but it must be a bool")
     if callable(chunks):
         if shape is None:
             raise ValueError("Got shape=None, but a callable chunks needs the tensor's shape")
@@ -170,8 +177,14 @@ def fingerprint(
                                 f"chunks(0, 0) gave {dtype}: every chunk must be of one dtype")
             return block
     else:
-        arr = np.asarray(chunks)
+        # (an array as it is: as_input would read ml_dtypes' int4 as int8, another dtype)
+        arr = chunks if isinstance(chunks, np.ndarray) else as_input(chunks, "chunks")
         dims = tuple(int(n) for n in arr.shape)
+        if shape is not None:
+            dims = check_shape(shape)
+            if math.prod(dims) != arr.size:
+                raise ValueError(f"Got shape={shape!r} of {math.prod(dims)} elements, but "
+                                 f"chunks holds {arr.size} (shape {arr.shape})")
         flat = arr.reshape(-1)
         dtype = arr.dtype
 

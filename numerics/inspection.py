@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+import numpy as np
+
 from numerics.codec import decode_exact, encode_exact, floor_log2
 from numerics.digits import int_to_text
 from numerics.formats import Format, Infinity, NaNEncoding, as_format, get_format
@@ -31,6 +33,7 @@ from numerics.ulp import next_down, next_up
 __all__ = [
     "DEFAULT_VALUE_FORMATS",
     "INTEGER_FORMATS",
+    "MAX_DIGITS",
     "CodeReport",
     "Encoded",
     "IntegerReport",
@@ -56,6 +59,25 @@ Kind = Literal["zero", "subnormal", "normal", "inf", "nan"]
 Exact = Fraction | float  # Fraction for finite non-zero values; floats for +-0, +-inf, nan
 
 
+#: The most significant digits :func:`scientific_text` shows.
+MAX_DIGITS = 10_000
+
+
+def _real_number(value: object) -> Fraction | float | int:
+    """``value`` (an int, float, Fraction or numpy real scalar) as an int, float or Fraction
+    of the same value; TypeError naming ``value`` for anything else (bool, str, None, ...)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, Fraction, np.integer, np.floating)):
+        raise TypeError(f"Got value={value!r} of type {type(value).__name__}, but it must be "
+                        "a real number (int, float, Fraction or a numpy real scalar)")
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):  # a long double keeps its exact value
+        return Fraction(*value.as_integer_ratio()) if np.isfinite(value) and value != 0 \
+            else float(value)
+    return value
+
+
 def scientific_text(value: Fraction | float | int, digits: int = 4, *,
                     plus: bool = False) -> str:
     """``value`` rounded (to nearest, ties to even) to ``digits`` significant digits, exactly.
@@ -64,6 +86,11 @@ def scientific_text(value: Fraction | float | int, digits: int = 4, *,
     binary64's range into ``0``, ``-0`` or ``inf``: ``-1e-400`` stays ``-1e-400``.
     The layout is ``%g``'s: plain digits for decimal exponents from -4 to
     ``digits - 1``, scientific notation otherwise, trailing zeros dropped.
+
+    ``value`` is an int, float, Fraction or numpy real scalar; ``digits`` an int in
+    ``[1, MAX_DIGITS]`` (10,000); ``plus`` (True or False) writes ``+`` before
+    positive values.  Anything else raises TypeError (a wrong type) or ValueError
+    (``digits`` out of range).
 
     Examples
     --------
@@ -76,6 +103,14 @@ def scientific_text(value: Fraction | float | int, digits: int = 4, *,
     >>> scientific_text(0.0), scientific_text(-0.0), scientific_text(float("inf"))
     ('0', '-0', 'inf')
     """
+    value = _real_number(value)
+    if isinstance(digits, (bool, np.bool_)) or not isinstance(digits, (int, np.integer)):
+        raise TypeError(f"Got {digits=!r}, but it must be an int in [1, {MAX_DIGITS}]")
+    if not 1 <= digits <= MAX_DIGITS:
+        raise ValueError(f"Got {digits=!r}, but it must be an int in [1, {MAX_DIGITS}]")
+    digits = int(digits)
+    if not isinstance(plus, (bool, np.bool_)):
+        raise TypeError(f"Got {plus=!r}, expected True or False")
     if isinstance(value, float):
         if not math.isfinite(value) or value == 0:
             text = decimal_text(value)
@@ -121,6 +156,7 @@ def decimal_text(value: Fraction | float) -> str:
     >>> decimal_text(-0.0), decimal_text(float("-inf")), decimal_text(2.0**-3)
     ('-0', '-inf', '0.125')
     """
+    value = _real_number(value)
     if isinstance(value, float):
         if math.isnan(value):
             return "nan"
@@ -295,13 +331,17 @@ def inspect_value(
     rounding, overflow : str
         As in :func:`numerics.codec.encode_exact`.
     seed : int or None
-        Seed of the uniform draw used by ``rounding="sr"``.
+        Seed of the uniform draw used by ``rounding="sr"``: None or an int ``>= 0``.
 
     Raises
     ------
+    TypeError
+        For a ``value`` that is neither a str nor a ParsedValue (give a number as
+        text, ``"0.1"``, so that its exact value is the one written), or a ``seed``
+        that is not None or an int.
     ValueError
-        For a bad value, rounding or overflow name, or NaN into a format
-        without NaN.
+        For a bad value, rounding or overflow name, a negative seed, or NaN into a
+        format without NaN.
 
     Examples
     --------
@@ -317,6 +357,14 @@ def inspect_value(
     fmt = as_format(fmt)
     check_rounding(rounding)
     check_overflow(overflow)
+    if seed is not None and (isinstance(seed, (bool, np.bool_))
+                             or not isinstance(seed, (int, np.integer))):
+        raise TypeError(f"Got {seed=!r}, but it must be None or an int >= 0")
+    if seed is not None and seed < 0:
+        raise ValueError(f"Got {seed=!r}, but it must be None or an int >= 0")
+    if not isinstance(value, (str, ParsedValue)):
+        raise TypeError(f"Got value={value!r} of type {type(value).__name__}, but it must be "
+                        "a str (read exactly as written) or a ParsedValue")
     pv = parse_value(value) if isinstance(value, str) else value
     x = pv.exact
     uniform = float(make_rng(seed).random()) if rounding == "sr" else None

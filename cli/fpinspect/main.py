@@ -330,14 +330,16 @@ examples:
     p.add_argument("--output", help="format of a matmul's outputs (default binary32; with "
                                     "--torch, the --dtype); a sum's result is in --input")
     p.add_argument("--k", type=int, default=64,
-                   help="reduction length K (matmul) or number of terms (sum); default 64")
+                   help="reduction length K (matmul) or number of terms (sum), 2 to 65536; "
+                        "default 64")
     # 4096 is numerics.probe.matmul.MAX_BATCH (not imported here: it would load the probe
     # for every command; a test pins the two together)
     p.add_argument("--batch", type=int, help="rows and columns of each matmul call, 4 to "
                    "4096 (default 64; not for --kind sum)")
+    # 1000000 is numerics.probe.verify.MAX_TRIALS (a test pins the two together)
     p.add_argument("--verify", type=int, metavar="TRIALS",
-                   help="random calls to check the model on (default 2 for a matmul, "
-                        "1000 for a sum; 0 skips)")
+                   help="random calls to check the model on, 0 to 1000000 (default 2 for a "
+                        "matmul, 1000 for a sum; 0 skips)")
     p.add_argument("--torch", choices=("mm", "matmul"),
                    help="probe torch.mm / torch.matmul instead of MODULE:FUNCTION")
     p.add_argument("--dtype", help="torch input dtype for --torch (fp32, bf16, fp16; "
@@ -803,13 +805,18 @@ def _torch_target(name: str, dtype: str | None, device: str | None
     return mm, fmt
 
 
+#: The most --verify trials: numerics.probe.verify.MAX_TRIALS, not imported here (it would
+#: load the probe for every command; a test pins the two together).
+_MAX_VERIFY = 1_000_000
+
+
 def _check_probe_options(args: argparse.Namespace) -> None:
     """UsageError for an option that does not apply to the probe asked for: --input is the
     input format of MODULE:FUNCTION, --dtype and --device only configure --torch, and
     --output and --batch only a matmul."""
-    if args.verify is not None and args.verify < 0:
-        raise UsageError(f"Got --verify {args.verify}, but it must be a non-negative number of "
-                         "trials (0 skips the verification)")
+    if args.verify is not None and not 0 <= args.verify <= _MAX_VERIFY:
+        raise UsageError(f"Got --verify {args.verify}, but it must be a number of trials in "
+                         f"[0, {_MAX_VERIFY}] (0 skips the verification)")
     if args.torch is not None:
         if args.target is not None:
             raise UsageError("give either MODULE:FUNCTION or --torch, not both")

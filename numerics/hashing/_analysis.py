@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from numerics.dtypes import as_input
 from numerics.formats import Format, as_format
 from numerics.hashing._emulated import _check_positive
 
@@ -84,7 +85,7 @@ def collision_report(hashes: npt.ArrayLike, table_size: int) -> CollisionReport:
     2.0
     """
     m = _check_positive(table_size, "table_size", 1 << 32)
-    arr = np.asarray(hashes)
+    arr = as_input(hashes, "hashes")  # (ValueError naming it for a ragged nesting)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"Got hashes with dtype={arr.dtype}, but it must hold integers")
     if arr.ndim != 1:
@@ -126,7 +127,8 @@ def count_representable_integers(fmt: Format | str, width: int) -> int:
     fmt : Format or str
         A format or a registered name.
     width : int
-        Bit width ``W >= 0`` of the unsigned integers.
+        Bit width ``W >= 0`` of the unsigned integers, any size (every finite value of
+        a format lies below ``2**(emax + 1)``, so wider widths give the same count).
 
     Returns
     -------
@@ -153,12 +155,12 @@ def count_representable_integers(fmt: Format | str, width: int) -> int:
     if w < 0:
         raise ValueError(f"Got {width=}, but it must be a non-negative int")
     t, emin, emax = f.trailing_bits, f.emin, f.emax
-    limit = 1 << w  # integers n < limit
     count = 1 if f.has_zero and w >= 0 else 0
     # Integers below 2**emin (only when emin > 0): the subnormal grid k * 2**(emin - t).
+    # (2**w itself is never formed: a width beyond emax + 1 counts as emax + 1 does.)
     if f.subnormals and emin > 0:
         step = 1 << max(0, emin - t)
-        top = min(1 << emin, limit) - 1  # largest integer considered
+        top = (1 << min(emin, w)) - 1  # largest integer considered
         count += top // step
     # Normal binades [2**e, 2**(e+1)) with e >= max(0, emin), e < width, e <= emax.
     for e in range(max(0, emin), min(w - 1, emax) + 1):

@@ -36,9 +36,9 @@ from numerics.formats import Format, as_format
 from numerics.probe.model import MAX_FRACTIONAL_BITS, MatmulModel, Tree, leaves, postorder
 from numerics.probe.order import NotATree, build_tree
 from numerics.probe.result import Evidence, ProbeError, ProbeResult
-from numerics.probe.vectors import BlackBox, factor, random_factors
+from numerics.probe.vectors import BlackBox, check_int, check_seed, factor, random_factors
 
-__all__ = ["MAX_BATCH", "MAX_K", "matmul"]
+__all__ = ["MAX_BATCH", "MAX_K", "MAX_ROUNDS", "matmul"]
 
 _STANDARD_ACCUMULATORS = ("binary32", "binary64", "bfloat16", "binary16")
 #: The largest ``k`` probed.
@@ -48,6 +48,9 @@ MAX_K = 65536
 #: alone is 128 MiB of float64, and ``A`` at ``k = MAX_K`` 2 GiB.  One tile of any GPU or
 #: BLAS kernel is far smaller, so a larger batch shows nothing a smaller one does not.
 MAX_BATCH = 4096
+#: The most rounds of random vectors (the probe stops after two rounds that split no
+#: hypotheses, so a handful is all it uses).
+MAX_ROUNDS = 1024
 
 
 def _check(input_format: Any, output_format: Any, k: object, batch: object
@@ -494,9 +497,10 @@ def matmul(
         ``[4, MAX_BATCH]`` (4096: the (batch, batch) product is then 128 MiB of
         float64).
     seed : int
-        Seed of the random test vectors.
+        Seed of the random test vectors: an int ``>= 0``.
     rounds : int
-        Most rounds of random vectors on which the surviving hypotheses disagree.
+        Most rounds of random vectors on which the surviving hypotheses disagree, in
+        ``[0, MAX_ROUNDS]`` (1024).
 
     Returns
     -------
@@ -510,7 +514,10 @@ def matmul(
         message and ``findings`` say what was observed).
     ValueError
         ``input_format`` is unsigned or wider than precision 26, ``k`` is not an
-        int in ``[2, MAX_K]`` or ``batch`` not an int in ``[4, MAX_BATCH]``.
+        int in ``[2, MAX_K]``, ``batch`` not an int in ``[4, MAX_BATCH]``, ``seed``
+        negative or ``rounds`` not an int in ``[0, MAX_ROUNDS]``.
+    TypeError
+        ``seed`` is not an int.
 
     Examples
     --------
@@ -521,9 +528,10 @@ def matmul(
     ('binary64', 1, None)
     """
     fin, fout, k, batch = _check(input_format, output_format, k, batch)
+    rng = np.random.default_rng(check_seed(seed))
+    rounds = check_int(rounds, "rounds", 0, MAX_ROUNDS)
     box = BlackBox(mm, "mm")
     everywhere = _Placer(box, k, batch, fin, [])
-    rng = np.random.default_rng(seed)
 
     a0, b0 = random_factors(rng, batch, k, fin, fout)
     # C-contiguous, as every test vector is (_Placer): BLAS may order its sums by layout

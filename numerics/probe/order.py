@@ -20,13 +20,16 @@ own.  A sequential sum takes ``n - 1`` questions, a pairwise one about
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
+import numpy as np
+
 from numerics.probe.model import Tree, leaves, postorder
 
-__all__ = ["NotATree", "build_tree", "describe_tree", "fused_groups", "numpy_pairwise_tree",
-           "pairwise_tree", "sequential_tree"]
+__all__ = ["NotATree", "build_tree", "check_tree", "describe_tree", "fused_groups",
+           "numpy_pairwise_tree", "pairwise_tree", "sequential_tree"]
 
 Pair = tuple[int, int]
 _Request = tuple[str, Any]
@@ -237,14 +240,61 @@ def numpy_pairwise_tree(n: int, start: int = 0, *, first_apart: bool = True) -> 
             numpy_pairwise_tree(n - n2, start + n2, first_apart=False))
 
 
+def check_tree(tree: object, name: str = "tree") -> int:
+    """The number of leaves of ``tree``, checked to be a reduction tree: an int leaf or a
+    non-empty tuple of trees, whose leaves are ``0 .. n-1``, each once.  Iterative, so a
+    tree of any depth is fine.
+
+    Raises
+    ------
+    TypeError
+        A node that is neither an int (a numpy integer will do; not a bool) nor a
+        non-empty tuple.
+    ValueError
+        Leaves that are not ``0 .. n-1`` each once.
+
+    Examples
+    --------
+    >>> check_tree(((0, 1), 2))
+    3
+    >>> check_tree(float("inf"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: Got tree=inf with the node inf, but a tree is an int leaf or a non-empty ...
+    """
+    seen: set[int] = set()
+    stack: list[object] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple) and node:
+            stack.extend(node)
+        elif isinstance(node, (int, np.integer)) and not isinstance(node, (bool, np.bool_)):
+            if int(node) in seen:  # (also ends a subtree shared many times over)
+                raise ValueError(f"Got {name}={reprlib.repr(tree)} with the leaf {int(node)} "
+                                 "twice, but each leaf must appear once")
+            seen.add(int(node))
+        else:
+            raise TypeError(f"Got {name}={reprlib.repr(tree)} with the node "
+                            f"{reprlib.repr(node)}, but a tree is an int leaf or a non-empty "
+                            "tuple of trees")
+    n = len(seen)
+    if min(seen) != 0 or max(seen) != n - 1:
+        raise ValueError(f"Got {name}={reprlib.repr(tree)}, but its leaves must be "
+                         f"0 .. {n - 1}, each once")
+    return n
+
+
 def fused_groups(tree: Tree) -> tuple[tuple[int, ...], ...]:
     """Leaf children of every node with more than two children (a fused addition).
+
+    ``tree`` must be a reduction tree (:func:`check_tree`).
 
     Examples
     --------
     >>> fused_groups(((0, 1, 2, 3), 4, 5, 6, 7))
     ((0, 1, 2, 3), (4, 5, 6, 7))
     """
+    check_tree(tree)
     out = []
     for _, children in postorder(tree):
         if len(children) > 2:
@@ -255,6 +305,9 @@ def fused_groups(tree: Tree) -> tuple[tuple[int, ...], ...]:
 def describe_tree(tree: Tree) -> str:
     """The tree in words: sequential, pairwise, numpy's blocked 8-way, fused groups.
 
+    ``tree`` must be a reduction tree (:func:`check_tree`): TypeError or ValueError
+    naming it otherwise.
+
     Examples
     --------
     >>> describe_tree(sequential_tree(5))
@@ -262,7 +315,7 @@ def describe_tree(tree: Tree) -> str:
     >>> describe_tree(numpy_pairwise_tree(300))
     "numpy's pairwise: first term, then blocks of <= 128 with 8 partial sums"
     """
-    n = len(leaves(tree))
+    n = check_tree(tree)
     if n == 1 or _is_sequential(tree, n):
         return "sequential (left to right)"
     if tree == numpy_pairwise_tree(n):

@@ -18,18 +18,28 @@ import numpy as np
 
 from numerics.codec import decode_exact, encode_exact
 from numerics.formats import Format, as_format
+from numerics.probe.matmul import MAX_K
 from numerics.probe.model import Tree, round_into
 from numerics.probe.order import NotATree, build_tree, describe_tree, fused_groups
 from numerics.probe.result import Evidence, ProbeError, SumResult
 from numerics.probe.vectors import (
     BlackBox,
+    check_int,
+    check_seed,
     input_dtype,
     random_sum_inputs,
     random_values,
     sum_span,
 )
 
-__all__ = ["probe_sum", "summation_order"]
+__all__ = ["MAX_N", "MAX_TRIALS", "probe_sum", "summation_order"]
+
+#: The most terms probed (the matmul probe's ``MAX_K``, 65536): the pair tests call ``f``
+#: about ``n`` to ``(n/2) log2 n`` times with ``n`` terms each.
+MAX_N = MAX_K
+#: The most random sums :func:`probe_sum` checks its hypotheses on: they are drawn at once,
+#: ``trials * n`` float64 values (2 GiB at ``MAX_N`` terms).
+MAX_TRIALS = 4096
 
 _NUMPY_FORMATS = ("binary64", "binary32", "binary16", "bfloat16")
 _ORDER_FREE = ("exact", "kahan", "neumaier")
@@ -40,8 +50,8 @@ def _check(fmt: Any, n: object) -> tuple[Format, int]:
     if f.name not in _NUMPY_FORMATS:
         raise ValueError(f"Got fmt={f.name!r}, but a sum is probed in a format with a numpy "
                          f"dtype: {', '.join(_NUMPY_FORMATS)}")
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
-        raise ValueError(f"Got {n=}, but it must be an int >= 2")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not 2 <= n <= MAX_N:
+        raise ValueError(f"Got {n=}, but it must be an int in [2, {MAX_N}]")
     if n > 2**f.precision:
         raise ValueError(f"Got {n=}, but counts up to n must be exact in {f.name} "
                          f"(n <= 2**{f.precision})")
@@ -104,6 +114,9 @@ def summation_order(f: Callable[[np.ndarray], Any], n: int, *,
     ProbeError
         ``f`` misbehaves, or the outputs fit no tree (exact summation, for one:
         :func:`probe_sum` says which).
+    ValueError
+        ``fmt`` has no numpy dtype, or ``n`` is not an int in ``[2, MAX_N]`` (65536)
+        with ``n <= 2**p`` (``p`` the precision of ``fmt``).
 
     Examples
     --------
@@ -132,6 +145,10 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
     ``neumaier`` in the same formats.  The first survivor in that order is
     returned; none raises.
 
+    ``n`` is an int in ``[2, MAX_N]`` (65536; at most ``2**p`` for ``fmt`` of
+    precision ``p``), ``trials`` an int in ``[1, MAX_TRIALS]`` (4096) and ``seed`` an
+    int ``>= 0``; ValueError (TypeError for a seed that is not an int) otherwise.
+
     Examples
     --------
     >>> import numpy as np
@@ -140,11 +157,10 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
     ('binary64', 'sequential (left to right)')
     """
     fmt_, n = _check(fmt, n)
-    if not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise ValueError(f"Got {trials=}, but it must be a positive int")
+    trials = check_int(trials, "trials", 1, MAX_TRIALS)
+    rng = np.random.default_rng(check_seed(seed))
     s = _Sum(f, fmt_)
-    rng = np.random.default_rng(seed)
-    X = random_sum_inputs(rng, int(trials), n, fmt_)
+    X = random_sum_inputs(rng, trials, n, fmt_)
     first = s.box.deterministic((), X[0].astype(s.dtype))
     back = round_into(np.array([first]), None, fmt_, "rne")[0]
     if np.isfinite(first) and back != first:

@@ -14,7 +14,35 @@ from numerics.formats import Format
 from numerics.probe.model import round_into
 from numerics.probe.result import ProbeError
 
-__all__ = ["BlackBox", "factor", "input_dtype", "random_factors", "random_values"]
+__all__ = ["BlackBox", "check_int", "check_seed", "factor", "input_dtype", "random_factors",
+           "random_values"]
+
+
+def check_int(value: object, name: str, lo: int, hi: int) -> int:
+    """``value`` as an int, checked to be an int (or numpy integer; not a bool) in
+    ``[lo, hi]``; ValueError naming ``name`` otherwise.
+
+    Examples
+    --------
+    >>> check_int(10**30, "trials", 1, 10**6)
+    Traceback (most recent call last):
+    ...
+    ValueError: Got trials=1000000000000000000000000000000, but it must be an int in [1, 1000000]
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or not lo <= value <= hi:
+        raise ValueError(f"Got {name}={value!r}, but it must be an int in [{lo}, {hi}]")
+    return int(value)
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` as an int, checked to be an int ``>= 0`` (the seed of
+    ``numpy.random.default_rng``); TypeError or ValueError naming it otherwise."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"Got {seed=!r}, but it must be an int >= 0")
+    if seed < 0:
+        raise ValueError(f"Got {seed=!r}, but it must be an int >= 0")
+    return int(seed)
 
 
 def input_dtype(fmt: Format) -> Any:

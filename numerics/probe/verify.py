@@ -9,11 +9,22 @@ from typing import Any
 import numpy as np
 
 from numerics.formats import as_format
+from numerics.probe.matmul import MAX_BATCH
 from numerics.probe.model import MatmulModel
 from numerics.probe.result import ProbeResult, SumResult
-from numerics.probe.vectors import BlackBox, input_dtype, random_matrices, random_sum_inputs
+from numerics.probe.vectors import (
+    BlackBox,
+    check_int,
+    check_seed,
+    input_dtype,
+    random_matrices,
+    random_sum_inputs,
+)
 
-__all__ = ["VerifyResult", "verify"]
+__all__ = ["MAX_TRIALS", "VerifyResult", "verify"]
+
+#: The most calls :func:`verify` makes (``fpinspect probe --verify`` is bounded by it too).
+MAX_TRIALS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,10 @@ def verify(f_or_mm: Callable[..., Any], model: ProbeResult | MatmulModel | SumRe
     :class:`MatmulModel`.  Sums (``model`` a :class:`SumResult`): ``trials``
     calls with random vectors of the same kind.
 
+    ``trials`` is an int in ``[1, MAX_TRIALS]`` (1,000,000), ``batch`` None or an int
+    in ``[1, MAX_BATCH]`` (4096) and ``seed`` an int ``>= 0``; ValueError (TypeError
+    for a seed that is not an int) otherwise.
+
     Examples
     --------
     >>> import numpy as np
@@ -55,24 +70,21 @@ def verify(f_or_mm: Callable[..., Any], model: ProbeResult | MatmulModel | SumRe
     >>> v.fraction, v.outputs
     (1.0, 50)
     """
-    if not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 1:
-        raise ValueError(f"Got {trials=}, but it must be a positive int")
-    if batch is not None and (not isinstance(batch, (int, np.integer))
-                              or isinstance(batch, bool) or batch < 1):
-        raise ValueError(f"Got {batch=}, but it must be a positive int or None")
-    rng = np.random.default_rng(seed)
+    trials = check_int(trials, "trials", 1, MAX_TRIALS)
+    if batch is not None:
+        batch = check_int(batch, "batch", 1, MAX_BATCH)
+    rng = np.random.default_rng(check_seed(seed))
     if isinstance(model, SumResult):
-        return _verify_sum(f_or_mm, model, int(trials), rng)
+        return _verify_sum(f_or_mm, model, trials, rng)
     if isinstance(model, ProbeResult):
         if len(model.classes) > 1 or batch is None:
             batch = model.batch
-        return _verify_matmul(f_or_mm, model.model, model.predict, int(trials), int(batch),
-                              rng)
+        return _verify_matmul(f_or_mm, model.model, model.predict, trials, int(batch), rng)
     if not isinstance(model, MatmulModel):
         raise TypeError(f"Got model of type {type(model).__name__}, but verify takes a "
                         "ProbeResult, MatmulModel or SumResult")
-    return _verify_matmul(f_or_mm, model, model.matmul, int(trials),
-                          64 if batch is None else int(batch), rng)
+    return _verify_matmul(f_or_mm, model, model.matmul, trials,
+                          64 if batch is None else batch, rng)
 
 
 def _verify_matmul(mm: Callable[..., Any], model: MatmulModel,

@@ -26,6 +26,7 @@ on a multiple of ``2**-sr_bits`` and the nudge points inwards.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -59,6 +60,21 @@ class IntFormat:
 
     Values are ``k * quantum`` for integers ``qmin <= k <= qmax``; codes are the
     two's-complement bit patterns of ``k`` in ``bits`` bits (stored in uint8).
+
+    The fields are checked when the format is made: ``name`` a non-empty str,
+    ``bits`` an int in ``[2, 8]``, ``qmin <= 0 <= qmax`` ints that ``bits`` bits hold
+    (``-2**(bits-1) <= qmin`` and ``qmax <= 2**(bits-1) - 1``), ``quantum`` a power of
+    two in ``[2**-149, 2**120]`` (every value then a binary32 number); TypeError or
+    ValueError naming the field otherwise.
+
+    Examples
+    --------
+    >>> IntFormat(name="int3", bits=3, qmin=-3, qmax=3).max
+    3.0
+    >>> IntFormat(name="x", bits=3, qmin=-1000, qmax=1000)
+    Traceback (most recent call last):
+    ...
+    ValueError: Got qmin=-1000, but 3-bit two's-complement codes hold the integers [-4, 3]
     """
 
     #: Canonical name, e.g. ``"int8"``.
@@ -71,6 +87,38 @@ class IntFormat:
     qmax: int
     #: Weight of the last bit (1, or ``2**-6`` for MXINT8 elements).
     quantum: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Got name={self.name!r}, but a format needs a non-empty name")
+        for attr in ("bits", "qmin", "qmax"):
+            value = getattr(self, attr)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"Got {attr}={value!r}, but it must be an int")
+            object.__setattr__(self, attr, int(value))  # (a numpy integer as an int)
+        if not 2 <= self.bits <= 8:
+            raise ValueError(f"Got bits={self.bits!r}, but it must be an int in [2, 8] (codes "
+                             "are stored in uint8)")
+        lo, hi = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        for attr in ("qmin", "qmax"):
+            if not lo <= getattr(self, attr) <= hi:
+                raise ValueError(f"Got {attr}={getattr(self, attr)!r}, but {self.bits}-bit "
+                                 f"two's-complement codes hold the integers [{lo}, {hi}]")
+        if self.qmin > self.qmax:
+            raise ValueError(f"Got qmin={self.qmin} > qmax={self.qmax}, but qmin must be at "
+                             "most qmax")
+        if not self.qmin <= 0 <= self.qmax:
+            raise ValueError(f"Got qmin={self.qmin}, qmax={self.qmax}, but the range must "
+                             "hold zero: qmin <= 0 <= qmax")
+        q = self.quantum
+        if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer,
+                                                                np.floating)):
+            raise TypeError(f"Got quantum={q!r}, but it must be a float (a power of two)")
+        if not (math.isfinite(q) and q > 0 and math.frexp(q)[0] == 0.5
+                and 2.0**-149 <= q <= 2.0**120):
+            raise ValueError(f"Got quantum={q!r}, but it must be a power of two in "
+                             "[2**-149, 2**120]")
+        object.__setattr__(self, "quantum", float(q))
 
     @property
     def max(self) -> float:

@@ -190,7 +190,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     """
     for opt, value in (("scaling", scaling), ("rounding", rounding), ("overflow", overflow),
                        ("scale_rounding", scale_rounding), ("scale_mode", scale_mode),
-                       ("scale_overflow", scale_overflow)):
+                       ("scale_overflow", scale_overflow), ("tensor_scale", tensor_scale)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"Got {opt}={value!r}, but it must be a str")
     check_rng(rng)
@@ -288,7 +288,8 @@ def _check_block_options(*, scaling: object, block_size: object, scale_format: o
     if scaling not in ("tensor", "block"):
         raise ValueError(f"Got {scaling=}, but a block format scales per block "
                          "(scaling='block' or the default)")
-    if block_size is not None and (isinstance(block_size, bool) or block_size != block):
+    if block_size is not None and (isinstance(block_size, (bool, np.bool_)) or not isinstance(
+            block_size, (int, np.integer)) or block_size != block):
         raise ValueError(f"Got {block_size=}, but this block format uses blocks of {block}")
     if scale_format is not None:
         name = scale_format.name if isinstance(scale_format, Format) else scale_format

@@ -494,9 +494,9 @@ def assert_ulp_close(
     >>> assert_ulp_close(y, np.array([1.001, 3.005]), fmt="bf16", max_ulp=0.5)
     """
     max_ulp = _check_max_ulp(max_ulp)
-    if nan not in ("any", "code"):
+    if not isinstance(nan, str) or nan not in ("any", "code"):
         raise ValueError(f"Got {nan=}, but the only valid values are 'any' and 'code'")
-    if inf not in ("strict", "ulp"):
+    if not isinstance(inf, str) or inf not in ("strict", "ulp"):
         raise ValueError(f"Got {inf=}, but the only valid values are 'strict' and 'ulp'")
     if signed_zeros is not None and not isinstance(signed_zeros, bool):
         raise TypeError(f"Got {signed_zeros=}, but it must be True, False or None")
@@ -766,15 +766,15 @@ def tolerance_for(
     """
     from numerics.accum import bounds
 
-    if operation not in _OPERATIONS + _CHAINS:
+    if not isinstance(operation, str) or operation not in _OPERATIONS + _CHAINS:
         raise ValueError(f"Got {operation=}, but the only valid values are "
                          + ", ".join(repr(o) for o in _OPERATIONS + _CHAINS))
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"Got {n=}, but it must be an int >= 1")
-    if algorithm not in ALGORITHMS:
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"Got {algorithm=}, but the only valid values are "
                          + ", ".join(repr(a) for a in ALGORITHMS))
-    if rounding not in _ROUNDINGS:
+    if not isinstance(rounding, str) or rounding not in _ROUNDINGS:
         raise ValueError(f"Got {rounding=}, but the only valid values are "
                          + ", ".join(repr(r) for r in _ROUNDINGS))
     if block_size is not None and (isinstance(block_size, bool)

@@ -202,11 +202,12 @@ def exhaustive(
     threads : int or None
         Worker threads (None: ``os.cpu_count()``); ignored with ``client``.
     progress : bool or callable
-        True prints ``done/total`` to stderr; a callable gets ``(done, total)``.
+        True prints ``done/total`` to stderr; a callable gets ``(done, total)``;
+        False (the default) reports nothing.
     client : distributed.Client or None
         Run the chunks on this Dask cluster.
     check : bool
-        Raise AssertionError listing every mismatch class (default); False
+        True raises AssertionError listing every mismatch class (default); False
         returns the report only.
 
     Returns
@@ -236,6 +237,13 @@ def exhaustive(
         raise ValueError(f"Got {threads=!r}, but it must be None or an int >= 1")
     if not callable(kernel):
         raise TypeError(f"Got {kernel=!r}, but it must be callable as kernel(x)")
+    if not isinstance(check, (bool, np.bool_)):
+        raise TypeError(f"Got {check=!r}, expected True or False")
+    if isinstance(progress, np.bool_):
+        progress = bool(progress)
+    if not (isinstance(progress, bool) or callable(progress)):
+        raise TypeError(f"Got {progress=!r}, expected True, False or a callable "
+                        "progress(done, total)")
     from numerics.rounding import check_overflow, check_rounding
 
     check_rounding(rounding)

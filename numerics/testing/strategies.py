@@ -1227,7 +1227,7 @@ def blocks(
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise InvalidArgument(f"Got {name}={v!r}, but it must be an int >= 1")
     if isinstance(kinds, str) or not isinstance(kinds, Sequence) or not kinds or any(
-            k not in BLOCK_KINDS for k in kinds):
+            not isinstance(k, str) or k not in BLOCK_KINDS for k in kinds):
         raise InvalidArgument(f"Got {kinds=}, but it must be a non-empty sequence of "
                               + ", ".join(repr(k) for k in BLOCK_KINDS))
     if (not isinstance(scale_exponents, tuple) or len(scale_exponents) != 2
@@ -1332,7 +1332,7 @@ def formats(*, kinds: Sequence[str] | None = None) -> st.SearchStrategy[str]:
         return st.sampled_from(FORMATS)
     if isinstance(kinds, str) or not isinstance(kinds, Sequence):
         raise InvalidArgument(f"Got {kinds=}, but it must be a sequence of kind names or None")
-    bad = [k for k in kinds if k not in FORMAT_KINDS]
+    bad = [k for k in kinds if not isinstance(k, str) or k not in FORMAT_KINDS]
     if bad or not kinds:
         raise InvalidArgument(f"Got {kinds=}, but the only valid kinds are "
                               + ", ".join(repr(k) for k in FORMAT_KINDS))

@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from numerics.dtypes import MAX_DIMS
 from numerics.formats import Format, as_format
+from numerics.testing._intake import as_array
 
 __all__ = ["elementwise_bound", "eta", "gamma", "rmsnorm_roundings", "softmax_bound",
            "unit_roundoff"]
@@ -42,6 +44,28 @@ def _check_rounding(rounding: object) -> str:
         raise ValueError(f"Got {rounding=!r}, but the only valid values are "
                          + ", ".join(repr(r) for r in _ROUNDINGS))
     return rounding
+
+
+def _real_values(x: Any, name: str) -> np.ndarray:
+    """``x`` as a float64 array: real numbers only (numpy, torch, Python, Fraction, Decimal,
+    nested lists); TypeError naming ``name`` for None, text, complex, bool and datetime
+    inputs, ValueError for ragged ones and for more than ``MAX_DIMS`` dimensions."""
+    arr = as_array(x, name)
+    if arr.dtype.kind not in "fiuV":  # (a torch bool tensor comes through as_array as it is)
+        raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must hold real numbers")
+    if arr.ndim > MAX_DIMS:
+        raise ValueError(f"Got {name} with {arr.ndim} dimensions, but at most {MAX_DIMS} are "
+                         "supported")
+    return arr.astype(np.float64)
+
+
+def _check_axis(axis: object, ndim: int) -> int:
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"Got {axis=!r}, but it must be an int")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"Got {axis=!r}, but x has {ndim} axes: it must be an int in "
+                         f"[{-ndim}, {ndim - 1}]")
+    return int(axis)
 
 
 def unit_roundoff(fmt: Format | str, rounding: str = "rne") -> float:
@@ -87,7 +111,8 @@ def eta(fmt: Format | str, rounding: str = "rne") -> float:
 
 
 def gamma(k: int, u: float) -> float:
-    """``k u / (1 - k u)``, or ``inf`` when ``k u >= 1`` (Higham's gamma_k).
+    """``k u / (1 - k u)``, or ``inf`` when ``k u >= 1`` (Higham's gamma_k), for an int
+    ``k >= 0`` and a unit roundoff ``u``, a finite real number ``>= 0``.
 
     Examples
     --------
@@ -96,6 +121,9 @@ def gamma(k: int, u: float) -> float:
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"Got {k=!r}, but it must be an int >= 0")
+    if isinstance(u, (bool, np.bool_)) or not isinstance(u, (int, float, np.integer, np.floating)) \
+            or not 0 <= u < math.inf:
+        raise ValueError(f"Got {u=!r}, but it must be a finite real number >= 0")
     ku = k * u
     return math.inf if ku >= 1 else ku / (1 - ku)
 
@@ -147,8 +175,9 @@ def elementwise_bound(
     Parameters
     ----------
     exact : array_like
-        The exact results ``y`` (float64 is fine: the bound is inflated by
-        ``1 + 2**-40`` to cover its own evaluation).
+        The exact results ``y``: real numbers (float64 is fine: the bound is inflated
+        by ``1 + 2**-40`` to cover its own evaluation); complex, bool, text and
+        datetime inputs raise TypeError.
     fmt : Format or str
         The format of the final result.
     work_roundings : int
@@ -156,7 +185,8 @@ def elementwise_bound(
     work_fmt : Format or str
         The format of the intermediate computation.
     scale : float or array_like
-        The power-of-two scale ``s`` of a scaled cast (1 for a plain cast).
+        The power-of-two scale ``s`` of a scaled cast (1 for a plain cast): positive
+        powers of two, broadcastable to ``exact``.
     rounding, work_rounding : str
         Rounding modes of the final cast and of the work format.
 
@@ -173,8 +203,13 @@ def elementwise_bound(
     if isinstance(work_roundings, bool) or not isinstance(work_roundings, (int, np.integer)) \
             or work_roundings < 0:
         raise ValueError(f"Got {work_roundings=!r}, but it must be an int >= 0")
-    y = np.abs(np.asarray(exact, dtype=np.float64))
-    s = np.asarray(scale, dtype=np.float64)
+    y = np.abs(_real_values(exact, "exact"))
+    s = _real_values(scale, "scale")
+    try:
+        np.broadcast_shapes(y.shape, s.shape)
+    except ValueError:
+        raise ValueError(f"Got scale of shape {s.shape}, but it must broadcast to the shape "
+                         f"of exact, {y.shape}") from None
     if not np.all(np.isfinite(s)) or np.any(s <= 0) or np.any(np.frexp(s)[0] != 0.5):
         raise ValueError(f"Got {scale=!r}, but a scale must be a positive power of two")
     g = gamma(int(work_roundings), unit_roundoff(w, work_rounding))
@@ -204,7 +239,9 @@ def softmax_bound(x: Any, fmt: Format | str, *, axis: int = -1,
     ((1 + e) (1 + gamma_{n-1}))``, ``A = exp(-D u_W) (1 - e) (1 - gamma_{n-1})``,
     ``nu = n eta_W (1 + gamma_{n-1}) / A``, ``D = max_j |x_j - m|`` and ``n``
     the length of the axis (the ``eta_W`` terms are the underflow of ``exp``
-    and of the division).  ``x`` must hold the exact (work-format) inputs.
+    and of the division).  ``x`` must hold the exact (work-format) inputs: finite
+    real numbers (complex, bool, text and datetime inputs raise TypeError), with
+    ``axis`` an int in ``[-x.ndim, x.ndim)``.
 
     Examples
     --------
@@ -215,14 +252,18 @@ def softmax_bound(x: Any, fmt: Format | str, *, axis: int = -1,
     True
     """
     f, w = as_format(fmt), as_format(work_fmt)
-    xs = np.asarray(x, dtype=np.float64)
+    xs = _real_values(x, "x")
     if not np.all(np.isfinite(xs)):
         raise ValueError("Got x with NaN or infinite elements; softmax_bound needs finite x")
+    axis = _check_axis(axis, xs.ndim)
     xs = np.moveaxis(xs, axis, -1)
     n = xs.shape[-1]
     if n == 0:
         raise ValueError("Got x with an empty axis")
     uw, uf = unit_roundoff(w), unit_roundoff(f, rounding)
+    if exp_error is not None and (isinstance(exp_error, (bool, np.bool_)) or not isinstance(
+            exp_error, (int, float, np.integer, np.floating))):
+        raise TypeError(f"Got {exp_error=!r}, but it must be None or a real number in [0, 1)")
     e = 8 * uw if exp_error is None else float(exp_error)
     if not 0 <= e < 1:
         raise ValueError(f"Got {exp_error=!r}, but it must be in [0, 1)")
