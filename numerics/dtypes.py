@@ -215,7 +215,8 @@ def torch_values(t: Any, name: str) -> np.ndarray:
                         "first")
     if t.is_complex():
         raise TypeError(f"Got {name} with complex torch dtype {dname}, but it must be real")
-    t = t.detach().cpu()
+    # a lazy negated or conjugated view (x.conj().imag) has no plain storage to read
+    t = t.detach().cpu().resolve_neg().resolve_conj()
     if dname in _TORCH_ML:
         import ml_dtypes
 

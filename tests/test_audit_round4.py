@@ -8,6 +8,7 @@ import itertools
 import json
 import struct
 import zipfile
+from fractions import Fraction
 from pathlib import Path
 
 import ml_dtypes
@@ -281,3 +282,88 @@ def test_masked_arrays_are_refused_not_unmasked() -> None:
                  lambda: tensor_stats(x)):
         with pytest.raises(TypeError, match="as a masked array"):
             call()
+
+
+# ------------------------------------------------------------------- second audits: quant,
+# hashing, the testing toolkit
+def test_nvfp4_with_zero_experts_is_empty() -> None:
+    # before: numpy's "cannot reshape array of size 0 into shape (0,newaxis)"
+    assert quant.nvfp4(np.ones((0, 2, 16)), tensor_scale="expert").codes.shape == (0, 2, 16)
+
+
+def test_mx_and_nvfp4_name_void_and_structured_input() -> None:
+    # before: numpy's own "setting an array element with a sequence" / cast errors
+    structured = np.zeros(32, [("a", "<f4"), ("b", "<f4")])
+    for call in (lambda: quant.mx(np.zeros(32, "V2"), "mxfp8_e4m3"),
+                 lambda: quant.mx(structured, "mxfp4_e2m1"),
+                 lambda: quant.nvfp4(structured[:16])):
+        with pytest.raises(TypeError, match="Got x of dtype"):
+            call()
+
+
+def test_byte_hashes_refuse_masked_arrays() -> None:
+    # before: the hidden bytes were hashed, so equal masked keys hashed differently
+    from numerics.hashing import fnv1a32, murmur3_32, xxh32
+
+    a = np.ma.masked_array(np.array([[7, 1, 2, 3]], np.uint8), mask=[[1, 0, 0, 0]])
+    for h in (fnv1a32, murmur3_32, xxh32):
+        with pytest.raises(TypeError, match="Got data as a masked array"):
+            h(a)
+
+
+def test_emulated_hashes_name_huge_integers_and_take_empty_lists() -> None:
+    # before: "dtype=object, but it must hold integers" for an integer out of range, and
+    # "dtype=float64" for an empty list (the int64 array gave 0)
+    from numerics.hashing import collision_report, poly_hash, spatial_hash
+
+    with pytest.raises(ValueError, match=f"Got coords containing {2**70}"):
+        spatial_hash([[2**70, 1]], 16)
+    with pytest.raises(ValueError, match=f"Got tokens containing {2**64}"):
+        poly_hash([2**64], 3)
+    with pytest.raises(ValueError, match=f"Got hashes containing {2**70}"):
+        collision_report([2**70], 16)
+    assert int(poly_hash([], 3)) == int(poly_hash(np.array([], np.int64), 3)) == 0
+
+
+def test_torch_tensors_with_the_negative_bit_are_read() -> None:
+    # before: torch's "Can't call numpy() on Tensor that has negative bit set"
+    torch = pytest.importorskip("torch")
+    from numerics.testing import assert_ulp_close
+
+    im = torch.tensor([1 + 2j, 3 - 4j]).conj().imag  # float32 with the negative bit
+    assert_ulp_close(im, torch.tensor([-2.0, 4.0]))
+    neg = torch._neg_view(torch.tensor([1.5], dtype=torch.bfloat16))
+    assert int(numerics.encode(neg, "bfloat16")[0]) == 0xBFC0
+
+
+def test_ulp_report_shows_why_half_an_ulp_fails() -> None:
+    """Before: '0.5 ulp' for a distance of 0.5 + 2**-23, and a desired column holding the
+    float64 rounding of a Fraction reference, a tie that looks like a pass."""
+    from numerics.testing import assert_ulp_close
+
+    one = np.array([1.0], ml_dtypes.bfloat16)
+    with pytest.raises(AssertionError, match=r"worst: 0\.5000001192092896 ulp"):
+        assert_ulp_close(one, np.array([1 + 2**-8 + 2**-30]), max_ulp=0.5)
+    with pytest.raises(AssertionError, match=r"1\.00390625 \+ 8\.67e-19"):
+        assert_ulp_close(one, [Fraction(1) + Fraction(1, 256) + Fraction(1, 2**60)],
+                         fmt="bf16", max_ulp=0.5)
+
+
+def test_an_overflow_to_inf_is_within_half_an_ulp_with_inf_ulp() -> None:
+    """inf='ulp': an infinity stands for every value from one step beyond max on, so a
+    correctly rounded overflow passes max_ulp=0.5 (before: 2.92e4 ulp for 1e6)."""
+    from numerics.testing import assert_ulp_close
+
+    for ref in (np.array([1e6]), np.array([65520.0]), [Fraction(65520) + Fraction(1, 2**70)]):
+        assert_ulp_close(np.float16([np.inf]), ref, fmt="binary16", max_ulp=0.5, inf="ulp")
+    # a whole step beyond max and on: inf is exact
+    assert_ulp_close(np.float16([np.inf]), np.array([1e6]), fmt="binary16", max_ulp=0,
+                     inf="ulp")
+    with pytest.raises(AssertionError, match=r"0\.53125"):  # 65519 rounds to max
+        assert_ulp_close(np.float16([np.inf]), np.array([65519.0]), fmt="binary16",
+                         max_ulp=0.5, inf="ulp")
+    with pytest.raises(AssertionError):  # the other sign is far
+        assert_ulp_close(np.float16([np.inf]), np.array([-1e6]), fmt="binary16",
+                         max_ulp=0.5, inf="ulp")
+    with pytest.raises(AssertionError, match="inf vs finite"):  # strict stays strict
+        assert_ulp_close(np.float16([np.inf]), np.array([1e6]), fmt="binary16", max_ulp=0.5)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from numerics.formats import FORMATS, Format, get_format
+from numerics.formats import FORMATS, Format, Infinity, NaNEncoding, get_format
 from numerics.hashing import collision_report, count_representable_integers, spatial_hash
 
 F32 = get_format("binary32")
@@ -291,6 +291,28 @@ def test_C5_count_every_registry_format(fmt: Format) -> None:
         for w in WIDTHS:
             expected = 2**w if w <= p else 2**p + (w - p) * 2 ** (p - 1)
             assert count_representable_integers(fmt, w) == expected, w
+
+
+USER_FORMATS = [
+    Format(name="emin6_sub", exponent_bits=3, trailing_bits=1, bias=-5),  # emin 6, subnormals
+    Format(name="emin3_sub", exponent_bits=4, trailing_bits=3, bias=-2),
+    Format(name="emin4_nosub", exponent_bits=3, trailing_bits=2, bias=-3, subnormals=False),
+    Format(name="wide_e", exponent_bits=8, trailing_bits=2, bias=100),   # max near 2**158
+    Format(name="no_inf", exponent_bits=5, trailing_bits=2, bias=-10, infinity=Infinity.NONE,
+           nan=NaNEncoding.TOP),
+]
+
+
+@pytest.mark.parametrize("fmt", USER_FORMATS, ids=lambda f: f.name)
+def test_C5_count_user_formats_and_wide_widths(fmt: Format) -> None:
+    """C5.4 for user formats with emin > 0 (the integers below 2**emin sit on the
+    subnormal grid, or are missing without subnormals) and for widths beyond 64 and
+    beyond emax + 1, against enumeration of every code."""
+    values = sorted(set(_integer_values_by_enumeration(fmt)))
+    widths = sorted({*WIDTHS, 65, 100, fmt.emax, fmt.emax + 1, fmt.emax + 2, 1000})
+    for w in widths:
+        expected = sum(1 for v in values if v < 2**w)
+        assert count_representable_integers(fmt, w) == expected, w
 
 
 def test_C5_count_named_values() -> None:

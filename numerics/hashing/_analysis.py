@@ -86,6 +86,13 @@ def collision_report(hashes: npt.ArrayLike, table_size: int) -> CollisionReport:
     """
     m = _check_positive(table_size, "table_size", 1 << 32)
     arr = as_input(hashes, "hashes")  # (ValueError naming it for a ragged nesting)
+    if arr.size == 0 and arr.dtype == np.float64 and not isinstance(hashes, np.ndarray):
+        arr = arr.astype(np.int64)  # an empty list: numpy makes it float64
+    if arr.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
+                                   for v in arr.flat):
+        bad = next(v for v in arr.flat if not 0 <= v < m)  # beyond int64: out of range
+        raise ValueError(f"Got hashes containing {bad}, but every entry must lie in "
+                         f"[0, table_size={m})")
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"Got hashes with dtype={arr.dtype}, but it must hold integers")
     if arr.ndim != 1:
@@ -118,8 +125,8 @@ def count_representable_integers(fmt: Format | str, width: int) -> int:
     one; binade ``[2**e, 2**(e+1))`` with ``e >= 0`` contributes ``2**min(e, t)``
     integers (``t = fmt.trailing_bits``), cut at ``fmt.max``; integers below
     ``2**emin`` are counted on the subnormal grid.  This is claim C5 of
-    ``proofs/uint32_vs_fp32.md``; when ``emin <= 0`` and
-    ``2**width - 1 <= fmt.max`` it equals ``2**width`` if ``width <= p`` and
+    ``proofs/uint32_vs_fp32.md``; when the format has a zero, ``emin <= 0`` and
+    ``2**width - 1 <= fmt.max``, it equals ``2**width`` if ``width <= p`` and
     ``2**p + (width - p) * 2**(p-1)`` otherwise (``p = fmt.precision``).
 
     Parameters

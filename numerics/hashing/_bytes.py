@@ -9,6 +9,8 @@ from typing import TypeAlias, overload
 import numpy as np
 import numpy.typing as npt
 
+from numerics.dtypes import refuse_masked
+
 _U32 = 0xFFFFFFFF
 
 ByteKey: TypeAlias = "bytes | bytearray | memoryview"
@@ -35,6 +37,7 @@ def _as_key_matrix(data: object) -> tuple[npt.NDArray[np.uint8], bool]:
             f"Got data of type {type(data).__name__}, but it must be bytes or a 2-D numpy "
             "uint8 array whose rows are the keys"
         )
+    refuse_masked(data, "data")  # (its hidden bytes would be hashed)
     if data.dtype != np.uint8:
         raise TypeError(
             f"Got data with dtype={data.dtype}, but it must be uint8 (view other dtypes "

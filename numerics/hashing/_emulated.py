@@ -78,6 +78,13 @@ def _const(value: int, arithmetic: str, name: str) -> np.float32:
 
 def _check_int_array(x: object, name: str, limit: int) -> npt.NDArray[np.int64]:
     arr = as_input(x, name)  # (ValueError naming ``name`` for a ragged nesting)
+    if arr.size == 0 and arr.dtype == np.float64 and not isinstance(x, np.ndarray):
+        arr = arr.astype(np.int64)  # an empty list: numpy makes it float64
+    if arr.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
+                                   for v in arr.flat):
+        bad = next(v for v in arr.flat if not 0 <= v < limit)  # beyond int64: out of range
+        raise ValueError(f"Got {name} containing {bad}, but every entry must be an integer "
+                         f"in [0, 2**{limit.bit_length() - 1}) (exact in float32)")
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(
             f"Got {name} with dtype={arr.dtype}, but it must hold integers "

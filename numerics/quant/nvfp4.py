@@ -142,7 +142,8 @@ def nvfp4(x: object, axis: int = -1, *, tensor_scale: str | None = "tensor") -> 
         g = float(_tensor_scales(np.array([amax_b.max(initial=0.0)]))[0])
         g_blocks = np.full(scale_shape, g)
     else:
-        g = _tensor_scales(amax_b.reshape(amax_b.shape[0], -1).max(axis=1, initial=0.0))
+        g = _tensor_scales(amax_b.reshape(amax_b.shape[0], amax_b[0].size if amax_b.shape[0]
+                                          else 0).max(axis=1, initial=0.0))
         g_blocks = np.ascontiguousarray(np.broadcast_to(
             g.reshape((-1,) + (1,) * (arr.ndim - 1)), scale_shape))
     codes = np.empty(arr.shape, dtype=np.uint8)

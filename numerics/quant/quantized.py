@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import torch_values
+from numerics.dtypes import format_of_dtype, refuse_masked, torch_values
 from numerics.formats import Format
 from numerics.quant._core import ElementFormat, decode_codes
 from numerics.quant.bounds import element_bound
@@ -238,12 +238,14 @@ def as_real_array(x: object, *, name: str = "x") -> np.ndarray:
     """
     if type(x).__module__.split(".")[0] == "torch":
         x = torch_values(x, name)
+    refuse_masked(x, name)
     try:
         arr = np.asarray(x)
     except ValueError:
         raise ValueError(f"Got a ragged nested sequence for {name} ({_short(x)}), but it must "
                          "be a rectangular array") from None
-    if arr.dtype == object or arr.dtype.kind in "cUSMmbO":
+    void = arr.dtype.kind == "V" and format_of_dtype(arr.dtype) is None  # not ml_dtypes'
+    if arr.dtype == object or arr.dtype.kind in "cUSMmbO" or void:
         raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be a real float or "
                         "int array")
     return arr

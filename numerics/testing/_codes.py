@@ -281,6 +281,8 @@ class ReadCodes(NamedTuple):
     real: np.ndarray | None
     #: The exact ``frac`` (flat index -> Fraction) where the float64 one is rounded.
     exact_frac: dict[int, Fraction]
+    #: The exact reference (flat index -> Fraction) where its float64 ``real`` is rounded.
+    exact_values: dict[int, Fraction]
 
 
 def read_codes(arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool = False,
@@ -300,14 +302,14 @@ def read_codes(arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool = False
     if native is not None and arr.dtype == native:
         width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[native.itemsize]
         codes = arr.view(width).astype(np.uint64) & np.uint64((1 << fmt.bits) - 1)
-        return ReadCodes(codes, None, None, {})
+        return ReadCodes(codes, None, None, {}, {})
     if arr.dtype.kind == "u" and arr.dtype == fmt.code_dtype:
         codes = arr.astype(np.uint64)
         if codes.size and int(codes.max()) >= fmt.num_codes:
             bad = int(np.argmax(codes >= fmt.num_codes))
             raise ValueError(f"Got {name} with code {int(codes.flat[bad])} at flat index "
                              f"{bad}, but {fmt.name} has only {fmt.num_codes} codes")
-        return ReadCodes(codes, None, None, {})
+        return ReadCodes(codes, None, None, {}, {})
     as64, rest = split_exact(arr)
     shape = as64.shape
     codes, ok = (v.ravel().copy() for v in values_to_codes(as64, fmt))
@@ -320,7 +322,7 @@ def read_codes(arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool = False
             ok[i] = False
             between[i] = floor
     if ok.all():
-        return ReadCodes(codes.reshape(shape), None, None, {})
+        return ReadCodes(codes.reshape(shape), None, None, {}, {})
     finite = np.isfinite(as64).ravel()
     if real_ok and (ok | finite).all():
         floor_code, floor_frac = floor_codes(np.where(finite, as64.ravel(), 0.0), fmt)
@@ -331,7 +333,8 @@ def read_codes(arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool = False
             codes[i], fracs[i] = code, frac
             if frac != exact:
                 exact_frac[i] = exact
-        return ReadCodes(codes.reshape(shape), fracs.reshape(shape), as64, exact_frac)
+        return ReadCodes(codes.reshape(shape), fracs.reshape(shape), as64, exact_frac,
+                         {i: rest[i] for i in between})
     # the first element that is neither a value nor (with real_ok) a finite reference
     bad = int(np.argmin(ok | (finite & real_ok)))
     shown = show_exact(rest[bad]) if bad in rest else repr(float(as64.flat[bad]))

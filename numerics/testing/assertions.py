@@ -102,6 +102,7 @@ class _Side:
         # the exact frac where float64 rounds it (a Fraction reference), by flat index
         # of this argument; ``index`` maps the broadcast shape back to those indices
         self.exact_frac = read.exact_frac
+        self.exact_values = read.exact_values
         self.index: np.ndarray | None = None
 
 
@@ -122,7 +123,7 @@ def _read_pair(actual: Any, desired: Any, fmt: Format | str | None, *, real_ok: 
     if stretched or emptied:  # a result of the wrong shape would pass
         raise ValueError(f"Got actual of shape {a.codes.shape} and desired of shape "
                          f"{d.codes.shape}, but desired must broadcast to actual's shape")
-    if d.exact_frac:
+    if d.exact_frac or d.exact_values:
         d.index = np.broadcast_to(np.arange(d.codes.size).reshape(d.codes.shape), shape)
     d.codes = np.broadcast_to(d.codes, shape)
     if d.frac is not None and d.real is not None:
@@ -200,6 +201,15 @@ class _Comparison:
             # so a code past the reference can lie short of it: the absolute value)
             fdist = np.where(frac == 0, fdist,
                              np.where(towards, np.abs(fdist - frac), fdist + frac))
+        # inf="ulp": an infinity stands for every value from one step beyond max on (where
+        # a rounding to nearest of a reference beyond max may land), so against such a
+        # reference it is 1 - frac steps short of it, or 0 from a whole step on
+        self.overflow = np.zeros(a.shape, dtype=bool)
+        if inf == "ulp" and d.real is not None:
+            with np.errstate(invalid="ignore"):
+                self.overflow = _is_inf_codes(a, f) & (np.abs(d.real) > f.max) & (
+                    np.signbit(d.real) == ((a & sign_bit) != 0))
+            fdist = np.where(self.overflow, np.maximum(0.0, 1.0 - frac), fdist)
         self.idist = idist
         self.frac = frac
         self.towards = towards
@@ -245,7 +255,7 @@ class _Comparison:
             over = np.where(self.frac == 0, self.idist > np.uint64(m),
                             np.where(self.towards, self.idist >= np.uint64(m + 1),
                                      self.idist >= np.uint64(m)))
-            over = np.where(self.frac >= 1, self.dist > float(m), over)
+            over = np.where((self.frac >= 1) | self.overflow, self.dist > float(m), over)
         else:
             over = self.dist > float(max_ulp)
         return numeric & self._exactly(over, max_ulp)
@@ -262,11 +272,26 @@ class _Comparison:
         over = over.copy()
         bound = Fraction(max_ulp)
         for k in flagged.tolist():
-            q = exact[int(self.d.index.flat[k])]
-            i = int(self.idist.flat[k])
-            dist = abs(i - q) if self.towards.flat[k] else i + q
-            over.flat[k] = dist > bound
+            over.flat[k] = self.exact_dist(int(k)) > bound  # type: ignore[operator]
         return over
+
+    def exact_value(self, k: int) -> Fraction | None:
+        """The exact reference of flat element ``k`` where its float64 is rounded, else
+        None."""
+        if self.d.index is None:
+            return None
+        return self.d.exact_values.get(int(self.d.index.flat[k]))
+
+    def exact_dist(self, k: int) -> Fraction | None:
+        """The exact distance of flat element ``k`` where the float64 one is rounded (a
+        Fraction reference), else None."""
+        if self.d.index is None or int(self.d.index.flat[k]) not in self.d.exact_frac:
+            return None
+        q = self.d.exact_frac[int(self.d.index.flat[k])]
+        i = int(self.idist.flat[k])
+        if self.overflow.flat[k]:
+            return max(Fraction(0), 1 - q)
+        return abs(i - q) if self.towards.flat[k] else i + q
 
 
 # --------------------------------------------------------------------------- messages
@@ -308,8 +333,19 @@ def _dist_text(c: _Comparison, k: int) -> str:
     if c.zero_pair.ravel()[k] and c.idist.ravel()[k] <= 1:
         return f"{int(c.idist.ravel()[k])} (-0 vs +0)"
     if c.d.frac is not None and c.frac.ravel()[k] != 0:
-        return f"{float(c.dist.ravel()[k]):.4g}"
+        return _exact_text(float(c.dist.ravel()[k]), c.exact_dist(k))
     return str(int(c.idist.ravel()[k]))
+
+
+def _exact_text(rounded: float, exact: Fraction | None) -> str:
+    """A distance or value with every digit its float64 has, and where that float64 is
+    rounded, the rest: ``0.5 + 8.67e-19`` (a report must show why 0.5 ulp fails)."""
+    if exact is None or Fraction(float(exact)) == exact:
+        x = float(exact) if exact is not None else rounded
+        return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
+    near = float(exact)
+    rest = exact - Fraction(near)
+    return f"{near!r} {'+' if rest > 0 else '-'} {float(abs(rest)):.3g}"
 
 
 def _histogram(c: _Comparison) -> list[str]:
@@ -375,7 +411,8 @@ def _report(title: str, c: _Comparison, failing: np.ndarray, note: str = "") -> 
     for k in flat_fail[:_SHOW]:
         ca, cd = int(c.a.ravel()[k]), int(c.d.codes.ravel()[k])
         if c.d.real is not None and c.frac.ravel()[k] != 0:
-            dv, db = repr(float(c.d.real.ravel()[k])), "(between codes)"
+            dv, db = _exact_text(float(c.d.real.ravel()[k]), c.exact_value(int(k))), \
+                "(between codes)"
         else:
             dv, db = _value(cd, f), _bits(cd, f)
         rows.append([_index(int(k), shape), _value(ca, f), _bits(ca, f), dv, db,
@@ -455,7 +492,11 @@ def assert_ulp_close(
     inf : {"strict", "ulp"}
         ``"strict"``: an infinity matches only the same infinity, whatever
         ``max_ulp`` (an overflow to inf where ``max`` was desired fails);
-        ``"ulp"``: an infinity counts as one step beyond ``max``.
+        ``"ulp"``: an infinity counts as one step beyond ``max``, and against a
+        reference beyond ``max`` it stands for every value from that step on
+        (so a rounding to nearest that overflows, ``inf`` for ``1e6`` in
+        binary16, is within 0.5 ulp; a reference between ``max`` and the next
+        step is ``1 - frac`` steps from it).
     signed_zeros : bool or None
         Count ``-0`` and ``+0`` one ulp apart (formats that have ``-0``).
         None (default): True when ``max_ulp == 0`` (so a lost ``-0`` fails a
