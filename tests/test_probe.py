@@ -182,6 +182,28 @@ def test_P9_order_free_accum_sum_algorithms_are_named(algorithm: str) -> None:
     assert probe.verify(f, r, trials=300).fraction == 1.0
 
 
+@pytest.mark.parametrize("n", [100, 129, 256])
+@pytest.mark.parametrize("order", ["pairwise", "sequential"])
+def test_P9_a_wider_accumulator_is_told_apart_by_designed_sums(n: int, order: str) -> None:
+    """bfloat16 terms added in binary64 and rounded once: on random sums the final rounding
+    hides binary32's errors, and before the designed vectors binary32 survived first
+    (verify then passed 4999 of 5000)."""
+    import ml_dtypes
+
+    bf16 = ml_dtypes.bfloat16
+    if order == "pairwise":
+        def box(x: np.ndarray) -> Any:
+            return np.sum(x.astype(np.float64)).astype(bf16)
+    else:
+        def box(x: np.ndarray) -> Any:
+            return np.cumsum(x.astype(np.float64))[-1].astype(bf16)
+    r = probe.probe_sum(box, n, fmt="bfloat16")
+    assert r.accumulator == "binary64"
+    x = np.zeros(n)
+    x[0], x[1], x[2] = 1.0, 2.0**-8, 2.0**-40  # a binary32 accumulator gives 1.0
+    assert float(r.predict(x[None])[0]) == float(box(x.astype(bf16))) == 1.0078125
+
+
 @pytest.mark.parametrize("n", [5, 8, 100, 300])
 def test_P9_numpy_float32_sum_is_reproduced(n: int) -> None:
     """P9: numpy's float32 sum: blocks of <= 128 with 8 partial sums, bit for bit."""

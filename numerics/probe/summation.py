@@ -195,10 +195,15 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
                          observed=float(observed[i])) for i in range(min(8, len(X)))]
     alive = [h for h, p in zip(hyps, preds)
              if np.array_equal(p.view(np.uint64), observed.view(np.uint64))]
-    for _ in range(4):  # random inputs where the survivors disagree (claim P9)
+    for attempt in range(5):  # inputs where the survivors disagree (claim P9)
         if len(alive) < 2:
             break
-        pool = _discriminating_pool(rng, n, fmt_)
+        # first the designed vectors that tell accumulator widths apart, then random ones
+        # (the final rounding hides a narrower accumulator's errors from most random sums)
+        pool = _width_vectors(rng, n, fmt_, widths) if attempt == 0 else \
+            _discriminating_pool(rng, n, fmt_)
+        if not len(pool):
+            continue
         bits = np.stack([h.predict(pool) for h in alive]).view(np.uint64)
         split = np.flatnonzero((bits != bits[:1]).any(axis=0))[:32]
         if not split.size:
@@ -286,6 +291,34 @@ def _fused_result(s: _Sum, tree: Tree, X: np.ndarray, fmt: Format, n: int) -> Su
                      shape=f"{describe_tree(tree)}; node rounding not identified (no exact "
                            "or cut-to-F adder rounding once per node reproduces the sums)",
                      calls=s.box.calls)
+
+
+def _width_vectors(rng: np.random.Generator, n: int, fmt: Format, widths: list[str]
+                   ) -> np.ndarray:
+    """Sums that one accumulator width rounds and every wider one keeps: the terms
+    ``2**E``, ``2**(E - p)`` (half an ulp of ``fmt`` at ``2**E``: a tie of the final
+    rounding) and ``2**(E - q - 1)`` (below half an ulp of a ``q``-bit accumulator at
+    ``2**E``), the rest zeros, at several places of the tree.  Whatever the order, a
+    ``q``-bit accumulator loses the third term and the tie rounds to even, ``2**E``; a
+    wider one keeps it, and the sum rounds up."""
+    if n < 3:
+        return np.empty((0, n))
+    p = fmt.precision
+    rows = []
+    for w in widths:
+        q = as_format(w).precision
+        if q <= p or q >= 53:  # no wider candidate than binary64 to tell apart
+            continue
+        smallest = fmt.emin - (fmt.trailing_bits if fmt.subnormals else 0)
+        e = max(0, smallest + q + 1)
+        if e >= fmt.emax:
+            continue
+        for _ in range(8):
+            i, j, k = rng.choice(n, size=3, replace=False)
+            row = np.zeros(n)
+            row[i], row[j], row[k] = 2.0**e, 2.0**(e - p), 2.0**(e - q - 1)
+            rows.append(row)
+    return np.array(rows).reshape(-1, n)
 
 
 def _discriminating_pool(rng: np.random.Generator, n: int, fmt: Format) -> np.ndarray:
