@@ -942,6 +942,19 @@ def _oserror(err: OSError) -> str:
     return f"cannot read {name!r}: {err.strerror or err}" if name else str(err)
 
 
+def _unbroken_width(console: Any, obj: Any) -> int:
+    """The width at which no table of ``obj`` (a renderable, or a Group of them) cuts a
+    cell: a table's natural width; prose may wrap."""
+    from rich.console import Group
+    from rich.table import Table
+
+    if isinstance(obj, Group):
+        return max((_unbroken_width(console, r) for r in obj.renderables), default=0)
+    if isinstance(obj, Table):
+        return int(console.measure(obj, options=console.options.update_width(1 << 16)).maximum)
+    return 0
+
+
 def _printer() -> Printer:
     if sys.stdout is None:  # started with stdout closed (`fpinspect ... >&-`)
         raise OutputError("standard output is closed")
@@ -952,8 +965,16 @@ def _printer() -> Printer:
             if isinstance(obj, dict):
                 text = jsonout.dumps(obj) + "\n"
             else:
-                with console.capture() as captured:
-                    console.print(obj, soft_wrap=isinstance(obj, Text))
+                # never narrower than the columns that must not wrap (numbers, names):
+                # a narrow terminal gets long lines it wraps itself, never a number cut
+                # short to "3.39…" or a column dropped
+                width = console.width
+                console.width = max(width, _unbroken_width(console, obj))
+                try:
+                    with console.capture() as captured:
+                        console.print(obj, soft_wrap=isinstance(obj, Text))
+                finally:
+                    console.width = width
                 text = captured.get()
             _write_chunks(text)
 

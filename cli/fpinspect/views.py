@@ -449,6 +449,16 @@ def int_view(report: IntegerReport) -> RenderableType:
 
 
 # ---------------------------------------------------------------- diff
+def _percent(count: int, total: int) -> str:
+    """``count / total`` as a percentage that never reads 0% or 100% unless it is."""
+    if not total:
+        return "-"
+    if count in (0, total):
+        return f"{100 * count // total}%"
+    text = f"{100 * count / total:.1f}%"
+    return {"0.0%": "<0.1%", "100.0%": ">99.9%"}.get(text, text)
+
+
 def _bars(rows: Sequence[tuple[str, int]], total: int) -> Table:
     t = _table(box=None, show_header=False)
     t.add_column("", justify="right")
@@ -457,7 +467,7 @@ def _bars(rows: Sequence[tuple[str, int]], total: int) -> Table:
     top = max((c for _, c in rows), default=0)
     for label, count in rows:
         width = 0 if top == 0 else max(1, round(_BAR_WIDTH * count / top)) if count else 0
-        share = f"{100 * count / total:.1f}%" if total else "-"
+        share = _percent(count, total)
         t.add_row(label, f"{count}", Text(_BAR * width + f" {share}", STYLES["trailing"]))
     return t
 
