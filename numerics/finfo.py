@@ -8,7 +8,7 @@ arithmetic, using numpy's definitions (``numpy.finfo``):
                  spacing there, ``2**(emin - t)``, as :func:`numerics.ulp` of 1.0 gives)
 ``epsneg``       ``2**negep``: distance from 1 to the next smaller value (``2**-(t+1)``
                  when 1 is not the smallest normal; ``2**(emin - t)`` spacing when it is,
-                 e.g. 0.125 for e2m3fn)
+                 e.g. 0.125 for e2m3fn, or lies below it; 1 where that value is 0)
 ``max``, ``min`` largest finite value and its negative (for the unsigned e8m0fnu,
                  ``min`` is the smallest value, ``2**-127``, as in ml_dtypes)
 ``tiny``         ``smallest_normal``, ``2**emin``
@@ -110,8 +110,8 @@ def finfo(fmt: Format | str) -> FInfo:
     below = -1 if fmt.emin <= -1 else None
     if below is not None:
         negep = below - t
-    elif fmt.subnormals and t > 0:
-        negep = fmt.emin - t
+    elif fmt.subnormals and t > 0:  # the subnormal quantum, or 1 when it exceeds 1 (the
+        negep = min(fmt.emin - t, 0)  # value below 1.0 is then 0)
     elif fmt.signed and not fmt.subnormals and fmt.emin == 0:
         negep = 1  # no zero: the value below 1.0 (the smallest normal) is -1.0
     else:  # 1.0 is the smallest value (or the next value below is 0)

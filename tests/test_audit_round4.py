@@ -367,3 +367,30 @@ def test_an_overflow_to_inf_is_within_half_an_ulp_with_inf_ulp() -> None:
                          max_ulp=0.5, inf="ulp")
     with pytest.raises(AssertionError, match="inf vs finite"):  # strict stays strict
         assert_ulp_close(np.float16([np.inf]), np.array([1e6]), fmt="binary16", max_ulp=0.5)
+
+
+def test_accum_rounds_sums_near_binary64s_top_in_wide_user_formats() -> None:
+    """Before: the rounding constant 1.5 * 2**(k + 52) overflowed for k > 970, so a sum
+    near 2**1000 in a binary64-range format with few trailing bits came back unrounded
+    (1.821559114116587e+301, not a value of the format)."""
+    from numerics import Format, ops, round_to
+
+    f = Format(name="e11m20", exponent_bits=11, trailing_bits=20, bias=1023)
+    a, b = -5.313726019730359e+295, 1.8215644278426067e+301
+    s = float(np.asarray(accum.sum(np.array([a, b]), f).value))
+    assert s == float(ops.add(a, b, f)) == 1.8215593184914143e+301
+    assert float(round_to(s, f)) == s
+    rng = np.random.default_rng(0)
+    x = np.asarray(round_to(rng.standard_normal(64) * 2.0**1000, f), np.float64)
+    for algorithm in ("recursive", "pairwise", "kahan"):
+        got = np.asarray(accum.sum(x, f, algorithm=algorithm).value, np.float64)
+        assert float(round_to(got, f)) == float(got), algorithm
+
+
+def test_finfo_epsneg_where_the_value_below_one_is_zero() -> None:
+    # before: 2.0 (the subnormal spacing) for a format whose values near 1 are 0, 2, 4, ...
+    from numerics import Format, finfo
+
+    assert finfo(Format(name="x", exponent_bits=4, trailing_bits=3, bias=-3)).epsneg == 1.0
+    assert finfo(Format(name="y", exponent_bits=4, trailing_bits=3, bias=-1)).epsneg \
+        == 2.0**-1  # emin 2, spacing 2**-1: 1 is a value, 0.5 below it

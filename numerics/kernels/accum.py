@@ -160,6 +160,8 @@ def _rne_fast(hi: float, t: int, emin: int, maxval: float) -> tuple[float, bool]
         return hi, False
     e = np.int64((np.float64(hi).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF))
     k = max(e - 1023, emin) - t
+    if k > 970 or k < -1074:  # C (and |hi| + C) must be a finite, normal binary64
+        return hi, False
     # C = 1.5 * 2**(k + 52): hi + C rounds hi to a multiple of 2**k, to nearest even
     # (|hi| < 2**(k + t + 1) <= 2**(k + 51)), and subtracting C is exact
     C = np.uint64(((k + 1075) << 52) | (1 << 51)).view(np.float64)
