@@ -8,9 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from numerics.dtypes import as_input
 from numerics.formats import Format, as_format
-from numerics.hashing._emulated import _check_positive
+from numerics.hashing._emulated import _check_positive, _integer_input
 
 
 # ============================================================================ collision report
@@ -85,14 +84,7 @@ def collision_report(hashes: npt.ArrayLike, table_size: int) -> CollisionReport:
     2.0
     """
     m = _check_positive(table_size, "table_size", 1 << 32)
-    arr = as_input(hashes, "hashes")  # (ValueError naming it for a ragged nesting)
-    if arr.size == 0 and arr.dtype == np.float64 and not isinstance(hashes, np.ndarray):
-        arr = arr.astype(np.int64)  # an empty list: numpy makes it float64
-    if arr.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
-                                   for v in arr.flat):
-        bad = next(v for v in arr.flat if not 0 <= v < m)  # beyond int64: out of range
-        raise ValueError(f"Got hashes containing {bad}, but every entry must lie in "
-                         f"[0, table_size={m})")
+    arr = _integer_input(hashes, "hashes", m, f"lie in [0, table_size={m})")
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"Got hashes with dtype={arr.dtype}, but it must hold integers")
     if arr.ndim != 1:

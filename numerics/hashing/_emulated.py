@@ -76,15 +76,23 @@ def _const(value: int, arithmetic: str, name: str) -> np.float32:
     return np.float32(r)
 
 
-def _check_int_array(x: object, name: str, limit: int) -> npt.NDArray[np.int64]:
+def _integer_input(x: object, name: str, limit: int, allowed: str) -> np.ndarray:
+    """``x`` read by :func:`numerics.dtypes.as_input`, an empty list as int64 (numpy makes
+    it float64); Python ints beyond int64 (an object array) raise ValueError naming the
+    first outside ``[0, limit)`` (``allowed`` says the range in the message)."""
     arr = as_input(x, name)  # (ValueError naming ``name`` for a ragged nesting)
     if arr.size == 0 and arr.dtype == np.float64 and not isinstance(x, np.ndarray):
-        arr = arr.astype(np.int64)  # an empty list: numpy makes it float64
+        arr = arr.astype(np.int64)
     if arr.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
                                    for v in arr.flat):
-        bad = next(v for v in arr.flat if not 0 <= v < limit)  # beyond int64: out of range
-        raise ValueError(f"Got {name} containing {bad}, but every entry must be an integer "
-                         f"in [0, 2**{limit.bit_length() - 1}) (exact in float32)")
+        bad = next(v for v in arr.flat if not 0 <= v < limit)
+        raise ValueError(f"Got {name} containing {bad}, but every entry must {allowed}")
+    return arr
+
+
+def _check_int_array(x: object, name: str, limit: int) -> npt.NDArray[np.int64]:
+    arr = _integer_input(x, name, limit, f"be an integer in [0, 2**{limit.bit_length() - 1})"
+                                         " (exact in float32)")
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(
             f"Got {name} with dtype={arr.dtype}, but it must hold integers "
