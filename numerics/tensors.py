@@ -309,14 +309,10 @@ def _check_npy_size(path: str, f: Any) -> None:
     numpy sizes a memory map from a shape whose product may not fit in an int64)."""
     try:
         f.seek(0)
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        shape, _, dtype = npy_header(f)
         data = f.tell()
     except file_errors():
-        return  # not a plain .npy header: np.load says why (or it is a '<f1' file)
+        return  # not a plain .npy header: np.load says why
     if dtype.hasobject:
         return  # np.load says it holds Python objects
     promised = data + math.prod(shape) * dtype.itemsize  # exact: a Python int never wraps
