@@ -197,15 +197,18 @@ def torch_values(t: Any, name: str) -> np.ndarray:
     a view of a CPU tensor where it can be (bfloat16 and float8 as the ml_dtypes type of
     the same name), moved to the CPU otherwise.
 
-    Sparse and other non-strided layouts, quantized and complex tensors, and dtypes with
-    no numpy or ml_dtypes counterpart (``float4_e2m1fn_x2``, ...) raise TypeError naming
-    ``name`` and the dtype.
+    Tensors on the meta device, sparse and other non-strided layouts, quantized and
+    complex tensors, and dtypes with no numpy or ml_dtypes counterpart
+    (``float4_e2m1fn_x2``, ...) raise TypeError naming ``name`` and the dtype.
     """
     import torch  # only reachable when the caller already has torch
 
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"Got {name} of type {type(t).__name__}, but it must be a torch "
                         "tensor here")
+    if t.device.type == "meta":
+        raise TypeError(f"Got {name} as a torch tensor on meta, which holds no values (only "
+                        "a shape and dtype)")
     if t.layout != torch.strided:
         raise TypeError(f"Got {name} with torch layout {t.layout}; convert it with "
                         ".to_dense() first")

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numerics.compare import check_chunk_size, check_shape
-from numerics.dtypes import as_input
+from numerics.dtypes import as_input, refuse_masked
 from numerics.formats import Format, NaNEncoding, as_format
 
 __all__ = [
@@ -178,6 +178,7 @@ def fingerprint(
             return block
     else:
         # (an array as it is: as_input would read ml_dtypes' int4 as int8, another dtype)
+        refuse_masked(chunks, "chunks")
         arr = chunks if isinstance(chunks, np.ndarray) else as_input(chunks, "chunks")
         dims = tuple(int(n) for n in arr.shape)
         if shape is not None:

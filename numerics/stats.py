@@ -52,7 +52,7 @@ import numpy as np
 
 from numerics.codec import floor_log2
 from numerics.compare import check_chunk_size, value_table
-from numerics.dtypes import refuse_masked, torch_values
+from numerics.dtypes import as_exact_array, refuse_masked, torch_values
 from numerics.formats import Format, as_format
 
 __all__ = [
@@ -559,7 +559,7 @@ def _as_real_array(values: object) -> np.ndarray:
         values = torch_values(values, "values")
     refuse_masked(values, "values")
     try:
-        arr = np.asarray(values)
+        arr = as_exact_array(values)  # (big ints beside floats stay exact, as objects)
     except (ValueError, OverflowError) as err:
         raise ValueError(f"Got values that are not an array of real numbers: {err}") from None
     if arr.dtype == np.float32 or arr.dtype == np.float64 or arr.dtype.kind in "biu":
@@ -567,13 +567,15 @@ def _as_real_array(values: object) -> np.ndarray:
     if arr.dtype.kind == "f" or (arr.dtype.kind == "V" and arr.dtype.names is None
                                     and hasattr(arr.dtype, "type") and arr.dtype.itemsize <= 2):
         try:
-            with np.errstate(over="ignore", under="ignore"):  # checked below
+            # (range checked below; a signalling NaN of ml_dtypes is a NaN)
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                 out = arr.astype(np.float64)
         except (TypeError, ValueError):
             pass
         else:
             if arr.dtype.itemsize > 8:  # longdouble: may be beyond float64's range
                 _check_range(arr, out)
+                _check_exact(arr, out)
             return out
     if arr.dtype.kind == "O":
         try:
@@ -584,8 +586,28 @@ def _as_real_array(values: object) -> np.ndarray:
             raise TypeError(f"Got values of dtype {arr.dtype}, but they must be real numbers") \
                 from None
         _check_range(arr, out)
+        _check_exact(arr, out)
         return out
     raise TypeError(f"Got values of dtype {arr.dtype}, but they must be real numbers")
+
+
+def _check_exact(arr: np.ndarray, out: np.ndarray) -> None:
+    """ValueError at the first value of ``arr`` (long doubles or objects, each in
+    float64's range) that its float64 in ``out`` does not equal: the counts would be
+    those of another value.  (Python compares ints, Fractions and Decimals with a float
+    exactly; numpy integer scalars are compared as Python ints.)"""
+    flat, conv = arr.reshape(-1), out.reshape(-1)
+    if arr.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            where = (np.isfinite(flat) & (conv.astype(arr.dtype) != flat)).nonzero()[0][:1]
+        bad = where.tolist()
+    else:
+        bad = [i for i, (v, f) in enumerate(zip(flat.tolist(), conv.tolist()))
+               if not isinstance(v, float) and f == f and abs(f) != np.inf
+               and (int(v) if isinstance(v, np.integer) else v) != f][:1]
+    if bad:
+        raise ValueError(f"Got values.flat[{bad[0]}] = {flat[bad[0]]!r}, which float64 does "
+                         "not hold exactly; tensor_stats takes values that float64 holds")
 
 
 def _check_range(arr: np.ndarray, out: np.ndarray) -> None:

@@ -133,7 +133,8 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
         return np.asarray(_element_float64(x, name), dtype=np.float64), True
     arr = as_input(x, name)
     if arr.dtype.kind == "V" and _is_ml_float(arr.dtype):
-        arr = arr.astype(np.float64)  # every ml_dtypes value is a float64
+        with np.errstate(invalid="ignore"):  # (a signalling NaN: a NaN)
+            arr = arr.astype(np.float64)  # every ml_dtypes value is a float64
     if arr.dtype == object:  # element by element, as the scalars are taken
         return _elementwise(arr, _element_float64, name), arr.ndim == 0
     if arr.dtype.kind not in "fiu":

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import MAX_DIMS, refuse_masked, torch_values
+from numerics.dtypes import MAX_DIMS, as_exact_array, refuse_masked, torch_values
 from numerics.formats import Format
 
 __all__ = ["MAX_DIMS", "real_pair", "reject_nan"]
@@ -37,7 +37,8 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
         x = torch_values(x, name)
     refuse_masked(x, name)
     try:
-        arr = np.asarray(x)
+        # (a list mixing big ints and floats, or holding bools, as an object array)
+        arr = as_exact_array(x)
     except (ValueError, TypeError):
         raise ValueError(
             f"Got a ragged or malformed {name} (nested sequences of unequal lengths?), "
@@ -65,7 +66,8 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
             lo = np.where(np.isfinite(hi), (arr - hi.astype(arr.dtype)).astype(np.float64), 0.0)
         return hi, lo
     if kind == "V" or arr.dtype.name.startswith(("bfloat16", "float8", "float6", "float4")):
-        return arr.astype(np.float64), np.zeros(arr.shape)  # ml_dtypes: exact in binary64
+        with np.errstate(invalid="ignore"):  # (a signalling NaN: a NaN)
+            return arr.astype(np.float64), np.zeros(arr.shape)  # ml_dtypes: exact in binary64
     if kind == "O":
         return _object_pair(arr, name)
     raise TypeError(f"Got {name} with dtype {arr.dtype}, but it must be a real numeric array")
@@ -97,6 +99,8 @@ def _object_pair(arr: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
     hi = np.empty(flat.size)
     lo = np.zeros(flat.size)
     for i, v in enumerate(flat.tolist()):
+        if isinstance(v, np.integer) or isinstance(v, np.floating) and v.dtype.itemsize <= 8:
+            v = v.item()  # a numpy scalar in a list (exact as a Python int or float)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError(
                 f"Got {name} holding {v!r} ({type(v).__name__}), but it must hold real numbers"

@@ -78,15 +78,18 @@ def _const(value: int, arithmetic: str, name: str) -> np.float32:
 
 def _integer_input(x: object, name: str, limit: int, allowed: str) -> np.ndarray:
     """``x`` read by :func:`numerics.dtypes.as_input`, an empty list as int64 (numpy makes
-    it float64); Python ints beyond int64 (an object array) raise ValueError naming the
-    first outside ``[0, limit)`` (``allowed`` says the range in the message)."""
+    it float64); an object array of ints (Python ints beyond int64, or a user's
+    ``dtype=object`` array) raises ValueError naming the first outside ``[0, limit)``
+    (``allowed`` says the range in the message), and is int64 otherwise."""
     arr = as_input(x, name)  # (ValueError naming ``name`` for a ragged nesting)
     if arr.size == 0 and arr.dtype == np.float64 and not isinstance(x, np.ndarray):
         arr = arr.astype(np.int64)
     if arr.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
                                    for v in arr.flat):
-        bad = next(v for v in arr.flat if not 0 <= v < limit)
-        raise ValueError(f"Got {name} containing {bad}, but every entry must {allowed}")
+        bad = next((v for v in arr.flat if not 0 <= v < limit), None)
+        if bad is not None:
+            raise ValueError(f"Got {name} containing {bad}, but every entry must {allowed}")
+        return arr.astype(np.int64)  # (every entry below limit <= 2**32)
     return arr
 
 

@@ -213,8 +213,10 @@ def _to_kind(a: np.ndarray, kind: np.dtype, fmt: Format) -> np.ndarray | None:
         a = decode_table(fmt)[a]
     if kind == np.float64:
         return _widened(a)
+    if a.size != 1:  # (an empty operand too: it broadcasts to an empty result)
+        return None
     v = float(a.reshape(-1)[0])
-    if a.size != 1 or math.isnan(v):  # (a NaN keeps its bits only as float64)
+    if math.isnan(v):  # (a NaN keeps its bits only as float64)
         return None
     if kind == np.float32:
         return a.astype(np.float32) if float(np.float32(v)) == v else None

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from numerics.dtypes import as_input
+
 __all__ = ["pack", "unpack"]
 
 _GROUP = {4: (2, 1), 6: (4, 3), 8: (1, 1)}  # bits -> (codes per group, bytes per group)
@@ -35,9 +37,13 @@ def _check_bits(bits: object) -> int:
 
 
 def _array(value: object, name: str) -> np.ndarray:
+    """``value`` read by :func:`numerics.dtypes.as_input` (a torch tensor, a masked array
+    refused, a list holding a bool kept as objects rather than made 0 or 1)."""
     try:
-        return np.asarray(value)
-    except ValueError:
+        return as_input(value, name)
+    except ValueError as err:
+        if "rectangular" not in str(err):
+            raise
         raise ValueError(f"Got a ragged nested sequence for {name}, but it must be a "
                          "rectangular array") from None
 
@@ -62,7 +68,9 @@ def pack(codes: object, bits: int) -> np.ndarray:
     b = _check_bits(bits)
     c = _array(codes, "codes")
     if c.dtype.kind not in "ui":
-        raise TypeError(f"Got codes of dtype {c.dtype}, but they must be integers")
+        held = " (a list holding a bool or an integer beyond 64 bits)" if c.dtype.kind == "O" \
+            else ""
+        raise TypeError(f"Got codes of dtype {c.dtype}{held}, but they must be integers")
     c = c.ravel()
     # the range test in the codes' own dtype (a cast to int64 first wrapped uint64 codes
     # >= 2**63 to negatives, and the message reported the wrapped value)

@@ -255,7 +255,8 @@ def as_float_array(x: object, *, name: str = "x") -> np.ndarray:
     """float64 copy of a real numeric array; TypeError/ValueError naming ``name`` otherwise."""
     arr = as_real_array(x, name=name)
     try:  # kind "V" covers the ml_dtypes floats (bfloat16, float8_*), which convert exactly
-        return arr.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # (a signalling NaN: a NaN)
+            return arr.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be a real float or int "
                         "array") from None

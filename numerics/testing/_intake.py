@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import torch_values
+from numerics.dtypes import as_exact_array, refuse_masked, torch_values
 
 __all__: list[str] = []
 
@@ -53,11 +53,13 @@ def as_array(x: object, name: str, *, exact: bool = False) -> np.ndarray:
         return torch_values(x, name)
     if x is None or isinstance(x, (str, bytes, complex, np.complexfloating, dict, set)):
         raise TypeError(f"Got {name}={x!r}, but it must be {_ACCEPTED}")
+    refuse_masked(x, name)
     if isinstance(x, np.ndarray):
         arr = x
     else:
         try:
-            arr = np.asarray(x)
+            # a list mixing big ints with floats, or holding bools, stays exact (objects)
+            arr = as_exact_array(x)
         except ValueError:
             raise ValueError(f"Got {name}, a ragged nested sequence (its rows differ in "
                              "length); it must be rectangular") from None
