@@ -657,8 +657,8 @@ def ls_view(src: Source) -> RenderableType:
                 f"({src.nbytes} bytes) in {len(src.files)} file(s)", "bold")
     parts: list[RenderableType] = [Text.assemble(("ls ", "bold"), visible(src.path)), t, foot]
     if src.skipped:
-        parts.append(Text(f"not tensors (left out): {', '.join(map(visible, src.skipped))}",
-                          STYLES["dim"]))
+        parts.append(Text("not tensors of real numbers (left out): "
+                          f"{', '.join(map(visible, src.skipped))}", STYLES["dim"]))
     return Group(*parts)
 
 

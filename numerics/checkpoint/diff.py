@@ -103,7 +103,8 @@ class CheckpointDiff:
     max_ulp, atol, rtol : the check (None: not given; none given: bit-equality)
     notes : tuple of str
         How mixed dtypes were compared ("binary32 vs bfloat16: compared in
-        bfloat16, A rounded (rne) into it").
+        bfloat16, A rounded (rne) into it"), and the entries left out of a whole
+        checkpoint's comparison as not tensors of real numbers.
     """
 
     a: str
@@ -496,6 +497,10 @@ def diff_sources(
         if f is not None and sides:
             notes[f"{ra.dtype_name} vs {rb.dtype_name}: compared in {f.name}"
                   f", {' and '.join(sides)} rounded once ({rounding}) into it"] = None
+    left = [f"{side}: {', '.join(src.skipped[:8])}{', ...' if len(src.skipped) > 8 else ''}"
+            for side, src in (("A", sa), ("B", sb)) if src.skipped]
+    if left and not keys:  # (a torch file's non-tensors, an .npz member of strings, ...)
+        notes["not compared, as not tensors of real numbers: " + "; ".join(left)] = None
     parts = {id(p): ComparePartial.empty(0) for p in plans}
     checked = check_tolerances(max_ulp, atol, rtol) != 0
     items = [(p, s, min(s + chunk, p.a.size)) for p in plans for s in range(0, p.a.size, chunk)]

@@ -188,7 +188,9 @@ class Source:
     files : tuple of str
         The files read.
     skipped : tuple of str
-        Entries of a torch file that are not tensors (left out).
+        Entries that are not tensors of real numbers (left out): a torch file's
+        entries that are not tensors, ``.npz`` members of strings, objects or
+        complex numbers.
     """
 
     path: str
@@ -280,6 +282,7 @@ def release_maps() -> None:
         _MAPS.clear()
     _npz_member_of.cache_clear()
     _npy_c_order_of.cache_clear()
+    _torch_flat_of.cache_clear()
     _torch_state_of.cache_clear()
 
 
@@ -340,7 +343,10 @@ def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
 
 
 # ---------------------------------------------------------------- npz / npy
-def _npz(path: str) -> list[TensorRef]:
+def _npz(path: str) -> tuple[list[TensorRef], list[str]]:
+    """The members of ``path`` that hold real numbers, and the names of those that do not
+    (strings, Python objects, complex numbers, ...: left out, as a torch file's entries
+    that are not tensors are; a file of nothing else is refused with the first reason)."""
     try:
         z = zipfile.ZipFile(path)
     except file_errors() as err:
@@ -348,7 +354,9 @@ def _npz(path: str) -> list[TensorRef]:
             raise
         raise TensorFileError(f"Got file {path!r}, which is not a valid .npz (zip) file") \
             from None
-    out = []
+    out: list[TensorRef] = []
+    skipped: list[str] = []
+    refusal: TensorFileError | None = None
     with z, open(path, "rb") as raw:
         infos = z.infolist()
         names = npz_members(path, [info.filename for info in infos])  # no name twice
@@ -363,9 +371,15 @@ def _npz(path: str) -> list[TensorRef]:
                 raise TensorFileError(
                     f"Got member {name!r} of {path!r}, which is not a readable .npy array: "
                     f"{_first_line(err)}") from None
-            if dtype.hasobject:
-                raise TensorFileError(
-                    f"Got member {name!r} of {path!r}, which holds Python objects, not numbers")
+            try:
+                if dtype.hasobject:
+                    raise TensorFileError(f"Got member {name!r} of {path!r}, which holds "
+                                          "Python objects, not numbers")
+                _ref(name, path, dtype, dtype.str, shape)  # (its dtype's checks)
+            except TensorFileError as err:
+                skipped.append(name)
+                refusal = refusal or err
+                continue
             promised = header_len + math.prod(shape) * dtype.itemsize  # exact
             if info.file_size != promised or (info.compress_type == zipfile.ZIP_STORED
                                               and info.compress_size != promised):
@@ -381,7 +395,9 @@ def _npz(path: str) -> list[TensorRef]:
             else:
                 out.append(_ref(name, path, dtype, dtype.str, shape, loader="npz",
                                 member=name))
-    return out
+    if not out and refusal is not None:
+        raise refusal
+    return out, skipped
 
 
 def _npy(path: str) -> list[TensorRef]:
@@ -589,27 +605,44 @@ def _check_torch_storage(name: str, path: str, t: Any) -> None:
 def _torch_refs(path: str) -> tuple[list[TensorRef], list[str]]:
     state = _torch_state(path)
     out, skipped = [], []
+    refusal: TensorFileError | None = None
     for name, t in state.items():
         if t is None:
             skipped.append(name)
             continue
-        _check_torch_storage(name, path, t)
-        dtype = _torch_numpy_dtype(t.dtype)
-        if dtype is None:
-            raise TensorFileError(
-                f"Got tensor {name!r} in {path!r} of dtype {t.dtype}, which has no numpy "
-                "equivalent here")
-        out.append(_ref(name, path, dtype, str(t.dtype), tuple(t.shape), loader="torch",
-                        member=name))
+        try:  # a tensor of no real numbers (complex, quantized, meta, sparse): left out
+            _check_torch_storage(name, path, t)
+            dtype = _torch_numpy_dtype(t.dtype)
+            if dtype is None:
+                raise TensorFileError(
+                    f"Got tensor {name!r} in {path!r} of dtype {t.dtype}, which has no numpy "
+                    "equivalent here")
+            out.append(_ref(name, path, dtype, str(t.dtype), tuple(t.shape), loader="torch",
+                            member=name))
+        except TensorFileError as err:
+            skipped.append(name)
+            refusal = refusal or err
     if not out:
-        raise TensorFileError(f"Got torch file {path!r}, which holds no tensors")
+        raise refusal or TensorFileError(f"Got torch file {path!r}, which holds no tensors")
     return out, skipped
+
+
+def _torch_flat(file: str, key: str) -> Any:
+    return _torch_flat_of(_file_id(file), file, key)
+
+
+@lru_cache(maxsize=4)
+def _torch_flat_of(fid: _FileId, file: str, key: str) -> Any:
+    """Tensor ``key`` of ``file`` flattened in C order: a view when it is contiguous, else
+    one copy per process (``reshape(-1)`` of a transposed or column-sliced tensor copies
+    the whole tensor, and did so for every chunk read)."""
+    return _torch_state(file)[key].contiguous().reshape(-1)
 
 
 def _torch_slice(file: str, key: str, start: int, stop: int) -> np.ndarray:
     torch = _torch()
-    t = _torch_state(file)[key]
-    flat = t.reshape(-1)[start:stop]
+    t = _torch_flat(file, key)
+    flat = t[start:stop]
     dtype = _torch_numpy_dtype(t.dtype)
     assert dtype is not None
     if dtype.kind == "b":
@@ -624,7 +657,7 @@ def _file_refs(path: str) -> tuple[list[TensorRef], list[str]]:
     if low.endswith(".safetensors"):
         return _safetensors(path), []
     if low.endswith(".npz"):
-        return _npz(path), []
+        return _npz(path)
     if low.endswith(".npy"):
         return _npy(path), []
     if low.endswith(_TORCH_SUFFIXES):
@@ -762,6 +795,9 @@ def open_source(path: str | bytes | os.PathLike[str]) -> Source:
         if _exists(base):
             break
     src = _open_path(base)
+    if key in src.skipped:
+        raise TensorFileError(f"Got key {key!r}, but in {base!r} it is not a tensor of real "
+                              "numbers (ls lists it as left out)")
     if key not in src.names:
         shown = ", ".join(repr(k) for k in src.names[:8]) + (", ..." if len(src.names) > 8
                                                             else "")
