@@ -10,6 +10,7 @@ the reader of the output went away (a broken pipe: quietly, as coreutils do).
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import dataclasses
 import difflib
@@ -933,7 +934,9 @@ def run(argv: Sequence[str], out: Printer) -> int:
         return _COMMANDS[args.command](args, out)
     except ValueError as err:  # the library's bad-input errors (TensorFileError included)
         raise UsageError(_user_message(err)) from None
-    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as err:
+    except BrokenPipeError:
+        raise
+    except OSError as err:  # not found, no permission, a symlink loop, a name too long, ...
         raise UsageError(_oserror(err)) from None
 
 
@@ -950,8 +953,11 @@ def _unbroken_width(console: Any, obj: Any) -> int:
 
     if isinstance(obj, Group):
         return max((_unbroken_width(console, r) for r in obj.renderables), default=0)
+    wide = console.options.update_width(1 << 16)
     if isinstance(obj, Table):
-        return int(console.measure(obj, options=console.options.update_width(1 << 16)).maximum)
+        return int(console.measure(obj, options=wide).maximum)
+    if isinstance(obj, views.Grid):  # its narrowest form: two stacked halves
+        return int(console.measure(obj, options=wide).minimum)
     return 0
 
 
@@ -976,12 +982,24 @@ def _printer() -> Printer:
                 finally:
                     console.width = width
                 text = captured.get()
+                if not _utf8_output():
+                    text = text.replace(views.BAR, "#")  # (the rest: backslash escapes)
             _write_chunks(text)
 
     return out
 
 
 _CHUNK = 1 << 16
+
+
+def _utf8_output() -> bool:
+    """Whether stdout's encoding is UTF-8 (else :func:`main` has it escape what its
+    encoding lacks: a tensor named ``poids.μ`` reads ``poids.\\u03bc``)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 def _write_chunks(text: str) -> None:
@@ -1015,13 +1033,42 @@ def _silence_stdout() -> None:
         pass
 
 
+def _say(line: str) -> None:
+    """``line`` on stderr; nothing when stderr is closed (``2>&-``: Python's
+    ``sys.stderr`` is then None, and ``print(file=None)`` would write to stdout)."""
+    if sys.stderr is not None:
+        print(line, file=sys.stderr)
+
+
+def _on_termination(signum: int, frame: object) -> None:
+    """SIGTERM / SIGHUP: unwind (so a progress bar gives the cursor back), exit 128 + N."""
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _terminable() -> Iterator[None]:
+    """SIGTERM and SIGHUP end the run through :func:`_on_termination` while it lasts
+    (their default action kills the process before any ``finally`` runs); the handlers
+    before are restored after."""
+    signums = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    try:
+        before = {n: signal.signal(n, _on_termination) for n in signums}
+    except ValueError:  # not the main thread: leave the signals alone
+        before = {}
+    try:
+        yield
+    finally:
+        for n, handler in before.items():
+            signal.signal(n, handler)
+
+
 def _output_failed(err: BrokenPipeError | OutputError) -> int:
     """A broken pipe ends quietly (141: ``fpinspect ... | head`` got what it wanted); any
     other failure to write stdout is one line on stderr (74)."""
     _silence_stdout()
     if isinstance(err, BrokenPipeError):
         return EXIT_BROKEN_PIPE
-    print(f"{PROG}: error: cannot write the output: {err}", file=sys.stderr)
+    _say(f"{PROG}: error: cannot write the output: {err}")
     return EXIT_IOERR
 
 
@@ -1037,13 +1084,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The console entry point: returns the exit status (0, 1, 2, 70, 74, 130 or 141)."""
     _hand_over_sigint()
     args = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is not None and not _utf8_output():
+        with contextlib.suppress(AttributeError, ValueError):  # (a test's capture)
+            sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    with _terminable():
+        return _main(args)
+
+
+def _main(args: list[str]) -> int:
     try:
         code = run(args, _printer())
         with _writing():
             sys.stdout.flush()
         return code
     except UsageError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
+        _say(f"{PROG}: error: {err}")
         return EXIT_USAGE
     except SystemExit as exc:  # --help and --version
         try:
@@ -1053,7 +1108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _output_failed(err)
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        _say(f"{PROG}: interrupted")
         return EXIT_INTERRUPTED
     except (BrokenPipeError, OutputError) as err:
         return _output_failed(err)
@@ -1063,8 +1118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if tb:
             frame = tb[-1]
             where = f" at {os.path.basename(frame.filename)}:{frame.lineno}"
-        print(f"{PROG}: internal error: {type(err).__name__}: {err}{where}; this is a bug, "
-              f"please report it at {ISSUES_URL} (with the command line)", file=sys.stderr)
+        _say(f"{PROG}: internal error: {type(err).__name__}: {err}{where}; this is a bug, "
+             f"please report it at {ISSUES_URL} (with the command line)")
         return EXIT_INTERNAL
 
 

@@ -18,6 +18,7 @@ from fractions import Fraction
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -44,6 +45,8 @@ from numerics.parts import hexfloat
 from numerics.stats import TensorStats
 
 __all__ = [
+    "BAR",
+    "Grid",
     "STYLES",
     "bits_text",
     "bits_view",
@@ -78,7 +81,8 @@ STYLES = {
     "dim": "dim",
 }
 _PIPED_WIDTH = 1000
-_BAR = "█"
+#: The histogram bars' character (``#`` where the output's encoding lacks it).
+BAR = "█"
 _BAR_WIDTH = 40
 
 
@@ -382,10 +386,10 @@ def table_view(fmt: Format, rows: Sequence[tuple[int, Fraction | float]], *,
         for code, v in rows:
             t.add_row(_hex(code, fmt), _code_bits(code, fmt), decimal_text(v))
         return t
-    return _Grid(fmt, [_cell(v) for _, v in rows])
+    return Grid(fmt, [_cell(v) for _, v in rows])
 
 
-class _Grid:
+class Grid:
     """Values of codes in a 16-column grid (row = high nibble, column = low nibble).
 
     Where the console is too narrow for 16 columns, the grid is shown as two
@@ -406,12 +410,21 @@ class _Grid:
             t.add_row(f"{start >> 4:x}", *(row[c] for c in columns if c < len(row)))
         return t
 
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """From the width of the two stacked 8-column halves (the narrowest form that cuts
+        no cell) to that of all 16 columns."""
+        ncols = min(16, len(self.cells))
+        wide = options.update_width(1 << 16)
+        half = max(console.measure(self._grid(columns), options=wide).maximum
+                   for columns in (range(min(8, ncols)), range(8, ncols)))
+        full = console.measure(self._grid(range(ncols)), options=wide).maximum
+        return Measurement(half, full)
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         ncols = min(16, len(self.cells))
-        width = max((len(c) for c in self.cells), default=1) + 1
         yield Text(f"{self.fmt.name}: the value of code 0xRC is in row R, column C "
                    "(3 significant digits; --list for exact values)", "bold")
-        if ncols <= 8 or 2 + ncols * width <= options.max_width:
+        if ncols <= 8 or self.__rich_measure__(console, options).maximum <= options.max_width:
             yield self._grid(range(ncols))
         else:
             yield self._grid(range(8))
@@ -468,7 +481,7 @@ def _bars(rows: Sequence[tuple[str, int]], total: int) -> Table:
     for label, count in rows:
         width = 0 if top == 0 else max(1, round(_BAR_WIDTH * count / top)) if count else 0
         share = _percent(count, total)
-        t.add_row(label, f"{count}", Text(_BAR * width + f" {share}", STYLES["trailing"]))
+        t.add_row(label, f"{count}", Text(BAR * width + f" {share}", STYLES["trailing"]))
     return t
 
 

@@ -264,7 +264,12 @@ def _mapped(file: str, offset: int, dtype: np.dtype, size: int) -> np.ndarray:
         with _MAPS_LOCK:
             arr = _MAPS.get(key)
             if arr is None:
-                arr = np.memmap(file, dtype=dtype, mode="r", offset=offset, shape=(size,))
+                try:
+                    arr = np.memmap(file, dtype=dtype, mode="r", offset=offset, shape=(size,))
+                except ValueError:  # numpy's "mmap length is greater than file size"
+                    raise TensorFileError(
+                        f"Got file {file!r}, which is shorter than its header says (was it "
+                        "truncated or rewritten while being read?)") from None
                 if len(_MAPS) > 4096:
                     _MAPS.clear()
                 _MAPS[key] = arr
@@ -735,11 +740,14 @@ def _open_path(path: str) -> Source:
     if os.path.isdir(path):
         return _directory(path)
     try:  # FileNotFoundError, or PermissionError inside an unsearchable directory
-        os.stat(path)
+        st = os.stat(path)
     except ValueError:
         raise TensorFileError(f"Got path {path!r}, which no file can have (a NUL character)") \
             from None
-    if os.path.getsize(path) == 0 and not path.lower().endswith(".npy"):
+    if not stat.S_ISREG(st.st_mode):
+        raise TensorFileError(f"Got path {path!r}, which is not a regular file (a pipe, "
+                              "socket or device); tensors are read from files")
+    if st.st_size == 0 and not path.lower().endswith(".npy"):
         raise TensorFileError(f"Got file {path!r}, which is empty")
     if path.lower().endswith(".json"):
         refs, files, skipped = _index(path)
