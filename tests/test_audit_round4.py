@@ -51,7 +51,7 @@ def test_ordered_map_takes_an_endless_iterable() -> None:
     flight, in order, the first error raised at its turn."""
     squares = ordered_map(lambda i: i * i, itertools.count(), 2)
     assert [next(squares) for _ in range(5)] == [0, 1, 4, 9, 16]
-    squares.close()
+    squares.close()  # type: ignore[attr-defined]
 
     def fail_at_3(i: int) -> int:
         if i == 3:
@@ -76,7 +76,8 @@ def test_encode_exact_bounds_sr_bits() -> None:
     # before: 2**63 MemoryError, 10**30 OverflowError, 65 accepted, "bogus" with rne ignored
     for bad in (0, 65, 2**63, 10**30, 1.5, True):
         with pytest.raises(ValueError, match=rf"Got sr_bits={bad!r}"):
-            encode_exact(1.3, "e4m3fn", rounding="sr", uniform=0.5, sr_bits=bad)
+            encode_exact(1.3, "e4m3fn", rounding="sr", uniform=0.5,
+                         sr_bits=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="Got sr_bits='bogus'"):
         encode_exact(1.3, "e4m3fn", sr_bits="bogus")  # type: ignore[arg-type]
     assert encode_exact(1.3, "e4m3fn", rounding="sr", uniform=0.5, sr_bits=np.int64(8)) \
@@ -94,7 +95,8 @@ def test_ml_dtypes_scalars_are_numpy_scalars_everywhere() -> None:
 def test_compare_and_ulp_name_ragged_and_bad_arguments() -> None:
     # before: numpy's "inhomogeneous shape" without the argument; AttributeError
     with pytest.raises(ValueError, match="Got b that is not a rectangular array"):
-        compare_codes(np.zeros((2, 2), np.uint8), [[1, 2], [3]], "e4m3fn")
+        compare_codes(np.zeros((2, 2), np.uint8), [[1, 2], [3]],  # type: ignore[arg-type]
+                      "e4m3fn")
     with pytest.raises(ValueError, match="Got codes that is not a rectangular array"):
         ordinal([[1, 2], [3]], "e4m3fn")
     for low, high in ((1, float("inf")), (3, 2), (-1, 0), ("1", 2)):
@@ -256,8 +258,8 @@ def test_checkpoint_options(tmp_path: Path) -> None:
         diff_sources(path, path, chunk=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="Got formats=None"):
         stats_source(path, formats=None)  # type: ignore[arg-type]
-    assert stats_source(path, chunk=np.int64(3)) == stats_source(path)  # type: ignore[arg-type]
-    assert coarser("binary32", "bf16").name == "bfloat16"  # type: ignore[arg-type]
+    assert stats_source(path, chunk=np.int64(3)) == stats_source(path)
+    assert coarser("binary32", "bf16").name == "bfloat16"
 
 
 def test_tensor_files_are_read_from_absolute_paths(tmp_path: Path,
@@ -275,7 +277,7 @@ def test_tensor_files_are_read_from_absolute_paths(tmp_path: Path,
 def test_masked_arrays_are_refused_not_unmasked() -> None:
     """np.asarray drops a mask: before, ops, encode, accum and tensor_stats computed on the
     hidden values without a word."""
-    x = np.ma.masked_array([1.0, 1e30], [0, 1])
+    x = np.ma.masked_array([1.0, 1e30], [False, True])
     for call in (lambda: numerics.encode(x, "bfloat16"),
                  lambda: numerics.ops.add(x, 1.0, "binary32"),
                  lambda: accum.sum(x, "bfloat16"),
@@ -305,7 +307,7 @@ def test_byte_hashes_refuse_masked_arrays() -> None:
     # before: the hidden bytes were hashed, so equal masked keys hashed differently
     from numerics.hashing import fnv1a32, murmur3_32, xxh32
 
-    a = np.ma.masked_array(np.array([[7, 1, 2, 3]], np.uint8), mask=[[1, 0, 0, 0]])
+    a = np.ma.masked_array(np.array([[7, 1, 2, 3]], np.uint8), mask=[[True, False, False, False]])
     for h in (fnv1a32, murmur3_32, xxh32):
         with pytest.raises(TypeError, match="Got data as a masked array"):
             h(a)
@@ -355,18 +357,20 @@ def test_an_overflow_to_inf_is_within_half_an_ulp_with_inf_ulp() -> None:
     from numerics.testing import assert_ulp_close
 
     for ref in (np.array([1e6]), np.array([65520.0]), [Fraction(65520) + Fraction(1, 2**70)]):
-        assert_ulp_close(np.float16([np.inf]), ref, fmt="binary16", max_ulp=0.5, inf="ulp")
+        assert_ulp_close(np.array([np.inf], np.float16), ref, fmt="binary16", max_ulp=0.5,
+                         inf="ulp")
     # a whole step beyond max and on: inf is exact
-    assert_ulp_close(np.float16([np.inf]), np.array([1e6]), fmt="binary16", max_ulp=0,
+    assert_ulp_close(np.array([np.inf], np.float16), np.array([1e6]), fmt="binary16", max_ulp=0,
                      inf="ulp")
     with pytest.raises(AssertionError, match=r"0\.53125"):  # 65519 rounds to max
-        assert_ulp_close(np.float16([np.inf]), np.array([65519.0]), fmt="binary16",
+        assert_ulp_close(np.array([np.inf], np.float16), np.array([65519.0]), fmt="binary16",
                          max_ulp=0.5, inf="ulp")
     with pytest.raises(AssertionError):  # the other sign is far
-        assert_ulp_close(np.float16([np.inf]), np.array([-1e6]), fmt="binary16",
+        assert_ulp_close(np.array([np.inf], np.float16), np.array([-1e6]), fmt="binary16",
                          max_ulp=0.5, inf="ulp")
     with pytest.raises(AssertionError, match="inf vs finite"):  # strict stays strict
-        assert_ulp_close(np.float16([np.inf]), np.array([1e6]), fmt="binary16", max_ulp=0.5)
+        assert_ulp_close(np.array([np.inf], np.float16), np.array([1e6]), fmt="binary16",
+                         max_ulp=0.5)
 
 
 def test_accum_rounds_sums_near_binary64s_top_in_wide_user_formats() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from fractions import Fraction
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -62,7 +63,7 @@ def test_assertions_refuse_a_bool_in_a_list_and_a_masked_array() -> None:
     with pytest.raises(TypeError, match="exact"):
         assert_within_bound(np.array([1.0, 0.5]), [True, 0.5], 0)
     with pytest.raises(TypeError, match="actual as a masked array"):
-        assert_within_bound(np.ma.masked_array([1.0, 5.0], [0, 1]), [1.0, 6.0], 0)
+        assert_within_bound(np.ma.masked_array([1.0, 5.0], [False, True]), [1.0, 6.0], 0)
 
 
 def test_tensor_stats_refuses_values_float64_does_not_hold() -> None:
@@ -71,10 +72,12 @@ def test_tensor_stats_refuses_values_float64_does_not_hold() -> None:
     assert int(numerics.encode(2**128 - 2**103 - 1, "binary32")) == 0x7F7FFFFF
     tiny = Fraction(1, 2**10) + Fraction(1, 2**80)
     long = np.array([np.longdouble(1) + np.longdouble(2) ** -60, 2.0], np.longdouble)
-    for values in ([2**128 - 2**103 - 1], [tiny], [2**60 + 1, 0.5], long):
+    cases: list[Any] = [[2**128 - 2**103 - 1], [tiny], [2**60 + 1, 0.5], long]
+    for values in cases:
         with pytest.raises(ValueError, match=r"values.flat\[0\] = .*float64 does not hold"):
             numerics.tensor_stats(values, formats=("binary32",))
-    fit = numerics.tensor_stats([2**60, 0.5, Fraction(3, 4)], formats=("binary32",)).fits[0]
+    exact: Any = [2**60, 0.5, Fraction(3, 4)]
+    fit = numerics.tensor_stats(exact, formats=("binary32",)).fits[0]
     assert fit.overflow == 0 and fit.flush_to_zero == 0
 
 
@@ -82,6 +85,8 @@ def test_tensor_stats_refuses_values_float64_does_not_hold() -> None:
 def test_object_arrays_of_ints_hash_as_int64(call: str) -> None:
     objs = np.array([[1, 2, 3]], dtype=object)
     ints = objs.astype(np.int64)
+    got: Any
+    want: Any
     if call == "spatial":
         got, want = hashing.spatial_hash(objs, 2**20), hashing.spatial_hash(ints, 2**20)
     elif call == "poly":
@@ -100,7 +105,7 @@ def test_object_arrays_of_ints_hash_as_int64(call: str) -> None:
                                        (ml_dtypes.float8_e4m3fn, "e4m3fn"),
                                        (np.float16, "binary16")])
 def test_ops_broadcast_an_empty_operand(dtype: type, fmt: str) -> None:
-    ones = np.ones((2, 1), dtype)
+    ones: Any = np.ones((2, 1), dtype)
     want = np.add(np.ones((2, 1), np.float32), np.zeros(0, np.float32)).shape
     assert ops.add(ones, np.zeros(0), fmt).shape == want == (2, 0)
     assert ops.add(np.zeros(0), ones, fmt).shape == (2, 0)
@@ -108,11 +113,11 @@ def test_ops_broadcast_an_empty_operand(dtype: type, fmt: str) -> None:
 
 
 def test_masked_arrays_are_refused_by_fingerprint_and_pack() -> None:
-    masked = np.ma.masked_array([1.0, 2.0], [0, 1])
+    masked = np.ma.masked_array([1.0, 2.0], [False, True])
     with pytest.raises(TypeError, match="chunks as a masked array"):
         fingerprint(masked, fmt="bfloat16")
     with pytest.raises(TypeError, match="codes as a masked array"):
-        quant.pack(np.ma.masked_array([1, 2], [0, 1]), 4)
+        quant.pack(np.ma.masked_array([1, 2], [False, True]), 4)
     with pytest.raises(TypeError, match="codes of dtype object"):
         quant.pack([True, 2], 4)
     assert quant.pack([1, 2, 3], 4).tolist() == [33, 3]

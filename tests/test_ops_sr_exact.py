@@ -75,7 +75,7 @@ def _quotients_below_grid(bits: int, count: int) -> list[tuple[float, float]]:
     + 1`` in integers, with ``A``, ``B`` 53-bit and ``N = (q << bits) + 3``."""
     rnd = random.Random(5)
     mod = 1 << (52 + bits)
-    out = []
+    out: list[tuple[float, float]] = []
     while len(out) < count:
         n_grid = (rnd.randrange(2**52, 2**53) << bits) + 3
         big_b = pow(n_grid, -1, mod)
@@ -103,7 +103,7 @@ def test_sr_fma_residual_rounded_onto_the_grid() -> None:
     """``1 + a*b`` with ``a*b = 3 * 2**-56 - r * 2**-160``: the three-sum's residual rounds
     to ``3 * 2**-56``, a point of the 4-bit grid, while the exact value is just below it."""
     rnd = random.Random(3)
-    pairs = []
+    pairs: list[tuple[float, float]] = []
     while len(pairs) < 16:
         x = rnd.randrange(2**52 + 2**51, 2**53) | 1
         y, r = divmod(3 * 2**104, x)

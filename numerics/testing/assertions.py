@@ -33,6 +33,9 @@ distance is fractional, and a correctly rounded result is within 0.5 ulp.
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Sequence
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -439,7 +442,7 @@ def _check_max_ulp(max_ulp: object) -> int | float:
 
 def assert_ulp_close(
     actual: npt.ArrayLike,
-    desired: npt.ArrayLike,
+    desired: npt.ArrayLike | Sequence[Any] | numbers.Real | Decimal,
     *,
     max_ulp: int | float = 1,
     fmt: Format | str | None = None,
