@@ -39,9 +39,9 @@ _Task = Generator[_Request, Any, Any]
 class NotATree(ValueError):
     """The pair sizes observed fit no reduction tree (``findings`` says which)."""
 
-    def __init__(self, message: str, findings: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.findings = findings
+    def __init__(self, message: str, findings: dict[str, Any] | None = None) -> None:
+        super().__init__(message)  # (pickle rebuilds it from the message, then its findings)
+        self.findings: dict[str, Any] = dict(findings or {})
 
 
 def _inconsistent(what: str, **findings: Any) -> NotATree:

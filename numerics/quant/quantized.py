@@ -16,7 +16,7 @@ axis is an error (pad with zeros, which change no scale).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -120,12 +120,20 @@ class Quantized:
         """Element values before scaling (float64)."""
         return decode_codes(self.codes, self.element_format)
 
-    @cached_property
+    @property
     def bound(self) -> np.ndarray:
         """Per-element bound on ``|dequantize() - x|`` (float64, shape of the tensor), as
         proved in proofs/quantization_bounds.md; computed on first access."""
-        return element_bound(self.source, self.scale_per_element(), self.element_format,
-                             rounding=self.rounding, overflow=self.overflow)
+        # (kept in the instance's dict by hand: functools.cached_property holds one lock
+        # for every instance up to Python 3.11, which serialized threads computing the
+        # bounds of different tensors, and left a child forked meanwhile hung on it)
+        cached = self.__dict__.get("_bound")
+        if cached is None:
+            cached = element_bound(self.source, self.scale_per_element(),
+                                   self.element_format, rounding=self.rounding,
+                                   overflow=self.overflow)
+            self.__dict__["_bound"] = cached
+        return cached
 
     def scale_per_element(self) -> np.ndarray:
         """The effective scale of every element (float64, shape of the tensor)."""

@@ -119,13 +119,14 @@ def _kind(got: np.ndarray, want: np.ndarray, t: Format) -> np.ndarray:
     return out
 
 
-def _run_chunk(kernel: Callable[[Any], Any], from_name: str, to_name: str, start: int,
+def _run_chunk(kernel: Callable[[Any], Any], f: Format, t: Format, start: int,
                stop: int, options: dict[str, Any]) -> ExhaustiveReport:
-    """Check codes ``start .. stop - 1`` of ``from_name`` (a pure function: Dask runs it)."""
+    """Check codes ``start .. stop - 1`` of ``f`` (a pure function: Dask runs it).  The
+    formats travel as themselves: a user's format has no registered name to look up, and
+    one named like a registered format is not that format."""
     from numerics import decode, encode
 
-    f, t = as_format(from_name), as_format(to_name)
-    report = ExhaustiveReport(from_name, to_name)
+    report = ExhaustiveReport(f.name, t.name)
     codes = np.arange(start, stop, dtype=np.uint64)
     dtype = native_dtype(f)
     if dtype is not None:
@@ -263,7 +264,7 @@ def exhaustive(
         say = progress or None
 
     def results() -> Iterable[ExhaustiveReport]:
-        args = [(kernel, f.name, t.name, s, min(s + chunk_size, total), options)
+        args = [(kernel, f, t, s, min(s + chunk_size, total), options)
                 for s in starts]
         if client is not None:
             futures = client.map(lambda a: _run_chunk(*a), args, pure=False)
