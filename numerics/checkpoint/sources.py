@@ -20,7 +20,13 @@ byte offset, dtype, shape), so a thread, a process or a Dask worker can read
 any range of its elements straight from the file: nothing is loaded until it
 is read, and then only the range asked for (a compressed ``.npz`` member and a
 Fortran-ordered array are the exceptions: they are read whole, once per
-process).
+process; so is a transposed or sliced tensor of a torch file).
+
+Files are read through memory maps.  A file found shorter than its header says
+is refused by name, but one truncated *while* its pages are being read (a job
+rewriting a checkpoint in place) ends the process with SIGBUS, which Python
+cannot catch: copy a checkpoint that is being written before inspecting it, or
+read it with ``TensorRef.read(..., mmap=False)``.
 """
 
 from __future__ import annotations
