@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,7 +71,8 @@ def test_sum_of_empty_and_0d_input_is_a_named_error() -> None:
 
 
 @pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", None),
-                                        ("pairwise", 5), ("kahan", None)])
+                                        ("pairwise", 5), ("kahan", None),
+                                        ("neumaier", None)])
 @pytest.mark.parametrize("fmt", ["bfloat16", "tf32", "binary16", "e5m2"])
 def test_float32_lanes_equal_the_general_kernel(alg: str, block: int | None, fmt: str) -> None:
     """float32 rows in bf16/tf32/binary16/e5m2 take the binary32-lane kernel; float64 rows
@@ -94,8 +96,22 @@ def test_float32_lanes_equal_the_general_kernel(alg: str, block: int | None, fmt
     np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
 
 
+def _reference(alg: str, xs: list[Fraction], fl: Any) -> Fraction:
+    """The exact step-by-step reference of ``alg`` (pairwise: blocks of 5)."""
+    import accum_reference as ref
+
+    if alg == "kahan":
+        return ref.ref_kahan(xs, fl)
+    if alg == "neumaier":
+        return ref.ref_neumaier(xs, fl)
+    if alg == "pairwise":
+        return ref.ref_pairwise(xs, fl, 5)
+    return ref.ref_recursive(xs, fl)
+
+
 @pytest.mark.parametrize("fmt", ["binary32", "binary64"])
-@pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", 5), ("kahan", None)])
+@pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", 5), ("kahan", None),
+                                        ("neumaier", None)])
 def test_hardware_sums_in_lanes(alg: str, block: int | None, fmt: str) -> None:
     """binary32 and binary64 rounded to nearest sum in lanes of their own type (the
     hardware's own additions: kernels.accum.sum_rows_f32 / sum_rows_f64), from float32
@@ -126,11 +142,11 @@ def test_hardware_sums_in_lanes(alg: str, block: int | None, fmt: str) -> None:
         got = accum.sum(rows, fmt, algorithm=alg, block_size=block).value
         for r in range(rows.shape[0]):
             xs = [fl(Fraction(float(v))) for v in rows[r]]
-            want = (ref.ref_kahan(xs, fl) if alg == "kahan" else ref.ref_pairwise(xs, fl, 5)
-                    if alg == "pairwise" else ref.ref_recursive(xs, fl))
+            want = _reference(alg, xs, fl)
             assert Fraction(float(got[r])) == want, (alg, rows.dtype, r)
-            if float(got[r]) == 0:
-                assert math.copysign(1, got[r]) == (-1 if r == 2 else 1)
+            if float(got[r]) == 0:  # (Neumaier's last step adds c = +0 to -0: +0)
+                negative = r == 2 and alg != "neumaier"
+                assert math.copysign(1, got[r]) == (-1 if negative else 1)
     special = np.ones((3, 20))
     big = 1.7e308 if wide else 3e38
     special[0, ::3], special[0, 1::3] = big, -big  # inf, then inf - inf
@@ -140,14 +156,16 @@ def test_hardware_sums_in_lanes(alg: str, block: int | None, fmt: str) -> None:
                     block_size=block).value
     f = get_format(fmt)
     expect, abs_sum, ntiny = np.empty(3), np.empty(3), np.empty(3, np.int64)
-    sum_rows(special, special, False, {"recursive": 0, "pairwise": 1, "kahan": 2}[alg],
+    sum_rows(special, special, False,
+             {"recursive": 0, "pairwise": 1, "kahan": 2, "neumaier": 3}[alg],
              block or 1, format_params(f), mode_code("rne"), f.max, np.uint64(0), expect,
              abs_sum, ntiny)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expect))
     np.testing.assert_array_equal(got[~np.isnan(got)], expect[~np.isnan(expect)])
 
 
-@pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", 5), ("kahan", None)])
+@pytest.mark.parametrize("alg, block", [("recursive", None), ("pairwise", 5), ("kahan", None),
+                                        ("neumaier", None)])
 @pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "binary32", "binary64"])
 def test_single_rows_equal_the_lanes(alg: str, block: int | None, fmt: str) -> None:
     """A sum of one row (fewer than 4 rows: kernels.accum._row, its state in registers)
@@ -177,6 +195,5 @@ def test_single_rows_equal_the_lanes(alg: str, block: int | None, fmt: str) -> N
             np.uint64)[0], err_msg=f"{fmt} {alg} row {r}")
         if r in (0, 3, 4, 5, 6):
             xs = [fl(Fraction(float(v))) for v in x[r]]
-            want = (ref.ref_kahan(xs, fl) if alg == "kahan" else ref.ref_pairwise(xs, fl, 5)
-                    if alg == "pairwise" else ref.ref_recursive(xs, fl))
+            want = _reference(alg, xs, fl)
             assert Fraction(float(one)) == want, (fmt, alg, r)

@@ -243,7 +243,7 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
              and (ieee or (fmt.has_nan and fmt.emin > -126)))
     binary32 = ieee and lanes and fmt.trailing_bits == 23 and fmt.emin == -126 \
         and fmt.emax == 127
-    lane_sum = rounding == "rne" and algorithm != "neumaier" and lanes
+    lane_sum = rounding == "rne" and lanes
     dot_terms = Y is not None and lane_sum and fmt.trailing_bits <= 10
     if dot_terms or (Y is None and lane_sum and (fmt.trailing_bits <= 10 or binary32)):
         if Y is not None:  # the rounded products, then their sums as for sum()
@@ -275,7 +275,7 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
         if not fmt.has_negative_zero:
             value += 0.0  # -0 + 0 = +0
         return value, abs_sum, tiny
-    if (Y is None and rounding == "rne" and algorithm != "neumaier" and fmt.signed
+    if (Y is None and rounding == "rne" and fmt.signed
             and fmt.trailing_bits == 52 and fmt.emin == -1022 and fmt.emax == 1023
             and fmt.has_infinity and fmt.nan.name == "IEEE" and fmt.subnormals):
         # binary64 itself: the hardware's additions, in lanes (float32 rows widened)

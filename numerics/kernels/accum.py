@@ -1048,7 +1048,7 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top:
     it), add-and-mask with a subnormal grid and an overflow test otherwise.  Up to 64
     rows run side by side in binary32 lanes, their terms transposed into a lane
     buffer 128 at a time; each row follows the documented order of its algorithm
-    (recursive; pairwise with :func:`sum_rows`'s tree; Kahan), so the bits equal
+    (recursive; pairwise with :func:`sum_rows`'s tree; Kahan; Neumaier), so the bits equal
     :func:`sum_rows`'s, for every thread count.  ``abs_sum`` is ``sum |x_i|`` of the
     rounded terms, in float64 in index order.  Tiles of rows
     (:func:`sum_rows_f32_span`) run on the threads.
@@ -1174,7 +1174,7 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
         return
     xs = np.zeros((_CHUNK, R), X.dtype)  # the chunk's inputs transposed, then rounded
     s = np.zeros(R, X.dtype)  # the running (block) sum
-    c = np.zeros(R, X.dtype)  # Kahan's compensation
+    c = np.zeros(R, X.dtype)  # Kahan's or Neumaier's compensation
     acc = np.zeros(R)
     stack = np.zeros((_STACK, R), X.dtype)
     level = np.zeros(_STACK, np.int64)
@@ -1204,6 +1204,17 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
                     t = rnd(s[q] + y, prm)
                     c[q] = rnd(rnd(t - s[q], prm) - y, prm)
                     s[q] = t
+        elif alg == ALG_NEUMAIER:
+            for k in range(k0, m):
+                for q in range(R):
+                    x = xs[k, q]
+                    sq = s[q]
+                    t = rnd(sq + x, prm)
+                    big = abs(sq) >= abs(x)  # (selects, not a branch: it vectorizes)
+                    a = sq if big else x
+                    b = x if big else sq
+                    c[q] = rnd(c[q] + rnd(rnd(a - t, prm) + b, prm), prm)
+                    s[q] = t
         else:  # pairwise: s is the running block sum
             for k in range(k0, m):
                 if left > 0:
@@ -1223,6 +1234,9 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
             depth -= 1
         for q in range(R):
             s[q] = stack[0, q]
+    elif alg == ALG_NEUMAIER:  # the compensation, added once
+        for q in range(R):
+            s[q] = rnd(s[q] + c[q], prm)
     for q in range(Rt):
         value[r0 + q] = s[q]
         abs_sum[r0 + q] = acc[q]
@@ -1232,8 +1246,8 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
 def _row(X: np.ndarray, r: int, alg: int, block: int, prm: tuple[Any, ...],
          value: np.ndarray, abs_sum: np.ndarray, rnd: Any) -> None:
     """Row ``r`` of :func:`_lane_tile` on its own: the same operations in the same order
-    (each input through :func:`_intake`, then recursive, Kahan or pairwise with the
-    same tree), its running sums in registers."""
+    (each input through :func:`_intake`, then recursive, Kahan, Neumaier or pairwise
+    with the same tree), its running sums in registers."""
     n = X.shape[1]
     zero = np.zeros(1, X.dtype)[0]
     s = _intake(X[r, 0], prm, rnd)
@@ -1252,6 +1266,13 @@ def _row(X: np.ndarray, r: int, alg: int, block: int, prm: tuple[Any, ...],
             y = rnd(x - c, prm)
             t = rnd(s + y, prm)
             c = rnd(rnd(t - s, prm) - y, prm)
+            s = t
+        elif alg == ALG_NEUMAIER:
+            t = rnd(s + x, prm)
+            if abs(s) >= abs(x):
+                c = rnd(c + rnd(rnd(s - t, prm) + x, prm), prm)
+            else:
+                c = rnd(c + rnd(rnd(x - t, prm) + s, prm), prm)
             s = t
         elif left > 0:  # pairwise: s is the running block sum
             s = rnd(s + x, prm)
@@ -1279,6 +1300,8 @@ def _row(X: np.ndarray, r: int, alg: int, block: int, prm: tuple[Any, ...],
             stack[depth - 2] = rnd(stack[depth - 2] + stack[depth - 1], prm)
             depth -= 1
         s = stack[0]
+    elif alg == ALG_NEUMAIER:  # the compensation, added once
+        s = rnd(s + c, prm)
     value[r] = s
     abs_sum[r] = acc
 
