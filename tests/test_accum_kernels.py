@@ -197,3 +197,72 @@ def test_single_rows_equal_the_lanes(alg: str, block: int | None, fmt: str) -> N
             xs = [fl(Fraction(float(v))) for v in x[r]]
             want = _reference(alg, xs, fl)
             assert Fraction(float(one)) == want, (fmt, alg, r)
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e4m3fnuz", "binary32", "binary64"])
+@pytest.mark.parametrize("rounding", ["rne", "rtz", "rd", "ru", "sr"])
+def test_chain_add_equals_one_round_ops_call_per_step(fmt: str, rounding: str) -> None:
+    """kernels.accum.chain_add (the compiled chains of blocked, ring and the leftover
+    recursive sums) against the step-by-step round_ops calls it replaces, one per
+    addition over all chains (stream elements base + l G M + c): the same bits in every
+    mode, stochastic rounding included, with ties, the largest value and beyond
+    (overflow), NaN, infinities, signed zeros and subnormals among the terms, on strided
+    (G, L, M) views and on more chains than one tile."""
+    from numerics.kernels.accum import OP_ADD, chain_add, round_ops
+    from numerics.kernels.rounding import format_params, mode_code
+
+    f = get_format(fmt)
+    P, mode = format_params(f), mode_code(rounding)
+    rng = np.random.default_rng(len(fmt) + len(rounding))
+    G, L, M = 3, 9, 11
+    scale = np.exp2(rng.integers(f.emin - f.trailing_bits, f.emax + 1, (G, L + 1, 2 * M)))
+    Y = rng.standard_normal((G, L + 1, 2 * M)) * scale
+    Y[0, :, 0] = f.max  # overflow, then back for the modes that stop at max
+    Y[0, 1::2, 1] = -f.max
+    Y[1, :, 2] = f.smallest_subnormal / 2  # ties below the subnormals
+    Y[1, 3, 4] = np.nan
+    Y[2, 2, 6] = np.inf
+    Y[2, :, 8] = -0.0
+    Y[2, 0, 10] = 2.0 ** f.precision  # 2**p + 1: a tie
+    Y[2, 1:, 10] = 1.0
+    Y = np.asarray(accum.sum(Y[..., None], fmt).value)  # values of the format
+    init, A = Y[:, 0, ::2], Y[:, 1:, ::2]  # strided views
+    seed, base = np.uint64(12345), np.uint64(77)
+    got = np.empty((G, M))
+    with np.errstate(all="ignore"):
+        chain_add(init, A, P, mode, seed, base, got)
+        want = np.ascontiguousarray(init).reshape(-1)
+        for step in range(L):
+            out = np.empty(G * M)
+            round_ops(want, np.ascontiguousarray(A[:, step]).reshape(-1),
+                      np.zeros(1, np.int64), OP_ADD, P, mode, seed,
+                      base + np.uint64(step * G * M), out)
+            want = out
+    np.testing.assert_array_equal(got.reshape(-1).view(np.uint64), want.view(np.uint64))
+
+
+@pytest.mark.parametrize("rounding", ["rne", "rtz", "rd", "ru"])
+def test_long_blocked_and_ring_sums_against_the_exact_reference(rounding: str) -> None:
+    """A 1-D blocked sum of 2,000 bfloat16 terms (286 blocks of 7 and a short one, the
+    cross-block chain in binary32) and a ring of 40 ranks over 45 positions, against
+    the Fraction references; terms near 2**8 make the block sums stall at ties."""
+    import accum_reference as ref
+
+    rng = np.random.default_rng(31)
+    fl = ref.rounder("bfloat16", rounding)
+    x = np.asarray(accum.sum((rng.integers(1, 300, 2000) * 2.0 ** rng.integers(-9, 3, 2000)
+                              )[:, None], "bfloat16").value)
+    total = accum.sum(x, "bfloat16", algorithm="blocked", block_size=7, rounding=rounding)
+    xs = [Fraction(float(v)) for v in x]
+    want = ref.ref_blocked(xs, fl, ref.rounder("binary32", rounding), 7)
+    assert Fraction(float(total.value)) == want
+    order = list(rng.permutation(40))
+    X = np.asarray(accum.sum(rng.standard_normal((40, 45, 1)) * 100, "bfloat16").value)
+    got = accum.sum(X, "bfloat16", algorithm="ring", ring_order=order, axis=0,
+                    rounding=rounding).value
+    sizes = [45 // 40 + (1 if c < 45 % 40 else 0) for c in range(40)]
+    for col in range(45):
+        chunk = int(np.searchsorted(np.cumsum(sizes), col, side="right"))
+        want = ref.ref_ring_element([Fraction(float(v)) for v in X[:, col]], fl, chunk,
+                                    order)
+        assert Fraction(float(got[col])) == want, col
