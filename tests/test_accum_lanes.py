@@ -18,7 +18,7 @@ import numerics
 from numerics import accum
 
 _FMTS = {"bfloat16": (8, -126, 127), "binary16": (11, -14, 15)}
-_ALGS = ["recursive", "pairwise", "kahan"]
+_ALGS = ["recursive", "pairwise", "kahan", "neumaier"]
 
 
 def _fl(fmt: str) -> Callable[[Any], Any]:
@@ -40,6 +40,8 @@ def _want(alg: str, row: np.ndarray, fmt: str, block: int) -> float:
         return float(ref.ref_recursive(xs, fl))
     if alg == "pairwise":
         return float(ref.ref_pairwise(xs, fl, block))
+    if alg == "neumaier":
+        return float(ref.ref_neumaier(xs, fl))
     return float(ref.ref_kahan(xs, fl))
 
 
@@ -124,7 +126,7 @@ def _general(x: np.ndarray, fmt: str, alg: str, block: int | None
     rows = np.ascontiguousarray(x, np.float64).reshape(-1, x.shape[-1])
     value, abs_sum = np.empty(rows.shape[0]), np.empty(rows.shape[0])
     tiny = np.empty(rows.shape[0], np.int64)
-    algs = {"recursive": 0, "pairwise": 1, "kahan": 2}
+    algs = {"recursive": 0, "pairwise": 1, "kahan": 2, "neumaier": 3}
     with np.errstate(invalid="ignore"):
         kernel.sum_rows(rows, rows, False, algs[alg], min(block or 1, rows.shape[1]),
                         format_params(f), MODE_RNE, f.max, np.uint64(0), value, abs_sum,
@@ -171,7 +173,7 @@ def test_lanes_many_tiles_and_chunks_equal_the_general_kernel(fmt: str, dtype: A
     with np.errstate(over="ignore"):
         x = x.astype(dtype)
     for alg, block in (("recursive", None), ("pairwise", None), ("pairwise", 7),
-                       ("kahan", None)):
+                       ("kahan", None), ("neumaier", None)):
         got, got_abs = _lanes(x, fmt, alg, block)
         want, want_abs = _general(x, fmt, alg, block)
         _same_bits(got, want)
@@ -206,7 +208,7 @@ def _general_dot(x: np.ndarray, y: np.ndarray, fmt: str, alg: str, block: int | 
     Y = np.ascontiguousarray(y, np.float64)
     value, abs_sum = np.empty(X.shape[0]), np.empty(X.shape[0])
     tiny = np.empty(X.shape[0], np.int64)
-    algs = {"recursive": 0, "pairwise": 1, "kahan": 2}
+    algs = {"recursive": 0, "pairwise": 1, "kahan": 2, "neumaier": 3}
     with np.errstate(all="ignore"):
         kernel.sum_rows(X, Y, True, algs[alg], min(block or 1, X.shape[1]), format_params(f),
                         MODE_RNE, f.max, np.uint64(0), value, abs_sum, tiny)
@@ -235,7 +237,8 @@ def test_lane_dot_products_equal_the_general_kernel(fmt: str, dtype: Any) -> Non
     y[7] = np.where(np.arange(150) % 2, 2.0, -2.0)  # products beyond the range
     with np.errstate(over="ignore"):
         x, y = x.astype(dtype), y.astype(dtype)
-    for alg, block in (("recursive", None), ("pairwise", 4), ("kahan", None)):
+    for alg, block in (("recursive", None), ("pairwise", 4), ("kahan", None),
+                       ("neumaier", None)):
         for rows in (slice(None), slice(0, 2)):
             got = _kernel_sum(x[rows], y[rows], f, alg, "rne", block, None)
             want = _general_dot(x[rows], y[rows], fmt, alg, block)

@@ -7,8 +7,10 @@ TwoSum / TwoProduct rounded once; where binary64 cannot hold it, with binary64 i
 ``fmt``, a sum that overflows or a product that underflows, an exact pair times a power
 of two, :func:`numerics.kernels.accum.round_ops`).  ``recursive``, ``pairwise``, ``kahan`` and
 ``neumaier`` run in a compiled kernel (:mod:`numerics.kernels.accum`), one sum per row,
-rows on all threads; the other algorithms loop over the reduction axis with every
-other axis processed at once.
+rows on all threads; ``blocked`` (its block sums and the chain of block sums) and
+``ring`` run as compiled chains of additions (:func:`numerics.kernels.accum.chain_add`);
+``tree`` and ``exact`` loop over the reduction axis with every other axis processed
+at once.
 
 Algorithms (``x_0 .. x_{n-1}`` the terms of one sum, already rounded into ``fmt``):
 
@@ -169,6 +171,22 @@ class _Fl:
         from numerics.kernels.accum import OP_ADD
         return self._kernel(OP_ADD, a, b)
 
+    def chain(self, init: np.ndarray, A: np.ndarray) -> np.ndarray:
+        """Recursive sums of independent chains, compiled: ``init`` (G, M) plus
+        ``A[:, 0]``, ``A[:, 1]``, ... (``A`` (G, L, M)) in that order, each addition by
+        :meth:`add` (the same roundings and stream elements as ``L`` calls of it)."""
+        from numerics.kernels.accum import chain_add
+        from numerics.kernels.rounding import format_params, mode_code
+
+        init = np.asarray(init, np.float64)
+        A = np.asarray(A, np.float64)
+        out = np.empty(init.shape)
+        base = self.count
+        self.count += A.size
+        chain_add(init, A, format_params(self.fmt), mode_code(self.rounding),
+                  np.uint64(self.seed), np.uint64(base), out)
+        return out
+
     def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self.add(a, -b)
 
@@ -243,7 +261,7 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
              and (ieee or (fmt.has_nan and fmt.emin > -126)))
     binary32 = ieee and lanes and fmt.trailing_bits == 23 and fmt.emin == -126 \
         and fmt.emax == 127
-    lane_sum = rounding == "rne" and algorithm != "neumaier" and lanes
+    lane_sum = rounding == "rne" and lanes
     dot_terms = Y is not None and lane_sum and fmt.trailing_bits <= 10
     if dot_terms or (Y is None and lane_sum and (fmt.trailing_bits <= 10 or binary32)):
         if Y is not None:  # the rounded products, then their sums as for sum()
@@ -275,7 +293,7 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
         if not fmt.has_negative_zero:
             value += 0.0  # -0 + 0 = +0
         return value, abs_sum, tiny
-    if (Y is None and rounding == "rne" and algorithm != "neumaier" and fmt.signed
+    if (Y is None and rounding == "rne" and fmt.signed
             and fmt.trailing_bits == 52 and fmt.emin == -1022 and fmt.emax == 1023
             and fmt.has_infinity and fmt.nan.name == "IEEE" and fmt.subnormals):
         # binary64 itself: the hardware's additions, in lanes (float32 rows widened)
@@ -294,23 +312,17 @@ def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str
 # ----------------------------------------------------------------------------------
 
 def _recursive(fl: _Fl, X: np.ndarray) -> np.ndarray:
-    s = X[0].copy()
-    for i in range(1, X.shape[0]):
-        s = fl.add(s, X[i])
-    return s
+    return fl.chain(X[:1], X[1:][None])[0]
 
 
 def _block_sums(fl: _Fl, X: np.ndarray, block: int) -> np.ndarray:
-    """Recursive sums of consecutive blocks, vectorized across blocks: (m, batch)."""
+    """Recursive sums of consecutive blocks, all blocks at once: (m, batch)."""
     n, batch = X.shape
     full = n // block
     parts = []
     if full:
         Y = X[: full * block].reshape(full, block, batch)
-        s = Y[:, 0].copy()
-        for j in range(1, block):
-            s = fl.add(s, Y[:, j])
-        parts.append(s)
+        parts.append(fl.chain(Y[:, 0], Y[:, 1:]))
     if n % block:
         parts.append(_recursive(fl, X[full * block:])[None])
     return np.concatenate(parts, axis=0)
@@ -411,11 +423,11 @@ def _ring(fl: _Fl, X: np.ndarray, order: Sequence[int]) -> np.ndarray:
     for c in range(n):
         chunk[bounds[c]:bounds[c + 1]] = c
     order_arr = np.asarray(order, np.intp)
-    cols = np.arange(batch)
-    s = X[order_arr[chunk], cols]
-    for k in range(1, n):
-        s = fl.add(s, X[order_arr[(chunk + k) % n], cols])
-    return s
+    # the terms of each element in the order they are added: A[k, j] = x[order[c + k]]
+    ranks = order_arr[(chunk + np.arange(n)[:, None]) % n]
+    A = np.take_along_axis(X, ranks, axis=0)
+    del ranks
+    return _recursive(fl, A)
 
 
 # ----------------------------------------------------------------------------------
@@ -521,9 +533,7 @@ def _reduce(X: np.ndarray, fmt: Format, *, algorithm: str, rounding: str,
     parts = _block_sums(fl, X, block_size)
     flp = _Fl(promote, rounding, rng)
     total = flp.round_pair(parts[0], None)
-    for k in range(1, parts.shape[0]):
-        total = flp.add(total, parts[k])
-    return total
+    return flp.chain(total[None], parts[1:][None])[0]
 
 
 def _check_options(algorithm: str, rounding: str, block_size: int | None, n: int,

@@ -102,6 +102,8 @@ __all__ = [
     "OP_ADD",
     "OP_MUL",
     "OP_PAIR",
+    "chain_add",
+    "chain_add_span",
     "exponents",
     "exponents_span",
     "fused_gemm",
@@ -833,20 +835,83 @@ def round_ops_span(a: np.ndarray, b: np.ndarray, shift: np.ndarray, op: int, P: 
         s = shift[i] if shifted else shift[0]
         if op == OP_MUL:
             out[i] = _mul_exact(x, y, P, mode, seed, index)
-            continue
-        if op == OP_PAIR and s != 0:
+        elif op == OP_PAIR and s != 0:
             out[i] = _round_shifted(x, y, np.int64(s), P, mode, seed, index)
-            continue
-        hi, lo = (x, y) if op == OP_PAIR else _two_sum(x, y)
-        if fast and lo == 0.0:
+        elif op == OP_PAIR:
+            out[i] = _pair_one(x, y, P, mode, seed, index, t, emin, maxval, zero, fast)
+        else:
+            out[i] = _add_one(x, y, P, mode, seed, index, t, emin, maxval, zero, fast)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_one(x: float, y: float, P: np.ndarray, mode: int, seed: int, index: int, t: int,
+              emin: int, maxval: float, zero: float, fast: bool) -> float:
+    """The exact pair ``x + y`` rounded once (:data:`OP_PAIR` without a shift): inline
+    to nearest even (``fast``: ``p <= 25``) when ``y`` is zero, else :func:`round_pair`."""
+    if fast and y == 0.0:
+        r, ok = _rne_fast(x, t, emin, maxval)
+        if ok:
+            return r + zero
+    return _round_slow(x, y, P, mode, seed, index)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_one(x: float, y: float, P: np.ndarray, mode: int, seed: int, index: int, t: int,
+             emin: int, maxval: float, zero: float, fast: bool) -> float:
+    """``fl(x + y)`` (:data:`OP_ADD`): an exact float64 sum inline to nearest even
+    (``fast``: ``p <= 25``), else :func:`_add_exact`."""
+    if fast:
+        hi, lo = _two_sum(x, y)
+        if lo == 0.0:
             r, ok = _rne_fast(hi, t, emin, maxval)
             if ok:
-                out[i] = r + zero
-                continue
-        if op == OP_PAIR:
-            out[i] = _round_slow(x, y, P, mode, seed, index)
-        else:
-            out[i] = _add_exact(x, y, P, mode, seed, index)
+                return r + zero
+    return _add_exact(x, y, P, mode, seed, index)
+
+
+def chain_add(init: np.ndarray, A: np.ndarray, P: np.ndarray, mode: int, seed: int,
+              base: int, out: np.ndarray) -> None:
+    """Recursive sums of independent chains: ``out[g, i]`` is ``init[g, i]`` plus
+    ``A[g, 0, i]``, ``A[g, 1, i]``, ... in that order, each addition rounded once into
+    ``P`` as :data:`OP_ADD` of :func:`round_ops` rounds it (``init`` (G, M), ``A``
+    (G, L, M), ``out`` (G, M), float64, any strides).  Stochastic rounding: the
+    ``l``-th addition of chain ``c = g M + i`` draws element ``base + l G M + c`` of the
+    stream, as ``L`` calls of :func:`round_ops` on the (G, M) arrays would.  Tiles of 8
+    chains on the threads (:func:`chain_add_span`)."""
+    G, L, M = A.shape
+    tiles = (G * M + _TILE - 1) // _TILE
+    spread(lambda lo, hi: chain_add_span(init, A, P, mode, seed, base, out, lo, hi),
+           tiles, unit=_TILE * max(L, 1))
+
+
+@numba.njit(cache=True, nogil=True)
+def chain_add_span(init: np.ndarray, A: np.ndarray, P: np.ndarray, mode: int, seed: int,
+                   base: int, out: np.ndarray, start: int, stop: int) -> None:
+    """:func:`chain_add` for the tiles of chains ``start .. stop - 1``: the 8 chains of
+    a tile side by side, one addition of each per step."""
+    G, L, M = A.shape
+    C = G * M
+    t = P[T]
+    emin = P[EMIN]
+    maxval = _max_finite(P)
+    zero = -0.0 if P[NEGZERO] != 0 else 0.0
+    fast = mode == MODE_RNE and t <= 24
+    acc = np.empty(_TILE)
+    gs = np.empty(_TILE, np.int64)
+    js = np.empty(_TILE, np.int64)
+    for tile in range(start, stop):
+        c0 = tile * _TILE
+        R = min(_TILE, C - c0)
+        for q in range(R):
+            gs[q], js[q] = divmod(c0 + q, M)
+            acc[q] = init[gs[q], js[q]]
+        for l_ in range(L):
+            b = base + np.uint64(l_ * C + c0)
+            for q in range(R):
+                acc[q] = _add_one(acc[q], A[gs[q], l_, js[q]], P, mode, seed,
+                                  b + np.uint64(q), t, emin, maxval, zero, fast)
+        for q in range(R):
+            out[gs[q], js[q]] = acc[q]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -1048,7 +1113,7 @@ def sum_rows_f32(X: np.ndarray, alg: int, block: int, drop: int, emin: int, top:
     it), add-and-mask with a subnormal grid and an overflow test otherwise.  Up to 64
     rows run side by side in binary32 lanes, their terms transposed into a lane
     buffer 128 at a time; each row follows the documented order of its algorithm
-    (recursive; pairwise with :func:`sum_rows`'s tree; Kahan), so the bits equal
+    (recursive; pairwise with :func:`sum_rows`'s tree; Kahan; Neumaier), so the bits equal
     :func:`sum_rows`'s, for every thread count.  ``abs_sum`` is ``sum |x_i|`` of the
     rounded terms, in float64 in index order.  Tiles of rows
     (:func:`sum_rows_f32_span`) run on the threads.
@@ -1174,7 +1239,7 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
         return
     xs = np.zeros((_CHUNK, R), X.dtype)  # the chunk's inputs transposed, then rounded
     s = np.zeros(R, X.dtype)  # the running (block) sum
-    c = np.zeros(R, X.dtype)  # Kahan's compensation
+    c = np.zeros(R, X.dtype)  # Kahan's or Neumaier's compensation
     acc = np.zeros(R)
     stack = np.zeros((_STACK, R), X.dtype)
     level = np.zeros(_STACK, np.int64)
@@ -1204,6 +1269,17 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
                     t = rnd(s[q] + y, prm)
                     c[q] = rnd(rnd(t - s[q], prm) - y, prm)
                     s[q] = t
+        elif alg == ALG_NEUMAIER:
+            for k in range(k0, m):
+                for q in range(R):
+                    x = xs[k, q]
+                    sq = s[q]
+                    t = rnd(sq + x, prm)
+                    big = abs(sq) >= abs(x)  # (selects, not a branch: it vectorizes)
+                    a = sq if big else x
+                    b = x if big else sq
+                    c[q] = rnd(c[q] + rnd(rnd(a - t, prm) + b, prm), prm)
+                    s[q] = t
         else:  # pairwise: s is the running block sum
             for k in range(k0, m):
                 if left > 0:
@@ -1223,6 +1299,9 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
             depth -= 1
         for q in range(R):
             s[q] = stack[0, q]
+    elif alg == ALG_NEUMAIER:  # the compensation, added once
+        for q in range(R):
+            s[q] = rnd(s[q] + c[q], prm)
     for q in range(Rt):
         value[r0 + q] = s[q]
         abs_sum[r0 + q] = acc[q]
@@ -1232,8 +1311,8 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
 def _row(X: np.ndarray, r: int, alg: int, block: int, prm: tuple[Any, ...],
          value: np.ndarray, abs_sum: np.ndarray, rnd: Any) -> None:
     """Row ``r`` of :func:`_lane_tile` on its own: the same operations in the same order
-    (each input through :func:`_intake`, then recursive, Kahan or pairwise with the
-    same tree), its running sums in registers."""
+    (each input through :func:`_intake`, then recursive, Kahan, Neumaier or pairwise
+    with the same tree), its running sums in registers."""
     n = X.shape[1]
     zero = np.zeros(1, X.dtype)[0]
     s = _intake(X[r, 0], prm, rnd)
@@ -1252,6 +1331,13 @@ def _row(X: np.ndarray, r: int, alg: int, block: int, prm: tuple[Any, ...],
             y = rnd(x - c, prm)
             t = rnd(s + y, prm)
             c = rnd(rnd(t - s, prm) - y, prm)
+            s = t
+        elif alg == ALG_NEUMAIER:
+            t = rnd(s + x, prm)
+            if abs(s) >= abs(x):
+                c = rnd(c + rnd(rnd(s - t, prm) + x, prm), prm)
+            else:
+                c = rnd(c + rnd(rnd(x - t, prm) + s, prm), prm)
             s = t
         elif left > 0:  # pairwise: s is the running block sum
             s = rnd(s + x, prm)
@@ -1279,6 +1365,8 @@ def _row(X: np.ndarray, r: int, alg: int, block: int, prm: tuple[Any, ...],
             stack[depth - 2] = rnd(stack[depth - 2] + stack[depth - 1], prm)
             depth -= 1
         s = stack[0]
+    elif alg == ALG_NEUMAIER:  # the compensation, added once
+        s = rnd(s + c, prm)
     value[r] = s
     abs_sum[r] = acc
 
