@@ -3,7 +3,7 @@ Fraction reference, identical bits for every thread count and input layout, dequ
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 
 import ml_dtypes
@@ -11,11 +11,20 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from int_reference import DETERMINISTIC, int_code, round_quotient, sr_quotient
+from sr_stream import GOLDEN, draw
 
 import numerics
 from numerics.codec import decode_exact, encode_exact
 from numerics.quant import SCALE_MODES, mx, nvfp4, quantize
-from numerics.quant._core import divide_codes, divide_with_sticky, encode_values, round_elements
+from numerics.quant._core import (
+    INT_FORMATS,
+    IntFormat,
+    divide_codes,
+    divide_with_sticky,
+    encode_values,
+    round_elements,
+)
 from numerics.quant.mx import MX_FORMATS
 from numerics.threads import get_num_threads, set_num_threads
 
@@ -325,8 +334,8 @@ def test_split_calls_give_the_bits_of_one_thread(monkeypatch: pytest.MonkeyPatch
     finally:
         set_num_threads(before)
     drivers = {"mx_quantize", "block_amax", "nvfp4_quantize", "block_dequantize",
-               "divide_round", "round_nudged", "decode_codes", "uniforms", "mxf8f6f4_gemm",
-               "mxf4_chain"}
+               "divide_round", "round_nudged", "decode_codes", "divide_round_int",
+               "mxf8f6f4_gemm", "mxf4_chain"}
     assert {k for k, v in split.items() if v == 2} >= drivers, split
     for p, q in zip(one, two):
         assert p.dtype == q.dtype and p.shape == q.shape and p.tobytes() == q.tobytes()
@@ -437,3 +446,174 @@ def test_Q11_divide_codes_with_scales_beyond_the_split_range() -> None:
         for xi, si, c in zip(x.tolist(), s.tolist(), got.tolist()):
             assert c == encode_exact(Fraction(xi) / Fraction(si), f, rounding=rounding,
                                      overflow="saturate"), (rounding, xi, si)
+
+
+# ---------------------------------------------------------------------------------------------
+# integer elements: the exact quotient rounded onto k * quantum (int_reference, Fractions)
+# ---------------------------------------------------------------------------------------------
+INT_TARGETS = {
+    "int8": INT_FORMATS["int8"],
+    "int4": INT_FORMATS["int4"],
+    "mxint8_element": INT_FORMATS["mxint8_element"],
+    "int3": IntFormat(name="int3", bits=3, qmin=-3, qmax=3),
+    # user formats at the ends of the quantum range, asymmetric and one-sided
+    "quantum4": IntFormat(name="quantum4", bits=6, qmin=-20, qmax=31, quantum=4.0),
+    "quantum2**120": IntFormat(name="quantum2**120", bits=5, qmin=-15, qmax=9,
+                               quantum=2.0**120),
+    "quantum2**-149": IntFormat(name="quantum2**-149", bits=3, qmin=-4, qmax=0,
+                                quantum=2.0**-149),
+}
+INT_ROUNDINGS = [(r, None) for r in DETERMINISTIC] + [("sr", None), ("sr", 1), ("sr", 7),
+                                                      ("sr", 52)]
+
+
+def _int_cases(fmt: IntFormat, rng: np.random.Generator, n: int) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+    """``(x, s)`` whose quotient ``x / (s * quantum)`` is an integer or exactly half-way
+    between two (up to three past the clamp limits), one float64 step off those, or
+    anywhere; scales of few significant bits (so the grid products are exact) from
+    ``2**-1074`` to ``2**1000``, and 1e300, 1e-300; zeros, infinities, extreme x."""
+    e = rng.choice([-1074, -1000, -300, -100, -20, 0, 0, 0, 5, 40, 100, 900, 1000], n)
+    odd = rng.integers(1, 2**20, n) | 1
+    s = np.ldexp(odd.astype(np.float64), e - np.where(e <= -1054, 0, 19))
+    s = np.where(rng.random(n) < 0.05, rng.choice([1e300, 1e-300, 0.7, 3.0]), s)
+    lim = max(-fmt.qmin, fmt.qmax) + 3
+    half = rng.integers(-2 * lim - 1, 2 * lim + 2, n)  # quotient half / 2: ties and points
+    with np.errstate(over="ignore", under="ignore"):
+        x = half * 0.5 * fmt.quantum * s
+        near = np.nextafter(x, np.where(rng.random(n) < 0.5, np.inf, -np.inf))
+        x = np.where(rng.random(n) < 0.3, near, x)
+        wild = rng.standard_normal(n) * np.exp2(rng.integers(-1074, 1024, n).astype(float))
+    x = np.where(rng.random(n) < 0.15, wild, x)
+    x = np.where(np.isnan(x), 1.0, x)
+    x[:10] = [0.0, -0.0, np.inf, -np.inf, 5e-324, -5e-324, 1.7976931348623157e308,
+              -1.7976931348623157e308, 2.0**-1022, -1.0]
+    s[:10] = [3.0, 3.0, 0.7, 0.7, 3.0, 1e-300, 1e-300, 1e300, 2.0**70 * 3, 5e-324]
+    return x, s
+
+
+def _int_reference(x: np.ndarray, s: np.ndarray, fmt: IntFormat, rounding: str,
+                   seed: int, sr_bits: int | None, indices: Iterable[int]) -> list[int]:
+    out = []
+    for i in indices:
+        xi, si = float(x[i]), float(s[i])
+        if rounding == "sr":
+            k = sr_quotient(xi, si, fmt.qmin, fmt.qmax, fmt.quantum, seed, i, sr_bits)
+        else:
+            k = round_quotient(xi, si, fmt.qmin, fmt.qmax, fmt.quantum, rounding)
+        out.append(int_code(k, fmt.bits))
+    return out
+
+
+@pytest.mark.parametrize("name", list(INT_TARGETS))
+@pytest.mark.parametrize("rounding, sr_bits", INT_ROUNDINGS)
+def test_int_divide_codes_round_the_exact_quotient(name: str, rounding: str,
+                                                   sr_bits: int | None) -> None:
+    """Integer elements (numerics.kernels.quant.round_int): x / s rounded once onto
+    k * quantum by the exact Fraction quotient in every deterministic mode, and by the
+    documented stochastic rule (the nudged float64 quotient against the documented
+    stream); ties, grid points and one float64 step off them, past the clamp limits, huge
+    and tiny scales, zeros and infinities (which saturate)."""
+    fmt = INT_TARGETS[name]
+    x, s = _int_cases(fmt, np.random.default_rng(len(name) * 7 + len(rounding)), 1500)
+    seed = 2**64 - 12345
+    got = divide_codes(x, s, fmt, rounding=rounding, rng=seed, sr_bits=sr_bits)
+    assert got.dtype == np.uint8
+    want = _int_reference(x, s, fmt, rounding, seed, sr_bits, range(x.size))
+    bad = np.flatnonzero(got != np.array(want, dtype=np.uint8))
+    assert bad.size == 0, [(x[i], s[i], int(got[i]), want[i]) for i in bad[:4]]
+
+
+def test_int_divide_codes_spot_checks() -> None:
+    """Hand-worked int8 and int4 cases: 2.5 / 1 is a tie (2 to even, 3 away), 127.5
+    saturates to 127 (0x7F), -127.5 to -127 (0x81); 1 / 3 = 0.333.. is 0 toward zero and
+    1 upward; 5e-324 / 3 underflows to 0.0 with a positive remainder: 1 upward; int4 -7.5
+    is -7 (0x9), NaN gives code 0 (quantize refuses it first)."""
+    int8, int4 = INT_FORMATS["int8"], INT_FORMATS["int4"]
+    x = np.array([2.5, 127.5, -127.5, 1.0, 5e-324])
+    s = np.array([1.0, 1.0, 1.0, 3.0, 3.0])
+    assert divide_codes(x, s, int8, rounding="rne").tolist() == [2, 0x7F, 0x81, 0, 0]
+    assert divide_codes(x, s, int8, rounding="rna").tolist() == [3, 0x7F, 0x81, 0, 0]
+    assert divide_codes(x, s, int8, rounding="ru").tolist() == [3, 0x7F, 0x81, 1, 1]
+    assert divide_codes(x, s, int8, rounding="rd").tolist() == [2, 0x7F, 0x80 + 1, 0, 0]
+    assert divide_codes(np.array([-7.5, np.nan]), np.ones(2), int4).tolist() == [0x9, 0]
+
+
+def test_int_codes_same_for_every_thread_count_and_piece() -> None:
+    """The integer kernel on 1, 2 and 4 threads (counts the pool holds) and on the pieces
+    4 threads would take gives the same codes, which match the exact reference at the
+    piece boundaries (where each piece's first draw is taken)."""
+    from numerics.kernels import quant as kq
+    from numerics.kernels.spread import PARALLEL_MIN, pieces
+
+    n = 3 * PARALLEL_MIN + 1234
+    x0, s0 = _int_cases(INT_FORMATS["int8"], np.random.default_rng(21), 4096)
+    reps = -(-n // x0.size)
+    x, s = np.tile(x0, reps)[:n], np.tile(s0, reps)[:n]
+    edges = sorted({lo for p in (2, 3, 4) for lo, _ in pieces(n, p, 1024)})
+    check = sorted({min(n - 1, max(0, e + d)) for e in edges for d in (-2, -1, 0, 1)}
+                   | {n - 1})
+    before = get_num_threads()
+    for name in ("int8", "int4"):
+        fmt = INT_FORMATS[name]
+        for rounding, sr_bits in (("rne", None), ("rtz", None), ("sr", None), ("sr", 7)):
+            runs = []
+            try:
+                for threads in (1, 2, 4):
+                    try:
+                        set_num_threads(threads)
+                    except ValueError:
+                        continue  # a pool of fewer threads: the pieces below stand in
+                    runs.append(divide_codes(x, s, fmt, rounding=rounding, rng=99,
+                                             sr_bits=sr_bits))
+            finally:
+                set_num_threads(before)
+            mode = 6 if sr_bits is not None else (7 if rounding == "sr" else
+                                                  DETERMINISTIC.index(rounding))
+            pieced = np.empty(n, np.uint8)
+            for lo, hi in pieces(n, 4, 1024):
+                kq.divide_round_int_span(x, s, np.int64(fmt.qmin), np.int64(fmt.qmax),
+                                         np.int64(15 if name == "int4" else 255), 1.0,
+                                         np.int64(mode), np.uint64(99),
+                                         np.int64(sr_bits or 53),
+                                         0.0 if sr_bits is None else 2.0**-sr_bits, pieced,
+                                         lo, hi)
+            runs.append(pieced)
+            for other in runs[1:]:
+                np.testing.assert_array_equal(runs[0], other)
+            want = _int_reference(x, s, fmt, rounding, 99, sr_bits, check)
+            assert runs[0][check].tolist() == want, (name, rounding, sr_bits)
+
+
+def _seed_drawing(word: int, index: int) -> int:
+    """The seed whose 64-bit draw at ``index`` is ``word`` (the documented stream inverted:
+    SplitMix64's finalizer is a bijection)."""
+    def unmix(z: int) -> int:
+        for shift, mul in ((31, 0x94D049BB133111EB), (27, 0xBF58476D1CE4E5B9)):
+            x = z
+            for _ in range(64 // shift + 1):
+                x = z ^ (x >> shift)
+            z = (x * pow(mul, -1, 2**64)) % 2**64
+        x = z
+        for _ in range(3):
+            x = z ^ (x >> 30)
+        return x
+
+    return unmix(unmix(word) ^ ((index * GOLDEN) % 2**64))
+
+
+def test_int_stochastic_rounding_at_the_extreme_draws() -> None:
+    """The vanishing parts of the stochastic rule, seen through the two draws that reach
+    them: 0.9 / 0.3 (float64 quotient 3.0, exact quotient just above) goes up to 4 on the
+    draw 0 only; 30.499999999999996 / 6.1 (float64 quotient 5.0, exact just below: the
+    dropped fraction is 1 - 2**-53 above 4) stays at 4 on the largest 53-bit draw only."""
+    int8 = INT_FORMATS["int8"]
+    cases = ((0.9, 0.3, 3, 0, (3, 4)), (30.499999999999996, 6.1, 5, 2**64 - 1, (5, 4)))
+    for xv, sv, point, word, (usual, rare) in cases:
+        assert xv / sv == point and (Fraction(xv) / Fraction(sv) > point) == (rare > usual)
+        x, s = np.full(8, xv), np.full(8, sv)
+        seed = _seed_drawing(word, 5)
+        assert draw(seed, 5, 53) == word >> 11
+        got = divide_codes(x, s, int8, rounding="sr", rng=seed)
+        assert got[5] == rare and set(got.tolist()) <= {usual, rare}
+        assert got.tolist() == _int_reference(x, s, int8, "sr", seed, None, range(8))

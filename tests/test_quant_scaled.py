@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from int_reference import round_to_int, sr_quotient
 
 from numerics.codec import decode_exact, encode_exact
 from numerics.formats import get_format
@@ -46,8 +47,7 @@ def _ref_scale(amax: Fraction, emax: Fraction, sfmt: str, rounding: str) -> Frac
 
 
 def _ref_int(y: Fraction, qmax: int, rounding: str) -> int:
-    assert rounding == "rne"
-    return max(-qmax, min(qmax, round(y)))
+    return max(-qmax, min(qmax, round_to_int(y, rounding)))
 
 
 @settings(max_examples=40, deadline=None)
@@ -61,8 +61,6 @@ def test_quantize_matches_exact_reference(elem: str, scaling: str, sfmt: str, sr
                                           rounding: str, seed: int) -> None:
     """Q11: scales and element codes equal one exact rounding of amax/max and of x/S
     (Fraction arithmetic), also when S is not a power of two."""
-    if elem in INT_ELEMENTS:
-        rounding = "rne"
     x = _tensor(seed, (4, 6))
     kw: dict[str, Any] = {"block_size": 3} if scaling == "block" else {}
     q = quantize(x, elem, scaling=scaling, axis=1, scale_format=sfmt, scale_rounding=srnd,
@@ -85,13 +83,32 @@ def test_quantize_matches_exact_reference(elem: str, scaling: str, sfmt: str, sr
         y = Fraction(float(x[idx])) / s
         if elem in INT_ELEMENTS:
             assert int(q.codes[idx].astype(np.int8 if elem == "int8" else np.uint8)) & 0xF \
-                == _ref_int(y, INT_ELEMENTS[elem], "rne") & 0xF
+                == _ref_int(y, INT_ELEMENTS[elem], rounding) & 0xF
             if elem == "int8":
-                assert int(q.codes[idx].view(np.int8)) == _ref_int(y, 127, "rne")
+                assert int(q.codes[idx].view(np.int8)) == _ref_int(y, 127, rounding)
         else:
             ref = encode_exact(y if y != 0 else float(x[idx]), elem, rounding=rounding,
                                overflow="saturate")
             assert int(q.codes[idx]) == ref, (x[idx], float(s), rounding)
+
+
+@pytest.mark.parametrize("elem", list(INT_ELEMENTS))
+@pytest.mark.parametrize("scaling", ["tensor", "channel"])
+@pytest.mark.parametrize("sr_bits", [None, 3])
+def test_quantize_int_stochastic_matches_the_documented_rule(elem: str, scaling: str,
+                                                             sr_bits: int | None) -> None:
+    """Stochastic rounding of int elements: element i (flat C order) goes away from zero
+    iff its draw from (seed, i) is below the dropped fraction of x / S (Fractions, the
+    documented stream), with binary32 scales that are not powers of two."""
+    x = _tensor(5, (8, 40))
+    x[0, :4] = [0.0, -0.0, np.inf, -np.inf]
+    q = quantize(x, elem, scaling=scaling, axis=0, rounding="sr", rng=2**63 + 9,
+                 sr_bits=sr_bits)
+    s_full = q.scale_per_element()
+    qmax = INT_ELEMENTS[elem]
+    for i, (xi, si) in enumerate(zip(x.ravel().tolist(), s_full.ravel().tolist())):
+        k = sr_quotient(xi, si, -qmax, qmax, 1.0, 2**63 + 9, i, sr_bits)
+        assert int(q.codes.ravel()[i]) == k & (0xFF if elem == "int8" else 0xF), (i, xi, si)
 
 
 def test_quantize_dtypes_and_shapes() -> None:

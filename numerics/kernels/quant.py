@@ -15,9 +15,10 @@ Each loop follows the reference of :mod:`numerics.quant` step by step, one block
   residual.
 * Dequantize (:func:`block_dequantize`): ``table[code] * scale`` in float64 (exact, claim
   Q10), stored in the output's dtype.
-* Scaled schemes (:func:`round_nudged`, :func:`decode_codes`): each ``x / S`` given as its
-  float64 quotient and the sign of the remainder, rounded once by ``round_pair`` in any
-  mode, stochastic rounding drawing from ``(seed, index)``.
+* Scaled schemes (:func:`divide_round`, :func:`round_nudged`, :func:`decode_codes`): each
+  ``x / S`` given as its float64 quotient and the sign of the remainder, rounded once by
+  ``round_pair`` in any mode, stochastic rounding drawing from ``(seed, index)``; integer
+  elements (int8, int4) by :func:`round_int` (:func:`divide_round_int`).
 
 Arrays are viewed as ``(A, L, B)``: ``L`` is the blocked axis, ``A`` and ``B`` the products of
 the axes before and after it, so every axis is blocked without a transpose.  Every loop is
@@ -41,7 +42,14 @@ from numerics.formats import Format
 from numerics.kernels.narrow import rne_code, rne_code_pair, rne_constants
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
+    MODE_RD,
+    MODE_RNA,
     MODE_RNE,
+    MODE_RTO,
+    MODE_RTZ,
+    MODE_RU,
+    MODE_SR,
+    MODE_SR_EXACT,
     OVERFLOW_SATURATE,
     decode_one,
     format_params,
@@ -64,6 +72,8 @@ __all__ = [
     "dequantize_runs_span",
     "divide_rne_span",
     "divide_round",
+    "divide_round_int",
+    "divide_round_int_span",
     "divide_round_span",
     "divide_with_sticky",
     "mx_quantize",
@@ -72,11 +82,10 @@ __all__ = [
     "nvfp4_quantize",
     "nvfp4_quantize_span",
     "params_tuple",
+    "round_int",
     "round_nudged",
     "round_nudged_span",
     "shared_exponent",
-    "uniforms",
-    "uniforms_span",
 ]
 
 #: A format's parameters: ``format_params(fmt)`` or its :func:`params_tuple`.
@@ -527,6 +536,100 @@ def divide_round(x: np.ndarray, s: np.ndarray, P: Params, mode: np.int64,
            x.size, align=_ALIGN)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def round_int(y: float, lo: float, qmin: np.int64, qmax: np.int64, inv_quantum: float,
+              mode: np.int64, u: float, trunc: float) -> np.int64:
+    """The integer ``k`` in ``[qmin, qmax]`` of the exact value ``y + lo`` (``lo`` a
+    vanishing residual: only its sign counts) rounded once onto the grid ``k * quantum``.
+
+    The steps of the integer reference (``numerics.quant._core``, module docstring), on
+    the magnitude: ``m = |y| / quantum`` (exact, a power of two), ``n = floor(m)`` and
+    ``f = m - n``; the residual's sign towards larger magnitude, ``sm``, splits a tie
+    (``f == 0.5``) and, on a grid point (``f == 0``, ``sm < 0``), steps ``n`` down with
+    the dropped part just below a whole quantum.  The sign is ``y``'s (``lo``'s at a zero
+    ``y``).  Stochastic rounding (``MODE_SR``, ``MODE_SR_EXACT``) goes up iff the draw
+    ``u`` in ``[0, 1)`` is below the dropped fraction, which is ``1 - 2**-53`` below a grid
+    point, ``2**-60`` just above one and ``f`` elsewhere, truncated to a multiple of
+    ``trunc`` (``2**-sr_bits``; 0 for ``MODE_SR_EXACT``).  An infinity saturates; every
+    magnitude saturates to ``-qmin`` or ``qmax``.  NaN gives 0 (the caller refuses it).
+
+    A nonzero ``y`` whose ``m`` underflows to zero (a quantum above 1, ``y`` below
+    ``2**-1075`` quanta) lies strictly between 0 and one quantum whatever ``lo`` says: ``m``
+    counts as ``2**-1074``.  (The numpy chain this replaced stepped such an ``m`` below the grid
+    point 0 when ``lo < 0``, giving ``-1`` quantum for a positive value toward zero.)
+    """
+    if y != y:
+        return np.int64(0)
+    sm = 1.0 if lo > 0.0 else (-1.0 if lo < 0.0 else 0.0)
+    negative = math.copysign(1.0, y) < 0.0 or (y == 0.0 and sm < 0.0)
+    if negative:
+        sm = -sm  # the sign of |exact| - |y|
+    limit = -qmin if negative else qmax
+    a = abs(y)
+    m = a * inv_quantum  # exact (a power of two) unless it overflows or underflows
+    if m == 0.0 and a > 0.0:  # strictly inside (0, 1) quanta
+        m = _TINY
+    if m >= limit + 1.0:  # (infinities too) n >= limit whatever the mode: saturated
+        k = np.int64(limit)
+    else:
+        n = np.int64(math.floor(m))
+        f = m - n
+        below = f == 0.0 and sm < 0.0 and a > 0.0  # just below the grid point n >= 1
+        if below:
+            n -= 1
+        odd = n & 1 == 1
+        if mode == MODE_RNE or mode == MODE_RNA:
+            above = f > 0.5 or (f == 0.5 and sm > 0.0) or below
+            tie = f == 0.5 and sm == 0.0
+            up = above or (tie and (mode == MODE_RNA or odd))
+        elif mode == MODE_RTZ:
+            up = False
+        elif mode == MODE_RU or mode == MODE_RD or mode == MODE_RTO:
+            inexact = f != 0.0 or sm != 0.0
+            if mode == MODE_RTO:
+                up = inexact and not odd
+            else:
+                up = inexact and negative == (mode == MODE_RD)
+        else:
+            frac = 1.0 - 2.0**-53 if below else (2.0**-60 if f == 0.0 and sm > 0.0 else f)
+            if trunc != 0.0:
+                frac = math.floor(frac / trunc) * trunc
+            up = u < frac
+        k = min(n + (1 if up else 0), np.int64(limit))
+    return -k if negative else k
+
+
+@numba.njit(cache=True, nogil=True)
+def divide_round_int_span(x: np.ndarray, s: np.ndarray, qmin: np.int64, qmax: np.int64,
+                          mask: np.int64, inv_quantum: float, mode: np.int64, seed: np.uint64,
+                          ubits: np.int64, trunc: float, codes: np.ndarray, start: int,
+                          stop: int) -> None:
+    """Elements ``start <= i < stop`` of :func:`divide_round_int`."""
+    stochastic = mode == MODE_SR or mode == MODE_SR_EXACT
+    scale = math.ldexp(1.0, -ubits)
+    for i in range(start, stop):
+        q, lo = _quotient(x, s, i)
+        u = float(draw(seed, np.uint64(i), ubits)) * scale if stochastic else 0.0
+        k = round_int(q, lo, qmin, qmax, inv_quantum, mode, u, trunc)
+        codes[i] = np.uint8(k & mask)
+
+
+def divide_round_int(x: np.ndarray, s: np.ndarray, qmin: np.int64, qmax: np.int64,
+                     bits: np.int64, inv_quantum: float, mode: np.int64, seed: np.uint64,
+                     ubits: np.int64, trunc: float, codes: np.ndarray) -> None:
+    """``codes[i]`` (uint8): the ``bits``-bit two's-complement code of ``x[i] / s[i]``
+    (float64, ``s[i]`` finite and positive; one ``s`` for every element when it has one
+    element) rounded once onto the integer grid ``k * quantum``, ``qmin <= k <= qmax``, by
+    :func:`round_int` from the float64 quotient and the exact sign of its remainder
+    (:func:`divide_with_sticky`), the elements on the threads.  Stochastic rounding draws
+    element ``i``'s ``ubits``-bit uniform from ``(seed, i)``.  The numpy chain this
+    replaced took about 240 ns and 106 bytes of temporaries per element."""
+    mask = np.int64((1 << int(bits)) - 1)
+    spread(lambda lo, hi: divide_round_int_span(x, s, qmin, qmax, mask, inv_quantum, mode,
+                                                seed, ubits, trunc, codes, lo, hi),
+           x.size, align=_ALIGN)
+
+
 @numba.njit(cache=True, nogil=True)
 def round_nudged_span(y: np.ndarray, st: np.ndarray, P: Params, mode: np.int64,
                       overflow: np.int64, seed: np.uint64, ubits: np.int64,
@@ -573,19 +676,3 @@ def decode_codes_span(codes: np.ndarray, P: Params, out: np.ndarray, start: int,
 def decode_codes(codes: np.ndarray, P: Params, out: np.ndarray) -> None:
     """``out[i] = decode_one(codes[i], P)`` (float64), the elements on the threads."""
     spread(lambda lo, hi: decode_codes_span(codes, P, out, lo, hi), codes.size, align=_ALIGN)
-
-
-@numba.njit(cache=True, nogil=True)
-def uniforms_span(seed: np.uint64, bits: np.int64, out: np.ndarray, start: int,
-                  stop: int) -> None:
-    """``out[i] = draw(seed, i, bits) / 2**bits`` for ``start <= i < stop``."""
-    scale = math.ldexp(1.0, -bits)
-    part = out[start:stop]  # indexed from 0: no negative-index check in the loop
-    for i in range(part.size):
-        part[i] = float(draw(seed, np.uint64(start + i), bits)) * scale
-
-
-def uniforms(seed: np.uint64, bits: np.int64, out: np.ndarray) -> None:
-    """``out[i] = draw(seed, i, bits) / 2**bits``: element ``i``'s uniform in ``[0, 1)``,
-    the elements on the threads."""
-    spread(lambda lo, hi: uniforms_span(seed, bits, out, lo, hi), out.size, align=_ALIGN)

@@ -4,10 +4,11 @@ This is the engine under :mod:`numerics.quant`.  Float element and scale formats
 by the shared kernel primitive :func:`numerics.kernels.rounding.round_pair` (one rounding of
 an exact value ``hi + lo``, every rounding mode of :mod:`numerics.rounding`), through the loop
 :func:`numerics.kernels.quant.round_nudged`, and decoded by
-:func:`numerics.kernels.rounding.decode_one`; the symmetric integer element formats (int8,
-int4, the MXINT8 element), which the codec does not have, are rounded here.  Stochastic
-rounding draws element ``i``'s bits from ``(seed, i)`` (:mod:`numerics.kernels.random`), so
-results do not depend on the thread count.
+:func:`numerics.kernels.rounding.decode_one`; the integer element formats (int8, int4, the
+MXINT8 element), which the codec does not have, by :func:`numerics.kernels.quant.round_int`
+(through :func:`numerics.kernels.quant.divide_round_int`).  Stochastic rounding draws
+element ``i``'s bits from ``(seed, i)`` (:mod:`numerics.kernels.random`), so results do not
+depend on the thread count.
 
 Exactness with a non-power-of-two scale
 ---------------------------------------
@@ -320,15 +321,20 @@ def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
     return out.astype(fmt.code_dtype).reshape(y.shape)
 
 
-def divide_codes(x: np.ndarray, s: np.ndarray, fmt: Format, *, rounding: str = "rne",
+def divide_codes(x: np.ndarray, s: np.ndarray, fmt: ElementFormat, *, rounding: str = "rne",
                  overflow: str = "saturate", rng: object = None,
                  sr_bits: int | None = None) -> np.ndarray:
     """Codes of ``x / s`` (float64; ``s`` finite and positive, of ``x``'s shape or one
-    value, which is not copied per element) rounded once into the float format ``fmt``:
-    the codes :func:`encode_values` gives the values
-    ``round_elements(*divide_with_sticky(x, s), ...)`` (NaN keeping its sign), in one
-    kernel pass (:func:`numerics.kernels.quant.divide_round`).  The caller checks NaN
-    against a format without NaN."""
+    value, which is not copied per element) rounded once into ``fmt``, in one kernel pass.
+
+    A float format: the codes :func:`encode_values` gives the values
+    ``round_elements(*divide_with_sticky(x, s), ...)`` (NaN keeping its sign), by
+    :func:`numerics.kernels.quant.divide_round`.  An integer format: the float64 quotient
+    and the exact sign of its remainder rounded onto ``k * quantum`` and saturated to
+    ``[qmin, qmax]`` whatever ``overflow`` says, by
+    :func:`numerics.kernels.quant.round_int` (stochastic rounding compares a 53-bit
+    uniform, or an ``sr_bits``-bit one, with the dropped fraction).  The caller checks NaN
+    against a format without NaN (an integer NaN element gives code 0)."""
     from numerics.kernels import quant as kq
     from numerics.kernels.narrow import fits_one
     from numerics.kernels.rounding import MODE_RNE, format_params, overflow_code
@@ -337,20 +343,28 @@ def divide_codes(x: np.ndarray, s: np.ndarray, fmt: Format, *, rounding: str = "
     seed = _check_sr(rounding, rng, sr_bits)
     mode, ubits, stochastic = _kernel_mode(rounding, sr_bits)
     out = np.empty(x.shape, dtype=fmt.code_dtype)
-    if x.size:
-        s = np.asarray(s, dtype=np.float64)
-        divisors = s.reshape(1) if s.size == 1 else _flat(np.broadcast_to(s, x.shape))
-        lanes = mode == MODE_RNE and fits_one(format_params(fmt))
-        kq.divide_round(_flat(x), divisors, kq.params_tuple(fmt), np.int64(mode),
-                        np.int64(overflow_code(overflow)), np.uint64(seed or 0),
-                        np.int64(ubits), stochastic, out.reshape(-1), lanes)
+    if not x.size:
+        return out
+    s = np.asarray(s, dtype=np.float64)
+    divisors = s.reshape(1) if s.size == 1 else _flat(np.broadcast_to(s, x.shape))
+    if isinstance(fmt, IntFormat):
+        kq.divide_round_int(_flat(x), divisors, np.int64(fmt.qmin), np.int64(fmt.qmax),
+                            np.int64(fmt.bits), 1.0 / fmt.quantum, np.int64(mode),
+                            np.uint64(seed or 0), np.int64(53 if sr_bits is None else sr_bits),
+                            0.0 if sr_bits is None else 2.0**-sr_bits, out.reshape(-1))
+        return out
+    lanes = mode == MODE_RNE and fits_one(format_params(fmt))
+    kq.divide_round(_flat(x), divisors, kq.params_tuple(fmt), np.int64(mode),
+                    np.int64(overflow_code(overflow)), np.uint64(seed or 0),
+                    np.int64(ubits), stochastic, out.reshape(-1), lanes)
     return out
 
 
-def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | None = None,
+def round_elements(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
                    rounding: str = "rne", overflow: str = "saturate", rng: object = None,
                    sr_bits: int | None = None, nan: str = "raise") -> np.ndarray:
-    """Round float64 ``y`` (exact value ``y`` nudged by ``sticky``) onto ``fmt``'s grid.
+    """Round float64 ``y`` (exact value ``y`` nudged by ``sticky``) onto the float format
+    ``fmt`` (integer elements: :func:`divide_codes`).
 
     Returns the exactly representable float64 results (NaN, +-inf and -0 where the format
     has them).  ``sticky`` (-1, 0, +1, broadcastable) is the sign of ``exact - y``.
@@ -359,77 +373,14 @@ def round_elements(y: np.ndarray, fmt: ElementFormat, *, sticky: np.ndarray | No
     check_overflow(overflow)
     seed = _check_sr(rounding, rng, sr_bits)
     y = np.asarray(y, dtype=np.float64)
-    has_nan = fmt.has_nan if isinstance(fmt, Format) else False
-    if nan == "raise" and not has_nan and np.isnan(y).any():
+    if nan == "raise" and not fmt.has_nan and np.isnan(y).any():
         raise ValueError(f"Got NaN in the input, but element format {fmt.name} has no NaN")
-    if isinstance(fmt, IntFormat):
-        st = np.zeros(y.shape) if sticky is None else np.broadcast_to(
-            np.asarray(sticky, dtype=np.float64), y.shape)
-        u = None if seed is None else _uniforms(seed, y.shape, sr_bits)
-        return _round_int(y, st, fmt, rounding, u, sr_bits)
     codes = round_codes(y, fmt, sticky=sticky, rounding=rounding, overflow=overflow,
                         seed=seed, sr_bits=sr_bits)
     out = decode_codes(codes, fmt)
-    if has_nan:  # a NaN keeps its sign (the decoder returns the positive NaN)
+    if fmt.has_nan:  # a NaN keeps its sign (the decoder returns the positive NaN)
         out = np.where(np.isnan(out), np.copysign(np.nan, y), out)
     return out
-
-
-def _uniforms(seed: int, shape: tuple[int, ...], sr_bits: int | None) -> np.ndarray:
-    """Element ``i``'s uniform draw in ``[0, 1)`` from ``(seed, i)``: 53 bits, or ``sr_bits``."""
-    from numerics.kernels import quant as kq
-
-    out = np.empty(int(np.prod(shape, dtype=np.int64)))
-    if out.size:
-        kq.uniforms(np.uint64(seed), np.int64(53 if sr_bits is None else sr_bits), out)
-    return out.reshape(shape)
-
-
-def _round_int(y: np.ndarray, st: np.ndarray, fmt: IntFormat, rounding: str,
-               u: np.ndarray | None, sr_bits: int | None) -> np.ndarray:
-    """Round onto the integer grid ``k * fmt.quantum``, saturating to ``[qmin, qmax]``."""
-    negative = np.signbit(y) | ((y == 0) & (st < 0))
-    sm = np.where(negative, -st, st)  # sign of |exact| - |y|
-    isnan = np.isnan(y)
-    isinf = np.isinf(y)
-    a = np.where(isnan | isinf, 0.0, np.abs(y))
-    m = a / fmt.quantum  # exact: the quantum is a power of two
-    n = np.floor(m)
-    f = m - n
-    # exact value a + sm*tiny relative to the grid
-    below_at_point = (f == 0) & (sm < 0) & (a > 0)
-    n = np.where(below_at_point, n - 1, n)
-    inexact = (f != 0) | (sm != 0)
-    tie = (f == 0.5) & (sm == 0)
-    above = (f > 0.5) | ((f == 0.5) & (sm > 0)) | below_at_point
-    odd = np.fmod(n, 2) == 1
-    if rounding == "rne":
-        up = above | (tie & odd)
-    elif rounding == "rna":
-        up = above | tie
-    elif rounding == "rtz":
-        up = np.zeros_like(inexact)
-    elif rounding == "ru":
-        up = inexact & ~negative
-    elif rounding == "rd":
-        up = inexact & negative
-    elif rounding == "rto":
-        up = inexact & ~odd
-    else:  # stochastic: away from zero iff u < frac
-        assert u is not None
-        frac = np.where(below_at_point, 1.0 - 2.0**-53,
-                        np.where((f == 0) & (sm > 0), 2.0**-60, f))
-        if sr_bits is not None:
-            frac = np.floor(frac * 2.0**sr_bits) / 2.0**sr_bits
-        up = u < frac
-    mag = (n + up) * fmt.quantum
-    top = fmt.qmax * fmt.quantum
-    bottom = -fmt.qmin * fmt.quantum
-    mag = np.minimum(mag, np.where(negative, bottom, top))  # integers always saturate
-    res = np.where(negative, -mag, mag)
-    res = np.where(res == 0, 0.0, res)  # no negative zero in two's complement
-    res = np.where(isnan, 0.0, res)
-    return np.where(isinf, np.where(negative, -bottom, top), res)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -369,15 +369,10 @@ def _quantize_blocks(xf: np.ndarray, fmt: ElementFormat, block: tuple[int, ...],
     scales = np.where(amax == 0, 1.0, scales)
     scales = np.asarray(scales, dtype=np.float64)
     s_full = broadcast_blocks(scales, block, xf.shape)
-    if isinstance(fmt, Format):
-        if not fmt.has_nan and np.isnan(xf).any():
-            raise ValueError(f"Got NaN in the input, but element format {fmt.name} has no NaN")
-        codes = divide_codes(xf, scales if scales.size == 1 else s_full, fmt,
-                             rounding=rounding, overflow=overflow, rng=seed, sr_bits=sr_bits)
-    else:
-        y, sticky = divide_with_sticky(xf, s_full)
-        codes = encode_values(round_elements(y, fmt, sticky=sticky, rounding=rounding,
-                                             overflow=overflow, rng=seed, sr_bits=sr_bits), fmt)
+    if not (isinstance(fmt, Format) and fmt.has_nan) and np.isnan(xf).any():
+        raise ValueError(f"Got NaN in the input, but element format {fmt.name} has no NaN")
+    codes = divide_codes(xf, scales if scales.size == 1 else s_full, fmt, rounding=rounding,
+                         overflow=overflow, rng=seed, sr_bits=sr_bits)
     return Quantized(
         codes=codes, scales=scales,
         scale_codes=encode_values(scales, scale_format), element_format=fmt,
