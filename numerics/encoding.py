@@ -530,8 +530,8 @@ def encode(
         code = _scalar_code(x, plan, rounding, overflow, nan)
         if code is not None:
             return plan[3](code)
-    if type(x) is np.ndarray and rounding == "rne" and sr_bits is None:
-        codes = _encode_rne_fast(x, fmt, overflow, nan, out)
+    if type(x) is np.ndarray:
+        codes = _encode_fast(x, fmt, rounding, overflow, nan, out, rng, sr_bits)
         if codes is not None:
             return codes
     fmt = as_format(fmt)
@@ -579,23 +579,78 @@ def encode(
 _FLOAT_NUMS = (np.dtype(np.float32).num, np.dtype(np.float64).num)
 
 
-def _encode_rne_fast(x: np.ndarray, fmt: Any, overflow: str, nan: str,
-                     out: np.ndarray | None) -> np.ndarray | None:
-    """Codes of a C-contiguous native float32/float64 array rounded to nearest-even by the
-    lane kernels, or None when any condition of that path fails (the caller then takes the
-    general path, which checks every argument): the common call costs one dispatch."""
-    dt = x.dtype
-    if dt.num not in _FLOAT_NUMS or not dt.isnative or not x.flags.c_contiguous \
-            or x.ndim > MAX_DIMS or (overflow != "ieee" and overflow != "saturate") \
-            or (nan != "raise" and nan != "zero"):
+#: Per (format argument, input dtype, rounding, overflow, nan, sr_bits): how
+#: :func:`_encode_fast` encodes (see :func:`_route`).
+_ROUTES: dict[tuple[Any, ...], tuple[Any, Format, np.ndarray, str, int, int, bool, bool,
+                                     np.dtype]] = {}
+
+
+def _route(fmt: Any, dt: np.dtype, rounding: str, overflow: str, nan: str,
+           sr_bits: Any) -> tuple[Any, Format, np.ndarray, str, int, int, bool, bool,
+                                  np.dtype] | None:
+    """(format argument, its Format, parameters, kernel, mode, random bits, saturate,
+    count NaNs, code dtype) of :func:`_encode_fast` for a native float32/float64 array, the
+    kernel choice :func:`_encode_array` makes (plus :func:`numerics.kernels.narrow.ieee`
+    for binary32/binary64), or None where the options need checking or the general path;
+    cached by the format argument (a name) or its identity."""
+    key = (fmt if type(fmt) is str else id(fmt), dt.num, rounding, overflow, nan, sr_bits)
+    route = _ROUTES.get(key)
+    if route is not None and (route[0] is fmt or type(fmt) is str):
+        return route
+    mode = _MODES.get(rounding)
+    if mode is None or overflow not in OVERFLOWS or nan not in _NAN_POLICIES:
+        return None
+    if sr_bits is not None and (rounding != "sr" or type(sr_bits) is not int
+                                or not 1 <= sr_bits <= 64):
         return None
     _, found, P, _, _ = _scalar_plan(fmt)
-    plan = _plan(found)
-    if not plan[5 if dt.itemsize == 8 else 4]:
+    _, _, fits32, fits64, rne32, rne64, directed64 = _plan(found)
+    mode, bits = _mode_bits(rounding, sr_bits)
+    wide = dt.itemsize == 8
+    ieee = _narrow_kernels().ieee_format(P)
+    if ieee == 64 or (ieee == 32 and (not wide or mode == 0)):
+        kind = "ieee"  # exact (the same code in every mode), or binary32 of a float64
+    elif mode == 0 and (rne64 if wide else rne32):
+        kind = "rne"
+    elif mode < _MODES["sr"] and (directed64 if wide else rne32):
+        kind = "directed"
+    elif mode >= _MODES["sr"] and bits <= 31 and rne32 and not wide:
+        kind = "sr"
+    elif fits64 if wide else fits32:
+        kind = "bits"
+    elif not wide and fits64:
+        kind = "bits64"  # float32 widened first
+    else:
         return None
+    route = (fmt, found, P, kind, mode, bits, overflow == "saturate",
+             nan == "raise" and not found.has_nan, found.code_dtype)
+    if len(_ROUTES) > 1024:
+        _ROUTES.clear()
+    _ROUTES[key] = route
+    return route
+
+
+def _encode_fast(x: np.ndarray, fmt: Any, rounding: Any, overflow: Any, nan: Any,
+                 out: Any, rng: Any, sr_bits: Any) -> np.ndarray | None:
+    """Codes of a C-contiguous native float32/float64 array by one kernel call (a 0-d
+    array, in a deterministic mode, by the scalar kernel), or None when any condition
+    of that path fails (the caller then takes the general path, which checks every
+    argument): the common call costs one dispatch."""
+    dt = x.dtype
+    if dt.num not in _FLOAT_NUMS or not dt.isnative or not x.flags.c_contiguous \
+            or x.ndim > MAX_DIMS or type(rounding) is not str or type(overflow) is not str \
+            or type(nan) is not str:
+        return None
+    route = _route(fmt, dt, rounding, overflow, nan, sr_bits)
+    if route is None:
+        return None
+    _, found, P, kind, mode, bits, saturate, count, cdt = route
+    if x.ndim == 0 and out is None and mode < _MODES["sr"]:
+        code = _scalar_code(x[()], _scalar_plan(fmt), rounding, overflow, nan)
+        return None if code is None else np.array(code, cdt)
     if out is None:
-        codes = np.empty(x.shape, found.code_dtype)
-    elif type(out) is np.ndarray and out.dtype == found.code_dtype and out.shape == x.shape \
+        codes = np.empty(x.shape, cdt)
+    elif type(out) is np.ndarray and out.dtype == cdt and out.shape == x.shape \
             and out.flags.c_contiguous and out.flags.writeable \
             and not np.may_share_memory(x, out):
         codes = out
@@ -603,8 +658,25 @@ def _encode_rne_fast(x: np.ndarray, fmt: Any, overflow: str, nan: str,
         return None
     narrow = _narrow_kernels()
     flat, flat_codes = (x, codes) if x.ndim == 1 else (x.reshape(-1), codes.reshape(-1))
-    if narrow.rne(flat, flat_codes, P, overflow == "saturate",
-                  nan == "raise" and not found.has_nan):
+    seed = np.uint64(sr_seed(rng)) if mode >= _MODES["sr"] else np.uint64(0)
+    if kind == "ieee":
+        narrow.ieee(flat, flat_codes.view(np.float32 if cdt.itemsize == 4 else np.float64),
+                    cdt.itemsize == 4, saturate)
+        nans = 0
+    elif kind == "rne":
+        nans = narrow.rne(flat, flat_codes, P, saturate, count)
+    elif kind == "directed":
+        nans = narrow.directed(flat, flat_codes, P, mode, saturate, count)
+    elif kind == "sr":
+        nans = narrow.sr(flat, flat_codes, P, saturate, seed, bits, mode == _SR_EXACT)
+    else:
+        work = flat
+        if kind == "bits64":
+            with np.errstate(invalid="ignore"):  # signalling NaNs quieten
+                work = flat.astype(np.float64)
+        nans = _kernels().encode_bits(work, flat_codes, P, mode, 1 if saturate else 0, seed,
+                                      bits, count)
+    if nans and count:
         raise _nan_error(flat, found)
     return codes
 
@@ -794,21 +866,30 @@ def _fits_float32(fmt: Format) -> bool:
     return fmt.float32_exact
 
 
-#: Per format (by identity): (the Format, its decode kind, {dtype char: value table}).
-_DECODE_PLANS: dict[int, tuple[Format, str, dict[str, np.ndarray]]] = {}
+#: Per format (by identity): (the Format, its decode kind, {dtype char: value table}, the
+#: largest code in the code dtype where the codes do not fill it (else None), and the
+#: shift of a code into float32's bits for "bfloat16" and "top32").
+_DECODE_PLANS: dict[int, tuple[Format, str, dict[str, np.ndarray], Any, int]] = {}
 
 
-def _decode_plan(fmt: Format) -> tuple[Format, str, dict[str, np.ndarray]]:
+def _decode_plan(fmt: Format) -> tuple[Format, str, dict[str, np.ndarray], Any, int]:
     plan = _DECODE_PLANS.get(id(fmt))
     if plan is None or plan[0] is not fmt:
         kind = "table" if fmt.bits <= 16 else "general"
-        if fmt.bits == 16 and fmt.signed and fmt.subnormals and fmt.nan.value == "ieee" \
-                and fmt.infinity.value == "ieee":
-            if fmt.exponent_bits == 8 and fmt.bias == 127:
-                kind = "bfloat16"
-            elif fmt.exponent_bits == 5 and fmt.bias == 15 and _host_converts_binary16():
-                kind = "binary16"
-        plan = (fmt, kind, {})
+        ieee = fmt.signed and fmt.subnormals and fmt.nan.value == "ieee" \
+            and fmt.infinity.value == "ieee"
+        if ieee and fmt.exponent_bits == 8 and fmt.bias == 127 and fmt.bits == 16:
+            kind = "bfloat16"
+        elif ieee and fmt.bits == 16 and fmt.exponent_bits == 5 and fmt.bias == 15 \
+                and _host_converts_binary16():
+            kind = "binary16"
+        elif ieee and fmt.exponent_bits == 8 and fmt.bias == 127 and fmt.bits > 16:
+            kind = "top32"  # tf32, binary32: codes are the top bits of float32's
+        elif ieee and fmt.exponent_bits == 11 and fmt.bias == 1023 and fmt.bits == 64:
+            kind = "binary64"
+        cdt = fmt.code_dtype
+        top = None if cdt.itemsize * 8 == fmt.bits else cdt.type(fmt.num_codes - 1)
+        plan = (fmt, kind, {}, top, 32 - fmt.bits)
         if len(_DECODE_PLANS) > 1024:
             _DECODE_PLANS.clear()
         _DECODE_PLANS[id(fmt)] = plan
@@ -870,28 +951,49 @@ def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
     # written in place only where C-contiguous and apart from the codes (else a temporary)
     direct = target.flags.c_contiguous and (out is None or not np.may_share_memory(target, arr))
     flat_out = target.reshape(-1) if direct else np.empty(flat.size, dt)
+    if flat.dtype != fmt.code_dtype:
+        flat = flat.astype(fmt.code_dtype)
+    _decode_into(flat, flat_out, fmt, dt)
+    if not direct:
+        target[...] = flat_out.reshape(target.shape)
+    return target
+
+
+_F64 = np.dtype(np.float64)
+
+
+def _decode_into(flat: np.ndarray, flat_out: np.ndarray, fmt: Format, dt: np.dtype) -> None:
+    """Values of the flat, C-contiguous, validated codes ``flat`` (``fmt.code_dtype``)
+    into ``flat_out`` (float32 or float64 ``dt``) by the format's decode kernel."""
     k = _kernels()
-    kind = _decode_kind(fmt)
-    if kind == "bfloat16" and dt == np.float32:  # float32's top half
-        if flat.dtype != np.uint16:
-            flat = flat.astype(np.uint16)
-        k.widen(flat, flat_out.view(np.uint32), 16)
+    _, kind, _, _, pad = _decode_plan(fmt)
+    if kind == "bfloat16" and dt == np.float32 or kind == "top32" and dt == np.float32:
+        k.widen(flat, flat_out.view(np.uint32), pad)  # float32's top bits
+    elif kind == "top32":
+        k.widen64(flat, flat_out, pad)
+    elif kind == "binary64":
+        k.quiet64(flat, flat_out.view(np.uint64))
     elif kind == "binary16":  # the processor's conversion
-        if flat.dtype != np.uint16:
-            flat = flat.astype(np.uint16)
         k.half(flat, flat_out)
     elif fmt.bits <= 16:
-        table = _table(fmt, dt)
-        if flat.dtype.kind == "i" or flat.dtype.itemsize > 2:
-            flat = flat.astype(np.uint16 if fmt.bits > 8 else np.uint8)
-        k.lookup(flat, table, flat_out)
+        k.lookup(flat, _table(fmt, dt), flat_out)
     else:
         if flat.dtype != np.uint64:
             flat = flat.astype(np.uint64)
         k.decode(flat, flat_out, _params(fmt))
-    if not direct:
-        target[...] = flat_out.reshape(target.shape)
-    return target
+
+
+def _decode_fast(codes: np.ndarray, fmt: Format, dt: np.dtype) -> np.ndarray:
+    """Values of validated, native, C-contiguous codes in ``fmt.code_dtype`` (a 0-d array
+    by the scalar kernel)."""
+    if codes.ndim == 0 and dt is _F64:
+        return np.array(_scalar_fns()[1](_signed(int(codes)), _params(fmt)))
+    values = np.empty(codes.shape, dt)
+    if codes.ndim <= 1:
+        _decode_into(codes, values, fmt, dt)
+    else:
+        _decode_into(codes.reshape(-1), values.reshape(-1), fmt, dt)
+    return values
 
 
 def _check_codes(codes: Any, fmt: Format) -> tuple[np.ndarray, bool]:
@@ -991,10 +1093,14 @@ def decode(codes: Any, fmt: Any, *, dtype: Any = None, out: np.ndarray | None = 
     if type(codes) is np.ndarray and dtype is None and out is None:
         found = _scalar_plan(fmt)[1]
         cdt = codes.dtype
-        # codes in the format's own code dtype that fills every bit need no range check
-        if cdt == found.code_dtype and cdt.itemsize * 8 == found.bits and cdt.isnative \
-                and codes.ndim <= MAX_DIMS:
-            return decode_codes(codes, found)
+        # codes in the format's own code dtype, native and C-contiguous, range-checked by
+        # one kernel pass where they do not fill every bit
+        if cdt == found.code_dtype and cdt.isnative and codes.ndim <= MAX_DIMS \
+                and codes.flags.c_contiguous:
+            top = _decode_plan(found)[3]
+            if top is None or _kernels().first_bad_code_span(
+                    codes.reshape(-1), top, 0, codes.size) < 0:
+                return _decode_fast(codes, found, _F64)
     fmt = as_format(fmt)
     target = None if out is None else _plain_out(out)
     dt = _value_dtype(dtype, target, fmt)
@@ -1033,9 +1139,14 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
         if code is not None:
             return np.float64(_scalar_fns()[1](_signed(code), plan[2]))
     if type(x) is np.ndarray and (dtype is None or dtype is np.float64 or dtype is np.float32) \
-            and options.get("rounding", "rne") == "rne" and options.keys() <= _ROUND_OPTIONS:
-        values = _round_rne_fast(x, fmt, dtype, options.get("overflow", "ieee"),
-                                 options.get("nan", "raise"))
+            and options.keys() <= _ENCODE_OPTIONS:
+        values = None
+        if x.ndim and options.get("rounding", "rne") == "rne" and "rng" not in options \
+                and "sr_bits" not in options:
+            values = _round_rne_fast(x, fmt, dtype, options.get("overflow", "ieee"),
+                                     options.get("nan", "raise"))
+        if values is None:
+            values = _round_fast(x, fmt, dtype, options)
         if values is not None:
             return values
     if not options.keys() <= _ENCODE_OPTIONS:
@@ -1048,8 +1159,6 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
     return decode(encode(x, fmt, **options), fmt, dtype=dtype)
 
 
-#: The options :func:`round_to`'s array fast path takes (rounding only as "rne").
-_ROUND_OPTIONS = frozenset({"rounding", "overflow", "nan"})
 #: The options :func:`round_to` passes on to :func:`encode`.
 _ENCODE_OPTIONS = frozenset({"rounding", "overflow", "rng", "sr_bits", "nan"})
 
@@ -1102,6 +1211,49 @@ def _round_rne_fast(x: np.ndarray, fmt: Any, dtype: Any, overflow: Any,
                         nan == "raise" and not found.has_nan):
         raise _nan_error(flat, found)
     return values
+
+
+def _round_fast(x: np.ndarray, fmt: Any, dtype: Any, options: dict[str, Any]
+                ) -> np.ndarray | None:
+    """:func:`round_to` of a C-contiguous native float32/float64 array by the fast
+    paths (after :func:`_round_rne_fast`): a 0-d array by the scalar kernels,
+    binary32/binary64 by
+    :func:`numerics.kernels.narrow.ieee`, else :func:`_encode_fast`, then
+    :func:`_decode_fast`; None where any of them declines (the caller then takes the
+    general path, which checks every argument)."""
+    rounding = options.get("rounding", "rne")
+    overflow = options.get("overflow", "ieee")
+    nan = options.get("nan", "raise")
+    rng = options.get("rng")
+    dt = x.dtype
+    if dt.num not in _FLOAT_NUMS or not dt.isnative or not x.flags.c_contiguous \
+            or x.ndim > MAX_DIMS or type(rounding) is not str or type(overflow) is not str \
+            or type(nan) is not str:
+        return None
+    if rng is not None:
+        check_rng(rng)
+    route = _route(fmt, dt, rounding, overflow, nan, options.get("sr_bits"))
+    if route is None:
+        return None
+    _, found, P, kind, mode, _, saturate, _, cdt = route
+    if dtype is np.float32 and not _fits_float32(found):
+        return None
+    if x.ndim == 0 and dtype is None and mode < _MODES["sr"]:
+        code = _scalar_code(x[()], _scalar_plan(fmt), rounding, overflow, nan)
+        return None if code is None else np.array(_scalar_fns()[1](_signed(code), P))
+    if kind == "ieee":
+        if mode >= _MODES["sr"]:
+            sr_seed(rng)  # (a Generator gives its draw, as the general path takes it)
+        values = np.empty(x.shape, np.float32 if dtype is np.float32 else np.float64)
+        flat, flat_values = (x, values) if x.ndim <= 1 else (x.reshape(-1),
+                                                             values.reshape(-1))
+        _narrow_kernels().ieee(flat, flat_values, cdt.itemsize == 4, saturate)
+        return values
+    codes = _encode_fast(x, fmt, rounding, overflow, nan, None, rng, options.get("sr_bits"))
+    if codes is None:
+        return None
+    return _decode_fast(codes, found, np.dtype(np.float32 if dtype is np.float32
+                                               else np.float64))
 
 
 def _round_torch(x: Any, fmt: Format, dtype: Any, options: dict[str, Any]) -> Any:

@@ -40,7 +40,7 @@ import numba
 import numpy as np
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
-from numerics.kernels.lanes import f32_of_f16_bits, shl32
+from numerics.kernels.lanes import f32_of_bits, f32_of_f16_bits, shl32
 from numerics.kernels.narrow import count_nans
 from numerics.kernels.random import GOLDEN, draw, mix64
 from numerics.kernels.rounding import (
@@ -99,7 +99,11 @@ __all__ = [
     "half_span",
     "lookup",
     "lookup_span",
+    "quiet64",
+    "quiet64_span",
     "widen",
+    "widen64",
+    "widen64_span",
     "widen_span",
 ]
 
@@ -492,6 +496,52 @@ def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
         widen_span(codes, out, 0, codes.size, pad)
         return
     spread(lambda lo, hi: widen_span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
+
+
+@numba.njit(cache=True, nogil=True)
+def _widen64_block(codes: np.ndarray, out: np.ndarray, pad: Any) -> None:
+    """:func:`widen64_span` of one block."""
+    for i in range(codes.size):
+        out[i] = np.float64(f32_of_bits(shl32(_U32(codes[i]), pad)))
+
+
+@numba.njit(cache=True, nogil=True)
+def widen64_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int,
+                 pad: Int) -> None:
+    """float64 values of ``codes[start:stop]`` into ``out[start:stop]`` for the formats
+    :func:`widen_span` takes: the float32 of the shifted bits, widened by the processor
+    (exact; a NaN keeps its sign and payload with the quiet bit set, as
+    :func:`decode_one` gives)."""
+    for lo in range(start, stop, CHUNK):
+        hi = min(stop, lo + CHUNK)
+        _widen64_block(codes[lo:hi], out[lo:hi], _U32(pad))
+
+
+def widen64(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
+    """:func:`widen64_span` of all of ``codes`` on the threads."""
+    if serial(codes.size):
+        widen64_span(codes, out, 0, codes.size, pad)
+        return
+    spread(lambda lo, hi: widen64_span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
+
+
+@numba.njit(cache=True, nogil=True)
+def quiet64_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> None:
+    """The float64 bits (``out``: uint64) of binary64 ``codes[start:stop]``: the codes,
+    a NaN's quiet bit set (:func:`decode_one`)."""
+    cs, os_ = codes[start:stop], out[start:stop]
+    for i in range(cs.size):
+        b = _U64(cs[i])
+        nan = (b & _U64(0x7FFFFFFFFFFFFFFF)) > _U64(0x7FF0000000000000)
+        os_[i] = b | (_U64(1 << 51) if nan else _U64(0))
+
+
+def quiet64(codes: np.ndarray, out: np.ndarray) -> None:
+    """:func:`quiet64_span` of all of ``codes`` on the threads."""
+    if serial(codes.size):
+        quiet64_span(codes, out, 0, codes.size)
+        return
+    spread(lambda lo, hi: quiet64_span(codes, out, lo, hi), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)

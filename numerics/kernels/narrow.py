@@ -100,8 +100,8 @@ from numerics.kernels.rounding import (
 )
 from numerics.kernels.spread import serial, spread
 
-__all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_one",
-           "odd32_bits", "rne",
+__all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_one", "ieee",
+           "ieee_format", "ieee_span", "odd32_bits", "rne",
            "rne16", "rne16_span", "rne_code", "rne_code_pair", "rne_constants", "rne_span",
            "round_rne", "round_rne_span", "sr", "sr_span"]
 
@@ -136,6 +136,26 @@ def fits(P: np.ndarray, wide: bool) -> bool:
     return bool(P[SIGNED] == 1 and P[SUBN] == 1 and 1 <= t < m and emin >= 1 - bias
                 and int(P[EMAX]) <= bias and emin - t + m + bias >= 1 and int(P[BITS]) <= 32
                 and _tail_shape(P, False) >= 0)
+
+
+def ieee_format(P: np.ndarray) -> int:
+    """32 or 64 where the format ``P`` has binary32's or binary64's parameters (whatever
+    its name; :func:`ieee_span` encodes into it), else 0.
+
+    Examples
+    --------
+    >>> from numerics.kernels.rounding import format_params
+    >>> ieee_format(format_params("binary32")), ieee_format(format_params("bfloat16"))
+    (32, 0)
+    """
+    for width, w, t in ((32, 8, 23), (64, 11, 52)):
+        if (int(P[BITS]), int(P[W]), int(P[T])) == (width, w, t) and int(P[SIGNED]) == 1 \
+                and int(P[SUBN]) == 1 and int(P[NEGZERO]) != 0 and int(P[NANKIND]) == NAN_IEEE \
+                and int(P[EMIN]) == 2 - (1 << (w - 1)) and int(P[EMAX]) == (1 << (w - 1)) - 1 \
+                and int(P[INFMAG]) == ((1 << w) - 1) << t \
+                and int(P[MAXMAG]) == (((1 << w) - 1) << t) - 1:
+            return width
+    return 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1020,3 +1040,65 @@ def round_rne(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
         return int(round_rne_span(x, values, 0, x.size, P, saturate, table, count))
     return sum(spread(lambda lo, hi: round_rne_span(x, values, lo, hi, P, saturate, table,
                                                     count), x.size, align=CHUNK))
+
+
+# ----------------------------------------------------------------- binary32 / binary64
+@numba.njit(cache=True, nogil=True)
+def _ieee32_loop(x: np.ndarray, out: np.ndarray, saturate: bool) -> None:
+    """``out[i]`` = the binary32 value of ``x[i]`` (float32, or float64 rounded to
+    nearest-even by the processor's conversion, with binary32's subnormals and overflow
+    to infinity), as float32 or float64 (exact): a NaN becomes binary32's canonical
+    quiet NaN with its sign; when ``saturate`` (a literal), an infinite result becomes
+    the largest finite value of its sign."""
+    for i in range(x.size):
+        b = bits_of_f32(np.float32(x[i]))
+        a = _U32(b & _U32(0x7FFFFFFF))
+        sign = _U32(b & _U32(0x80000000))
+        if np.int32(a) > np.int32(0x7F800000):
+            b = _U32(sign | _U32(0x7FC00000))
+        elif saturate and a == _U32(0x7F800000):
+            b = _U32(sign | _U32(0x7F7FFFFF))
+        out[i] = f32_of_bits(b)
+
+
+@numba.njit(cache=True, nogil=True)
+def _ieee64_loop(x: np.ndarray, out: np.ndarray, saturate: bool) -> None:
+    """:func:`_ieee32_loop` for binary64: ``x`` (float32 or float64) is exact."""
+    for i in range(x.size):
+        b: Any = f64_bits(np.float64(x[i]))  # type: ignore[call-arg]
+        a = b & _U64(0x7FFFFFFFFFFFFFFF)
+        sign = b & _U64(0x8000000000000000)
+        if a > _U64(0x7FF0000000000000):
+            b = sign | _U64(0x7FF8000000000000)
+        elif saturate and a == _U64(0x7FF0000000000000):
+            b = sign | _U64(0x7FEFFFFFFFFFFFFF)
+        out[i] = bits_f64(b)
+
+
+@numba.njit(cache=True, nogil=True)
+def ieee_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, single: bool,
+              saturate: bool) -> None:
+    """The values of ``x[start:stop]`` (float32 or float64) in binary32 (``single``) or
+    binary64 into ``out[start:stop]`` (float32 or float64; a float array viewed from
+    the codes gives the codes), for the formats with binary32's or binary64's
+    parameters: the input rounded to nearest-even by the processor (binary32 from
+    float64; exact otherwise, so the same in every rounding mode), a NaN as the
+    canonical quiet NaN with its sign, an infinity as the largest finite value when
+    ``saturate`` (:func:`numerics.codec.encode_exact`'s rules for these formats)."""
+    xs, os_ = x[start:stop], out[start:stop]
+    if single and saturate:
+        _ieee32_loop(xs, os_, True)
+    elif single:
+        _ieee32_loop(xs, os_, False)
+    elif saturate:
+        _ieee64_loop(xs, os_, True)
+    else:
+        _ieee64_loop(xs, os_, False)
+
+
+def ieee(x: np.ndarray, out: np.ndarray, single: bool, saturate: bool) -> None:
+    """:func:`ieee_span` of all of ``x`` on the threads."""
+    if serial(x.size):
+        ieee_span(x, out, 0, x.size, single, saturate)
+        return
+    spread(lambda lo, hi: ieee_span(x, out, lo, hi, single, saturate), x.size, align=CHUNK)
