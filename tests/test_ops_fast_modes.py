@@ -159,3 +159,49 @@ def test_binary64_directed_and_nearest_every_element(op: str) -> None:
         flagged, _ = getattr(ops, op)(*xs, fmt, rounding=mode, flags=True)
         assert np.array_equal(np.asarray(plain).view(np.uint64),
                               np.asarray(flagged).view(np.uint64))
+
+
+@pytest.mark.parametrize("t", [23, 10, 7, 3])
+def test_round_sr_at_the_edges_of_the_draw(t: int) -> None:
+    """:func:`numerics.kernels.ops.round_sr` with the draws ``F - 1`` and ``F`` (``F =
+    floor(frac * 2**ubits)`` from Fractions): the first rounds away, the second toward
+    zero.  A random draw lands on such an edge with probability ``2**-40`` and less
+    where the residual is below binary64's last bit (a power of two with a negative
+    residual: the lower binade's gap), so only chosen draws reach these decisions."""
+    from fractions import Fraction
+
+    from numerics.kernels.ops import round_sr
+
+    cut = 52 - t
+    rnd = random.Random(t)
+    checked = 0
+    for _ in range(3000):
+        e = rnd.randrange(-100, 100)
+        sig = rnd.choice([0, 0, rnd.getrandbits(52), (1 << 52) - 1, 1 << cut,
+                          rnd.getrandbits(t) << cut])
+        h = math.ldexp(1.0 + sig * 2.0**-52, e) * rnd.choice((1, -1))
+        half_ulp = math.ldexp(1.0, e - (54 if sig == 0 else 53))
+        lo = rnd.choice([0.0, 5e-324, half_ulp * rnd.random(), half_ulp * 0.75,
+                         half_ulp * 2.0**-40, math.ldexp(1.0, e - 100)])
+        lo *= rnd.choice((1, -1))
+        ubits = rnd.choice([53, 52, 47, 40, cut + 1, cut, cut - 1, 12, 1])
+        x = abs(Fraction(h) + Fraction(lo))
+        ex = x.numerator.bit_length() - x.denominator.bit_length()
+        if Fraction(2) ** ex > x:
+            ex -= 1
+        q = Fraction(2) ** (ex - t)
+        lower = (x // q) * q
+        if lower == x:
+            want = float(x)
+            got = round_sr(h, lo, cut, np.uint64(0), ubits)
+            assert got == math.copysign(want, h), (h, lo, ubits)
+            continue
+        f = math.floor((x - lower) / q * 2**ubits)
+        for u, away in ((f - 1, True), (f, False)):
+            if not 0 <= u < 2**ubits:
+                continue
+            want = math.copysign(float(lower + q if away else lower), h)
+            got = round_sr(h, lo, cut, np.uint64(u), ubits)
+            assert got == want, (h.hex(), lo, t, ubits, u, f, got, want)
+            checked += 1
+    assert checked > 3000

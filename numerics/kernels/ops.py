@@ -39,7 +39,7 @@ is the independent check):
 The common case takes a vectorized loop (:func:`_fast_chunk`): in a narrow
 format under a deterministic mode or stochastic rounding, a result in the normal
 range is step 4 done on the bits of ``h`` (:func:`_round_normal`,
-:func:`_round_sr`, the draw from the element's index as in step 4); in binary64
+:func:`round_sr`, the draw from the element's index as in step 4); in binary64
 under round to nearest even or a directed mode, the pair is computed unscaled
 where its error-free transformations are exact (:func:`_wide_loop`); only
 inexact can be raised there.  Every other element (specials, zeros, subnormal or
@@ -80,7 +80,8 @@ from numerics.kernels.unpack import codes16, constants, load32, scratch16, scrat
 
 __all__ = ["FLAG_BITS", "GENERAL", "MARK", "OPS", "apply", "apply_lean", "apply_lean_span",
            "apply_span", "decode_all", "lean_fits", "overflow_value", "piece",
-           "quantum_fits", "round_by_quantum", "to_odd", "unpack_flags", "widen"]
+           "quantum_fits", "round_by_quantum", "round_sr", "to_odd", "unpack_flags",
+           "widen"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
@@ -1462,7 +1463,7 @@ def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _round_sr(h: float, lo: float, cut: int, u: Any, ubits: int) -> float:
+def round_sr(h: float, lo: float, cut: int, u: Any, ubits: int) -> float:
     """The stochastic rounding of ``h + lo`` to ``53 - cut`` significant bits for a result
     in the format's normal range (``|h| > 2**emin``, the caller checks ``<= max``), by
     the ``ubits``-bit draw ``u`` (``ubits <= 53``): away from zero iff ``u < F =
@@ -1514,7 +1515,7 @@ def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxv
     sentinel and 1 (NaN and infinite ``h`` fail the range test).  (Stores stay in the
     loops: an inlined store keeps the compiler from vectorizing them.)"""
     if mode == rnd.MODE_SR:
-        v = _round_sr(h, lo, cut, u, ubits)
+        v = round_sr(h, lo, cut, u, ubits)
     elif cut == 0 and mode == rnd.MODE_RNE:
         v = h
     else:
