@@ -37,10 +37,14 @@ is the independent check):
    ``divide_by_zero``.
 
 The common case takes a vectorized loop (:func:`_fast_chunk`): in a narrow
-format under a deterministic mode, a result in the normal range is step 4 done
-on the bits of ``h`` (:func:`_round_normal`); only inexact can be raised there.
-Every other element (specials, zeros, subnormal or overflowing results,
-stochastic rounding, binary64) takes the steps above (:func:`_element`).
+format under a deterministic mode or stochastic rounding, a result in the normal
+range is step 4 done on the bits of ``h`` (:func:`_round_normal`,
+:func:`round_sr`, the draw from the element's index as in step 4); in binary64
+under round to nearest even or a directed mode, the pair is computed unscaled
+where its error-free transformations are exact (:func:`_wide_loop`); only
+inexact can be raised there.  Every other element (specials, zeros, subnormal or
+overflowing results, binary64 results or operands below ``2**-960``, binary64
+under rna and stochastic rounding) takes the steps above (:func:`_element`).
 
 Format parameters arrive as :func:`numerics.kernels.rounding.format_params`'s
 int64 array, so one compiled loop serves every format; operands are float64,
@@ -76,7 +80,8 @@ from numerics.kernels.unpack import codes16, constants, load32, scratch16, scrat
 
 __all__ = ["FLAG_BITS", "GENERAL", "MARK", "OPS", "apply", "apply_lean", "apply_lean_span",
            "apply_span", "decode_all", "lean_fits", "overflow_value", "piece",
-           "quantum_fits", "round_by_quantum", "to_odd", "unpack_flags", "widen"]
+           "quantum_fits", "round_by_quantum", "round_sr", "to_odd", "unpack_flags",
+           "widen"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
@@ -543,8 +548,8 @@ def _round_normal(h: float, lo: float, cut: int, mode: int) -> float:
     low = bits & (unit - 1)
     base = bits - low
     half = unit >> 1
-    rel = lo * h  # > 0: the exact magnitude is above |h|
     neg = h < 0
+    rel = -lo if neg else lo  # > 0: the exact magnitude is above |h| (no product to underflow)
     # Branch-free decisions (bitwise on booleans): the data make branches unpredictable.
     if mode == rnd.MODE_RNE:
         odd = (base & unit) != 0
@@ -727,10 +732,15 @@ def apply_span(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
     t, emin, emax = P[rnd.T], P[rnd.EMIN], P[rnd.EMAX]
     narrow = t <= 25 and emax <= 250 and emin - t >= -250
     maxval = rnd.decode_one(np.uint64(P[rnd.MAXMAG]), P)
-    # _fast_chunk: narrow formats, deterministic modes, t >= 1 (its even/odd is the
-    # last significand bit), signed.
-    fast = narrow and mode <= rnd.MODE_RD and t >= 1 and P[rnd.SIGNED] == 1
-    lo_normal = math.ldexp(1.0, emin)
+    # _fast_chunk: narrow formats, deterministic modes and stochastic rounding, t >= 1
+    # (its even/odd is the last significand bit), signed; binary64 in round to nearest
+    # even and the directed modes (ubits <= 53: the draw's floor fits the arithmetic)
+    binary64 = t == 52 and emin == -1022 and emax == 1023 and P[rnd.SUBN] == 1
+    fast = (narrow and (mode <= rnd.MODE_RD or mode == rnd.MODE_SR and ubits <= 53)
+            and t >= 1 and P[rnd.SIGNED] == 1
+            or binary64 and P[rnd.SIGNED] == 1 and mode != rnd.MODE_RNA
+            and mode <= rnd.MODE_RD and table.size == 1)
+    lo_normal = _WIDE_LOW if binary64 else math.ldexp(1.0, emin)
     cut = 52 - t
     residual = want or mode != rnd.MODE_RNE or t > 24 or op == 3
     for ch in range(first, last):
@@ -744,7 +754,8 @@ def apply_span(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
         if fast:
             bad = _fast_chunk(op, negate_b, _values(aa, table, shift),
                               _values(bb, table, shift), _values(cc, table, shift), table,
-                              cut, mode, lo_normal, maxval, residual, oo, ff)
+                              cut, mode, lo_normal, maxval, residual, seed, start, ubits,
+                              oo, ff)
         if bad == 0:
             continue
         for j in range(stop - start):
@@ -764,48 +775,91 @@ def apply_span(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
                 table: np.ndarray, cut: int, mode: int, lo_normal: float, maxval: float,
-                residual: bool, out: np.ndarray, fl: np.ndarray) -> int:
+                residual: bool, seed: Any, first: int, ubits: int, out: np.ndarray,
+                fl: np.ndarray) -> int:
     """The elements whose exact result (narrow formats: an unscaled pair) rounds into the
-    normal range, by :func:`_round_normal`, with their flags (only inexact can be
+    normal range, by :func:`_fast_value`, with their flags (only inexact can be
     raised there); the others (special operands, zero, subnormal or overflowing
     results) get :data:`_SENTINEL` and are counted.  Straight-line loops over
     contiguous chunks, one per operation, so that the compiler vectorizes them.
+    Stochastic rounding draws element ``i``'s bits with the index ``first + i``.
 
     ``residual=False`` (round to nearest even, ``p <= 25``, ``+ - / sqrt``, no flags
     wanted) rounds ``h`` alone: Figueroa's theorem (``proofs/double_rounding.md``, D1)
-    makes ``RNE_p(RNE_53(x)) == RNE_p(x)``; the inexact flag would need the residual."""
+    makes ``RNE_p(RNE_53(x)) == RNE_p(x)``; the inexact flag would need the residual.
+
+    ``cut == 0`` is binary64 itself (:func:`_wide_loop`: the pair unscaled where the
+    error-free transformations are exact, round to nearest even and the directed modes)."""
     sign = -1.0 if negate_b else 1.0
+    if cut == 0:
+        return _wide_chunk(op, a, b, c, sign, mode, lo_normal, maxval, out, fl)
+    if mode == rnd.MODE_SR:
+        return _sr_chunk(op, a, b, c, table, sign, cut, lo_normal, maxval, seed, first,
+                         ubits, out, fl)
     # every (op, residual) a call with literal flags: one straight loop each
     if op == 0 and residual:
-        return _fast_loop(0, True, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+        return _fast_loop(0, True, False, a, b, c, table, sign, cut, mode, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
     if op == 0:
-        return _fast_loop(0, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out,
-                          fl)
+        return _fast_loop(0, False, False, a, b, c, table, sign, cut, mode, lo_normal,
+                          maxval, seed, first, ubits, out, fl)
     if op == 1:
-        return _fast_loop(1, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out,
-                          fl)
+        return _fast_loop(1, False, False, a, b, c, table, sign, cut, mode, lo_normal,
+                          maxval, seed, first, ubits, out, fl)
     if op == 2 and residual:
-        return _fast_loop(2, True, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+        return _fast_loop(2, True, False, a, b, c, table, sign, cut, mode, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
     if op == 2:
-        return _fast_loop(2, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out,
-                          fl)
+        return _fast_loop(2, False, False, a, b, c, table, sign, cut, mode, lo_normal,
+                          maxval, seed, first, ubits, out, fl)
     if op == 3:
-        return _fast_loop(3, True, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+        return _fast_loop(3, True, False, a, b, c, table, sign, cut, mode, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
     if op == 4 and residual:
-        return _fast_loop(4, True, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+        return _fast_loop(4, True, False, a, b, c, table, sign, cut, mode, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
     if op == 4:
-        return _fast_loop(4, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out,
-                          fl)
-    return _fast_loop(5, False, a, b, c, table, sign, cut, mode, lo_normal, maxval, out, fl)
+        return _fast_loop(4, False, False, a, b, c, table, sign, cut, mode, lo_normal,
+                          maxval, seed, first, ubits, out, fl)
+    return _fast_loop(5, False, False, a, b, c, table, sign, cut, mode, lo_normal, maxval,
+                      seed, first, ubits, out, fl)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _sr_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, table: np.ndarray,
+              sign: float, cut: int, lo_normal: float, maxval: float, seed: Any, first: int,
+              ubits: int, out: np.ndarray, fl: np.ndarray) -> int:
+    """:func:`_fast_chunk` under stochastic rounding (always with the residual), ``op``
+    a literal."""
+    m = rnd.MODE_SR
+    if op == 0:
+        return _fast_loop(0, True, True, a, b, c, table, sign, cut, m, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
+    if op == 1:
+        return _fast_loop(1, False, True, a, b, c, table, sign, cut, m, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
+    if op == 2:
+        return _fast_loop(2, True, True, a, b, c, table, sign, cut, m, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
+    if op == 3:
+        return _fast_loop(3, True, True, a, b, c, table, sign, cut, m, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
+    if op == 4:
+        return _fast_loop(4, True, True, a, b, c, table, sign, cut, m, lo_normal, maxval,
+                          seed, first, ubits, out, fl)
+    return _fast_loop(5, False, True, a, b, c, table, sign, cut, m, lo_normal, maxval,
+                      seed, first, ubits, out, fl)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _fast_loop(op: int, residual: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-               table: np.ndarray, sign: float, cut: int, mode: int, lo_normal: float,
-               maxval: float, out: np.ndarray, fl: np.ndarray) -> int:
-    """The loop of :func:`_fast_chunk` for literal ``op`` and ``residual``: ``h`` (and
-    with ``residual`` its exact error ``lo``) of each element, rounded by
-    :func:`_fast_value`; returns the number of sentinels."""
+def _fast_loop(op: int, residual: bool, sr: bool, a: np.ndarray, b: np.ndarray,
+               c: np.ndarray, table: np.ndarray, sign: float, cut: int, mode: int,
+               lo_normal: float, maxval: float, seed: Any, first: int, ubits: int,
+               out: np.ndarray, fl: np.ndarray) -> int:
+    """The loop of :func:`_fast_chunk` for literal ``op``, ``residual`` and ``sr``
+    (stochastic rounding): ``h`` (and with ``residual`` its exact error ``lo``, or for
+    ``/`` and sqrt its rounding, settled under ``sr`` as :func:`_exact_pair` does) of
+    each element, rounded by :func:`_fast_value`; returns the number of sentinels."""
     bad = 0
     for i in range(out.size):
         x = _load(a, i, table)
@@ -820,7 +874,10 @@ def _fast_loop(op: int, residual: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
             y = _load(b, i, table)
             h = x / y
             p, e = _two_prod(h, y)
-            lo = ((x - p) - e) / y
+            r = (x - p) - e
+            lo = r / y
+            if sr:
+                lo = _settle(h, lo, _div_rest(r, lo, y))
         elif op == 2:
             h = x / _load(b, i, table)
         elif op == 3:
@@ -828,12 +885,103 @@ def _fast_loop(op: int, residual: bool, a: np.ndarray, b: np.ndarray, c: np.ndar
         elif op == 4 and residual:
             h = math.sqrt(x)
             p, e = _two_prod(h, h)
-            lo = ((x - p) - e) / (2.0 * h)
+            r = (x - p) - e
+            lo = r / (2.0 * h)
+            if sr:
+                lo = _settle(h, lo, _sqrt_rest(r, h, lo))
         elif op == 4:
             h = math.sqrt(x)
         else:
             h = x
-        out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval)
+        u = draw(seed, np.uint64(first + i), np.int64(ubits)) if sr else np.uint64(0)
+        out[i], fl[i], bad_i = _fast_value(h, lo, cut, mode, lo_normal, maxval, u, ubits)
+        bad += bad_i
+    return bad
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _fma_rest(p: float, e: float, c: float, h: float) -> float:
+    """A value with the sign of ``p + e + c - h``, summed exactly as an expansion
+    (Shewchuk's Grow-Expansion, as :func:`_sqrt_rest`: the largest non-zero part has the
+    sign of the sum); no products, so nothing underflows to a false zero."""
+    s1, e1 = _two_sum(p, c)
+    q, g1 = _two_sum(e, e1)
+    q, g2 = _two_sum(q, s1)
+    r, k1 = _two_sum(-h, g1)
+    r, k2 = _two_sum(r, g2)
+    r, k3 = _two_sum(r, q)
+    return r if r != 0 else (k3 if k3 != 0 else (k2 if k2 != 0 else k1))
+
+
+#: binary64's fast loop leaves results and operands below this to the general steps:
+#: above it the error-free transformations are exact (their errors are binary64 numbers).
+_WIDE_LOW = 2.0**-960
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, sign: float,
+                mode: int, lo_normal: float, maxval: float, out: np.ndarray, fl: np.ndarray
+                ) -> int:
+    """:func:`_fast_chunk` for binary64 itself (float64 operands), ``op`` a literal."""
+    if op == 0:
+        return _wide_loop(0, a, b, c, sign, mode, lo_normal, maxval, out, fl)
+    if op == 1:
+        return _wide_loop(1, a, b, c, sign, mode, lo_normal, maxval, out, fl)
+    if op == 2:
+        return _wide_loop(2, a, b, c, sign, mode, lo_normal, maxval, out, fl)
+    if op == 3:
+        return _wide_loop(3, a, b, c, sign, mode, lo_normal, maxval, out, fl)
+    if op == 4:
+        return _wide_loop(4, a, b, c, sign, mode, lo_normal, maxval, out, fl)
+    return _wide_loop(5, a, b, c, sign, mode, lo_normal, maxval, out, fl)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, sign: float,
+               mode: int, lo_normal: float, maxval: float, out: np.ndarray, fl: np.ndarray
+               ) -> int:
+    """binary64 in round to nearest even and the directed modes, ``op`` a literal: the
+    hardware's result ``h`` (correctly rounded to nearest) and a residual with the sign
+    of the exact value minus ``h`` (all the directed modes read), without the
+    ``frexp`` scaling of :func:`_exact_pair`: TwoSum for ``+`` (exact unless it
+    overflows), the hardware fma's ``x*y - h`` for ``*``, the remainder ``x - h*y`` for
+    ``/`` and ``x - h*h`` for sqrt, and for fma :func:`_fma_rest` of the exact product,
+    ``c`` and ``h``.  Those errors are binary64 numbers when ``|h|`` and ``|x|`` (for
+    ``/`` and sqrt) or ``|x*y|`` (fma) are at least :data:`_WIDE_LOW` (``lo_normal``);
+    elements below, and zero, special or overflowing results, get the sentinel."""
+    bad = 0
+    for i in range(out.size):
+        x = np.float64(a[i])
+        lo = 0.0
+        guard = lo_normal
+        if op == 0:
+            h, lo = _two_sum(x, sign * np.float64(b[i]))
+        elif op == 1:
+            y = np.float64(b[i])
+            h = x * y
+            lo = fma(x, y, -h)
+        elif op == 2:
+            y = np.float64(b[i])
+            h = x / y
+            lo = fma(-h, y, x) / y  # the exact remainder over y: its sign
+            guard = abs(x)
+        elif op == 3:
+            y = np.float64(b[i])
+            p = x * y
+            h = fma(x, y, np.float64(c[i]))
+            lo = _fma_rest(p, fma(x, y, -p), np.float64(c[i]), h)
+            guard = abs(p)
+        elif op == 4:
+            h = math.sqrt(x)
+            lo = fma(-h, h, x)
+            guard = x
+        else:
+            h = x
+        # (a failed guard, or a residual that overflowed: h to NaN, which fails the
+        # range test)
+        h = h if (guard >= lo_normal) & (lo - lo == 0) else _NAN
+        out[i], fl[i], bad_i = _fast_value(h, lo, 0, mode, lo_normal, maxval, np.uint64(0),
+                                           0)
         bad += bad_i
     return bad
 
@@ -1315,12 +1463,63 @@ def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxval: float
-                ) -> tuple[float, int, int]:
-    """The normal-range rounding of ``h + lo``, its inexact flag and 0, or the sentinel and
-    1 (NaN and infinite ``h`` fail the range test).  (Stores stay in the loops: an
-    inlined store keeps the compiler from vectorizing them.)"""
-    v = _round_normal(h, lo, cut, mode)
+def round_sr(h: float, lo: float, cut: int, u: Any, ubits: int) -> float:
+    """The stochastic rounding of ``h + lo`` to ``53 - cut`` significant bits for a result
+    in the format's normal range (``|h| > 2**emin``, the caller checks ``<= max``), by
+    the ``ubits``-bit draw ``u`` (``ubits <= 53``): away from zero iff ``u < F =
+    floor(frac * 2**ubits)``, ``frac`` the exact distance of ``|h + lo|`` from its lower
+    neighbour ``L`` in units of the gap ``2**k`` to the next (the rule of
+    :func:`numerics.kernels.rounding.round_pair`).  ``lo`` is a residual with the sign
+    of the exact value's and, where it is itself rounded, settled (:func:`_settle`).
+
+    On the bits of ``h`` (as :func:`_round_normal`): ``low``, the dropped bits, are
+    ``|h| - L`` in units of ``2**E`` (``h``'s last bit) and ``l`` (the residual toward
+    the magnitude) adds ``l * 2**-E`` of them; below a grid point (``low == 0``,
+    ``l < 0``) ``L`` is the value one unit lower and the distance ``2**k2 - |l|``, with
+    ``k2 = k - 1`` at a power of two (the lower binade's gap).  With ``r = ubits - cut``
+    and ``g = l * 2**(ubits - k2)``: ``F = (low << r) + floor(g)`` for ``r >= 0``, else
+    ``(low + floor(g)) >> -r`` (``|l| <= 2**(E - 1)``, so ``floor(g)`` is ``floor(l *
+    2**-E)``: 0 or -1); ``low`` is ``2**cut`` below a grid point.  A ``g`` that
+    underflows to zero still floors to -1 when ``l < 0``.
+    """
+    bits = np.float64(h).view(np.int64)
+    unit = np.int64(1) << cut
+    low = bits & (unit - 1)
+    base = bits - low
+    neg = h < 0
+    lm = -lo if neg else lo  # the residual toward the magnitude
+    below = (low == 0) & (lm < 0)
+    pow2 = (bits & np.int64(0xFFFFFFFFFFFFF)) == 0
+    # 2**(ubits - k2) with k2 = E + cut - (below at a power of two), built from its bits
+    k2 = ((bits >> 52) & 0x7FF) - 1075 + cut - np.int64(below & pow2)
+    scale = np.int64((ubits - k2 + 1023) << 52).view(np.float64)
+    g = lm * scale
+    fg = np.int64(math.floor(g)) - np.int64((g == 0) & (lm < 0))
+    a = unit if below else low
+    r = ubits - cut
+    if r >= 0:
+        f = (a << r) + fg
+    else:
+        f = (a + fg) >> (-r)
+    up = np.uint64(u) < np.uint64(f)
+    lower = base - unit * np.int64(below)
+    return np.int64(lower + unit * np.int64(up)).view(np.float64)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxval: float,
+                u: Any, ubits: int) -> tuple[float, int, int]:
+    """The normal-range rounding of ``h + lo`` (stochastic by the draw ``u``, or
+    :func:`_round_normal`; ``cut == 0``, binary64 itself: ``h`` to nearest, or its
+    neighbour by ``lo``'s sign in the directed modes), its inexact flag and 0, or the
+    sentinel and 1 (NaN and infinite ``h`` fail the range test).  (Stores stay in the
+    loops: an inlined store keeps the compiler from vectorizing them.)"""
+    if mode == rnd.MODE_SR:
+        v = round_sr(h, lo, cut, u, ubits)
+    elif cut == 0 and mode == rnd.MODE_RNE:
+        v = h
+    else:
+        v = _round_normal(h, lo, cut, mode)
     ah = abs(h)
     ok = (ah > lo_normal) & (ah <= maxval) & (abs(v) <= maxval)
     return (v if ok else _SENTINEL_F), np.uint8((v != h) | (lo != 0)), np.int64(not ok)

@@ -23,7 +23,9 @@ on ``frexp`` significands and carries the exponent separately, so subnormal and
 overflowing results are right in every mode.  The one rounding is
 :mod:`numerics.kernels.rounding`'s (the step every kernel shares); results that
 land in the format's normal range take the same decision on the bits of ``hi``
-in a vectorized loop, and for round-to-nearest-even ``+ - / sqrt`` with
+in a vectorized loop (stochastic rounding too; binary64 under round to nearest
+even and the directed modes computes the pair unscaled there), and for
+round-to-nearest-even ``+ - / sqrt`` with
 ``p <= 25`` without flags the residual is not even needed (Figueroa's theorem,
 ``53 >= 2p + 2``, ``proofs/double_rounding.md`` D1).  The loop runs on
 :func:`numerics.threads.get_num_threads` threads; results never depend on the
