@@ -910,12 +910,6 @@ def _host_converts_binary16() -> bool:
     return HAS_F16C
 
 
-def _decode_kind(fmt: Format) -> str:
-    """"bfloat16", "binary16" (a kernel of their own), "table" (up to 16 bits) or
-    "general"."""
-    return _decode_plan(fmt)[1]
-
-
 def _table(fmt: Format, dt: np.dtype) -> np.ndarray:
     """The value of every code of ``fmt`` (at most 16 bits) as ``dt`` (read-only, cached)."""
     tables = _decode_plan(fmt)[2]
