@@ -42,7 +42,7 @@ import numpy as np
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.kernels.lanes import f32_of_bits, f32_of_f16_bits, shl32
 from numerics.kernels.narrow import count_nans
-from numerics.kernels.random import GOLDEN, draw, mix64
+from numerics.kernels.random import GOLDEN, draw, fill, mix64, slots_log2
 from numerics.kernels.rounding import (
     BITS,
     EMIN,
@@ -109,6 +109,8 @@ __all__ = [
 
 #: The pieces of a threaded call start on multiples of this many elements.
 CHUNK = 1 << 16
+#: Stochastic rounding's draws are made this many at a time (32 KiB of uint64).
+_PIECE = 4096
 
 _U32 = np.uint32
 _U64 = np.uint64
@@ -274,6 +276,31 @@ def _assemble(mag: int, negative: bool, field: int, frac: Int, wide: bool, subn:
     return code | (mask_signed if (negative and keep_sign) else _U64(0))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sr_code(x: Any, u: Any, K: tuple[Any, ...]) -> Int:
+    """The code of one float32/float64 ``x`` stochastically rounded with the draw ``u``
+    (``K``: :func:`encode_bits_span`'s loop invariants)."""
+    (wide, t, emin, subn, one_t, ubits, m_exact_sr, maxmag, to_max_pos, to_max_neg,
+     saturate, big, big_signed, nan_code_pos, nan_signed, signed, negzero, unsigned_nan,
+     mask_signed) = K
+    bits: Any = float_bits(x)  # type: ignore[call-arg]
+    negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
+        bits, wide, t, emin, subn, one_t)
+    s = ubits - shift
+    F = _U64(0)
+    sticky = False
+    if s >= 0:
+        F = (rem << _U64(s)) if s < 64 else _U64(0)
+    else:
+        F = (rem >> _U64(-s)) if -s < 64 else _U64(0)
+        sticky = (rem & ((_U64(1) << _U64(min(-s, 63))) - _U64(1))) != _U64(0) or (
+            -s >= 64 and rem != _U64(0))
+    up = (u < F) | (m_exact_sr & (u == F) & sticky)
+    return _assemble(c0 + (1 if up else 0), negative, field, frac, wide, subn, maxmag,
+                     to_max_pos, to_max_neg, saturate, big, big_signed, nan_code_pos,
+                     nan_signed, signed, negzero, unsigned_nan, mask_signed)
+
+
 @numba.njit(cache=True, nogil=True)
 def encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
                      mode: int, overflow: int, seed: Int, ubits: int, count: bool) -> int:
@@ -323,34 +350,32 @@ def encode_bits_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: n
     unsigned_nan = _U64(nan_mag)  # e8m0fnu: zero and negative inputs
     xs, os_ = x[start:stop], out[start:stop]
     if m_sr:
-        # draw(seed, start + i, ubits) with the index's product carried from element to
-        # element: (start + i) * GOLDEN, multiplied out in the loop, costs the
-        # vectorized loop a 64-bit multiply (about 10% at one thread)
         mixed = mix64(_U64(seed))
-        spread_index = _U64(start) * GOLDEN
-        drop = _U64(64 - ubits)
-        for i in range(xs.size):
-            bits: Any = float_bits(xs[i])  # type: ignore[call-arg]
-            negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
-                bits, wide, t, emin, subn, one_t)
-            u = mix64(mixed ^ spread_index) >> drop
-            spread_index += GOLDEN
-            s = ubits - shift
-            F = _U64(0)
-            sticky = False
-            if s >= 0:
-                F = (rem << _U64(s)) if s < 64 else _U64(0)
-            else:
-                F = (rem >> _U64(-s)) if -s < 64 else _U64(0)
-                sticky = (rem & ((_U64(1) << _U64(min(-s, 63))) - _U64(1))) != _U64(0) or (
-                    -s >= 64 and rem != _U64(0))
-            up = (u < F) | (m_exact_sr & (u == F) & sticky)
-            os_[i] = _assemble(c0 + (1 if up else 0), negative, field, frac, wide, subn, maxmag,
-                               to_max_pos, to_max_neg, saturate, big, big_signed, nan_code_pos,
-                               nan_signed, signed, negzero, unsigned_nan, mask_signed)
+        K = (wide, t, emin, subn, one_t, ubits, m_exact_sr, maxmag, to_max_pos, to_max_neg,
+             saturate, big, big_signed, nan_code_pos, nan_signed, signed, negzero,
+             unsigned_nan, mask_signed)
+        if slots_log2(ubits) == 0:
+            # one draw per word, hashed in the loop: (start + i) * GOLDEN carried from
+            # element to element, an addition where a product would cost the vectorized
+            # loop a 64-bit multiply
+            drop = _U64(64 - ubits)
+            spread_index = _U64(start) * GOLDEN
+            for i in range(xs.size):
+                os_[i] = _sr_code(xs[i], mix64(mixed ^ spread_index) >> drop, K)
+                spread_index += GOLDEN
+            return count_nans(xs) if count else 0
+        # several draws per word: a piece's draws at a time (random.fill hashes each
+        # word once)
+        buffer = np.empty(min(xs.size, _PIECE), np.uint64)
+        for lo in range(0, xs.size, _PIECE):
+            xp, op = xs[lo:lo + _PIECE], os_[lo:lo + _PIECE]
+            draws = buffer[:xp.size]
+            fill(draws, mixed, start + lo, ubits)
+            for i in range(xp.size):
+                op[i] = _sr_code(xp[i], draws[i], K)
         return count_nans(xs) if count else 0
     for i in range(xs.size):
-        bits = float_bits(xs[i])  # type: ignore[call-arg]
+        bits: Any = float_bits(xs[i])  # type: ignore[call-arg]
         negative, field, frac, shift, kept, rem, half, c0 = _split_bits(
             bits, wide, t, emin, subn, one_t)
         odd = (c0 & 1) != 0

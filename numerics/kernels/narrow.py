@@ -71,7 +71,7 @@ from numerics.kernels.lanes import (
     shl32,
     shr32,
 )
-from numerics.kernels.random import GOLDEN, mix64
+from numerics.kernels.random import fill, mix64, slots_log2, words
 from numerics.kernels.rounding import (
     BITS,
     EMAX,
@@ -113,6 +113,7 @@ _U32 = np.uint32
 _U64 = np.uint64
 #: The shapes of the magnitude step (see :func:`_rne32_loop`).
 _GENERAL, _SAME_EXPONENT = 0, 1
+_LITTLE = sys.byteorder == "little"
 #: The shapes of the nearest-even loop's step 3 (see :func:`_rne32_loop`).
 _TAIL_KEEP, _TAIL_CLAMP, _TAIL_CLAMP_NAN, _TAIL_PLUS_ZERO, _TAIL_PLUS_ZERO_NAN = 0, 1, 2, 3, 4
 
@@ -719,29 +720,25 @@ def directed(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int, saturate:
 
 
 @numba.njit(cache=True, nogil=True)
-def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, base: int,
-               mixed_seed: Any, ubits: int, exact: bool, simple: bool) -> int:
-    """Stochastic rounding of the float32 patterns ``x`` (flat indices ``base`` on) with
-    ``ubits <= 31`` random bits: steps 1-2 of :func:`numerics.kernels.rounding.round_pair`
-    in 32-bit lanes.  The dropped bits ``rem`` of the significand, scaled to ``ubits``
-    bits, give ``F = floor(frac * 2**ubits)``; the magnitude rounds away from zero when the
+def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+               draws: np.ndarray, ubits: int, exact: bool, simple: bool) -> int:
+    """Stochastic rounding of the float32 patterns ``x`` with ``ubits <= 31`` random bits,
+    ``draws[i]`` the draw of element ``i`` (any unsigned integer type): steps 1-2 of
+    :func:`numerics.kernels.rounding.round_pair` in 32-bit lanes.  The dropped bits
+    ``rem`` of the significand, scaled to ``ubits`` bits, give
+    ``F = floor(frac * 2**ubits)``; the magnitude rounds away from zero when the
     element's draw ``u < F`` (or, when ``exact``, ``u == F`` with dropped bits below
-    ``F``'s last).  ``mixed_seed`` is ``mix64(seed)``, so the draw is
-    :func:`numerics.kernels.random.draw`'s.  Returns the number of NaN inputs: unlike the
-    memory-bound loops (see :func:`count_nans`), this compute-bound loop runs faster
-    with the count, which makes LLVM interleave two vectors per step (29 against 44 ms
+    ``F``'s last).  Returns the number of NaN inputs: unlike the memory-bound loops (see
+    :func:`count_nans`), this compute-bound loop runs faster with the count, which makes
+    LLVM interleave two vectors per step (29 against 44 ms
     for 2**24 elements on an Intel core)."""
     t, emin = P[T], P[EMIN]
     s = np.int32(23 - t)
     eminb = np.int32(emin + 127)
     one_t = _U32(1 << t)
     ub = np.int32(ubits)
-    drop = _U64(64 - ubits)
     K = _tail_constants(P, saturate)
     nans = _U32(0)
-    # the index's product carried from element to element, (base + i) * GOLDEN: an
-    # addition in the vectorized loop where the product would be a 64-bit multiply
-    spread_index = _U64(base) * GOLDEN
     for i in range(x.size):
         b = _U32(x[i])
         a = _U32(b & _U32(0x7FFFFFFF))
@@ -762,8 +759,7 @@ def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, ba
         else:
             F = shl32(rem, _U32(-d))
             sticky = False
-        u = _U32(mix64(mixed_seed ^ spread_index) >> drop)
-        spread_index += GOLDEN
+        u = _U32(draws[i])
         up = u < F
         if exact:
             up = up | ((u == F) & sticky)
@@ -776,15 +772,15 @@ def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, ba
 
 @numba.njit(cache=True, nogil=True)
 def _sr32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
-                base: int, mixed_seed: Any, ubits: int, exact: bool) -> int:
+                draws: np.ndarray, ubits: int, exact: bool) -> int:
     """:func:`_sr32_loop` with the flags of the format ``P``; returns the NaN count."""
     if P[NEGZERO] != 0:
         if exact:
-            return _sr32_loop(bits, out, P, saturate, base, mixed_seed, ubits, True, True)
-        return _sr32_loop(bits, out, P, saturate, base, mixed_seed, ubits, False, True)
+            return _sr32_loop(bits, out, P, saturate, draws, ubits, True, True)
+        return _sr32_loop(bits, out, P, saturate, draws, ubits, False, True)
     if exact:
-        return _sr32_loop(bits, out, P, saturate, base, mixed_seed, ubits, True, False)
-    return _sr32_loop(bits, out, P, saturate, base, mixed_seed, ubits, False, False)
+        return _sr32_loop(bits, out, P, saturate, draws, ubits, True, False)
+    return _sr32_loop(bits, out, P, saturate, draws, ubits, False, False)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -796,11 +792,26 @@ def sr_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray
     or, when ``exact``, ``MODE_SR_EXACT``.  Returns the number of NaN inputs."""
     nans = 0
     mixed = mix64(_U64(seed))
+    lk = slots_log2(ubits)
+    # 8 or 16 bits: the words, viewed as bytes or halfwords, are the draws
+    whole = (ubits == 8 or ubits == 16) and _LITTLE and start % (1 << lk) == 0
+    buffer = np.empty(min(_STEP, stop - start) + 8, np.uint64)
+    narrow8, narrow16 = buffer.view(np.uint8), buffer.view(np.uint16)
+    draws = buffer.view(np.uint32)
     for lo in range(start, stop, _STEP):
         hi = min(stop, lo + _STEP)
         _prefetch_ahead(x, lo, hi, stop)
-        nans += _sr32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate, lo, mixed,
-                            ubits, exact)
+        xs, os_ = x[lo:hi].view(np.uint32), out[lo:hi]
+        n = hi - lo
+        if whole:
+            words(buffer[:((n - 1) >> lk) + 1], mixed, lo >> lk)
+            if ubits == 8:
+                nans += _sr32_block(xs, os_, P, saturate, narrow8[:n], ubits, exact)
+            else:
+                nans += _sr32_block(xs, os_, P, saturate, narrow16[:n], ubits, exact)
+        else:
+            fill(draws[:n], mixed, lo, ubits)
+            nans += _sr32_block(xs, os_, P, saturate, draws[:n], ubits, exact)
     return nans
 
 
