@@ -525,9 +525,12 @@ def encode(
     """
     if rng is not None:  # (checked in every mode; only rounding="sr" draws from it)
         check_rng(rng)
-    if type(x) in _FAST_SCALARS and out is None and sr_bits is None:
+    if type(x) in _FAST_SCALARS and out is None:
         plan = _scalar_plan(fmt)
-        code = _scalar_code(x, plan, rounding, overflow, nan)
+        if rounding == "sr":
+            code = _scalar_sr_code(x, plan, overflow, nan, rng, sr_bits)
+        else:
+            code = _scalar_code(x, plan, rounding, overflow, nan) if sr_bits is None else None
         if code is not None:
             return plan[3](code)
     if type(x) is np.ndarray:
@@ -699,10 +702,11 @@ _SCALAR_FNS: list[Any] = []
 
 
 def _scalar_fns() -> Any:
-    """(encode_scalar, decode_scalar) of the codec kernels, looked up once."""
+    """(encode_scalar, decode_scalar, encode_scalar_sr) of the codec kernels, looked up
+    once."""
     if not _SCALAR_FNS:
         k = _kernels()
-        _SCALAR_FNS.extend((k.encode_scalar, k.decode_scalar))
+        _SCALAR_FNS.extend((k.encode_scalar, k.decode_scalar, k.encode_scalar_sr))
     return _SCALAR_FNS
 
 
@@ -723,16 +727,44 @@ def _scalar_code(x: Any, plan: tuple[Any, Format, np.ndarray, Any, int], roundin
     mode = _MODES.get(rounding)
     if mode is None or mode >= 6 or overflow not in OVERFLOWS or nan not in _NAN_POLICIES:
         return None
+    f = _scalar_float(x, plan, nan)
+    if f is None:
+        return None
+    return int(_scalar_fns()[0](f, plan[2], mode, 1 if overflow == "saturate" else 0))
+
+
+def _scalar_float(x: Any, plan: tuple[Any, Format, np.ndarray, Any, int], nan: str
+                  ) -> float | None:
+    """One scalar of a ``_FAST_SCALARS`` type as the float64 it equals (ints up to
+    ``2**53``), or None to take the long way (a bigger int, a NaN to raise on)."""
     if type(x) in _INT_SCALARS:
         i = int(x)
-        if not -(2**53) <= i <= 2**53:
-            return None
-        f = float(i)
+        return float(i) if -(2**53) <= i <= 2**53 else None
+    f = float(x)
+    if f != f and nan == "raise" and not plan[1].has_nan:
+        return None
+    return f
+
+
+def _scalar_sr_code(x: Any, plan: tuple[Any, Format, np.ndarray, Any, int], overflow: Any,
+                    nan: Any, rng: Any, sr_bits: Any) -> int | None:
+    """:func:`_scalar_code` for ``rounding="sr"`` with an int seed (already checked): the
+    draw of element 0 of its stream, as a 0-d array would take it; None to take the long
+    way."""
+    if type(rng) is not int or type(overflow) is not str or overflow not in OVERFLOWS \
+            or type(nan) is not str or nan not in _NAN_POLICIES:
+        return None
+    if sr_bits is None:
+        mode, bits = _SR_EXACT, 64
+    elif type(sr_bits) is int and 1 <= sr_bits <= 64:
+        mode, bits = _MODES["sr"], sr_bits
     else:
-        f = float(x)
-        if f != f and nan == "raise" and not plan[1].has_nan:
-            return None
-    return int(_scalar_fns()[0](f, plan[2], mode, 1 if overflow == "saturate" else 0))
+        return None
+    f = _scalar_float(x, plan, nan)
+    if f is None:
+        return None
+    return int(_scalar_fns()[2](f, plan[2], mode, 1 if overflow == "saturate" else 0,
+                                _signed(rng % (1 << 64)), bits))
 
 
 # ---------------------------------------------------------------- exact pairs (internal API)
@@ -1136,6 +1168,19 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
     if type(x) in _FAST_SCALARS and dtype is None and not options:
         plan = _scalar_plan(fmt)
         code = _scalar_code(x, plan, "rne", "ieee", "raise")
+        if code is not None:
+            return np.float64(_scalar_fns()[1](_signed(code), plan[2]))
+    elif type(x) in _FAST_SCALARS and dtype is None and options.keys() <= _ENCODE_OPTIONS:
+        plan = _scalar_plan(fmt)
+        rounding, overflow = options.get("rounding", "rne"), options.get("overflow", "ieee")
+        nan, rng, sr_bits = options.get("nan", "raise"), options.get("rng"), \
+            options.get("sr_bits")
+        if rng is not None:
+            check_rng(rng)
+        if rounding == "sr":
+            code = _scalar_sr_code(x, plan, overflow, nan, rng, sr_bits)
+        else:
+            code = _scalar_code(x, plan, rounding, overflow, nan) if sr_bits is None else None
         if code is not None:
             return np.float64(_scalar_fns()[1](_signed(code), plan[2]))
     if type(x) is np.ndarray and (dtype is None or dtype is np.float64 or dtype is np.float32) \

@@ -14,6 +14,7 @@ fast path is checked against an independent route for the same input:
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -234,3 +235,32 @@ def test_format_arguments_of_every_kind_and_fresh_formats() -> None:
         assert numerics.decode(0x3C, other) == decode_exact(0x3C, other)
         assert numerics.round_to(1.0625, other) == 1.0
         del other
+
+
+@given(format_and_float(), st.one_of(st.integers(0, 2**64 - 1), st.integers(0, 99),
+                                     st.integers(2**64, 2**70)),
+       st.sampled_from([None, 1, 3, 8, 16, 31, 53, 64]), st.sampled_from(["ieee", "saturate"]))
+def test_stochastic_scalars_take_the_first_draw_of_the_stream(
+        case: tuple[Format, Any], seed: int, sr_bits: int | None, overflow: str) -> None:
+    """A scalar with an int seed rounds as element 0 of the documented stream (the draw
+    encode_exact is fed from tests/sr_stream.py), and as a one-element array does; a
+    NaN into a format without NaN still raises."""
+    from sr_stream import draw
+
+    fmt, x = case
+    k = 64 if sr_bits is None else sr_bits
+    options: dict[str, Any] = {"rounding": "sr", "rng": seed, "sr_bits": sr_bits,
+                               "overflow": overflow}
+    if math.isnan(float(x)) and not fmt.has_nan:
+        with pytest.raises(ValueError, match="NaN"):
+            numerics.encode(x, fmt, **options)
+        return
+    want = encode_exact(float(x), fmt, rounding="sr", overflow=overflow, sr_bits=sr_bits,
+                        uniform=Fraction(draw(seed % 2**64, 0, k), 2**k))
+    got = numerics.encode(x, fmt, **options)
+    assert type(got) is fmt.code_dtype.type and int(got) == want
+    assert numerics.encode(np.array([x]), fmt, **options).tolist() == [want]
+    value = numerics.round_to(x, fmt, **options)
+    assert type(value) is np.float64
+    assert same_bits(value, decode_exact(want, fmt)) or (
+        math.isnan(value) and math.isnan(decode_exact(want, fmt)))

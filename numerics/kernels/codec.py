@@ -91,6 +91,7 @@ __all__ = [
     "encode_pairs",
     "encode_pairs_span",
     "encode_scalar",
+    "encode_scalar_sr",
     "encode_stacked",
     "encode_x87",
     "encode_x87_span",
@@ -436,6 +437,16 @@ def encode_stacked(pair: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int,
 def encode_scalar(x: float, P: np.ndarray, mode: int, overflow: int) -> Int:
     """The code of one float64 in a deterministic mode."""
     return round_pair(x, 0.0, P, mode, overflow, _U64(0), 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def encode_scalar_sr(x: float, P: np.ndarray, mode: int, overflow: int, seed: Int,
+                     ubits: int) -> Int:
+    """The code of one float64 stochastically rounded (``mode`` ``MODE_SR`` or
+    ``MODE_SR_EXACT``) with the draw of element 0 of the stream of ``seed`` (an int64
+    holding the 64-bit seed's bits)."""
+    u = draw(_U64(seed), _U64(0), ubits)  # type: ignore[arg-type]
+    return round_pair(x, 0.0, P, mode, overflow, u, ubits)
 
 
 @numba.njit(cache=True, nogil=True)
