@@ -32,9 +32,10 @@ distance is fractional, and a correctly rounded result is within 0.5 ulp.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
@@ -69,6 +70,12 @@ _CHAINS = ("chain", "rmsnorm")
 _ROUNDINGS = ("rne", "rna", "rtz", "ru", "rd", "rto", "sr")
 _SHOW = 5  # failing elements listed in a message
 _NAN_MISMATCH = np.uint64(2**64 - 1)
+#: The names of mismatches that are not a distance, in the order the histogram lists
+#: them; a comparison's ``label`` holds 1 + the index here (0: a distance).
+_LABELS = ("NaN vs number", "inf vs finite", "inf sign", "NaN sign", "NaN payload",
+           "-0 vs +0")
+_NONE, _NAN_NUMBER, _INF_FINITE, _INF_SIGN, _NAN_SIGN, _NAN_PAYLOAD, _ZERO_SIGN = (
+    np.uint8(i) for i in range(7))
 
 
 # --------------------------------------------------------------------------- input
@@ -107,6 +114,17 @@ class _Side:
         self.exact_frac = read.exact_frac
         self.exact_values = read.exact_values
         self.index: np.ndarray | None = None
+
+    def piece(self, lo: int, hi: int) -> _Side:
+        """This side's flat elements ``lo:hi`` (copies of that piece, 1-D; the exact
+        parts stay keyed by the flat index of the argument as given)."""
+        p = copy.copy(self)
+        p.codes = self.codes.flat[lo:hi]
+        if self.frac is not None and self.real is not None:
+            p.frac, p.real = self.frac.flat[lo:hi], self.real.flat[lo:hi]
+        if self.index is not None:
+            p.index = self.index.flat[lo:hi]
+        return p
 
 
 def _read_pair(actual: Any, desired: Any, fmt: Format | str | None, *, real_ok: bool
@@ -153,20 +171,40 @@ def ulp_distances(actual: Any, desired: Any, *, fmt: Format | str | None = None,
     if not isinstance(signed_zeros, bool):
         raise TypeError(f"Got {signed_zeros=}, but it must be True or False")
     f, a, d = _read_pair(actual, desired, fmt, real_ok=False)
-    return _distances(a, d.codes, f, signed_zeros)[0]
+    out = np.empty(a.shape, np.uint64)
+    flat = out.reshape(-1)
+    for lo, a_piece, d_piece in _pieces(a, d):
+        flat[lo:lo + a_piece.size] = _distances(a_piece, d_piece.codes, f, signed_zeros)[0]
+    return out
 
 
 def _distances(a: np.ndarray, d: np.ndarray, f: Format, signed_zeros: bool
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distances, the two NaN masks and the two ordinals (a NaN's taken as 0's)."""
     nan_a, nan_d = is_nan_codes(a, f), is_nan_codes(d, f)
     either = nan_a | nan_d
-    safe_a = np.where(either, np.uint64(0), a)
-    safe_d = np.where(either, np.uint64(0), d)
-    dist = ordinal_distance(ordinals(safe_a, f, signed_zeros=signed_zeros),
-                            ordinals(safe_d, f, signed_zeros=signed_zeros))
+    a_ord = ordinals(np.where(either, np.uint64(0), a), f, signed_zeros=signed_zeros)
+    d_ord = ordinals(np.where(either, np.uint64(0), d), f, signed_zeros=signed_zeros)
+    dist = ordinal_distance(a_ord, d_ord)
     dist = np.where(nan_a & nan_d, np.uint64(0), dist)
     dist = np.where(nan_a ^ nan_d, _NAN_MISMATCH, dist)
-    return dist, nan_a, nan_d
+    return dist, nan_a, nan_d, a_ord, d_ord
+
+
+#: Elements compared at a time: the comparison's temporaries (about 230 bytes per
+#: element) stay near 15 MB whatever the size of the arrays.
+_PIECE = 1 << 16
+
+
+def _pieces(a: np.ndarray, d: _Side) -> Iterator[tuple[int, np.ndarray, _Side]]:
+    """``(start, actual codes, desired side)`` for consecutive flat pieces of the pair."""
+    n = a.size
+    if n <= _PIECE:
+        yield 0, a.reshape(-1), d.piece(0, n)
+        return
+    for lo in range(0, n, _PIECE):
+        hi = min(n, lo + _PIECE)
+        yield lo, a.flat[lo:hi], d.piece(lo, hi)
 
 
 def _is_inf_codes(codes: np.ndarray, f: Format) -> np.ndarray:
@@ -179,20 +217,18 @@ class _Comparison:
     """Elementwise comparison of actual codes with a reference: distances and labels.
 
     ``dist`` is the distance in ulps as float64 (exact up to ``2**53``),
-    ``label`` names mismatches that are not a distance ('' elsewhere).
+    ``label`` marks mismatches that are not a distance: 0 elsewhere, else one plus the
+    index of the name in :data:`_LABELS` (uint8, one byte per element).
     """
 
     def __init__(self, f: Format, a: np.ndarray, d: _Side, *, signed_zeros: bool,
                  nan: str, inf: str, zero_label: bool = False) -> None:
         self.f, self.a, self.d = f, a, d
         dc = d.codes
-        idist, nan_a, nan_d = _distances(a, dc, f, signed_zeros)
+        # exact integer distance, then the fractional part of a real reference
+        idist, nan_a, nan_d, a_ord, d_ord = _distances(a, dc, f, signed_zeros)
         frac = d.frac if d.frac is not None else np.zeros(a.shape)
         sign_bit = np.uint64(f.sign_mask)
-        # exact integer distance, then the fractional part of a real reference
-        a_ord = ordinals(np.where(nan_a | nan_d, np.uint64(0), a), f, signed_zeros=signed_zeros)
-        d_ord = ordinals(np.where(nan_a | nan_d, np.uint64(0), dc), f,
-                         signed_zeros=signed_zeros)
         d_neg = (dc & sign_bit) != 0 if f.signed else np.zeros(a.shape, dtype=bool)
         if d.real is not None:
             d_neg = np.signbit(d.real)
@@ -217,35 +253,35 @@ class _Comparison:
         self.frac = frac
         self.towards = towards
         self.dist = fdist
-        label = np.full(a.shape, "", dtype="<U14")
-        label = np.where(nan_a ^ nan_d, "NaN vs number", label)
+        label = np.where(nan_a ^ nan_d, _NAN_NUMBER, _NONE)
         both_nan = nan_a & nan_d
         if nan in ("sign", "code"):
             differ = both_nan & (a != dc)
             if f.signed and f.nan.name != "NEGATIVE_ZERO":
-                label = np.where(differ & ((a & sign_bit) != (dc & sign_bit)), "NaN sign",
+                label = np.where(differ & ((a & sign_bit) != (dc & sign_bit)), _NAN_SIGN,
                                  label)
             if nan == "code":
-                label = np.where(differ & (label == ""), "NaN payload", label)
+                label = np.where(differ & (label == _NONE), _NAN_PAYLOAD, label)
         if inf == "strict":
             inf_a, inf_d = _is_inf_codes(a, f), _is_inf_codes(dc, f)
             if d.real is not None:
                 inf_d = inf_d & np.isinf(d.real)
             crossing = (inf_a | inf_d) & ~(nan_a | nan_d) & ((inf_a != inf_d) | (a != dc))
-            label = np.where(crossing & (label == ""),
-                             np.where(inf_a & inf_d, "inf sign", "inf vs finite"), label)
+            label = np.where(crossing & (label == _NONE),
+                             np.where(inf_a & inf_d, _INF_SIGN, _INF_FINITE), label)
         zero_a = (a & np.uint64(f.magnitude_mask)) == 0
         zero_d = (dc & np.uint64(f.magnitude_mask)) == 0
         if d.frac is not None:
             zero_d &= d.frac == 0
         if f.has_negative_zero and zero_label:
-            label = np.where(zero_a & zero_d & (a != dc) & (label == ""), "-0 vs +0", label)
+            label = np.where(zero_a & zero_d & (a != dc) & (label == _NONE), _ZERO_SIGN,
+                             label)
         self.label = label
         self.zero_pair = f.has_negative_zero & zero_a & zero_d & (a != dc)
 
     def beyond(self, max_ulp: int | float) -> np.ndarray:
         """Elements whose numeric distance exceeds ``max_ulp`` (labels excluded)."""
-        numeric = self.label == ""
+        numeric = self.label == _NONE
         if isinstance(max_ulp, (int, np.integer)) and self.d.frac is None:
             if max_ulp >= 2**64 - 1:
                 return np.zeros(self.a.shape, dtype=bool)
@@ -330,9 +366,9 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def _dist_text(c: _Comparison, k: int) -> str:
-    label = str(c.label.ravel()[k])
+    label = int(c.label.ravel()[k])
     if label:
-        return label
+        return _LABELS[label - 1]
     if c.zero_pair.ravel()[k] and c.idist.ravel()[k] <= 1:
         return f"{int(c.idist.ravel()[k])} (-0 vs +0)"
     if c.d.frac is not None and c.frac.ravel()[k] != 0:
@@ -351,79 +387,108 @@ def _exact_text(rounded: float, exact: Fraction | None) -> str:
     return f"{near!r} {'+' if rest > 0 else '-'} {float(abs(rest)):.3g}"
 
 
-def _histogram(c: _Comparison) -> list[str]:
-    label = c.label.ravel()
-    zero_pair = c.zero_pair.ravel() & (label == "")
-    numeric = (label == "") & ~zero_pair
-    dist = c.dist.ravel()[numeric]
-    rows: list[list[str]] = []
-    if dist.size:
-        edges = np.array([0.0, 0.5] + [float(1 << k) for k in range(64)])
-        bins = np.searchsorted(edges, dist, side="left")
-        for i, count in zip(*np.unique(bins, return_counts=True)):
-            i = int(i)
+#: The histogram's bin edges: 0, 0.5, then the powers of two.
+_EDGES = np.array([0.0, 0.5] + [float(1 << k) for k in range(64)])
+#: The severity of a failure, by its label (a distance: 3), to pick the worst.
+_SEVERITY = np.array([3, 5, 4, 4, 2, 1, 1])
+
+
+class _Report:
+    """A failure message gathered piece by piece (:func:`_pieces`): the failing count,
+    the worst element, the first failing rows and the histogram of every element."""
+
+    def __init__(self, f: Format, shape: tuple[int, ...], real: bool) -> None:
+        self.f, self.shape, self.real = f, shape, real
+        self.n = self.n_fail = 0
+        self.rows: list[list[str]] = []
+        # (severity, distance) of the worst element so far, and its text
+        self.worst_key: tuple[int, float] | None = None
+        self.worst_text = ""
+        self.bins = np.zeros(_EDGES.size + 1, np.int64)
+        self.zero_pairs = [0, 0]  # -0 vs +0 pairs 0 and 1 ulp apart
+        self.labels = dict.fromkeys(_LABELS, 0)
+
+    def add(self, lo: int, c: _Comparison, failing: np.ndarray) -> None:
+        """Take in the piece of flat elements from ``lo`` on."""
+        f = self.f
+        self.n += failing.size
+        label = c.label.ravel()
+        flat_fail = np.flatnonzero(failing)
+        self.n_fail += len(flat_fail)
+        if len(flat_fail):
+            labels = label[flat_fail]
+            sev = _SEVERITY[labels]
+            dist = np.where(labels == _NONE, c.dist.ravel()[flat_fail], -1.0)
+            last = int(np.lexsort((dist, sev))[-1])  # the worst; of equals, the last
+            key = (int(sev[last]), float(dist[last]))
+            if self.worst_key is None or key >= self.worst_key:
+                k = int(flat_fail[last])
+                self.worst_key = key
+                self.worst_text = (f"worst: {_dist_text(c, k)}"
+                                   + (" ulp" if not label[k] else "")
+                                   + f" at index {_index(lo + k, self.shape)}")
+        for k in flat_fail[:max(0, _SHOW - len(self.rows))].tolist():
+            ca, cd = int(c.a.ravel()[k]), int(c.d.codes.ravel()[k])
+            if c.d.real is not None and c.frac.ravel()[k] != 0:
+                dv = _exact_text(float(c.d.real.ravel()[k]), c.exact_value(k))
+                db = "(between codes)"
+            else:
+                dv, db = _value(cd, f), _bits(cd, f)
+            self.rows.append([_index(lo + k, self.shape), _value(ca, f), _bits(ca, f), dv,
+                              db, _dist_text(c, k)])
+        # the histogram of every element
+        zero_pair = c.zero_pair.ravel() & (label == _NONE)
+        numeric = (label == _NONE) & ~zero_pair
+        self.bins += np.bincount(np.searchsorted(_EDGES, c.dist.ravel()[numeric],
+                                                 side="left"), minlength=_EDGES.size + 1)
+        for steps in (0, 1):
+            self.zero_pairs[steps] += int((zero_pair & (c.idist.ravel() == steps)).sum())
+        counts = np.bincount(label, minlength=len(_LABELS) + 1)
+        for i, name in enumerate(_LABELS):
+            self.labels[name] += int(counts[i + 1])
+
+    def text(self, title: str, note: str = "") -> str:
+        lines = [f"{title}: {self.n_fail} of {self.n} elements differ", self.worst_text]
+        if note:
+            lines.append(note)
+        lines.append(f"first {min(_SHOW, self.n_fail)} failing (format {self.f.name}):")
+        lines += _table([["index", "actual", "bits", "desired", "bits", "ulp"]] + self.rows)
+        lines.append(f"ulp distances over all {self.n} elements:")
+        lines += self._histogram()
+        return "\n".join(lines)
+
+    def _histogram(self) -> list[str]:
+        rows: list[list[str]] = []
+        for i in np.flatnonzero(self.bins).tolist():
             if i == 0:
                 text = "0"
             elif i == 1:
                 text = "(0, 0.5]"
-            elif i == edges.size:  # beyond 2**63 (binary64 distances reach 2**64)
-                text = (f"> {edges[-1]:g}" if c.d.frac is not None
-                        else f"{int(edges[-1]) + 1} or more")
+            elif i == _EDGES.size:  # beyond 2**63 (binary64 distances reach 2**64)
+                text = (f"> {_EDGES[-1]:g}" if self.real
+                        else f"{int(_EDGES[-1]) + 1} or more")
             else:
-                lo, hi = edges[i - 1], edges[i]
-                text = (f"({lo:g}, {hi:g}]" if c.d.frac is not None
+                lo, hi = _EDGES[i - 1], _EDGES[i]
+                text = (f"({lo:g}, {hi:g}]" if self.real
                         else str(int(hi)) if hi <= 2 else f"{int(lo) + 1}-{int(hi)}")
-            rows.append([text, str(int(count))])
-    for steps in (0, 1):
-        n = int((zero_pair & (c.idist.ravel() == steps)).sum())
-        if n:
-            rows.append([f"-0 vs +0 ({steps} ulp)", str(n)])
-    for name in ("NaN vs number", "inf vs finite", "inf sign", "NaN sign", "NaN payload",
-                 "-0 vs +0"):
-        n = int((label == name).sum())
-        if n:
-            rows.append([name, str(n)])
-    return _table([["ulp", "count"]] + rows)
+            rows.append([text, str(int(self.bins[i]))])
+        for steps in (0, 1):
+            if self.zero_pairs[steps]:
+                rows.append([f"-0 vs +0 ({steps} ulp)", str(self.zero_pairs[steps])])
+        for name in _LABELS:
+            if self.labels[name]:
+                rows.append([name, str(self.labels[name])])
+        return _table([["ulp", "count"]] + rows)
 
 
-_SEVERITY = {"NaN vs number": 5, "inf vs finite": 4, "inf sign": 4, "NaN sign": 2,
-             "NaN payload": 1, "-0 vs +0": 1}
-
-
-def _report(title: str, c: _Comparison, failing: np.ndarray, note: str = "") -> str:
-    f, shape = c.f, c.a.shape
-    flat_fail = np.flatnonzero(failing)
-    n_fail, n = len(flat_fail), failing.size
-    labels = c.label.ravel()[flat_fail]
-    sev = np.full(labels.shape, 3)
-    for name, level in _SEVERITY.items():
-        sev[labels == name] = level
-    dist = np.where(labels == "", c.dist.ravel()[flat_fail], -1.0)
-    order = np.lexsort((dist, sev))
-    worst_at = int(flat_fail[int(order[-1])])
-    lines = [
-        f"{title}: {n_fail} of {n} elements differ",
-        f"worst: {_dist_text(c, worst_at)}"
-        + (" ulp" if not c.label.ravel()[worst_at] else "")
-        + f" at index {_index(worst_at, shape)}",
-    ]
-    if note:
-        lines.append(note)
-    lines.append(f"first {min(_SHOW, n_fail)} failing (format {f.name}):")
-    rows = [["index", "actual", "bits", "desired", "bits", "ulp"]]
-    for k in flat_fail[:_SHOW]:
-        ca, cd = int(c.a.ravel()[k]), int(c.d.codes.ravel()[k])
-        if c.d.real is not None and c.frac.ravel()[k] != 0:
-            dv, db = _exact_text(float(c.d.real.ravel()[k]), c.exact_value(int(k))), \
-                "(between codes)"
-        else:
-            dv, db = _value(cd, f), _bits(cd, f)
-        rows.append([_index(int(k), shape), _value(ca, f), _bits(ca, f), dv, db,
-                     _dist_text(c, int(k))])
-    lines += _table(rows)
-    lines.append(f"ulp distances over all {n} elements:")
-    lines += _histogram(c)
-    return "\n".join(lines)
+def _report(title: str, f: Format, a: np.ndarray, d: _Side,
+            compare: Any) -> str:
+    """The failure message over every piece of the pair: ``compare(a_piece, d_piece)``
+    gives each piece's comparison and failing mask."""
+    report = _Report(f, a.shape, d.frac is not None)
+    for lo, a_piece, d_piece in _pieces(a, d):
+        report.add(lo, *compare(a_piece, d_piece))
+    return report.text(title)
 
 
 # --------------------------------------------------------------------------- assertions
@@ -547,10 +612,13 @@ def assert_ulp_close(
     if signed_zeros is None:
         signed_zeros = max_ulp == 0
     f, a, d = _read_pair(actual, desired, fmt, real_ok=True)
-    c = _Comparison(f, a, d, signed_zeros=signed_zeros, nan=nan, inf=inf)
-    failing = (c.label != "") | c.beyond(max_ulp)
-    if failing.any():
-        raise AssertionError(_report(f"Not within {max_ulp} ulp", c, failing))
+
+    def compare(a_piece: np.ndarray, d_piece: _Side) -> tuple[_Comparison, np.ndarray]:
+        c = _Comparison(f, a_piece, d_piece, signed_zeros=signed_zeros, nan=nan, inf=inf)
+        return c, (c.label != _NONE) | c.beyond(max_ulp)
+
+    if any(compare(a_piece, d_piece)[1].any() for _, a_piece, d_piece in _pieces(a, d)):
+        raise AssertionError(_report(f"Not within {max_ulp} ulp", f, a, d, compare))
 
 
 def assert_bitwise_equal(
@@ -587,12 +655,16 @@ def assert_bitwise_equal(
     if not isinstance(canonical_nan, bool):
         raise TypeError(f"Got {canonical_nan=}, but it must be True or False")
     f, a, d = _read_pair(actual, desired, fmt, real_ok=False)
-    c = _Comparison(f, a, d, signed_zeros=True, nan="sign" if canonical_nan else "code",
-                    inf="strict", zero_label=True)
-    nan_both = is_nan_codes(a, f) & is_nan_codes(d.codes, f)
-    failing = (a != d.codes) & ~(nan_both & (c.label == ""))
-    if failing.any():
-        raise AssertionError(_report("Not bitwise equal", c, failing))
+
+    def compare(a_piece: np.ndarray, d_piece: _Side) -> tuple[_Comparison, np.ndarray]:
+        c = _Comparison(f, a_piece, d_piece, signed_zeros=True,
+                        nan="sign" if canonical_nan else "code", inf="strict",
+                        zero_label=True)
+        nan_both = is_nan_codes(a_piece, f) & is_nan_codes(d_piece.codes, f)
+        return c, (a_piece != d_piece.codes) & ~(nan_both & (c.label == _NONE))
+
+    if any(compare(a_piece, d_piece)[1].any() for _, a_piece, d_piece in _pieces(a, d)):
+        raise AssertionError(_report("Not bitwise equal", f, a, d, compare))
 
 
 def _exact_list(x: Any, name: str) -> tuple[list[tuple[Fraction | float, str | None]],
