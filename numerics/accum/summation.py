@@ -9,8 +9,9 @@ of two, :func:`numerics.kernels.accum.round_ops`).  ``recursive``, ``pairwise``,
 ``neumaier`` run in a compiled kernel (:mod:`numerics.kernels.accum`), one sum per row,
 rows on all threads; ``blocked`` (its block sums and the chain of block sums) and
 ``ring`` run as compiled chains of additions (:func:`numerics.kernels.accum.chain_add`);
-``tree`` and ``exact`` loop over the reduction axis with every other axis processed
-at once.
+``exact`` adds each column into a fixed-point accumulator over binary64's range
+(:mod:`numerics.kernels.exactsum`); ``tree`` loops over the reduction axis with every
+other axis processed at once.
 
 Algorithms (``x_0 .. x_{n-1}`` the terms of one sum, already rounded into ``fmt``):
 
@@ -65,11 +66,9 @@ every bound; see ``proofs/accumulation_bounds.md``.
 
 from __future__ import annotations
 
-import math
 import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Union
 
 import numpy as np
@@ -328,60 +327,13 @@ def _block_sums(fl: _Fl, X: np.ndarray, block: int) -> np.ndarray:
     return np.concatenate(parts, axis=0)
 
 
-def _odd(r: Fraction) -> float:
-    """``r`` rounded to odd in binary64: itself when it is a binary64 number, else the
-    one of its two neighbours whose last significand bit is 1.  A residual so rounded
-    keeps every comparison :func:`numerics.kernels.rounding.round_pair` makes with a
-    power of two (a tie is a tie only when exact); rounding to nearest does not."""
-    f = float(r)  # correctly rounded (int / int)
-    if Fraction(f) == r:
-        return f
-    if f == 0.0:
-        return math.copysign(5e-324, r)
-    if int(np.float64(f).view(np.uint64)) & 1:
-        return f
-    return math.nextafter(f, math.inf if r > f else -math.inf)
-
-
-def _exact_pair(row: list[float]) -> tuple[float, float, int]:
-    """``(h, l, s)`` for finite terms: ``(h + l) * 2**s`` is their exact sum, ``h``
-    the binary64 number nearest ``sum / 2**s`` and ``l`` the rest rounded to odd
-    (:func:`_odd`); ``s`` is 0 unless the sum or a partial sum overflows binary64."""
-    try:
-        h = math.fsum(row)
-        r1 = math.fsum([*row, -h])
-        r2 = math.fsum([*row, -h, -r1]) if r1 != 0.0 else 0.0
-    except OverflowError:  # a partial sum beyond binary64: exact rationals
-        total = Fraction(0)
-        for v in row:
-            total += Fraction(v)
-        k = total.numerator.bit_length() - total.denominator.bit_length()
-        shift = max(0, k - 1020)  # |total / 2**shift| < 2**1022
-        scaled = total / (1 << shift)
-        hs = float(scaled)
-        return hs, _odd(scaled - Fraction(hs)), shift
-    if r2 != 0.0 and not int(np.float64(r1).view(np.uint64)) & 1:
-        r1 = math.nextafter(r1, math.copysign(math.inf, r2))  # to odd: r1 + r2 is exact
-    return h, r1, 0
-
-
 def _exact(fl: _Fl, X: np.ndarray) -> np.ndarray:
-    hi = np.empty(X.shape[1])
-    lo = np.empty(X.shape[1])
-    shift = np.zeros(X.shape[1], np.int64)
-    cols = np.ascontiguousarray(X.T)
-    with np.errstate(all="ignore"):
-        for j in range(cols.shape[0]):
-            row = cols[j]
-            if not np.all(np.isfinite(row)):
-                hi[j], lo[j] = float(np.sum(row)), 0.0
-                continue
-            h, r, shift[j] = _exact_pair(row.tolist())
-            if h == 0.0:  # an exact zero: signed as IEEE 754 signs a sum (6.3)
-                same = bool(np.all(np.signbit(row) == np.signbit(row[0])))
-                h = math.copysign(0.0, row[0]) if same else (
-                    -0.0 if fl.rounding == "rd" else 0.0)
-            hi[j], lo[j] = h, r
+    """Each column's exact sum rounded once: the pair of
+    :func:`numerics.kernels.exactsum.exact_pairs` (an exact zero signed as IEEE 754
+    signs a sum; an infinity or NaN among the terms gives the exact sum's IEEE value)."""
+    from numerics.kernels.exactsum import exact_pairs
+
+    hi, lo, shift = exact_pairs(np.asarray(X, dtype=np.float64), fl.rounding == "rd")
     return fl.round_pair(hi, lo, shift)
 
 
