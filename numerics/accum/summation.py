@@ -227,10 +227,13 @@ def _terms(x: Any, name: str, fmt: Format) -> np.ndarray:
 
 
 def _rows(x: np.ndarray, axis: int) -> np.ndarray:
-    """``x`` with ``axis`` moved last, as a C-contiguous native-order (batch, n) array."""
-    moved = np.moveaxis(x, axis, -1)
+    """``x`` with ``axis`` moved last, as a C-contiguous native-order (batch, n) array
+    (copied by tiles: :func:`numerics.kernels.layout.moved_last`)."""
+    from numerics.kernels.layout import moved_last
+
     dtype = np.float32 if x.dtype == np.float32 else np.float64
-    return np.ascontiguousarray(moved, dtype).reshape(-1, moved.shape[-1])
+    moved = moved_last(np.asarray(x, dtype), axis)
+    return moved.reshape(-1, moved.shape[-1])
 
 
 _KERNEL_ALGORITHMS = {"recursive": 0, "pairwise": 1, "kahan": 2, "neumaier": 3}
