@@ -59,10 +59,9 @@ def mix64(z: np.uint64) -> np.uint64:
 def slots_log2(bits: Any) -> int:
     """``log2`` of the number of ``bits``-bit draws one word holds (``1 <= bits <= 64``):
     the largest ``L`` with ``2**L * bits <= 64``."""
-    lk = 0
-    while (bits << (lk + 1)) <= 64:
-        lk += 1
-    return lk
+    # (branch-free: a loop here kept per-element callers from vectorizing)
+    return (int(bits <= 32) + int(bits <= 16) + int(bits <= 8) + int(bits <= 4)
+            + int(bits <= 2) + int(bits <= 1))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
