@@ -113,13 +113,33 @@ def fill(out: np.ndarray, mixed_seed: Any, base: int, bits: int) -> None:
     low = _U64(64 - m * bits)  # the bits below the word's m slots
     j = base & (m - 1)  # the first element's slot
     i = 0
-    if m == 2 and j == 0:  # 17 to 32 bits: a loop of whole pairs vectorizes
-        for w in range(n >> 1):
-            v = ws[w] >> low
-            out[2 * w] = v & mask
-            out[2 * w + 1] = (v >> step) & mask
-        if n & 1:
-            out[n - 1] = (ws[n >> 1] >> low) & mask
+    if j == 0 and (m == 2 or m == 4 or m == 8):
+        # whole words in a loop of a fixed count of slots, which vectorizes (17 to 32,
+        # 9 to 16 and 5 to 8 bits), then the last word's first slots
+        whole = n >> lk
+        if m == 2:
+            for w in range(whole):
+                v = ws[w] >> low
+                out[2 * w] = v & mask
+                out[2 * w + 1] = (v >> step) & mask
+        elif m == 4:
+            for w in range(whole):
+                v = ws[w] >> low
+                out[4 * w] = v & mask
+                out[4 * w + 1] = (v >> step) & mask
+                out[4 * w + 2] = (v >> (step * _U64(2))) & mask
+                out[4 * w + 3] = (v >> (step * _U64(3))) & mask
+        else:
+            for w in range(whole):
+                v = ws[w] >> low
+                for c in range(8):
+                    out[8 * w + c] = (v >> (step * _U64(c))) & mask
+        i = whole << lk
+        if i < n:
+            v = ws[whole] >> low
+            for k in range(i, n):
+                out[k] = v & mask
+                v >>= step
         return
     for w in range(ws.size):
         v = (ws[w] >> low) >> _U64(bits * j)
