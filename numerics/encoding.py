@@ -1002,7 +1002,7 @@ def _decode_into(flat: np.ndarray, flat_out: np.ndarray, fmt: Format, dt: np.dty
     if kind == "bfloat16" and dt == np.float32 or kind == "top32" and dt == np.float32:
         k.widen(flat, flat_out.view(np.uint32), pad)  # float32's top bits
     elif kind == "top32":
-        k.widen64(flat, flat_out, pad)
+        k.widen(flat, flat_out, pad)  # float64 values
     elif kind == "binary64":
         k.quiet64(flat, flat_out.view(np.uint64))
     elif kind == "binary16":  # the processor's conversion

@@ -103,7 +103,6 @@ __all__ = [
     "quiet64",
     "quiet64_span",
     "widen",
-    "widen64",
     "widen64_span",
     "widen_span",
 ]
@@ -527,11 +526,13 @@ def widen_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int, pad: I
 
 
 def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
-    """:func:`widen_span` of all of ``codes`` on the threads."""
+    """:func:`widen_span` (``out`` uint32: float32 bits) or :func:`widen64_span` (``out``
+    float64: values) of all of ``codes`` on the threads."""
+    span = widen64_span if out.dtype == np.float64 else widen_span
     if serial(codes.size):
-        widen_span(codes, out, 0, codes.size, pad)
+        span(codes, out, 0, codes.size, pad)
         return
-    spread(lambda lo, hi: widen_span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
+    spread(lambda lo, hi: span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -551,14 +552,6 @@ def widen64_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int,
     for lo in range(start, stop, CHUNK):
         hi = min(stop, lo + CHUNK)
         _widen64_block(codes[lo:hi], out[lo:hi], _U32(pad))
-
-
-def widen64(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
-    """:func:`widen64_span` of all of ``codes`` on the threads."""
-    if serial(codes.size):
-        widen64_span(codes, out, 0, codes.size, pad)
-        return
-    spread(lambda lo, hi: widen64_span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)
