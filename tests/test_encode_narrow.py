@@ -18,11 +18,12 @@ from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies_core import ALL_FORMATS, float64_near_grid, magnitude_values
+from strategies_core import ALL_FORMATS, float64_near_grid, magnitude_values, nudge
 
 import numerics
 from numerics.codec import encode_exact
@@ -360,9 +361,76 @@ def test_D6_round_to_odd(name: str) -> None:
     x = [m * (1 + s * e) for m in mids for s in (1, -1) for e in eps]
     x += [3.4028234663852886e38, 3.5e38, 1e300, -1e300, 2.0**-149 * 1.5, 1e-300, -1e-300]
     arr = np.array(x, np.float64)
-    got = numerics.encode(arr, fmt, nan="zero")
+    got = _rne_codes(arr, format_params(fmt))
     for v, g in zip(x, got.tolist()):
         assert g == encode_exact(v, fmt, rounding="rne", nan="zero"), (v, name, hex(g))
+
+
+@numba.njit(cache=False)
+def _rne_codes(x: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """:func:`narrow.rne_code` of each float64 of ``x`` (the block quantizers' path)."""
+    C = narrow.rne_constants(P, False)
+    out = np.empty(x.size, np.int64)
+    for i in range(x.size):
+        out[i] = narrow.rne_code(x[i], C)
+    return out
+
+
+#: Formats at the ends of D15's conditions: the most trailing bits (``t = 18``); the
+#: widest subnormal range (``emin - t = -1020``, where the quarter-quantum clamp
+#: lies at float64's smallest normal); the least scaling (``k = 0`` with
+#: ``emin - t = -124``) and the first scaled one (``k = 1``); a format that lies
+#: far above 1 (``emin - t = 104``).
+_D15_FORMATS = (
+    Format(name="e8m18", exponent_bits=8, trailing_bits=18, bias=127),
+    Format(name="e10m2", exponent_bits=10, trailing_bits=2, bias=1019),
+    Format(name="e8m4", exponent_bits=8, trailing_bits=4, bias=121),
+    Format(name="e8m4b", exponent_bits=8, trailing_bits=4, bias=122),
+    Format(name="e5m6", exponent_bits=5, trailing_bits=6, bias=-109),
+)
+
+
+@pytest.mark.parametrize("fmt", [numerics.get_format(n) for n in (
+    "e4m3fn", "e5m2", "bfloat16", "binary16", "e2m1fn", "e3m2fn", "e4m3fnuz", "binary8p3",
+    "tf32")] + list(_D15_FORMATS), ids=str)
+def test_D15_float64_high_word_lanes(fmt: Format) -> None:
+    """D15 (proofs/double_rounding.md): float64 arrays to nearest-even in one pass of
+    32-bit lanes on the high word with the low word's sticky bit.  Values of the
+    format, midpoints, float64 steps off them in the high word and in the low word
+    alone, the quarter-quantum clamp and its neighbours, float64 subnormals, overflow,
+    infinities and NaNs, against the exact reference, with and without saturation."""
+    P = format_params(fmt)
+    assert narrow.fits(P, True) and narrow._high_fits(P), fmt
+    q = Fraction(2) ** (fmt.emin - fmt.trailing_bits)
+    vals = [Fraction(0), q, 2 * q, 3 * q, Fraction(2) ** fmt.emin - q, Fraction(2) ** fmt.emin]
+    top = fmt.max_exact
+    ulp_top = Fraction(2) ** (math.floor(math.log2(top)) - fmt.trailing_bits)
+    vals += [top - ulp_top, top, top + ulp_top / 2, top + ulp_top]
+    vals += [Fraction(2) ** e * (1 + Fraction(j, 1 << fmt.trailing_bits))
+             for e in range(fmt.emin, min(fmt.emax, fmt.emin + 40) + 1) for j in (0, 1, 3)]
+    base = vals + [(a + b) / 2 for a, b in zip(vals, vals[1:])] + [q / 2, q / 4, q / 8]
+    x: list[float] = []
+    for b in base:
+        try:
+            v = float(b)
+        except OverflowError:
+            continue
+        # whole-ulp steps (high word) and steps in the low word only (2**-40 relative)
+        x += [v, nudge(v, 1), nudge(v, -1), v * (1 + 2.0**-40), v * (1 - 2.0**-40)]
+    x += [5e-324, 2.0**-1022, 2.0**-1022 * (1 - 2.0**-52), 1e300, math.inf, math.nan,
+          2.0**-126, 2.0**-127, 2.0**-149, 2.0**-150]
+    arr = np.array([v for v in x if math.isfinite(v) and v >= 0]
+                   + [math.inf, math.nan], np.float64)
+    arr = np.concatenate([arr, -arr])
+    for overflow in ("ieee", "saturate"):
+        got = numerics.encode(arr, fmt, overflow=overflow, nan="zero")
+        for v, g in zip(arr.tolist(), got.tolist()):
+            if math.isnan(v):
+                if fmt.has_nan:
+                    assert numerics.decode(g, fmt) != numerics.decode(g, fmt), (v, hex(g))
+                continue
+            assert g == encode_exact(v, fmt, overflow=overflow, nan="zero"), \
+                (v, str(fmt), overflow, hex(g))
 
 
 @pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "bfloat16", "binary16", "e2m1fn",
