@@ -162,40 +162,56 @@ def _to_float64(x: object, name: str) -> tuple[np.ndarray, bool]:
     return out, arr.ndim == 0
 
 
+#: The dtype of the results.
+_FLOAT64 = np.dtype(np.float64)
 #: dtype.num of float32 and float64 (the kernels read them without a copy).
 _FLOAT_NUMS = (np.dtype(np.float32).num, np.dtype(np.float64).num)
 
 #: Per format argument (a name, or the identity of anything else; the entry holds the
-#: argument): the Format, the kernel module and the format's parameter array.
-_KERNEL_PLANS: dict[object, tuple[object, Format, Any, np.ndarray]] = {}
+#: argument): the Format, the kernel module, the format's parameter array and the size
+#: from which the kernels run on the threads.
+_KERNEL_PLANS: dict[object, tuple[object, Format, Any, np.ndarray, int]] = {}
 
 
-def _kernel_plan(fmt: Any) -> tuple[Format, Any, np.ndarray]:
-    """(the Format, numerics.kernels.ulp, its parameter array) of a format argument,
-    cached by the argument (a name) or its identity; raises as :func:`as_format` does."""
+def _kernel_plan(fmt: Any) -> tuple[Format, Any, np.ndarray, int]:
+    """(the Format, numerics.kernels.ulp, its parameter array, the threads' size) of a
+    format argument, cached by the argument (a name) or its identity; raises as
+    :func:`as_format` does."""
     key = fmt if type(fmt) is str else id(fmt)
     plan = _KERNEL_PLANS.get(key)
     if plan is None or (plan[0] is not fmt and type(fmt) is not str):
         from numerics.kernels import ulp as kernels  # imports numba
+        from numerics.kernels.spread import PARALLEL_MIN
 
         found = as_format(fmt)
-        plan = (fmt, found, kernels, kernels.format_ulp_params(found))
+        plan = (fmt, found, kernels, kernels.format_ulp_params(found), PARALLEL_MIN)
         if len(_KERNEL_PLANS) > 1024:
             _KERNEL_PLANS.clear()
         _KERNEL_PLANS[key] = plan
-    return plan[1], plan[2], plan[3]
+    return plan[1], plan[2], plan[3], plan[4]
 
 
 def _run(arr: np.ndarray, fmt: Any, direction: int, name: str = "x") -> np.ndarray:
     """``ulp`` (``direction == 0``), ``next_up`` (1) or ``next_down`` (-1) of the
     C-contiguous native float32/float64 ``arr`` by one kernel call, as a float64 array of
-    its shape; ValueError naming the first element that is not a value of ``fmt``."""
-    found, kernels, Q = _kernel_plan(fmt)
-    out = np.empty(arr.shape, np.float64)
-    flat, flat_out = (arr, out) if arr.ndim == 1 else (arr.reshape(-1), out.reshape(-1))
+    its shape; ValueError naming the first element that is not a value of ``fmt``.
+    Below the threads' size the span runs directly (the driver's call costs about
+    0.7 us)."""
+    found, kernels, Q, parallel_min = _kernel_plan(fmt)
+    n = arr.size
+    if arr.ndim == 1:  # (a size and a dtype instance: the quickest np.empty)
+        flat = arr
+        out = flat_out = np.empty(n, _FLOAT64)
+    else:
+        out = np.empty(arr.shape, _FLOAT64)
+        flat, flat_out = arr.reshape(-1), out.reshape(-1)
     if direction == 0:
-        kernels.ulp(flat, flat_out, Q)
-    elif kernels.next_value(flat, flat_out, Q, direction):
+        if n < parallel_min:
+            kernels.ulp_span(flat, flat_out, 0, n, Q)
+        else:
+            kernels.ulp(flat, flat_out, Q)
+    elif (kernels.next_span(flat, flat_out, 0, n, Q, direction) if n < parallel_min
+          else kernels.next_value(flat, flat_out, Q, direction)):
         idx = int(kernels.first_unrepresentable(flat, Q))
         where = f"{name}[{idx}]" if arr.ndim else name
         raise ValueError(
@@ -307,55 +323,17 @@ def _ulp_longdouble(arr: np.ndarray, fmt: Format, scalar: bool) -> Any:
     return _scalar_or_array(out, scalar)
 
 
-#: Per format (by identity; the entry holds it): the scalar kernels, the parameter
-#: array, the sign and magnitude masks and the largest finite magnitude code.
-_NEXT_PLANS: dict[int, tuple[Format, Any, Any, np.ndarray, int, int, int]] = {}
-
-
-def _next_plan(fmt: Format) -> tuple[Format, Any, Any, np.ndarray, int, int, int]:
-    plan = _NEXT_PLANS.get(id(fmt))
-    if plan is None or plan[0] is not fmt:
-        from numerics.kernels.codec import decode_scalar, encode_scalar  # imports numba
-        from numerics.kernels.rounding import format_params
-
-        plan = (fmt, encode_scalar, decode_scalar, format_params(fmt), fmt.sign_mask,
-                fmt.magnitude_mask, fmt.max_finite_code)
-        if len(_NEXT_PLANS) > 1024:
-            _NEXT_PLANS.clear()
-        _NEXT_PLANS[id(fmt)] = plan
-    return plan
-
-
-def _next_float(x: float, fmt: Format, direction: int) -> Any:
-    """``next_up``/``next_down`` of one Python float away from the ends (zero, max,
-    infinities) by stepping its code: None where the array path must decide."""
-    if not math.isfinite(x) or x == 0:
-        return None
-    _, encode_scalar, decode_scalar, P, sign_mask, magnitude_mask, max_finite = \
-        _next_plan(fmt)
-    code = int(encode_scalar(x, P, 0, 0))
-    # decode_scalar reads its int64 argument as uint64: pass codes of 2**63 and up as the
-    # int64 with the same bits (numba fails to convert such a Python int to int64).
-    if decode_scalar(code - (1 << 64) if code >> 63 else code, P) != x:
-        return None  # not representable: the array path names the value
-    mag = code & magnitude_mask
-    negative = code & sign_mask != 0  # sign_mask is 0 in unsigned formats
-    step = 1 if (direction > 0) != negative else -1
-    mag += step
-    if not 0 < mag <= max_finite:
-        return None
-    code = (code & sign_mask) | mag
-    return np.float64(decode_scalar(code - (1 << 64) if code >> 63 else code, P))
-
-
-def _next(x: object, fmt: Format, direction: int, name: str = "x") -> Any:
+def _next(x: object, fmt: Any, direction: int, name: str = "x") -> Any:
     """:func:`next_up` (``direction`` 1) or :func:`next_down` (-1) of anything but a
-    native float array (``name`` names ``x`` in errors)."""
+    native float array (``name`` names ``x`` in errors); ``fmt`` as :func:`next_up`
+    takes it."""
     f = _exact_float(x)
-    if f is not None:
-        found = _next_float(f, fmt, direction)
-        if found is not None:
-            return found
+    if f is not None:  # the common scalar: one compiled call
+        _, kernels, Q, _ = _kernel_plan(fmt)
+        value, ok = kernels.next_scalar(f, Q, direction)
+        if ok:
+            return np.float64(value)
+    fmt = as_format(fmt)
     if isinstance(x, np.floating) and x.dtype.itemsize > 8:
         return _next_longdouble(np.asarray(x), fmt, direction, True)
     arr = _objects(x, name)
@@ -413,7 +391,7 @@ def next_up(x: object, fmt: Format | str) -> Any:
     """
     if _is_native_floats(x):
         return _scalar_or_array(_run(x, fmt, 1), x.ndim == 0)  # type: ignore[arg-type,attr-defined]
-    return _next(x, as_format(fmt), +1)
+    return _next(x, fmt, +1)
 
 
 def next_down(x: object, fmt: Format | str) -> Any:
@@ -430,7 +408,7 @@ def next_down(x: object, fmt: Format | str) -> Any:
     """
     if _is_native_floats(x):
         return _scalar_or_array(_run(x, fmt, -1), x.ndim == 0)  # type: ignore[arg-type,attr-defined]
-    return _next(x, as_format(fmt), -1)
+    return _next(x, fmt, -1)
 
 
 def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:

@@ -28,7 +28,11 @@ DEEP = [Format(name="deep", exponent_bits=4, trailing_bits=2, bias=1070),
                subnormals=False),
         Format(name="deep_sub6", exponent_bits=5, trailing_bits=6, bias=1050),
         Format(name="nosub_1023", exponent_bits=11, trailing_bits=1, bias=1023,
-               subnormals=False)]
+               subnormals=False),
+        # either side of the next_up/next_down kernel's narrow loop (emin - t >= -1022:
+        # the smallest subnormal is binary64's smallest normal, or half of it)
+        Format(name="edge_narrow", exponent_bits=4, trailing_bits=2, bias=1021),
+        Format(name="edge_deep", exponent_bits=4, trailing_bits=2, bias=1022)]
 
 
 def line_of_values(fmt: Format) -> list[float]:

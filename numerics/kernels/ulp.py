@@ -61,6 +61,7 @@ __all__ = [
     "first_unrepresentable",
     "first_unrepresentable_span",
     "format_ulp_params",
+    "next_scalar",
     "next_span",
     "next_value",
     "ulp",
@@ -141,13 +142,33 @@ def _exponent_frac(b: Any) -> tuple[Any, Any]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _power(k: int, narrow: bool) -> float:
+    """``2**k`` for ``-1074 <= k <= 1023``, built from its bits (``narrow``, a literal:
+    ``k >= -1022``, a normal float64)."""
+    normal = _U64(k + 1023) << _U64(52)
+    if narrow:
+        return bits_f64(normal)  # type: ignore[call-arg]
+    sub = _U64(1) << _U64(min(k + 1074, 63))
+    return bits_f64(normal if k >= -1022 else sub)  # type: ignore[call-arg]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _quantum(b: Any, emin: int, t: int) -> float:
     """``2**(max(e, emin) - t)`` for the bits ``b`` of a finite float64 ``>= 0``."""
     e, _ = _exponent_frac(b)
-    k = max(e, emin) - t
-    normal = _U64(k + 1023) << _U64(52)
-    sub = _U64(1) << _U64(min(k + 1074, 63))
-    return bits_f64(normal if k >= -1022 else sub)  # type: ignore[call-arg]
+    return _power(max(e, emin) - t, False)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _binade(b: Any, narrow: bool) -> tuple[Any, Any]:
+    """:func:`_exponent_frac` of the bits ``b`` of a finite float64 ``>= 0``, or, where
+    ``narrow`` (a literal: every nonzero value of the format is a normal float64), the
+    exponent field less 1023 and the trailing bits alone: zero and the float64
+    subnormals, none of them a nonzero value of such a format, read as ``e = -1023``,
+    below its ``emin``."""
+    if narrow:
+        return np.int64(b >> _U64(52)) - 1023, b & _FRAC
+    return _exponent_frac(b)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -213,10 +234,17 @@ def _step_down(af: float, emin: int, t: int) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: bool) -> int:
+def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: bool,
+               narrow: bool) -> int:
     """``next_up`` (``up``) or ``next_down`` of ``x`` into ``out``; returns how many
-    elements are not values of the format (their results are meaningless).  ``up`` and
-    ``signed`` are literals, so each variant compiles to a straight loop."""
+    elements are not values of the format (their results are meaningless).  ``up``,
+    ``signed`` and ``narrow`` (every nonzero value of the format is a normal float64:
+    ``emin - t >= -1022``) are literals, so each variant compiles to a straight loop.
+
+    A narrow format reads each element's binade from its exponent field alone
+    (:func:`_binade`), sharing it between the test of representability and the step:
+    on 2**20 float64 (AMD EPYC Zen 2, one thread) 2.4 ns an element, from 2.9 ns when
+    each computed its own, with the scaling of float64 subnormals."""
     emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
     top, beyond, normal = Q[MAX], Q[BEYOND], Q[NORMAL]
     has_nan, has_inf, has_zero = Q[HAS_NAN] != 0, Q[HAS_INF] != 0, Q[ZERO] != 0
@@ -224,33 +252,41 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
     bad = 0
     if signed:
         # next_down(x) == -next_up(-x): work on y = direction * x
-        tiny = Q[SUBNORMAL]
+        tiny_bits, normal_bits = f64_bits(Q[SUBNORMAL]), f64_bits(normal)
+        top_neg = f64_bits(top) | _SIGN
         negzero = Q[NEGZERO] != 0
         zero_bits = _SIGN if negzero else _U64(0)
         flip = _U64(0) if up else _SIGN
         for i in range(x.size):
             v = np.float64(x[i])
-            bad += 0 if _representable(v, emin, t, top, normal, True, has_nan, has_inf,
-                                       has_zero) else 1
             # the magnitude and the sign of y; zero, infinities and NaN are decided
             # below, whatever the arithmetic gives for them
             yb = f64_bits(v) ^ flip
             ab = yb & _ABS
             a = bits_f64(ab)
-            q = _quantum(ab, emin, t)
-            e, f = _exponent_frac(ab)
+            e, f = _binade(ab, narrow)
+            k = max(e, emin) - t
+            if narrow:  # (_representable on the binade already read)
+                sig = f | (_U64(1) << _U64(52))
+                grid = ((sig & ((_U64(1) << _U64(min(k - e + 52, 63))) - _U64(1))) == _U64(0)) \
+                    | (ab == _U64(0))
+                ok = (ab < _INF_BITS) & grid & (a <= top) & (has_zero | (a >= normal))
+                ok = ok | ((ab > _INF_BITS) & has_nan) | ((ab == _INF_BITS) & has_inf)
+            else:
+                ok = _representable(v, emin, t, top, normal, True, has_nan, has_inf, has_zero)
+            bad += 0 if ok else 1
+            q = _power(k, narrow)
             power_of_two = (f == _U64(0)) & (e > emin)
             down = a - (q * 0.5 if power_of_two else q)
             stepped = beyond if a >= top else a + q
             if yb >> _U64(63) == _U64(0):
-                rb = f64_bits(stepped)
-                rb = _INF_BITS if ab == _INF_BITS else rb
+                rb = _INF_BITS if ab == _INF_BITS else f64_bits(stepped)
             else:
                 rb = zero_bits if down == 0 else f64_bits(down) | _SIGN
                 # without zero, the step up from -normal is +normal
-                rb = f64_bits(normal) if (not has_zero) & (a <= normal) else rb
-                rb = (f64_bits(top) | _SIGN) if ab == _INF_BITS else rb
-            rb = f64_bits(tiny) if ab == _U64(0) else rb
+                rb = normal_bits if (not has_zero) & (a <= normal) else rb
+                rb = top_neg if ab == _INF_BITS else rb
+            rb = tiny_bits if ab == _U64(0) else rb
             rb = _NAN_BITS if ab > _INF_BITS else rb
             if not up:
                 rb = rb ^ _SIGN
@@ -281,13 +317,28 @@ def next_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarr
     those elements that are not values of the format (:func:`first_unrepresentable`
     finds the first)."""
     xs, os_ = x[start:stop], out[start:stop]
+    if Q[SIGNED] != 0 and Q[EMIN] - Q[T] >= -1022:
+        if direction > 0:
+            return _next_loop(xs, os_, Q, True, True, True)
+        return _next_loop(xs, os_, Q, False, True, True)
     if Q[SIGNED] != 0:
         if direction > 0:
-            return _next_loop(xs, os_, Q, True, True)
-        return _next_loop(xs, os_, Q, False, True)
+            return _next_loop(xs, os_, Q, True, True, False)
+        return _next_loop(xs, os_, Q, False, True, False)
     if direction > 0:
-        return _next_loop(xs, os_, Q, True, False)
-    return _next_loop(xs, os_, Q, False, False)
+        return _next_loop(xs, os_, Q, True, False, False)
+    return _next_loop(xs, os_, Q, False, False, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def next_scalar(v: float, Q: np.ndarray, direction: int) -> tuple[float, bool]:
+    """:func:`next_span` of the one float64 ``v``: the result and whether ``v`` is a
+    value of the format (one compiled call for a scalar argument)."""
+    x = np.empty(1, np.float64)
+    out = np.empty(1, np.float64)
+    x[0] = v
+    bad = next_span(x, out, 0, 1, Q, direction)
+    return out[0], bad == 0
 
 
 def next_value(x: np.ndarray, out: np.ndarray, Q: np.ndarray, direction: int) -> int:
