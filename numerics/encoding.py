@@ -130,7 +130,7 @@ def _plan(fmt: Format) -> tuple[Format, np.ndarray, bool, bool, bool, bool, bool
         k = _kernels()
         narrow = _narrow_kernels()
         plan = (fmt, P, k.fits_bits_kernel(P, False), k.fits_bits_kernel(P, True),
-                narrow.fits(P, False), narrow.fits(P, True), narrow.fits_one(P))
+                narrow.fits(P, False), narrow.fits(P, True), narrow.fits_high(P))
         if len(_PLANS) > 1024:
             _PLANS.clear()
         _PLANS[id(fmt)] = plan

@@ -39,6 +39,7 @@ from numerics.kernels.rounding import (
     MODE_RTZ,
     MODE_RU,
     format_params,
+    mode_code,
 )
 
 NARROW32 = [f for f in ALL_FORMATS if narrow.fits(format_params(f), False)]
@@ -437,24 +438,73 @@ def test_D15_float64_high_word_lanes(fmt: Format) -> None:
                                   "e4m3fnuz", "binary8p3"])
 @pytest.mark.parametrize("rounding", ["rtz", "ru", "rd", "rna", "rto"])
 def test_D6_1_directed_modes(name: str, rounding: str) -> None:
-    """D6.1 (proofs/double_rounding.md): float64 input in the other modes, through
-    binary32 rounded to odd: the values of the format, its midpoints, both a low bit
-    either side of each, float64s beyond binary32's range and below its smallest
-    subnormal, with both signs and both overflow rules, round as the exact reference
-    says."""
+    """D6.1 (proofs/double_rounding.md): float64 values rounded to odd at binary32
+    (:func:`narrow.odd32_bits`), then in the other modes by the binary32 loop: the
+    values of the format, its midpoints, both a low bit either side of each, float64s
+    beyond binary32's range and below its smallest subnormal, with both signs and both
+    overflow rules, round as the exact reference rounds the float64."""
     fmt = numerics.get_format(name)
-    every = [float(v) for v in magnitude_values(fmt)]
-    vals = every[:90] + every[-10:]  # the subnormals and the bottom, and the top
-    mids = [(a + b) / 2 for a, b in zip(vals, vals[1:]) if b > a]
-    x = [p * (1 + s * e) for p in vals + mids for s in (1, -1) for e in (0, 2.0**-35, 2.0**-52)]
-    x += [3.4028234663852886e38, 3.5e38, 1e300, 2.0**-149 * 1.5, 1e-300, float(fmt.max) * 1.01]
-    arr = np.array(x + [-v for v in x], np.float64)
-    assert narrow.fits_one(format_params(fmt))
+    arr = _directed_cases(fmt)
+    P = format_params(fmt)
+    assert narrow.fits_one(P)
+    bits = _odd32_codes(arr)
     for overflow in ("ieee", "saturate"):
-        got = numerics.encode(arr, fmt, rounding=rounding, overflow=overflow, nan="zero")
+        got = np.empty(arr.size, fmt.code_dtype)
+        narrow._directed32_block(bits, got, P, overflow == "saturate", mode_code(rounding))
         for v, g in zip(arr.tolist(), got.tolist()):
             want = encode_exact(v, fmt, rounding=rounding, overflow=overflow, nan="zero")
             assert g == want, (v, name, rounding, overflow, hex(g), hex(want))
+
+
+@pytest.mark.parametrize("fmt", [numerics.get_format(n) for n in (
+    "e4m3fn", "e5m2", "bfloat16", "binary16", "e2m1fn", "e4m3fnuz", "binary8p3")]
+    + list(_D15_FORMATS), ids=str)
+@pytest.mark.parametrize("rounding", ["rtz", "ru", "rd", "rna", "rto"])
+def test_D15_1_directed_modes(fmt: Format, rounding: str) -> None:
+    """D15.1 (proofs/double_rounding.md): float64 arrays in the other modes, in one pass
+    of 32-bit lanes on the high word with the low word's sticky bit: the cases of
+    D6.1's test plus float64 steps in the low word alone, the quarter-quantum clamp
+    and float64 subnormals, against the exact reference."""
+    P = format_params(fmt)
+    assert narrow.fits_high(P), fmt
+    arr = _directed_cases(fmt)
+    q = float(Fraction(2) ** (fmt.emin - fmt.trailing_bits))
+    extra = [q / 4, q / 4 * (1 + 2.0**-40), q / 4 * (1 - 2.0**-40), q / 2, q / 8, 5e-324,
+             2.0**-1022, 1.0 + 2.0**-40, 1.0 - 2.0**-45]
+    arr = np.concatenate([arr, extra, [-v for v in extra], [math.inf, -math.inf, math.nan]])
+    for overflow in ("ieee", "saturate"):
+        got = numerics.encode(arr, fmt, rounding=rounding, overflow=overflow, nan="zero")
+        for v, g in zip(arr.tolist(), got.tolist()):
+            if math.isnan(v):
+                if fmt.has_nan:
+                    assert numerics.decode(g, fmt) != numerics.decode(g, fmt), (v, hex(g))
+                continue
+            want = encode_exact(v, fmt, rounding=rounding, overflow=overflow, nan="zero")
+            assert g == want, (v, str(fmt), rounding, overflow, hex(g), hex(want))
+
+
+def _directed_cases(fmt: Format) -> np.ndarray:
+    """The values of ``fmt`` (its bottom and top), its midpoints, a low bit either side
+    of each, float64s beyond binary32's range and below its smallest subnormal, both
+    signs."""
+    every = [float(v) for v in magnitude_values(fmt)] if fmt.bits <= 16 else \
+        [float(Fraction(2) ** (fmt.emin - fmt.trailing_bits) * m) for m in range(90)] \
+        + [fmt.max]
+    vals = every[:90] + every[-10:]  # the subnormals and the bottom, and the top
+    vals = [v for v in vals if math.isfinite(v)]
+    mids = [(a + b) / 2 for a, b in zip(vals, vals[1:]) if b > a]
+    x = [p * (1 + s * e) for p in vals + mids for s in (1, -1) for e in (0, 2.0**-35, 2.0**-52)]
+    x += [3.4028234663852886e38, 3.5e38, 1e300, 2.0**-149 * 1.5, 1e-300, float(fmt.max) * 1.01]
+    return np.array(x + [-v for v in x], np.float64)
+
+
+@numba.njit(cache=False)
+def _odd32_codes(x: np.ndarray) -> np.ndarray:
+    """:func:`narrow.odd32_bits` of each float64 of ``x``."""
+    out = np.empty(x.size, np.uint32)
+    for i in range(x.size):
+        out[i] = narrow.odd32_bits(x[i])
+    return out
 
 
 def _odd32_exact(v: float) -> int | None:
@@ -480,12 +530,12 @@ def _odd32_exact(v: float) -> int | None:
     return sign | bits | (1 if n * quantum != a else 0)
 
 
-def test_D6_odd_pass_matches_the_exact_rounding_to_odd() -> None:
-    """The float64 -> binary32 round-to-odd pass that D6 relies on, against Fractions:
-    random float64 patterns of every class, values at and around float32's normal range
-    (its ends, where the lanes hand over to the processor's conversion), zeros, float64
-    subnormals, infinities and NaNs; in pieces with and without such values, of sizes
-    around the vector widths."""
+def test_D6_odd32_matches_the_exact_rounding_to_odd() -> None:
+    """The float64 -> binary32 rounding to odd that D6 relies on
+    (:func:`narrow.odd32_bits`, the block quantizers' step), against Fractions: random
+    float64 patterns of every class, values at and around float32's normal range (its
+    ends), zeros, float64 subnormals, infinities and NaNs; in loops of sizes around the
+    vector widths."""
     rng = np.random.default_rng(64)
     edges = [2.0**-126, 2.0**-127, 2.0**-149, 2.0**-150, 2.0**128, 3.4028234663852886e38,
              2.0**128 * (1 - 2.0**-25), 5e-324, 2.0**-1022, 1.0, 1.5]
@@ -504,8 +554,7 @@ def test_D6_odd_pass_matches_the_exact_rounding_to_odd() -> None:
              *offsets, ordinary[:37], ordinary[:8],
              np.concatenate([ordinary[:100], [5e-324]]), np.zeros(0)]
     for x in cases:
-        bits = np.empty(x.size, np.uint32)
-        narrow._odd_pass(np.ascontiguousarray(x), bits)
+        bits = _odd32_codes(np.ascontiguousarray(x))
         for v, b in zip(x.tolist(), bits.tolist()):
             want = _odd32_exact(v)
             if want is None:

@@ -162,36 +162,44 @@ def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
                                  f"{int(a[i]):#x} bits {int(b[i]):#x}")
 
 
-@pytest.mark.parametrize("name, saturate", [("e4m3fn", False), ("bfloat16", False),
-                                            ("binary16", True), ("e4m3fnuz", False)])
-def test_every_float64_high_word_lane_kernel_matches_bits_kernel(name: str,
+@pytest.mark.parametrize("name, rounding, saturate", [
+    ("e4m3fn", "rne", False), ("bfloat16", "rne", False), ("binary16", "rne", True),
+    ("e4m3fnuz", "rne", False), ("e4m3fn", "rto", True), ("bfloat16", "rd", False),
+    ("binary8p3", "rna", False)])
+def test_every_float64_high_word_lane_kernel_matches_bits_kernel(name: str, rounding: str,
                                                                  saturate: bool) -> None:
-    """D15's float64 lanes (numerics.kernels.narrow._high_loop, public encode's loop for
-    float64 to nearest-even) on every high word, each with a zero low word and with a
-    nonzero one (the lanes read only whether it is zero), against the branch-free bits
-    kernel in 64-bit arithmetic (pinned to round_pair above); NaN counts too.  One
-    format per shape of step 3 and of D15's scaling (bfloat16 scales its subnormal
-    range by ``2**9``)."""
+    """D15's and D15.1's float64 lanes (numerics.kernels.narrow._high_loop and
+    _directed_high_loop, public encode's loops for float64) on every high word, each
+    with a zero low word and with a nonzero one (the lanes read only whether it is
+    zero), against the branch-free bits kernel in 64-bit arithmetic (pinned to
+    round_pair above); NaN counts too.  To nearest-even, one format per shape of step 3
+    and of D15's scaling (bfloat16 scales its subnormal range by ``2**9``); in the
+    other modes, a format with -0 (e4m3fn), the scaled one, and one without -0
+    (binary8p3)."""
     from numerics.kernels import codec as kc
     from numerics.kernels import narrow
     from numerics.kernels import rounding as kr
 
     fmt = get_format(name)
     P = kr.format_params(fmt)
-    assert narrow.fits(P, True) and narrow._high_fits(P)
+    mode = kr.mode_code(rounding)
+    assert narrow.fits_high(P)
     base = np.arange(CHUNK, dtype=np.uint64) << np.uint64(32)
     a = np.empty(CHUNK, fmt.code_dtype)
     b = np.empty(CHUNK, fmt.code_dtype)
     for low in (0, 0x80000000):
         for hi in range(0, 1 << 32, CHUNK):
             x = (base + np.uint64((hi << 32) | low)).view(np.float64)
-            nans = narrow.rne_span(x, a, 0, x.size, P, saturate, True)
-            assert nans == kc.encode_bits_span(x, b, 0, x.size, P, kr.MODE_RNE,
-                                               int(saturate), np.uint64(0), 1, True)
+            if mode == kr.MODE_RNE:
+                nans = narrow.rne_span(x, a, 0, x.size, P, saturate, True)
+            else:
+                nans = narrow.directed_span(x, a, 0, x.size, P, mode, saturate, True)
+            assert nans == kc.encode_bits_span(x, b, 0, x.size, P, mode, int(saturate),
+                                               np.uint64(0), 1, True)
             if not np.array_equal(a, b):
                 i = int(np.flatnonzero(a != b)[0])
-                raise AssertionError(f"{name}: {int(x.view(np.uint64)[i]):#018x} lane "
-                                     f"{int(a[i]):#x} bits {int(b[i]):#x}")
+                raise AssertionError(f"{name} {rounding}: {int(x.view(np.uint64)[i]):#018x} "
+                                     f"lane {int(a[i]):#x} bits {int(b[i]):#x}")
 
 
 @pytest.mark.parametrize("name, rounding", [

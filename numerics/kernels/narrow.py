@@ -37,17 +37,15 @@ binary16 takes the processor's conversion (F16C ``vcvtps2ph``, which gives the
 codes of steps 1 and 2) where the host has one, with step 3 done on its result
 (:func:`_half_loop`); elsewhere it takes the same steps as the other formats.
 
-float64 input to nearest-even takes the same steps on each value's high word
-with its last bit set when the low word is not zero: the value rounded to odd at
-21 significant bits, which rounding to nearest in a format with at least two
-fewer significand bits turns into the correct rounding of the float64 (Boldo and
-Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
-rounding to odd", IEEE Trans. Computers 57(4), 2008; claim D15 of
-proofs/double_rounding.md, :func:`_high_loop`).  In the directed modes and ties
-away, float64 input is first rounded to float32 with round to odd (the float32
-toward zero with its last bit set when inexact; claim D6.1,
-:func:`directed_span`).  Other formats take :func:`_rne64_block`, the same steps
-in 64-bit lanes, to nearest-even.
+float64 input takes the same steps on each value's high word with its last bit
+set when the low word is not zero: the value rounded to odd at 21 significant
+bits, which rounding in a format with at least two fewer significand bits turns
+into the correct rounding of the float64 (Boldo and Melquiond, "Emulation of FMA
+and correctly rounded sums: proved algorithms using rounding to odd", IEEE Trans.
+Computers 57(4), 2008; claims D15 and D15.1 of proofs/double_rounding.md,
+:func:`_high_loop` and :func:`_directed_high_loop`).  Other formats take
+:func:`_rne64_block`, the same steps in 64-bit lanes, to nearest-even, or the
+general kernels.
 
 :func:`fits` says whether a format qualifies; the encoding layer uses the
 general kernels otherwise.
@@ -102,8 +100,8 @@ from numerics.kernels.rounding import (
 )
 from numerics.kernels.spread import serial, spread
 
-__all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_one", "ieee",
-           "ieee_format", "ieee_span", "odd32_bits", "rne",
+__all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_high", "fits_one",
+           "ieee", "ieee_format", "ieee_span", "odd32_bits", "rne",
            "rne16", "rne16_span", "rne_code", "rne_code_pair", "rne_constants", "rne_span",
            "round_rne", "round_rne_span", "sr", "sr_span"]
 
@@ -339,6 +337,20 @@ def _rne_code_of_odd(b: Any, C: tuple[Any, ...]) -> Any:
     return _finish(b, np.int32(a) > np.int32(0x7F800000), mag, K, _U32(0), False)
 
 
+def fits_high(P: np.ndarray) -> bool:
+    """Whether the float64 loops of the high word take the format ``P``: nearest-even
+    (:func:`rne_span`) and the other modes (:func:`directed_span`); claims D15 and D15.1
+    of proofs/double_rounding.md.
+
+    Examples
+    --------
+    >>> from numerics.kernels.rounding import format_params
+    >>> fits_high(format_params("bfloat16")), fits_high(format_params("binary32"))
+    (True, False)
+    """
+    return fits(P, True) and bool(_high_fits(P))
+
+
 def fits_one(P: np.ndarray) -> bool:
     """Whether :func:`rne_code` takes the format ``P`` (float64 values).
 
@@ -523,61 +535,8 @@ def _rne32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: boo
 
 #: The index of a float64's low 32-bit word in the pair of words it views as.
 _LO = 0 if sys.byteorder == "little" else 1
-#: The mark :func:`_odd_lanes` leaves for :func:`_odd32` to fill in: the largest
-#: uint32, a NaN pattern the lanes never write.
-_REDO = _U32(0xFFFFFFFF)
-
-
-@numba.njit(cache=True, nogil=True)
-def _odd_lanes(x: np.ndarray, bits: np.ndarray) -> None:
-    """``bits[i]`` = :func:`_odd32` of ``x[i]`` for a zero or a magnitude in float32's
-    normal range, ``[2**-126, 2**128)``; :data:`_REDO` for any other value.
-
-    In 32-bit lanes, on the float64's two words: in the normal range, rounding to odd
-    is truncation to 23 trailing bits (the float64's exponent rebiased by
-    ``1023 - 127``) with the last bit set when any of the 29 dropped bits is; a value
-    below ``2**128`` truncates to at most float32's largest finite value.  (The
-    rebias is exact modulo 2**32: the left shift by 3 drops only exponent bits the
-    subtraction would clear.)  :func:`_odd32`'s conversion through the processor's
-    float32 rounding reads float64 four lanes wide and, on the Intel development
-    machine, streamed memory half as fast (21 against 14 ms for 2**24 values).
-    """
-    w = x.view(np.uint32)
-    for i in range(bits.size):
-        lo = w[2 * i + _LO]
-        hi = w[2 * i + 1 - _LO]
-        a = _U32(hi & _U32(0x7FFFFFFF))
-        sign = _U32(hi & _U32(0x80000000))
-        top = _U32(_U32(shl32(a, _U32(3)) | shr32(lo, _U32(29))) - _U32(896 << 23))
-        sticky = _U32(1) if _U32(lo & _U32(0x1FFFFFFF)) != _U32(0) else _U32(0)
-        normal = _U32(shr32(a, _U32(20)) - _U32(897)) <= _U32(253)
-        other = sign if _U32(a | lo) == _U32(0) else _REDO
-        bits[i] = _U32(top | sticky | sign) if normal else other
-
-
-@numba.njit(cache=True, nogil=True)
-def _largest(bits: np.ndarray) -> Any:
-    """The largest of the uint32 ``bits`` (0 when empty)."""
-    m = _U32(0)
-    for i in range(bits.size):
-        m = max(m, bits[i])
-    return m
-
-
-@numba.njit(cache=True, nogil=True)
-def _odd_pass(x: np.ndarray, bits: np.ndarray) -> None:
-    """``bits[i]`` = :func:`_odd32` of ``x[i]`` (contiguous ``x``): :func:`_odd_lanes`,
-    then :func:`_odd32` where it left its mark (subnormal, huge, infinite and NaN
-    values; a piece without any costs one scan for the mark)."""
-    _odd_lanes(x, bits)
-    if _largest(bits) == _REDO:
-        for i in range(bits.size):
-            if bits[i] == _REDO:
-                bits[i] = _odd32(x[i])
-
-
-#: float64 input is rounded to odd in pieces of this many elements (16 KiB of float32
-#: patterns: the second pass reads them from the L1 cache).
+#: The pieces of :func:`rne_span` when it counts NaNs and of :func:`round_rne_span`'s
+#: float64 codes (the second pass reads them from the L1 cache).
 _PIECE = 4096
 #: The loops that do more arithmetic per element (stochastic rounding, the directed
 #: modes) take their input in steps of this many elements, each after asking for the
@@ -595,19 +554,6 @@ def _prefetch_ahead(x: np.ndarray, lo: int, hi: int, stop: int) -> None:
     line = 64 // x.itemsize
     for j in range(lo + _STEP, min(stop, hi + _STEP), line):
         prefetch(x, j)
-
-
-@numba.njit(cache=True, nogil=True)
-def _odd_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
-               mode: int) -> None:
-    """Codes of the float64 values ``x`` through float32 rounded to odd, rounded by
-    :func:`_directed32_block` in ``mode``."""
-    bits = np.empty(min(x.size, _PIECE), np.uint32)
-    for lo in range(0, x.size, _PIECE):
-        hi = min(x.size, lo + _PIECE)
-        piece = bits[:hi - lo]
-        _odd_pass(x[lo:hi], piece)
-        _directed32_block(piece, out[lo:hi], P, saturate, mode)
 
 
 # ----------------------------------------------------------------- the other modes
@@ -685,6 +631,72 @@ def _directed32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bo
 
 
 @numba.njit(cache=True, nogil=True)
+def _directed_high_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                        mode: int, simple: bool) -> None:
+    """Codes of the float64 values ``x`` in ``mode`` (as :func:`_directed32_loop`; formats
+    :func:`_high_fits` takes): claim D15.1 of proofs/double_rounding.md.
+
+    :func:`_directed32_loop`'s steps on :func:`_high_loop`'s word, the value rounded
+    to odd at 21 bits: in the normal range with 20 trailing bits and float64's
+    exponent; below it in float32 on the word scaled by ``2**k``.  Below a quarter of
+    the quantum the scaled word is binary32's smallest subnormal (0 for a zero), far
+    enough below the quantum to give the same codes: 0 to nearest, the smallest
+    subnormal away from zero and to odd, 0 toward zero."""
+    t, emin = P[T], P[EMIN]
+    s = _U32(20 - t)
+    low = _U32((1 << (20 - t)) - 1)
+    half = _U32(1 << (19 - t))
+    eminb = emin + 1023
+    rebias = _U32((eminb - 1) << t)
+    threshold = np.int32(eminb << 20)
+    k = max(0, t - emin - 124)
+    tiny = np.int32((897 - k) << 20)
+    scale = _U32((896 - k) << 23)
+    c_bits = _U32((emin - t + k + 150) << 23)
+    c = f32_of_bits(c_bits)
+    half_q = f32_of_bits(_U32((emin - t + k + 126) << 23))  # half the scaled quantum
+    K = _tail_constants(P, saturate)
+    w_pos = _mode_word(mode, False)
+    w_neg = _mode_word(mode, True)
+    w = x.view(np.uint32)
+    for i in range(x.size):
+        b = w[2 * i + 1 - _LO]
+        a = _U32(b & _U32(0x7FFFFFFF))
+        odd = _U32(a | min(w[2 * i + _LO], _U32(1)))
+        mw = w_neg if np.int32(b) < np.int32(0) else w_pos
+        away = sar32(shl32(mw, _U32(31)), _U32(31))
+        rna = sar32(shl32(mw, _U32(29)), _U32(31))
+        rto = shr32(mw, _U32(3))
+        inc = _U32(_U32(low & away) | _U32(half & rna))
+        mag = _U32(shr32(_U32(odd + inc), s) - rebias)
+        mag = _U32(mag | (rto if _U32(odd & low) != _U32(0) else _U32(0)))
+        scaled = _U32(shl32(odd, _U32(3)) - scale) if np.int32(a) >= tiny else min(odd, _U32(1))
+        ax = f32_of_bits(scaled)
+        y = ax + c
+        v = y - c
+        above = _U32(1) if v > ax else _U32(0)
+        inexact = _U32(1) if v != ax else _U32(0)
+        tie = _U32(1) if ax - v == half_q else _U32(0)
+        trunc = _U32(_U32(bits_of_f32(y) - c_bits) - above)
+        step = _U32((rna & (above | tie)) | (away & inexact))
+        sub = _U32(_U32(trunc + step) | (rto & inexact))
+        mag = mag if np.int32(a) >= threshold else sub
+        is_nan = np.int32(odd) > np.int32(0x7FF00000)
+        to_max = _U32(shr32(mw, _U32(1)) & _U32(1)) if odd != _U32(0x7FF00000) else _U32(0)
+        out[i] = _finish(b, is_nan, mag, K, to_max, simple)
+
+
+@numba.njit(cache=True, nogil=True)
+def _directed_high_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                         mode: int) -> None:
+    """:func:`_directed_high_loop` with the flag of the format ``P``."""
+    if P[NEGZERO] != 0:
+        _directed_high_loop(x, out, P, saturate, mode, True)
+    else:
+        _directed_high_loop(x, out, P, saturate, mode, False)
+
+
+@numba.njit(cache=True, nogil=True)
 def _directed32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                       mode: int) -> None:
     """:func:`_directed32_loop` with the flags of the format ``P``."""
@@ -705,8 +717,8 @@ def directed_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.n
                   mode: int, saturate: bool, count: bool) -> int:
     """:func:`rne_span` for the directed modes and ties away (``mode`` one of
     ``MODE_RTZ``, ``MODE_RU``, ``MODE_RD``, ``MODE_RNA``, ``MODE_RTO``): float32 input
-    by :func:`_directed32_loop`, float64 through float32 rounded to odd (formats
-    :func:`fits_one` takes: rounded to odd at 24 bits, a value keeps its place between
+    by :func:`_directed32_loop`, float64 by :func:`_directed_high_loop` (formats
+    :func:`fits_high` takes: rounded to odd at 21 bits, a value keeps its place between
     the format's neighbours, its exactness and its ties, so any rounding at two bits
     fewer is the direct one).  Returns the number of NaN inputs when ``count``."""
     nans = 0
@@ -714,7 +726,7 @@ def directed_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.n
         hi = min(stop, lo + _STEP)
         _prefetch_ahead(x, lo, hi, stop)
         if x.itemsize == 8:
-            _odd_block(x[lo:hi], out[lo:hi], P, saturate, mode)
+            _directed_high_block(x[lo:hi], out[lo:hi], P, saturate, mode)
         else:
             _directed32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate, mode)
         if count:
