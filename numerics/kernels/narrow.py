@@ -641,7 +641,11 @@ def _directed_high_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate:
     exponent; below it in float32 on the word scaled by ``2**k``.  Below a quarter of
     the quantum the scaled word is binary32's smallest subnormal (0 for a zero), far
     enough below the quantum to give the same codes: 0 to nearest, the smallest
-    subnormal away from zero and to odd, 0 toward zero."""
+    subnormal away from zero and to odd, 0 toward zero.
+
+    The steps are written out here as there: one inline helper for both loops gave
+    LLVM one to three more instructions per vector, and 3% to 6% more time on 2**24
+    values (AMD EPYC Zen 2, one thread)."""
     t, emin = P[T], P[EMIN]
     s = _U32(20 - t)
     low = _U32((1 << (20 - t)) - 1)
