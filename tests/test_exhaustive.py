@@ -132,6 +132,29 @@ def test_every_float32_pattern_bits_kernel_matches_round_pair(name: str, roundin
             assert np.array_equal(a, b), (name, rounding, overflow, lo)
 
 
+def _lanes_match_bits_kernel(x: np.ndarray, a: np.ndarray, b: np.ndarray, P: np.ndarray,
+                             mode: int, saturate: bool, what: str) -> None:
+    """The lanes' codes of ``x`` (numerics.kernels.narrow: rne_span to nearest-even,
+    directed_span in the other modes) into ``a`` equal the branch-free bits kernel's
+    into ``b``, and so do their NaN counts; ``what`` names the case in a failure, with
+    the first differing input's bits."""
+    from numerics.kernels import codec as kc
+    from numerics.kernels import narrow
+    from numerics.kernels import rounding as kr
+
+    if mode == kr.MODE_RNE:
+        nans = narrow.rne_span(x, a, 0, x.size, P, saturate, True)
+    else:
+        nans = narrow.directed_span(x, a, 0, x.size, P, mode, saturate, True)
+    assert nans == kc.encode_bits_span(x, b, 0, x.size, P, mode, int(saturate),
+                                       np.uint64(0), 1, True), what
+    if not np.array_equal(a, b):
+        i = int(np.flatnonzero(a != b)[0])
+        bits = int(x.view(np.uint64 if x.itemsize == 8 else np.uint32)[i])
+        raise AssertionError(f"{what}: {bits:#0{2 + 2 * x.itemsize}x} lane "
+                             f"{int(a[i]):#x} bits {int(b[i]):#x}")
+
+
 @pytest.mark.parametrize("name", ["tf32", "e4m3", "e3m4", "binary8p3", "binary8p5",
                                   "e4m3fnuz"])
 @pytest.mark.parametrize("saturate", [False, True])
@@ -141,7 +164,6 @@ def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
     pattern, for the formats ml_dtypes lacks (and e4m3fnuz, whose saturating rule
     ml_dtypes does not have), against the branch-free bits kernel (pinned to round_pair
     above), under both overflow rules; NaN counts too."""
-    from numerics.kernels import codec as kc
     from numerics.kernels import narrow
     from numerics.kernels import rounding as kr
 
@@ -153,13 +175,7 @@ def test_every_float32_pattern_lane_kernel_matches_bits_kernel(name: str,
     b = np.empty(CHUNK, fmt.code_dtype)
     for lo in range(0, 1 << 32, CHUNK):
         x = (base + np.uint32(lo)).view(np.float32)
-        nans = narrow.rne_span(x, a, 0, x.size, P, saturate, True)
-        assert nans == kc.encode_bits_span(x, b, 0, x.size, P, kr.MODE_RNE, int(saturate),
-                                           np.uint64(0), 1, True)
-        if not np.array_equal(a, b):
-            i = int(np.flatnonzero(a != b)[0])
-            raise AssertionError(f"{name}: {int(x.view(np.uint32)[i]):#010x} lane "
-                                 f"{int(a[i]):#x} bits {int(b[i]):#x}")
+        _lanes_match_bits_kernel(x, a, b, P, kr.MODE_RNE, saturate, name)
 
 
 @pytest.mark.parametrize("name, rounding, saturate", [
@@ -176,7 +192,6 @@ def test_every_float64_high_word_lane_kernel_matches_bits_kernel(name: str, roun
     and of D15's scaling (bfloat16 scales its subnormal range by ``2**9``); in the
     other modes, a format with -0 (e4m3fn), the scaled one, and one without -0
     (binary8p3)."""
-    from numerics.kernels import codec as kc
     from numerics.kernels import narrow
     from numerics.kernels import rounding as kr
 
@@ -190,16 +205,7 @@ def test_every_float64_high_word_lane_kernel_matches_bits_kernel(name: str, roun
     for low in (0, 0x80000000):
         for hi in range(0, 1 << 32, CHUNK):
             x = (base + np.uint64((hi << 32) | low)).view(np.float64)
-            if mode == kr.MODE_RNE:
-                nans = narrow.rne_span(x, a, 0, x.size, P, saturate, True)
-            else:
-                nans = narrow.directed_span(x, a, 0, x.size, P, mode, saturate, True)
-            assert nans == kc.encode_bits_span(x, b, 0, x.size, P, mode, int(saturate),
-                                               np.uint64(0), 1, True)
-            if not np.array_equal(a, b):
-                i = int(np.flatnonzero(a != b)[0])
-                raise AssertionError(f"{name} {rounding}: {int(x.view(np.uint64)[i]):#018x} "
-                                     f"lane {int(a[i]):#x} bits {int(b[i]):#x}")
+            _lanes_match_bits_kernel(x, a, b, P, mode, saturate, f"{name} {rounding}")
 
 
 @pytest.mark.parametrize("name, rounding", [
@@ -213,8 +219,6 @@ def test_every_float32_pattern_directed_lanes_match_bits_kernel(name: str,
     to round_pair above), under both overflow rules, for each shape of the loop: a
     format with subnormals below float32's and -0 (e4m3fn, e2m1fn), float32's exponent
     field (bfloat16), no -0 (binary8p3); NaN counts too."""
-    from numerics.kernels import codec as kc
-    from numerics.kernels import narrow
     from numerics.kernels import rounding as kr
 
     fmt = get_format(name)
@@ -226,14 +230,8 @@ def test_every_float32_pattern_directed_lanes_match_bits_kernel(name: str,
     for lo in range(0, 1 << 32, CHUNK):
         x = (base + np.uint32(lo)).view(np.float32)
         for saturate in (False, True):
-            nans = narrow.directed_span(x, a, 0, x.size, P, mode, saturate, True)
-            assert nans == kc.encode_bits_span(x, b, 0, x.size, P, mode, int(saturate),
-                                               np.uint64(0), 1, True)
-            if not np.array_equal(a, b):
-                i = int(np.flatnonzero(a != b)[0])
-                raise AssertionError(f"{name} {rounding} saturate={saturate}: "
-                                     f"{int(x.view(np.uint32)[i]):#010x} lane "
-                                     f"{int(a[i]):#x} bits {int(b[i]):#x}")
+            _lanes_match_bits_kernel(x, a, b, P, mode, saturate,
+                                     f"{name} {rounding} saturate={saturate}")
 
 
 @pytest.mark.parametrize("name, overflow", [("bfloat16", "ieee"), ("e4m3fnuz", "saturate"),
