@@ -340,7 +340,7 @@ def test_binary16_encode_by_the_processor_matches_the_general_kernel(overflow: s
     saturate = overflow == "saturate"
     want = _general(x, fmt, saturate)
     direct = np.empty(x.size, np.uint16)
-    narrow._half_loop(bits, direct, P, saturate)
+    narrow._half_loop(bits, direct, P, saturate, False)
     with np.errstate(invalid="ignore"):
         x64 = x.astype(np.float64)
     for got in (direct, numerics.encode(x, fmt, overflow=overflow),
@@ -594,7 +594,7 @@ def test_formats_without_negative_zero_take_a_clamp_and_agree_with_the_keep_shap
     x = _grid_inputs(fmt).view(np.uint32)
     clamp = np.empty(x.size, fmt.code_dtype)
     keep = np.empty(x.size, fmt.code_dtype)
-    narrow._rne32_block(x, clamp, P, saturate)
-    narrow._rne32_loop(x, keep, P, saturate, narrow._GENERAL, narrow._TAIL_KEEP)
+    narrow._rne32_block(x, clamp, P, saturate, False)
+    narrow._rne32_loop(x, keep, P, saturate, narrow._GENERAL, narrow._TAIL_KEEP, False)
     assert np.array_equal(clamp, keep)
     assert np.array_equal(clamp, _general(x.view(np.float32), fmt, saturate))

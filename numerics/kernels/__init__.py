@@ -16,6 +16,7 @@ Modules
 ``quant``     scaled and block quantization
 ``hash``      hash loops in uint32 and emulated float arithmetic
 ``spread``    runs a span kernel's index ranges on the threads
+``stream``    streaming stores for large outputs, and the element-map loop that uses them
 ``cachedir``  where numba caches the kernels when neither the package folder nor the
               user's home is writable (imported by every kernel module first)
 
@@ -26,7 +27,10 @@ at the level of its IR and types the grown caller again, so a loop inlined at on
 call site per literal flag combination compiled several times slower than the
 same loops as separate specializations (the encode kernels: about 170 s against
 35 s), for the same machine code: the flags are literal arguments either way.
-Only element-level helpers are inlined.
+Only element-level helpers are inlined, and :func:`numerics.kernels.stream.map_into`,
+the loop of an ``out[i] = one(x[i])`` kernel, which each such kernel calls once.
+numba's cache keys a kernel on its own source file: after editing an inlined helper
+in another module, delete the ``__pycache__/*.nbi`` / ``*.nbc`` files.
 
 A signature is compiled once per distinct argument type, and numba's array type
 includes whether the array is read-only: the Python drivers hand a kernel arrays of

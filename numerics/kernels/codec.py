@@ -74,6 +74,7 @@ from numerics.kernels.rounding import (
     round_scaled,
 )
 from numerics.kernels.spread import serial, spread
+from numerics.kernels.stream import map_into, wanted
 
 __all__ = [
     "CHUNK",
@@ -505,13 +506,18 @@ def decode_table(P: np.ndarray, out: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def _widen_block(codes: np.ndarray, out: np.ndarray, pad: Any) -> None:
+def _widen_block(codes: np.ndarray, out: np.ndarray, pad: Any, stream: bool) -> None:
     """:func:`widen_span` of one block, in 32-bit lanes (numba would type the shift of
     two uint32 values as uint64 and run the loop in 64-bit lanes)."""
-    for i in range(codes.size):
-        bits = shl32(_U32(codes[i]), pad)
-        nan = np.int32(bits & _U32(0x7FFFFFFF)) > np.int32(0x7F800000)
-        out[i] = _U32(bits | (_U32(0x400000) if nan else _U32(0)))
+    map_into(_widen_one, codes, out, pad, stream)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _widen_one(code: Any, pad: Any) -> Any:
+    """One element of :func:`_widen_block`."""
+    bits = shl32(_U32(code), pad)
+    nan = np.int32(bits & _U32(0x7FFFFFFF)) > np.int32(0x7F800000)
+    return _U32(bits | (_U32(0x400000) if nan else _U32(0)))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -519,10 +525,12 @@ def widen_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int, pad: I
     """float32 bits (``out``: uint32) of ``codes[start:stop]`` into ``out[start:stop]``,
     for a format with binary32's sign and exponent fields and ``23 - pad`` trailing bits
     (bfloat16: ``pad = 16``, ``0 <= pad < 32``): a shift, and NaNs made quiet; in
-    blocks that index from 0 so the loop vectorizes."""
+    blocks that index from 0 so the loop vectorizes, with streaming stores when the
+    span is large (:mod:`numerics.kernels.stream`)."""
+    stream = wanted(out[start:stop], stop - start)
     for lo in range(start, stop, CHUNK):
         hi = min(stop, lo + CHUNK)
-        _widen_block(codes[lo:hi], out[lo:hi], _U32(pad))
+        _widen_block(codes[lo:hi], out[lo:hi], _U32(pad), stream)
 
 
 def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
@@ -574,9 +582,15 @@ def quiet64(codes: np.ndarray, out: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def _half_block(codes: np.ndarray, out: np.ndarray) -> None:
-    for i in range(codes.size):
-        out[i] = f32_of_f16_bits(codes[i])
+def _half_block(codes: np.ndarray, out: np.ndarray, stream: bool) -> None:
+    """:func:`half_span` of one block."""
+    map_into(_half_one, codes, out, 0, stream)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _half_one(code: Any, unused: int) -> Any:
+    """One element of :func:`_half_block`."""
+    return f32_of_f16_bits(code)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -584,10 +598,12 @@ def half_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> None
     """Values of binary16 ``codes[start:stop]`` (uint16) into float32/float64
     ``out[start:stop]`` by the processor's conversion (F16C ``vcvtph2ps``: exact; a NaN
     keeps its sign and payload with the quiet bit set, as :func:`decode_one` gives), in
-    blocks that index from 0 so the loop vectorizes."""
+    blocks that index from 0 so the loop vectorizes, with streaming stores when the span
+    is large (:mod:`numerics.kernels.stream`)."""
+    stream = wanted(out[start:stop], stop - start)
     for lo in range(start, stop, CHUNK):
         hi = min(stop, lo + CHUNK)
-        _half_block(codes[lo:hi], out[lo:hi])
+        _half_block(codes[lo:hi], out[lo:hi], stream)
 
 
 def half(codes: np.ndarray, out: np.ndarray) -> None:

@@ -99,6 +99,7 @@ from numerics.kernels.rounding import (
     f64_bits,
 )
 from numerics.kernels.spread import serial, spread
+from numerics.kernels.stream import map_into, wanted
 
 __all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_high", "fits_one",
            "ieee", "ieee_format", "ieee_span", "odd32_bits", "rne",
@@ -112,7 +113,7 @@ _U16 = np.uint16
 _U32 = np.uint32
 _U64 = np.uint64
 #: The shapes of the magnitude step (see :func:`_rne32_loop`).
-_GENERAL, _SAME_EXPONENT = 0, 1
+_GENERAL, _SAME_EXPONENT, _WHOLE_WORD = 0, 1, 2
 _LITTLE = sys.byteorder == "little"
 #: The shapes of the nearest-even loop's step 3 (see :func:`_rne32_loop`).
 _TAIL_KEEP, _TAIL_CLAMP, _TAIL_CLAMP_NAN, _TAIL_PLUS_ZERO, _TAIL_PLUS_ZERO_NAN = 0, 1, 2, 3, 4
@@ -366,13 +367,19 @@ def fits_one(P: np.ndarray) -> bool:
 
 @numba.njit(cache=True, nogil=True)
 def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
-                shape: int, tail: int) -> None:
+                shape: int, tail: int, stream: bool) -> None:
     """The encode loop, specialised by literal flags so each variant compiles to
     straight vector code.
 
     ``x`` holds float32 bit patterns (uint32).  ``shape`` is :data:`_GENERAL` (steps 1
     and 2 of the module docstring), :data:`_SAME_EXPONENT` (step 1 alone: the format has
-    float32's exponent field).  Step 1 subtracts the rebias before the shift, folded
+    float32's exponent field) or :data:`_WHOLE_WORD` (step 1 on the whole pattern,
+    sign bit included, for such a format with an infinity and without saturation:
+    the shift leaves the sign bit where the format keeps it, a finite magnitude rounds
+    at most to the infinity's code, so nothing overflows, and only a NaN needs
+    step 3; on 2**24 float32 to bfloat16 with streaming stores, 4.9 to 5.2 against
+    6.0 to 6.2 ms, AMD EPYC Zen 2, one thread).  ``stream`` asks for streaming stores
+    (:mod:`numerics.kernels.stream`).  Step 1 subtracts the rebias before the shift, folded
     into the rounding constant: exact in the normal range, where the sum stays above
     ``2**23``; below it the subnormal step's count is taken instead.
 
@@ -403,23 +410,34 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
     t, emin = P[T], P[EMIN]
     s, folded, threshold = _step1_constants(t, emin, 23, 127)
     c_bits = _U32((emin - t + 23 + 127) << 23)
-    c = f32_of_bits(c_bits)
-    K = _tail_constants(P, saturate)
-    for i in range(x.size):
-        b = _U32(x[i])
-        a = _U32(b & _U32(0x7FFFFFFF))
-        if shape == _SAME_EXPONENT:  # (nothing to rebias: folded is the rounding bias)
-            mag = shr32(_U32(a + folded + _U32(shr32(a, s) & _U32(1))), s)
-        else:
-            normal = shr32(_U32(a + folded + _U32(shr32(a, s) & _U32(1))), s)
-            sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)
-            mag = normal if np.int32(a) >= threshold else sub
-        is_nan = np.int32(a) > np.int32(0x7F800000)
-        out[i] = _step3(b, is_nan, _U32(mag), K, tail)
+    C = (s, folded, threshold, c_bits, f32_of_bits(c_bits), _tail_constants(P, saturate),
+         shape, tail)
+    map_into(_rne32_one, x, out, C, stream)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rne32_one(b: Any, C: tuple[Any, ...]) -> Any:
+    """One element of :func:`_rne32_loop`: the code of the float32 pattern ``b``."""
+    s, folded, threshold, c_bits, c, K, shape, tail = C
+    a = _U32(b & _U32(0x7FFFFFFF))
+    if shape == _WHOLE_WORD:
+        high = shr32(b, s)
+        code = shr32(_U32(b + folded + _U32(high & _U32(1))), s)
+        nan_code = _U32(K[2] | _U32(high & _U32(K[8] & shl32(_U32(1), K[3]))))
+        return nan_code if np.int32(b & _U32(0x7FFFFFFF)) > np.int32(0x7F800000) else code
+    if shape == _SAME_EXPONENT:  # (nothing to rebias: folded is the rounding bias)
+        mag = shr32(_U32(a + folded + _U32(shr32(a, s) & _U32(1))), s)
+    else:
+        normal = shr32(_U32(a + folded + _U32(shr32(a, s) & _U32(1))), s)
+        sub = _U32(bits_of_f32(f32_of_bits(a) + c) - c_bits)
+        mag = normal if np.int32(a) >= threshold else sub
+    is_nan = np.int32(a) > np.int32(0x7F800000)
+    return _step3(b, is_nan, _U32(mag), K, tail)
 
 
 @numba.njit(cache=True, nogil=True)
-def _half_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> None:
+def _half_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+               stream: bool) -> None:
     """binary16 codes of the float32 patterns ``x`` (uint32) by the processor's
     conversion (:func:`numerics.kernels.lanes.f16_bits_of_f32`, which rounds to
     nearest-even with binary16's subnormals and overflow to infinity), then step 3 on
@@ -434,12 +452,17 @@ def _half_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) ->
     development machine, one thread), it takes 5.2 to 5.6 ms against 6.4 to 6.6 ms
     for steps 1 and 2 (1.2 against 3.1 ms in cache)."""
     K = _tail_constants(P, saturate)
-    big, nan_code, inf_code = _U16(K[1]), _U16(K[2]), _U16(P[INFMAG])
-    for i in range(x.size):
-        h = f16_bits_of_f32(f32_of_bits(x[i]))
-        mag = _U16(h & _U16(0x7FFF))
-        sign = _U16(h & _U16(0x8000))
-        out[i] = _U16(sign | nan_code) if mag > inf_code else _U16(sign | min(mag, big))
+    map_into(_half_one, x, out, (_U16(K[1]), _U16(K[2]), _U16(P[INFMAG])), stream)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _half_one(b: Any, C: tuple[Any, Any, Any]) -> Any:
+    """One element of :func:`_half_loop`: the code of the float32 pattern ``b``."""
+    big, nan_code, inf_code = C
+    h = f16_bits_of_f32(f32_of_bits(b))
+    mag = _U16(h & _U16(0x7FFF))
+    sign = _U16(h & _U16(0x8000))
+    return _U16(sign | nan_code) if mag > inf_code else _U16(sign | min(mag, big))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -505,32 +528,38 @@ def _tail_shape(P: Any, saturate: bool) -> int:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> None:
+def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                    stream: bool) -> None:
     """:func:`_half_loop` for binary16 where the host converts it in hardware, else
     :func:`_rne32_loop` with the flags of the format ``P``."""
     if HAS_F16C and _is_binary16(P):
-        return _half_loop(x, out, P, saturate)
+        return _half_loop(x, out, P, saturate, stream)
     tail = _tail_shape(P, saturate)
+    if P[EMIN] == -126 and P[W] == 8 and tail == _TAIL_CLAMP and not saturate \
+            and P[INFMAG] >= 0:
+        return _rne32_loop(x, out, P, saturate, _WHOLE_WORD, _TAIL_CLAMP, stream)
     if P[EMIN] == -126 and P[W] == 8 and (tail == _TAIL_CLAMP or tail == _TAIL_CLAMP_NAN):
         # float32's exponent field: step 1 alone.  (_TAIL_CLAMP is right wherever
         # _TAIL_CLAMP_NAN is; the general shape serves any format, including one
         # without -0, which no format the constructor accepts has here.)
-        return _rne32_loop(x, out, P, saturate, _SAME_EXPONENT, _TAIL_CLAMP)
+        return _rne32_loop(x, out, P, saturate, _SAME_EXPONENT, _TAIL_CLAMP, stream)
     if tail == _TAIL_CLAMP:
-        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_CLAMP)
+        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_CLAMP, stream)
     if tail == _TAIL_CLAMP_NAN:
-        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_CLAMP_NAN)
+        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_CLAMP_NAN, stream)
     if tail == _TAIL_PLUS_ZERO:
-        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_PLUS_ZERO)
+        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_PLUS_ZERO, stream)
     if tail == _TAIL_PLUS_ZERO_NAN:
-        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_PLUS_ZERO_NAN)
-    return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_KEEP)
+        return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_PLUS_ZERO_NAN, stream)
+    return _rne32_loop(x, out, P, saturate, _GENERAL, _TAIL_KEEP, stream)
 
 
 @numba.njit(cache=True, nogil=True)
-def _rne32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) -> None:
-    """Codes of the float32 patterns ``bits`` (uint32)."""
-    _rne32_dispatch(bits, out, P, saturate)
+def _rne32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                 stream: bool) -> None:
+    """Codes of the float32 patterns ``bits`` (uint32), with streaming stores when
+    ``stream`` (:mod:`numerics.kernels.stream`)."""
+    _rne32_dispatch(bits, out, P, saturate, stream)
 
 
 #: The index of a float64's low 32-bit word in the pair of words it views as.
@@ -961,6 +990,7 @@ def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarra
     nans = 0
     high = _high_fits(P)
     step = _PIECE if count else CHUNK
+    stream = wanted(out[start:stop], stop - start)
     for lo in range(start, stop, step):
         hi = min(stop, lo + step)
         if x.itemsize == 8 and high:
@@ -968,7 +998,7 @@ def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarra
         elif x.itemsize == 8:
             _rne64_block(x[lo:hi], out[lo:hi], P, saturate)
         else:
-            _rne32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate)
+            _rne32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate, stream)
         if count:
             nans += count_nans(x[lo:hi])
     return nans
@@ -1075,7 +1105,7 @@ def rne16_span(h: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndar
             _widen16(h[lo:hi], piece, True)
         else:
             _widen16(h[lo:hi], piece, False)
-        _rne32_block(piece, out[lo:hi], P, saturate)
+        _rne32_block(piece, out[lo:hi], P, saturate, False)
         if count:
             nans += count_nans(piece.view(np.float32))
     return nans
