@@ -11,6 +11,7 @@ the output, and that large public calls, which stream, give the peers' bits.
 from __future__ import annotations
 
 import ml_dtypes
+import numba
 import numpy as np
 import pytest
 
@@ -68,7 +69,7 @@ def test_streamed_encode_blocks_match_the_peers_at_every_alignment(name: str,
             want = want & 0xF
         for offset in range(0, 34, 3):
             whole, out = _guarded(n, offset, fmt.code_dtype)
-            narrow._rne32_block(x.view(np.uint32), out, P, False, True)
+            narrow.rne_stream_span(x, out, 0, n, P, False, False)
             np.testing.assert_array_equal(out, want, err_msg=f"{name} n={n} offset={offset}")
             assert _untouched(whole, offset, n), (name, n, offset)
 
@@ -80,11 +81,12 @@ def test_streamed_encode_blocks_equal_the_plain_loop_with_nans(name: str) -> Non
     rng = np.random.default_rng(5)
     bits = rng.integers(0, 2**32, 3000, dtype=np.uint64).astype(np.uint32)
     bits[::7] |= np.uint32(0x7F800000)
+    x = bits.view(np.float32)
     plain = np.empty(bits.size, numerics.get_format(name).code_dtype)
-    narrow._rne32_block(bits, plain, P, False, False)
+    narrow.rne_span(x, plain, 0, x.size, P, False, False)
     for offset in (0, 1, 5, 17):
         streamed = np.empty(bits.size + offset, plain.dtype)[offset:]
-        narrow._rne32_block(bits, streamed, P, False, True)
+        narrow.rne_stream_span(x, streamed, 0, x.size, P, False, False)
         np.testing.assert_array_equal(streamed, plain)
 
 
@@ -100,9 +102,9 @@ def test_streamed_decode_blocks_match_the_peers_at_every_alignment(kind: str) ->
         for offset in range(0, 10):
             whole, out = _guarded(n, offset, np.float32)
             if kind == "bfloat16":
-                kcodec._widen_block(codes, out.view(np.uint32), np.uint32(16), True)
+                kcodec.widen_stream_span(codes, out.view(np.uint32), 0, n, 16)
             else:
-                kcodec._half_block(codes, out, True)
+                kcodec.half_stream_span(codes, out, 0, n)
             np.testing.assert_array_equal(out.view(np.uint32)[finite],
                                           values.view(np.uint32)[finite])
             assert np.isnan(out[~finite]).all()
@@ -111,12 +113,37 @@ def test_streamed_decode_blocks_match_the_peers_at_every_alignment(kind: str) ->
 
 def test_wanted_streams_large_outputs_only() -> None:
     big = np.empty(stream.STREAM_MIN // 2, np.uint16)
-    assert stream.wanted(big, big.size)
-    assert not stream.wanted(big, big.size - 1)
-    assert not stream.wanted(big, 1000)
+    assert stream.wanted(big, 0, big.size)
+    assert not stream.wanted(big, 1, big.size)
+    assert not stream.wanted(big, 0, 1000)
     # an output no element boundary aligns (a uint16 view at an odd address) is not
     odd = np.empty(stream.STREAM_MIN + 2, np.uint8)[1:-1].view(np.uint16)
-    assert not stream.wanted(odd, odd.size)
+    assert not stream.wanted(odd, 0, odd.size)
+
+
+def test_spans_stream_by_a_literal_flag() -> None:
+    # the streaming loop compiles only for a span that streams: the plain spans pass
+    # a literal False down to the loop, which prunes the other branch
+    from numerics.formats import get_format
+
+    fmt = get_format("e5m2")
+    x = _patterns(300, 3)
+    plain = np.empty(300, np.uint8)
+    streamed = np.empty(301, np.uint8)[1:]
+    P = format_params(fmt)
+    narrow.rne_span(x, plain, 0, 300, P, False, False)
+    narrow.rne_stream_span(x, streamed, 0, 300, P, False, False)
+    np.testing.assert_array_equal(streamed, plain)
+    flags = {sig[-1] for sig in narrow._rne32_loop.signatures}
+    assert flags >= {numba.types.literal(False), numba.types.literal(True)}
+    codes = numerics.encode(x, "bfloat16")
+    values = np.empty(301, np.float32)[1:]
+    kcodec.widen_stream_span(codes, values.view(np.uint32), 0, 300, 16)
+    np.testing.assert_array_equal(values, numerics.decode(codes, "bfloat16", dtype=np.float32))
+    if HAS_F16C:
+        codes = numerics.encode(x, "binary16")
+        kcodec.half_stream_span(codes, values, 0, 300)
+        np.testing.assert_array_equal(values, codes.view(np.float16).astype(np.float32))
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -27,8 +27,9 @@ at the level of its IR and types the grown caller again, so a loop inlined at on
 call site per literal flag combination compiled several times slower than the
 same loops as separate specializations (the encode kernels: about 170 s against
 35 s), for the same machine code: the flags are literal arguments either way.
-Only element-level helpers are inlined, and :func:`numerics.kernels.stream.map_into`,
-the loop of an ``out[i] = one(x[i])`` kernel, which each such kernel calls once.
+Only element-level helpers are inlined, and the loops of
+:func:`numerics.kernels.stream.map_into` (``out[i] = one(x[i])``), which each such
+kernel calls once, picking ordinary or streaming stores by a literal flag.
 numba's cache keys a kernel on its own source file: after editing an inlined helper
 in another module, delete the ``__pycache__/*.nbi`` / ``*.nbc`` files.
 

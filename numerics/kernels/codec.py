@@ -99,6 +99,7 @@ __all__ = [
     "fits_bits_kernel",
     "half",
     "half_span",
+    "half_stream_span",
     "lookup",
     "lookup_span",
     "quiet64",
@@ -106,6 +107,7 @@ __all__ = [
     "widen",
     "widen64_span",
     "widen_span",
+    "widen_stream_span",
 ]
 
 #: The pieces of a threaded call start on multiples of this many elements.
@@ -524,23 +526,34 @@ def _widen_one(code: Any, pad: Any) -> Any:
 def widen_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int, pad: Int) -> None:
     """float32 bits (``out``: uint32) of ``codes[start:stop]`` into ``out[start:stop]``,
     for a format with binary32's sign and exponent fields and ``23 - pad`` trailing bits
-    (bfloat16: ``pad = 16``, ``0 <= pad < 32``): a shift, and NaNs made quiet; in
-    blocks that index from 0 so the loop vectorizes, with streaming stores when the
-    span is large (:mod:`numerics.kernels.stream`)."""
-    stream = wanted(out[start:stop], stop - start)
-    for lo in range(start, stop, CHUNK):
-        hi = min(stop, lo + CHUNK)
-        _widen_block(codes[lo:hi], out[lo:hi], _U32(pad), stream)
+    (bfloat16: ``pad = 16``, ``0 <= pad < 32``): a shift, and NaNs made quiet; as one
+    block that indexes from 0 so the loop vectorizes."""
+    _widen_block(codes[start:stop], out[start:stop], _U32(pad), False)
+
+
+@numba.njit(cache=True, nogil=True)
+def widen_stream_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int,
+                      pad: Int) -> None:
+    """:func:`widen_span` with streaming stores (:mod:`numerics.kernels.stream`)."""
+    _widen_block(codes[start:stop], out[start:stop], _U32(pad), True)
 
 
 def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
-    """:func:`widen_span` (``out`` uint32: float32 bits) or :func:`widen64_span` (``out``
-    float64: values) of all of ``codes`` on the threads."""
-    span = widen64_span if out.dtype == np.float64 else widen_span
-    if serial(codes.size):
-        span(codes, out, 0, codes.size, pad)
+    """:func:`widen_span` (``out`` uint32: float32 bits; :func:`widen_stream_span` for a
+    large span) or :func:`widen64_span` (``out`` float64: values) of all of ``codes``
+    on the threads."""
+    if out.dtype == np.float64:
+        span = widen64_span
+        if serial(codes.size):
+            span(codes, out, 0, codes.size, pad)
+            return
+        spread(lambda lo, hi: span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
         return
-    spread(lambda lo, hi: span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
+    if serial(codes.size):
+        widen_span(codes, out, 0, codes.size, pad)
+        return
+    spread(lambda lo, hi: (widen_stream_span if wanted(out, lo, hi) else widen_span)(
+        codes, out, lo, hi, pad), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -598,20 +611,24 @@ def half_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> None
     """Values of binary16 ``codes[start:stop]`` (uint16) into float32/float64
     ``out[start:stop]`` by the processor's conversion (F16C ``vcvtph2ps``: exact; a NaN
     keeps its sign and payload with the quiet bit set, as :func:`decode_one` gives), in
-    blocks that index from 0 so the loop vectorizes, with streaming stores when the span
-    is large (:mod:`numerics.kernels.stream`)."""
-    stream = wanted(out[start:stop], stop - start)
-    for lo in range(start, stop, CHUNK):
-        hi = min(stop, lo + CHUNK)
-        _half_block(codes[lo:hi], out[lo:hi], stream)
+    one block that indexes from 0 so the loop vectorizes."""
+    _half_block(codes[start:stop], out[start:stop], False)
+
+
+@numba.njit(cache=True, nogil=True)
+def half_stream_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> None:
+    """:func:`half_span` with streaming stores (:mod:`numerics.kernels.stream`)."""
+    _half_block(codes[start:stop], out[start:stop], True)
 
 
 def half(codes: np.ndarray, out: np.ndarray) -> None:
-    """:func:`half_span` of all of ``codes`` on the threads."""
+    """:func:`half_span` (:func:`half_stream_span` for a large span) of all of ``codes``
+    on the threads."""
     if serial(codes.size):
         half_span(codes, out, 0, codes.size)
         return
-    spread(lambda lo, hi: half_span(codes, out, lo, hi), codes.size, align=CHUNK)
+    spread(lambda lo, hi: (half_stream_span if wanted(out, lo, hi) else half_span)(
+        codes, out, lo, hi), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -104,6 +104,7 @@ from numerics.kernels.stream import map_into, wanted
 __all__ = ["CHUNK", "count_nans", "directed", "directed_span", "fits", "fits_high", "fits_one",
            "ieee", "ieee_format", "ieee_span", "odd32_bits", "rne",
            "rne16", "rne16_span", "rne_code", "rne_code_pair", "rne_constants", "rne_span",
+           "rne_stream_span",
            "round_rne", "round_rne_span", "sr", "sr_span"]
 
 #: Elements per block (and per parallel work item).
@@ -113,7 +114,7 @@ _U16 = np.uint16
 _U32 = np.uint32
 _U64 = np.uint64
 #: The shapes of the magnitude step (see :func:`_rne32_loop`).
-_GENERAL, _SAME_EXPONENT, _WHOLE_WORD = 0, 1, 2
+_GENERAL, _SAME_EXPONENT, _BRAIN = 0, 1, 2
 _LITTLE = sys.byteorder == "little"
 #: The shapes of the nearest-even loop's step 3 (see :func:`_rne32_loop`).
 _TAIL_KEEP, _TAIL_CLAMP, _TAIL_CLAMP_NAN, _TAIL_PLUS_ZERO, _TAIL_PLUS_ZERO_NAN = 0, 1, 2, 3, 4
@@ -373,15 +374,18 @@ def _rne32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
 
     ``x`` holds float32 bit patterns (uint32).  ``shape`` is :data:`_GENERAL` (steps 1
     and 2 of the module docstring), :data:`_SAME_EXPONENT` (step 1 alone: the format has
-    float32's exponent field) or :data:`_WHOLE_WORD` (step 1 on the whole pattern,
-    sign bit included, for such a format with an infinity and without saturation:
-    the shift leaves the sign bit where the format keeps it, a finite magnitude rounds
-    at most to the infinity's code, so nothing overflows, and only a NaN needs
-    step 3; on 2**24 float32 to bfloat16 with streaming stores, 4.9 to 5.2 against
-    6.0 to 6.2 ms, AMD EPYC Zen 2, one thread).  ``stream`` asks for streaming stores
-    (:mod:`numerics.kernels.stream`).  Step 1 subtracts the rebias before the shift, folded
-    into the rounding constant: exact in the normal range, where the sum stays above
-    ``2**23``; below it the subnormal step's count is taken instead.
+    float32's exponent field) or :data:`_BRAIN` (bfloat16 with an infinity and
+    without saturation: step 1 on the whole pattern, sign bit included, by a constant
+    shift of 16.  The shift leaves the sign bit where bfloat16 keeps it, a finite
+    magnitude rounds at most to the infinity's code, so nothing overflows, and only a
+    NaN needs step 3; x86 takes the constant shift as an immediate rather than a
+    vector of counts.  On 2**24 float32 with streaming stores, AMD EPYC Zen 2, one
+    thread: 4.5 to 4.6 ms, against 6.0 to 6.2 with step 3 in full).  ``stream`` (a
+    literal) asks for streaming stores (:mod:`numerics.kernels.stream`).
+
+    Step 1 subtracts the rebias before the shift, folded into the rounding constant:
+    exact in the normal range, where the sum stays above ``2**23``; below it the
+    subnormal step's count is taken instead.
 
     ``tail`` (:func:`_tail_shape`) is step 3's shape:
 
@@ -420,10 +424,10 @@ def _rne32_one(b: Any, C: tuple[Any, ...]) -> Any:
     """One element of :func:`_rne32_loop`: the code of the float32 pattern ``b``."""
     s, folded, threshold, c_bits, c, K, shape, tail = C
     a = _U32(b & _U32(0x7FFFFFFF))
-    if shape == _WHOLE_WORD:
-        high = shr32(b, s)
-        code = shr32(_U32(b + folded + _U32(high & _U32(1))), s)
-        nan_code = _U32(K[2] | _U32(high & _U32(K[8] & shl32(_U32(1), K[3]))))
+    if shape == _BRAIN:  # (the sign bit rides the shift by 16 into bit 15)
+        high = _U32(b >> _U32(16))
+        code = _U32(_U32(b + folded + _U32(high & _U32(1))) >> _U32(16))
+        nan_code = _U32(K[2] | _U32(high & _U32(K[8] & _U32(0x8000))))
         return nan_code if np.int32(b & _U32(0x7FFFFFFF)) > np.int32(0x7F800000) else code
     if shape == _SAME_EXPONENT:  # (nothing to rebias: folded is the rounding bias)
         mag = shr32(_U32(a + folded + _U32(shr32(a, s) & _U32(1))), s)
@@ -452,7 +456,8 @@ def _half_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
     development machine, one thread), it takes 5.2 to 5.6 ms against 6.4 to 6.6 ms
     for steps 1 and 2 (1.2 against 3.1 ms in cache)."""
     K = _tail_constants(P, saturate)
-    map_into(_half_one, x, out, (_U16(K[1]), _U16(K[2]), _U16(P[INFMAG])), stream)
+    C = (_U16(K[1]), _U16(K[2]), _U16(P[INFMAG]))
+    map_into(_half_one, x, out, C, stream)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -535,9 +540,9 @@ def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: boo
     if HAS_F16C and _is_binary16(P):
         return _half_loop(x, out, P, saturate, stream)
     tail = _tail_shape(P, saturate)
-    if P[EMIN] == -126 and P[W] == 8 and tail == _TAIL_CLAMP and not saturate \
-            and P[INFMAG] >= 0:
-        return _rne32_loop(x, out, P, saturate, _WHOLE_WORD, _TAIL_CLAMP, stream)
+    if P[EMIN] == -126 and P[W] == 8 and P[T] == 7 and tail == _TAIL_CLAMP \
+            and not saturate and P[INFMAG] >= 0:
+        return _rne32_loop(x, out, P, saturate, _BRAIN, _TAIL_CLAMP, stream)
     if P[EMIN] == -126 and P[W] == 8 and (tail == _TAIL_CLAMP or tail == _TAIL_CLAMP_NAN):
         # float32's exponent field: step 1 alone.  (_TAIL_CLAMP is right wherever
         # _TAIL_CLAMP_NAN is; the general shape serves any format, including one
@@ -559,6 +564,7 @@ def _rne32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: boo
                  stream: bool) -> None:
     """Codes of the float32 patterns ``bits`` (uint32), with streaming stores when
     ``stream`` (:mod:`numerics.kernels.stream`)."""
+    numba.literally(stream)
     _rne32_dispatch(bits, out, P, saturate, stream)
 
 
@@ -979,18 +985,19 @@ def _rne64_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) 
 
 
 @numba.njit(cache=True, nogil=True)
-def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
-             saturate: bool, count: bool) -> int:
+def _rne_pieces(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                saturate: bool, count: bool, stream: bool) -> int:
     """Codes of ``x[start:stop]`` (float32 or float64, contiguous, native byte order; a
-    format :func:`fits` accepts) into ``out[start:stop]``, in blocks of :data:`CHUNK`
-    (the block loops index their slices from 0, so they need no negative-index
-    wraparound and vectorize).  Returns the number of NaN inputs when ``count`` (see
+    format :func:`fits` accepts) into ``out[start:stop]``, as one block (the block
+    loops index their slices from 0, so they need no negative-index wraparound and
+    vectorize; blocks of :data:`CHUNK` cost a call and a scratch array each, about
+    0.2 ms over 2**24 float32).  Returns the number of NaN inputs when ``count`` (see
     :func:`count_nans`; the blocks are then of :data:`_PIECE` elements, so the count
-    reads each from the L1 cache: about 1 against 2 ms over 2**24 float32), else 0."""
+    reads each from the L1 cache: about 1 against 2 ms over 2**24 float32), else 0.
+    ``stream`` (a literal) asks for streaming stores (float32 input)."""
     nans = 0
     high = _high_fits(P)
-    step = _PIECE if count else CHUNK
-    stream = wanted(out[start:stop], stop - start)
+    step = _PIECE if count else max(1, stop - start)
     for lo in range(start, stop, step):
         hi = min(stop, lo + step)
         if x.itemsize == 8 and high:
@@ -1004,13 +1011,32 @@ def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarra
     return nans
 
 
+@numba.njit(cache=True, nogil=True)
+def rne_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+             saturate: bool, count: bool) -> int:
+    """:func:`_rne_pieces` with ordinary stores."""
+    return _rne_pieces(x, out, start, stop, P, saturate, count, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def rne_stream_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
+                    saturate: bool, count: bool) -> int:
+    """:func:`_rne_pieces` with streaming stores (:mod:`numerics.kernels.stream`), for a
+    span :func:`numerics.kernels.stream.wanted` picks."""
+    return _rne_pieces(x, out, start, stop, P, saturate, count, True)
+
+
 def rne(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, count: bool) -> int:
-    """:func:`rne_span` of all of ``x`` on the threads; returns the number of NaN inputs
-    when ``count``, else 0."""
+    """:func:`rne_span` (:func:`rne_stream_span` for a large span) of all of ``x`` on the
+    threads; returns the number of NaN inputs when ``count``, else 0."""
     if serial(x.size):
         return int(rne_span(x, out, 0, x.size, P, saturate, count))
-    return sum(spread(lambda lo, hi: rne_span(x, out, lo, hi, P, saturate, count), x.size,
-                      align=CHUNK))
+
+    def span(lo: int, hi: int) -> int:
+        kernel = rne_stream_span if wanted(out, lo, hi) else rne_span
+        return int(kernel(x, out, lo, hi, P, saturate, count))
+
+    return sum(spread(span, x.size, align=CHUNK))
 
 
 @numba.njit(cache=True, nogil=True)

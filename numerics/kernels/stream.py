@@ -6,7 +6,7 @@ moves 8 bytes over the memory bus, not 6.  A non-temporal ("streaming") store go
 to memory in whole lines through write-combining buffers, without that read.  LLVM
 emits one (``vmovntdq`` on x86, ``stnp`` on AArch64) only for a vector store aligned
 to its size, which a vectorized loop over an array of unknown alignment never has,
-so :func:`map_into` computes each block of 128 output bytes into a small scratch
+so :func:`map_streamed` computes each block of 128 output bytes into a small scratch
 array (in the L1 cache) and stores it with aligned 32-byte streaming stores; the
 partial blocks at either end take ordinary stores.  Each block also asks for the
 cache lines of the input 8 KiB ahead.
@@ -21,10 +21,12 @@ the loads behind it (2 KiB blocks took 6.2 ms against 4.0), and reading 8 KiB
 ahead took the loop from 5.0 to 4.0 ms.
 
 The output then sits in memory, not in the caches, which only pays when it would
-not have stayed there: the kernels stream a piece whose output holds at least
-:data:`STREAM_MIN` bytes.  Streaming stores are weakly ordered, so :func:`map_into`
-ends with a fence before another thread may read what it wrote.  The values
-written are the same either way.
+not have stayed there: a driver hands a piece whose output holds at least
+:data:`STREAM_MIN` bytes (:func:`wanted`) to the kernel's ``*_stream_span``, the
+others to its ``*_span``.  The two pass a literal flag down to :func:`map_into`,
+which compiles only the loop the flag picks.  Streaming stores are weakly ordered,
+so :func:`map_streamed` ends with a fence before another thread may read what it
+wrote.  The values written are the same either way.
 """
 
 from __future__ import annotations
@@ -36,12 +38,12 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core.extending import intrinsic
+from numba.core.extending import intrinsic, overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 from numerics.kernels.lanes import prefetch
 
-__all__ = ["STREAM_MIN", "map_into", "wanted"]
+__all__ = ["STREAM_MIN", "map_into", "map_plain", "map_streamed", "wanted"]
 
 #: A piece whose output holds at least this many bytes (half the last-level cache of
 #: the development machines) is written with streaming stores.
@@ -122,12 +124,19 @@ fence = cast(Callable[[], None], _fence)
 width = cast(Callable[[Any], int], _width)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def wanted(out: np.ndarray, n: int) -> bool:
-    """Whether :func:`map_into` should stream ``n`` elements of ``out`` (1-D,
-    contiguous): at least :data:`STREAM_MIN` bytes, at an address that some element
-    boundary aligns to 32 bytes."""
-    return n * out.itemsize >= STREAM_MIN and _address(out) % out.itemsize == 0
+def wanted(out: np.ndarray, start: int, stop: int) -> bool:
+    """Whether a kernel should write ``out[start:stop]`` (``out`` 1-D, contiguous) with
+    :func:`map_streamed`: at least :data:`STREAM_MIN` bytes, at an address that some
+    element boundary aligns to 32 bytes.
+
+    Examples
+    --------
+    >>> out = np.empty(STREAM_MIN // 2, np.uint16)
+    >>> wanted(out, 0, out.size), wanted(out, 1, out.size)
+    (True, False)
+    """
+    return (stop - start) * out.itemsize >= STREAM_MIN \
+        and out.ctypes.data % out.itemsize == 0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -138,42 +147,82 @@ def _address(a: np.ndarray) -> int:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def map_into(one: Any, x: np.ndarray, out: np.ndarray, C: Any, stream: bool) -> None:
-    """``out[i] = one(x[i], C)`` for every ``i`` (1-D contiguous arrays of one size).
+def map_plain(one: Any, x: np.ndarray, out: np.ndarray, C: Any) -> None:
+    """``out[i] = one(x[i], C)`` for every ``i`` (1-D contiguous arrays of one size),
+    with ordinary stores.  ``one`` is an ``inline="always"`` element function."""
+    for i in range(x.size):
+        out[i] = one(x[i], C)
 
-    When ``stream`` (see :func:`wanted`), the blocks of :data:`_BLOCK` bytes of
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def map_streamed(one: Any, x: np.ndarray, out: np.ndarray, C: Any) -> None:
+    """:func:`map_plain` with streaming stores: the blocks of :data:`_BLOCK` bytes of
     ``out`` that start on a 32-byte boundary are computed into a scratch array and
     written with streaming stores, and the input is read :data:`_AHEAD` bytes ahead;
-    a fence follows the last store.
+    a fence follows the last streaming store.  The elements before ``out`` reaches a
+    32-byte boundary and after the last full block take ordinary stores.  ``out``'s
+    address is a multiple of its itemsize (:func:`wanted`).
 
-    ``one`` is an ``inline="always"`` element function: the loop compiles once for
-    each kernel that calls this one, with its element function inlined twice (the
-    plain loop and the block loop)."""
+    A kernel calls this function or :func:`map_plain` by a literal flag, so the
+    streaming loop compiles only where a call streams (each compiled loop costs
+    seconds)."""
     n = x.size
-    # [0, first) and [last, n) take ordinary stores: all of it unless streaming, else
-    # the elements before out reaches a 32-byte boundary and the partial block after
-    # the last full one
-    first, last = n, n
-    if stream:
-        step = _BLOCK // width(out)
-        ahead = _AHEAD // width(x)
-        line = max(1, 64 // width(x))
-        first = min(n, (32 - _address(out) % 32) % 32 // width(out))
-        last = first + (n - first) // step * step
-        scratch = np.empty(step, out.dtype)
-        for lo in range(first, last, step):
-            for j in range(lo + ahead, lo + step + ahead, line):
-                prefetch(x, j)
-            xs = x[lo:lo + step]
-            # (a count LLVM sees as constant was unrolled into scalar code: decoding
-            # binary16 took 33 ms, not 3)
-            for i in range(xs.size):
-                scratch[i] = one(xs[i], C)
-            for k in range(0, step, 32 // width(out)):
-                put32(out, lo + k, scratch, k)
-        fence()
+    step = _BLOCK // width(out)
+    ahead = _AHEAD // width(x)
+    line = max(1, 64 // width(x))
+    first = min(n, (32 - _address(out) % 32) % 32 // width(out))
+    last = first + (n - first) // step * step
+    scratch = np.empty(step, out.dtype)
+    for lo in range(first, last, step):
+        for j in range(lo + ahead, lo + step + ahead, line):
+            prefetch(x, j)
+        xs = x[lo:lo + step]
+        # (a count LLVM sees as constant was unrolled into scalar code: decoding
+        # binary16 took 33 ms, not 3)
+        for i in range(xs.size):
+            scratch[i] = one(xs[i], C)
+        for k in range(0, step, 32 // width(out)):
+            put32(out, lo + k, scratch, k)
+    fence()
     for part in range(2):
         xs = x[:first] if part == 0 else x[last:]
         os_ = out[:first] if part == 0 else out[last:]
         for i in range(xs.size):
             os_[i] = one(xs[i], C)
+
+
+def map_into(one: Any, x: np.ndarray, out: np.ndarray, C: Any, stream: bool) -> None:
+    """:func:`map_streamed` when ``stream``, else :func:`map_plain` (compiled code only).
+
+    A literal ``stream`` picks one of the two when the caller compiles, so a kernel
+    specialised for ordinary stores never compiles the streaming loop: numba does not
+    prune a branch on a literal argument before it types both sides, and typing and
+    lowering the streaming loop took about as long as the rest of the encode loops
+    (29 against 16 s for the nearest-even float32 loops of e4m3fn).  A run-time
+    ``stream`` compiles both."""
+    raise NotImplementedError("map_into runs in compiled code only")
+
+
+@overload(map_into, inline="always")
+def _map_into(one: Any, x: Any, out: Any, C: Any, stream: Any) -> Any:
+    """:func:`map_into` for the argument types: one loop for a literal ``stream``.  (numba
+    asks each implementation for the same parameters, annotations included.)"""
+    if isinstance(stream, types.Literal):
+        if stream.literal_value:
+            def streamed(one: Any, x: Any, out: Any, C: Any, stream: Any) -> None:
+                map_streamed(one, x, out, C)
+
+            return streamed
+
+        def plain(one: Any, x: Any, out: Any, C: Any, stream: Any) -> None:
+            map_plain(one, x, out, C)
+
+        return plain
+
+    def either(one: Any, x: Any, out: Any, C: Any, stream: Any) -> None:
+        if stream:
+            map_streamed(one, x, out, C)
+        else:
+            map_plain(one, x, out, C)
+
+    return either
