@@ -542,18 +542,17 @@ def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
     """:func:`widen_span` (``out`` uint32: float32 bits; :func:`widen_stream_span` for a
     large span) or :func:`widen64_span` (``out`` float64: values) of all of ``codes``
     on the threads."""
-    if out.dtype == np.float64:
-        span = widen64_span
-        if serial(codes.size):
-            span(codes, out, 0, codes.size, pad)
-            return
-        spread(lambda lo, hi: span(codes, out, lo, hi, pad), codes.size, align=CHUNK)
-        return
+    wide = out.dtype == np.float64
     if serial(codes.size):
-        widen_span(codes, out, 0, codes.size, pad)
+        (widen64_span if wide else widen_span)(codes, out, 0, codes.size, pad)
         return
-    spread(lambda lo, hi: (widen_stream_span if wanted(out, lo, hi) else widen_span)(
-        codes, out, lo, hi, pad), codes.size, align=CHUNK)
+
+    def span(lo: int, hi: int) -> None:
+        kernel = widen64_span if wide else \
+            widen_stream_span if wanted(out, lo, hi) else widen_span
+        kernel(codes, out, lo, hi, pad)
+
+    spread(span, codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)

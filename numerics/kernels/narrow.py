@@ -428,7 +428,7 @@ def _rne32_one(b: Any, C: tuple[Any, ...]) -> Any:
         high = _U32(b >> _U32(16))
         code = _U32(_U32(b + folded + _U32(high & _U32(1))) >> _U32(16))
         nan_code = _U32(K[2] | _U32(high & _U32(K[8] & _U32(0x8000))))
-        return nan_code if np.int32(b & _U32(0x7FFFFFFF)) > np.int32(0x7F800000) else code
+        return nan_code if np.int32(a) > np.int32(0x7F800000) else code
     if shape == _SAME_EXPONENT:  # (nothing to rebias: folded is the rounding bias)
         mag = shr32(_U32(a + folded + _U32(shr32(a, s) & _U32(1))), s)
     else:
@@ -563,7 +563,9 @@ def _rne32_dispatch(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: boo
 def _rne32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                  stream: bool) -> None:
     """Codes of the float32 patterns ``bits`` (uint32), with streaming stores when
-    ``stream`` (:mod:`numerics.kernels.stream`)."""
+    ``stream`` (:mod:`numerics.kernels.stream`).  A call from Python compiles for the
+    literal value of ``stream`` (as the spans' calls do), so it builds one loop, not
+    both."""
     numba.literally(stream)
     _rne32_dispatch(bits, out, P, saturate, stream)
 
