@@ -140,6 +140,34 @@ def test_next_boundaries_and_rejections(fmt: Format) -> None:
                 step(np.array(x[i]), fmt)
 
 
+@pytest.mark.parametrize("fmt", ALL_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_next_of_the_specials(fmt: Format, dtype: Any) -> None:
+    """Infinities and NaNs are values exactly where the format has them: their steps
+    where it does, the error naming them where it does not (the kernels take the
+    format's flags as bounds, so each flag is pinned here, both input types)."""
+    top = fmt.max
+    if top > float(np.finfo(dtype).max):
+        pytest.skip(f"{np.dtype(dtype).name} does not hold {fmt.name}'s max")
+    for step, direction in ((numerics.next_up, 1), (numerics.next_down, -1)):
+        for special in (math.inf, -math.inf, math.nan):
+            if special == -math.inf and not fmt.signed:
+                continue
+            x = np.array([top, special], dtype)
+            valid = fmt.has_nan if math.isnan(special) else fmt.has_infinity
+            if not valid:
+                with pytest.raises(ValueError, match=r"^Got x\[1\]=(-?inf|nan), which is not"):
+                    step(x, fmt)
+                continue
+            got = float(step(x, fmt)[1])
+            if math.isnan(special):
+                assert math.isnan(got)
+            elif special * direction > 0:  # stepping away from the line: stays
+                assert got == special
+            else:  # stepping in: the end of the finite values
+                assert got == (-top if special < 0 else top)
+
+
 @settings(max_examples=300, deadline=None)
 @given(data=st.data(), fmt=st.sampled_from(ALL_FORMATS), up=st.booleans())
 def test_next_near_the_grid(data: st.DataObject, fmt: Format, up: bool) -> None:

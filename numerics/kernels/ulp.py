@@ -160,18 +160,6 @@ def _quantum(b: Any, emin: int, t: int) -> float:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _binade(b: Any, narrow: bool) -> tuple[Any, Any]:
-    """:func:`_exponent_frac` of the bits ``b`` of a finite float64 ``>= 0``, or, where
-    ``narrow`` (a literal: every nonzero value of the format is a normal float64), the
-    exponent field less 1023 and the trailing bits alone: zero and the float64
-    subnormals, none of them a nonzero value of such a format, read as ``e = -1023``,
-    below its ``emin``."""
-    if narrow:
-        return np.int64(b >> _U64(52)) - 1023, b & _FRAC
-    return _exponent_frac(b)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _on_grid(b: Any, emin: int, t: int) -> bool:
     """Whether the finite float64 ``>= 0`` with bits ``b`` is a multiple of its binade's
     quantum ``2**k``.  With the normalized significand ``sig = 2**52 + f`` (an integer;
@@ -239,12 +227,20 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
     """``next_up`` (``up``) or ``next_down`` of ``x`` into ``out``; returns how many
     elements are not values of the format (their results are meaningless).  ``up``,
     ``signed`` and ``narrow`` (every nonzero value of the format is a normal float64:
-    ``emin - t >= -1022``) are literals, so each variant compiles to a straight loop.
+    ``-1022 <= emin - t <= 971``) are literals, so each variant compiles to a straight
+    loop.
 
-    A narrow format reads each element's binade from its exponent field alone
-    (:func:`_binade`), sharing it between the test of representability and the step:
-    on 2**20 float64 (AMD EPYC Zen 2, one thread) 2.4 ns an element, from 2.9 ns when
-    each computed its own, with the scaling of float64 subnormals."""
+    A narrow format takes each element's binade in float64 operations, shared between
+    the test of representability and the step: the quantum is
+    ``max(2**e, 2**emin) * 2**-t``, with ``2**e`` the pattern's exponent field alone
+    (0 for zero and the float64 subnormals, none of them a nonzero value of such a
+    format); from ``2**emin`` on a value of the format has no trailing bit below
+    ``52 - t``, and below it a magnitude is a multiple of ``2**(emin - t)`` exactly when
+    adding and subtracting ``2**(emin - t + 52)`` (whose quantum that is) gives it
+    back.  The format's flags enter as bounds rather than booleans, which LLVM would
+    pack and unpack between the 64-bit lanes.  On 1,000 float32 (AMD EPYC Zen 2, one
+    thread) the loop takes 2.1 ns an element, from 2.7 ns with the binade read in
+    integers (float64: 1.6 from 2.2)."""
     emin, t = np.int64(Q[EMIN]), np.int64(Q[T])
     top, beyond, normal = Q[MAX], Q[BEYOND], Q[NORMAL]
     has_nan, has_inf, has_zero = Q[HAS_NAN] != 0, Q[HAS_INF] != 0, Q[ZERO] != 0
@@ -257,6 +253,20 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
         negzero = Q[NEGZERO] != 0
         zero_bits = _SIGN if negzero else _U64(0)
         flip = _U64(0) if up else _SIGN
+        # (narrow) 2**emin, 2**-t, the trailing bits below the quantum of a binade from
+        # emin on, and the constant whose sum with a smaller magnitude rounds it to a
+        # multiple of 2**(emin - t)
+        least, shrink = _power(emin, True), _power(-t, True)
+        below = (_U64(1) << _U64(52 - t)) - _U64(1)
+        c = _power(min(emin - t + 52, 1023), True)
+        # the format's flags as bounds, so that no boolean vector mixes with the lanes'
+        # masks: the least magnitude of a value (0 with zero), the least NaN pattern
+        # and the infinity's (patterns no magnitude reaches without them), the greatest
+        # magnitude whose step up from below lands on +normal (none with zero)
+        floor = 0.0 if has_zero else normal
+        nan_from = _INF_BITS if has_nan else _ABS
+        inf_at = _INF_BITS if has_inf else _SIGN
+        to_normal = -1.0 if has_zero else normal
         for i in range(x.size):
             v = np.float64(x[i])
             # the magnitude and the sign of y; zero, infinities and NaN are decided
@@ -264,19 +274,18 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
             yb = f64_bits(v) ^ flip
             ab = yb & _ABS
             a = bits_f64(ab)
-            e, f = _binade(ab, narrow)
-            k = max(e, emin) - t
-            if narrow:  # (_representable on the binade already read)
-                sig = f | (_U64(1) << _U64(52))
-                grid = ((sig & ((_U64(1) << _U64(min(k - e + 52, 63))) - _U64(1))) == _U64(0)) \
-                    | (ab == _U64(0))
-                ok = (ab < _INF_BITS) & grid & (a <= top) & (has_zero | (a >= normal))
-                ok = ok | ((ab > _INF_BITS) & has_nan) | ((ab == _INF_BITS) & has_inf)
+            if narrow:  # (binade and grid by float64 operations)
+                q = max(bits_f64(ab & _INF_BITS), least) * shrink
+                off = (ab & below) if a >= least else f64_bits((a + c) - c) ^ ab
+                ok = (ab < _INF_BITS) & (off == _U64(0)) & (a <= top) & (a >= floor)
+                ok = ok | (ab > nan_from) | (ab == inf_at)
+                power_of_two = ((ab & _FRAC) == _U64(0)) & (a > least)
             else:
                 ok = _representable(v, emin, t, top, normal, True, has_nan, has_inf, has_zero)
+                e, f = _exponent_frac(ab)
+                q = _power(max(e, emin) - t, False)
+                power_of_two = (f == _U64(0)) & (e > emin)
             bad += 0 if ok else 1
-            q = _power(k, narrow)
-            power_of_two = (f == _U64(0)) & (e > emin)
             down = a - (q * 0.5 if power_of_two else q)
             stepped = beyond if a >= top else a + q
             if yb >> _U64(63) == _U64(0):
@@ -284,7 +293,7 @@ def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: 
             else:
                 rb = zero_bits if down == 0 else f64_bits(down) | _SIGN
                 # without zero, the step up from -normal is +normal
-                rb = normal_bits if (not has_zero) & (a <= normal) else rb
+                rb = normal_bits if a <= to_normal else rb
                 rb = top_neg if ab == _INF_BITS else rb
             rb = tiny_bits if ab == _U64(0) else rb
             rb = _NAN_BITS if ab > _INF_BITS else rb
@@ -317,7 +326,7 @@ def next_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, Q: np.ndarr
     those elements that are not values of the format (:func:`first_unrepresentable`
     finds the first)."""
     xs, os_ = x[start:stop], out[start:stop]
-    if Q[SIGNED] != 0 and Q[EMIN] - Q[T] >= -1022:
+    if Q[SIGNED] != 0 and -1022 <= Q[EMIN] - Q[T] <= 971:
         if direction > 0:
             return _next_loop(xs, os_, Q, True, True, True)
         return _next_loop(xs, os_, Q, False, True, True)
