@@ -10,6 +10,8 @@ the output, and that large public calls, which stream, give the peers' bits.
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -36,7 +38,7 @@ def _patterns(n: int, seed: int) -> np.ndarray:
     return x
 
 
-def _guarded(n: int, offset: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+def _guarded(n: int, offset: int, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
     """A view of ``n`` elements starting ``offset`` elements into a buffer whose other
     bytes hold :data:`SENTINEL` (so a stray store shows)."""
     buf = np.full((n + offset + 64) * np.dtype(dtype).itemsize, SENTINEL, np.uint8)
@@ -63,7 +65,7 @@ def test_streamed_encode_blocks_match_the_peers_at_every_alignment(name: str,
     for n in SIZES:
         x = _patterns(n, n)
         with np.errstate(over="ignore"):
-            want = x.astype(peer).view(np.uint8 if fmt.bits <= 8 else np.uint16)
+            want: np.ndarray = x.astype(peer).view(np.uint8 if fmt.bits <= 8 else np.uint16)
         if fmt.bits == 4:
             want = want & 0xF
         for offset in range(0, 34, 3):

@@ -19,18 +19,26 @@ Modules
 ``stream``    streaming stores for large outputs, and the element-map loop that uses them
 ``cachedir``  where numba caches the kernels when neither the package folder nor the
               user's home is writable (imported by every kernel module first)
+``inlining``  LLVM's inlining threshold while the kernels compile (imported by every
+              kernel module first)
 
 Compile time
 ------------
-A loop is a compiled function of its own, never ``inline="always"``: numba inlines
-at the level of its IR and types the grown caller again, so a loop inlined at one
-call site per literal flag combination compiled several times slower than the
-same loops as separate specializations (the encode kernels: about 170 s against
-35 s), for the same machine code: the flags are literal arguments either way.
-Only element-level helpers are inlined, and the loops of
-:func:`numerics.kernels.stream.map_into` (``out[i] = one(x[i])``), which each such
-kernel calls once, picking ordinary or streaming stores by a literal flag.
-numba's cache keys a kernel on its own source file: after editing an inlined helper
+No ``numba.njit`` function here is ``inline="always"``: numba inlines at the level
+of its IR and types the grown caller again at every call site, so a loop inlined
+once per literal flag combination compiled several times slower than the same
+loops as separate specializations (the encode kernels: about 170 s against 35 s),
+and the element helpers inlined that way tripled the compile of the arithmetic
+kernels (76 s against 25 s for ``numerics.ops`` on float64 operands).  The helpers
+are plain calls that LLVM inlines when it optimizes the kernel, under the raised
+threshold of :mod:`numerics.kernels.inlining`; the machine code is the same.  Two
+kinds stay ``inline="always"``: loop templates that take an element function as an
+argument (:func:`numerics.kernels.stream.map_plain`, the lane loops of
+:mod:`numerics.kernels.accum`), where inlining makes the function a constant of the
+caller (passed as a value, numba cannot cache the caller), and a few ``overload``
+shims that pick one implementation by an argument's type or a literal flag
+(:func:`numerics.kernels.stream.map_into`: ordinary or streaming stores).
+numba's cache keys a kernel on its own source file: after editing a helper
 in another module, delete the ``__pycache__/*.nbi`` / ``*.nbc`` files.
 
 A signature is compiled once per distinct argument type, and numba's array type

@@ -58,6 +58,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.lanes import (
     HAS_F16C,
     bits_of_f32,
@@ -147,13 +148,13 @@ def hardware(P: np.ndarray, maxval: float) -> int:
     return 0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _pow2(k: int) -> float:
     """``2.0**k`` for -1022 <= k <= 1023, built from its exponent field."""
     return np.uint64((k + 1023) << 52).view(np.float64)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _rne_fast(hi: float, t: int, emin: int, maxval: float) -> tuple[float, bool]:
     """``RN_p(hi)`` for a finite ``hi`` within the format's range, and True; else False.
     Not for ``t = 0``: there a tie goes to the even code, whose parity is the exponent
@@ -171,7 +172,7 @@ def _rne_fast(hi: float, t: int, emin: int, maxval: float) -> tuple[float, bool]
     return np.copysign(r, hi), r <= maxval  # a value that rounds to 0 keeps it
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _round_slow(hi: float, lo: float, P: np.ndarray, mode: int, seed: int,
                 index: int) -> float:
     """The value of ``hi + lo`` rounded once into ``P`` by :func:`round_pair` (through
@@ -179,7 +180,7 @@ def _round_slow(hi: float, lo: float, P: np.ndarray, mode: int, seed: int,
     return _round_shifted(hi, lo, np.int64(0), P, mode, seed, index)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _two_sum(a: float, b: float) -> tuple[float, float]:
     s = a + b
     if s - s != 0.0:
@@ -223,7 +224,7 @@ def _round_shifted(hi: float, lo: float, s: int, P: np.ndarray, mode: int, seed:
     return decode_one(code, P)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _add_exact(a: float, b: float, P: np.ndarray, mode: int, seed: int,
                index: int) -> float:
     """``fl(a + b)`` for any float64 ``a``, ``b`` in any mode: the TwoSum pair rounded
@@ -263,7 +264,7 @@ def _mul_exact(x: float, y: float, P: np.ndarray, mode: int, seed: int,
     return _round_shifted(ph, pl, np.int64(ex + ey), P, mode, seed, index)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _add(fast: int, a: float, b: float, P: np.ndarray, mode: int, t: int, emin: int,
          maxval: float, seed: int, index: int) -> float:
     """``fl(a + b)``.  ``fast`` (round to nearest even): :data:`HW64`, binary64 itself,
@@ -293,7 +294,7 @@ def _add_slow(fast: bool, a: float, b: float, s: float, P: np.ndarray, mode: int
     return _add_exact(a, b, P, mode, seed, index)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _cast(x: float, P: np.ndarray, t: int, emin: int, maxval: float, fast: int) -> float:
     """The input ``x`` (exact in float64) rounded to nearest even into ``P`` (in
     binary64, :data:`HW64`, ``x`` itself)."""
@@ -306,7 +307,7 @@ def _cast(x: float, P: np.ndarray, t: int, emin: int, maxval: float, fast: int) 
     return _round_slow(x, 0.0, P, MODE_RNE, np.uint64(0), np.uint64(0))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _term(X: np.ndarray, Y: np.ndarray, r: int, i: int, dot: bool, fast: int,
           P: np.ndarray, mode: int, t: int, emin: int, maxval: float,
           seed: int, index: int) -> tuple[float, float]:
@@ -536,7 +537,7 @@ ALIGN_RTZ, ALIGN_RD, ALIGN_RNE = range(3)
 _GEMM_ROWS = 8  # rows of A per pass over B
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _align_value(v: float, align: int) -> float:
     if align == ALIGN_RTZ:
         return np.trunc(v)
@@ -569,7 +570,7 @@ def fused_gemm(A: np.ndarray, EA: np.ndarray, B: np.ndarray, EB: np.ndarray,
            blocks, unit=_GEMM_ROWS * B.shape[1] * (k1 - k0))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _terms64(A: np.ndarray, B: np.ndarray, scale: np.ndarray, tot: np.ndarray, i0: int,
              R: int, g0: int, G: int, align: int) -> None:
     """Step 2's terms of the group ``g0 .. g0 + G - 1`` added to ``tot`` (R, N) in binary64:
@@ -591,7 +592,7 @@ def _terms64(A: np.ndarray, B: np.ndarray, scale: np.ndarray, tot: np.ndarray, i
                     tot[r, j] += np.rint(av * B[k, j] * scale[r, j])
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _terms32(A: np.ndarray, B: np.ndarray, scale: np.ndarray, tot: np.ndarray,
              tot32: np.ndarray, scale32: np.ndarray, i0: int, R: int, g0: int, G: int,
              rtz: bool) -> None:
@@ -843,7 +844,7 @@ def round_ops_span(a: np.ndarray, b: np.ndarray, shift: np.ndarray, op: int, P: 
             out[i] = _add_one(x, y, P, mode, seed, index, t, emin, maxval, zero, fast)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _pair_one(x: float, y: float, P: np.ndarray, mode: int, seed: int, index: int, t: int,
               emin: int, maxval: float, zero: float, fast: bool) -> float:
     """The exact pair ``x + y`` rounded once (:data:`OP_PAIR` without a shift): inline
@@ -855,7 +856,7 @@ def _pair_one(x: float, y: float, P: np.ndarray, mode: int, seed: int, index: in
     return _round_slow(x, y, P, mode, seed, index)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _add_one(x: float, y: float, P: np.ndarray, mode: int, seed: int, index: int, t: int,
              emin: int, maxval: float, zero: float, fast: bool) -> float:
     """``fl(x + y)`` (:data:`OP_ADD`): an exact float64 sum inline to nearest even
@@ -914,7 +915,7 @@ def chain_add_span(init: np.ndarray, A: np.ndarray, P: np.ndarray, mode: int, se
             out[gs[q], js[q]] = acc[q]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _max_finite(P: np.ndarray) -> float:
     return decode_one(np.uint64(P[8]), P)  # MAXMAG: the largest finite magnitude
 
@@ -1055,20 +1056,20 @@ def _transpose8(typingctx: object, src: types.Type, i: types.Type, j: types.Type
     return sig, codegen
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _rne_wide(v: float, prm: tuple[Any, ...]) -> float:
     """RN_F of the binary32 ``v`` for ``emin = -126`` (bfloat16, tf32)."""
     return _rne_bits(v, prm[0])  # type: ignore[call-arg]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _rne_same(v: float, prm: tuple[Any, ...]) -> float:
     """binary32 (or binary64) itself: each operation of the lanes' own type is already
     rounded."""
     return v
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _rne_binary16(v: float, prm: tuple[Any, ...]) -> float:
     """RN_binary16 of the binary32 ``v``, in hardware (F16C's ``vcvtps2ph`` and
     ``vcvtph2ps``: binary16's subnormals and overflow to infinity; a quiet NaN stays
@@ -1076,7 +1077,7 @@ def _rne_binary16(v: float, prm: tuple[Any, ...]) -> float:
     return f32_of_f16_bits(f16_bits_of_f32(v))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _rne_narrow(v: float, prm: tuple[Any, ...]) -> float:
     """RN_F of the binary32 ``v`` for ``emin > -126``: add-and-mask at or above
     ``tiny = 2**emin``; below it ``(|v| + C) - C`` with ``C = 1.5 * 2**(emin - t + 23)``
@@ -1171,7 +1172,7 @@ def _span_narrow(X: np.ndarray, alg: int, block: int, prm: tuple[Any, ...],
         _lane_tile(X, alg, block, R, prm, value, abs_sum, tile, _rne_narrow, _load_chunk)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _load_chunk(X: np.ndarray, r0: int, Rt: int, i0: int, m: int, buf: np.ndarray) -> None:
     """``buf[k, q] = X[r0 + q, i0 + k]`` for ``q < Rt``, ``k < m``: whole 8x8 blocks by
     :func:`_transpose8`, the edges one by one."""
@@ -1186,7 +1187,7 @@ def _load_chunk(X: np.ndarray, r0: int, Rt: int, i0: int, m: int, buf: np.ndarra
                 buf[k, q] = X[r0 + q, i0 + k]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _load_plain(X: np.ndarray, r0: int, Rt: int, i0: int, m: int, buf: np.ndarray) -> None:
     """:func:`_load_chunk` element by element (float64 rows)."""
     for q in range(Rt):

@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.spread import spread
 
 #: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).
@@ -51,7 +52,7 @@ _PINF = np.uint32(0x7F800000)
 _NINF = np.uint32(0xFF800000)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def align(sig: Int, shift: Int) -> np.int64:
     """``trunc(sig * 2**shift)`` toward zero (``shift <= 40`` keeps it within int64)."""
     if sig == 0:
@@ -65,7 +66,7 @@ def align(sig: Int, shift: Int) -> np.int64:
     return np.int64(-((-sig) >> (-shift)))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def rz_binary32(total: Int, exp: Int) -> np.uint32:
     """Bits of ``total * 2**exp`` rounded toward zero to binary32.
 
@@ -102,7 +103,7 @@ def rz_binary32(total: Int, exp: Int) -> np.uint32:
     return sign | np.uint32(m)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _split_c(cb: Int) -> tuple[np.int64, np.int64, np.int64]:
     """``(kind, sig, exp)`` of binary32 bits: kind 0 finite, 1 +inf, 2 -inf, 3 NaN;
     ``sig`` signed with 23 fraction bits, ``exp`` clamped at -126."""
@@ -120,7 +121,7 @@ def _split_c(cb: Int) -> tuple[np.int64, np.int64, np.int64]:
     return np.int64(0), (-sig if neg else sig), e
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _special(nan: bool, pinf: bool, ninf: bool) -> np.uint32:
     if nan or (pinf and ninf):
         return NAN_BITS

@@ -40,6 +40,7 @@ import numba
 import numpy as np
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.lanes import f32_of_bits, f32_of_f16_bits, shl32
 from numerics.kernels.narrow import count_nans
 from numerics.kernels.random import GOLDEN, draw, fill, mix64, slots_log2
@@ -279,7 +280,7 @@ def _assemble(mag: int, negative: bool, field: int, frac: Int, wide: bool, subn:
     return code | (mask_signed if (negative and keep_sign) else _U64(0))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _sr_code(x: Any, u: Any, K: tuple[Any, ...]) -> Int:
     """The code of one float32/float64 ``x`` stochastically rounded with the draw ``u``
     (``K``: :func:`encode_bits_span`'s loop invariants)."""
@@ -514,7 +515,7 @@ def _widen_block(codes: np.ndarray, out: np.ndarray, pad: Any, stream: bool) -> 
     map_into(_widen_one, codes, out, pad, stream)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _widen_one(code: Any, pad: Any) -> Any:
     """One element of :func:`_widen_block`."""
     bits = shl32(_U32(code), pad)
@@ -599,7 +600,7 @@ def _half_block(codes: np.ndarray, out: np.ndarray, stream: bool) -> None:
     map_into(_half_one, codes, out, 0, stream)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _half_one(code: Any, unused: int) -> Any:
     """One element of :func:`_half_block`."""
     return f32_of_f16_bits(code)

@@ -37,6 +37,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 
 __all__ = [
     "BINADE_OFFSET",

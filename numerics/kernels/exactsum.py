@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels import rounding
 from numerics.kernels.spread import spread
 
@@ -45,7 +46,7 @@ bits_f64 = cast(Callable[[Any], float], rounding.bits_f64)
 f64_bits = cast(Callable[[Any], Any], rounding.f64_bits)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _add(acc: np.ndarray, m: Any, e: Any, negative: bool) -> None:
     """``acc += (-1)**negative * m * 2**e`` for ``0 <= m < 2**54``, ``e >= 0``."""
     k = e >> 5
@@ -62,7 +63,7 @@ def _add(acc: np.ndarray, m: Any, e: Any, negative: bool) -> None:
         acc[k + 2] += high >> 32
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _carry(acc: np.ndarray) -> None:
     """Move every carry up: digits 0 .. top-1 in ``[0, 2**32)``, the sign in the top."""
     for k in range(acc.size - 1):
@@ -71,7 +72,7 @@ def _carry(acc: np.ndarray) -> None:
         acc[k + 1] += c
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _magnitude(acc: np.ndarray) -> bool:
     """Carry ``acc`` and replace it by its absolute value; returns whether it was
     negative."""
@@ -84,7 +85,7 @@ def _magnitude(acc: np.ndarray) -> bool:
     return negative
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _bit_length(acc: np.ndarray) -> int:
     """The bit length of the carried, non-negative ``acc`` (0 for zero)."""
     for k in range(acc.size - 1, -1, -1):
@@ -98,7 +99,7 @@ def _bit_length(acc: np.ndarray) -> int:
     return 0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _bits(acc: np.ndarray, lo: int, count: int) -> Any:
     """Bits ``lo .. lo + count - 1`` (``count <= 62``; bits below 0 read as 0) of the
     carried, non-negative ``acc``."""
@@ -110,7 +111,7 @@ def _bits(acc: np.ndarray, lo: int, count: int) -> Any:
     return out
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _any_below(acc: np.ndarray, b: int) -> bool:
     """Whether any bit below bit ``b`` of the carried ``acc`` is set."""
     if b <= 0:
@@ -122,7 +123,7 @@ def _any_below(acc: np.ndarray, b: int) -> bool:
     return (acc[k] & ((np.int64(1) << (b & 31)) - 1)) != 0 if k < acc.size else False
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _value(m: Any, e: int) -> float:
     """``m * 2**(e - 1074)`` for ``0 <= m < 2**53`` (exact: a binary64 number, or
     ``m = 0``)."""
@@ -147,7 +148,7 @@ def _value(m: Any, e: int) -> float:
 _NEGATIVE, _MIXED, _NAN, _PLUS, _MINUS = 1, 2, 4, 8, 16
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _take(acc: np.ndarray, v: float, flags: Any, first: bool) -> Any:
     """Add the term ``v`` to the column's accumulator ``acc`` (a finite one) and its
     flag word (the first term's sign, mixed signs, NaN, +inf, -inf); returns the

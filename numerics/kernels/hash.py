@@ -33,6 +33,7 @@ import numba
 import numpy as np
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.spread import spread
 
 #: Scalars the kernels take: Python numbers or numpy scalars (numba types them alike).
@@ -82,12 +83,12 @@ def _rows(span: Callable[[int, int], None], arr: np.ndarray) -> None:
     spread(span, arr.shape[0], unit=arr.shape[1], minimum=PARALLEL_MIN_WORK)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _rotl(x: Int, r: Int) -> np.uint32:
     return np.uint32((x << np.uint32(r)) | (x >> np.uint32(32 - r)))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _word(keys: np.ndarray, i: Int, j: Int) -> np.uint32:
     """The little-endian 32-bit word at bytes j .. j+3 of row i."""
     return (np.uint32(keys[i, j]) | (np.uint32(keys[i, j + 1]) << np.uint32(8))
@@ -95,18 +96,18 @@ def _word(keys: np.ndarray, i: Int, j: Int) -> np.uint32:
             | (np.uint32(keys[i, j + 3]) << np.uint32(24)))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _mul(a: Int, b: Int) -> np.uint32:
     """``a * b mod 2**32`` (uint32 products wrap)."""
     return np.uint32((np.uint64(a) * np.uint64(b)) & _M32)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _add(a: Int, b: Int) -> np.uint32:
     return np.uint32((np.uint64(a) + np.uint64(b)) & _M32)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _fmix(h: Int, m1: Int, s1: Int, m2: Int, s2: Int,
           s3: Int) -> np.uint32:
     h ^= h >> np.uint32(s1)
@@ -209,7 +210,7 @@ def xxh32_rows_span(keys: np.ndarray, seed: Int, out: np.ndarray,
 
 
 # ============================================================================ emulated floats
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def round_to_precision(x: Float, arith: Int) -> np.float32:
     """``x`` (a non-negative binary32) rounded to the arithmetic's format, ties to even.
 
@@ -234,7 +235,7 @@ def round_to_precision(x: Float, arith: Int) -> np.float32:
     return r
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def int_mod_2_32(v: Float) -> np.uint32:
     """Exact integer value mod ``2**32`` of a non-negative, finite, integer-valued float32.
 
@@ -257,7 +258,7 @@ def int_mod_2_32(v: Float) -> np.uint32:
     return np.uint32(m >> np.uint32(d))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def int_mod(v: Float, m: Int) -> np.uint64:
     """``v mod m`` for a non-negative, finite, integer-valued float32 ``v`` and an int
     ``1 <= m <= 2**32``, in integers: ``v = M * 2**s``; for ``s <= 39`` the value fits
@@ -408,18 +409,18 @@ _P64_4 = np.uint64(0x85EBCA77C2B2AE63)
 _P64_5 = np.uint64(0x27D4EB2F165667C5)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _rotl64(x: np.uint64, r: int) -> np.uint64:
     return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _round64(acc: np.uint64, lane: np.uint64) -> np.uint64:
     acc = acc + lane * _P64_2
     return _rotl64(acc, 31) * _P64_1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _merge64(h: np.uint64, acc: np.uint64) -> np.uint64:
     h ^= _round64(np.uint64(0), acc)
     return h * _P64_1 + _P64_4

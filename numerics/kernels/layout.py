@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.spread import spread
 
 __all__ = ["moved_last"]

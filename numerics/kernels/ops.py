@@ -72,6 +72,7 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, fma, shr32
 from numerics.kernels.random import draw
@@ -176,28 +177,28 @@ def _signalling_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignor
 
 
 # ----------------------------------------------------------------------------- helpers
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _ulp_up(ah: float) -> float:
     """Spacing above ``ah > 0`` (normal binary64)."""
     _, e = math.frexp(ah)
     return math.ldexp(1.0, e - 53)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _ulp_down(ah: float) -> float:
     """Spacing below ``ah > 0`` (half of ``_ulp_up`` at a power of two)."""
     m, e = math.frexp(ah)
     return math.ldexp(1.0, e - 54) if m == 0.5 else math.ldexp(1.0, e - 53)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _two_sum(a: float, b: float) -> tuple[float, float]:
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _two_prod(a: float, b: float) -> tuple[float, float]:
     p = a * b
     c = 134217729.0 * a
@@ -209,13 +210,13 @@ def _two_prod(a: float, b: float) -> tuple[float, float]:
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _sticky(m: float) -> float:
     """A term far below the others: only its sign counts."""
     return 0.0 if m == 0 else math.copysign(2.0**-300, m)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _nudge(h: float, lo: float) -> float:
     """Keep a rounded residual strictly inside half the spacing on its side of ``h``."""
     if lo == 0 or h == 0:
@@ -261,7 +262,7 @@ def _three_sum_rne(x1: float, x2: float, x3: float) -> tuple[float, float, float
     return h_new, r, e3
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _settle(h: float, lo: float, rest: float) -> float:
     """``lo``, or the float next to it toward ``-h``'s side when the exact value lies
     strictly between ``h + lo`` and that float (``rest``, the sign of the exact value
@@ -282,7 +283,7 @@ def _settle(h: float, lo: float, rest: float) -> float:
     return np.int64(np.float64(lo).view(np.int64) + step).view(np.float64)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _div_rest(r: float, lo: float, b: float) -> float:
     """The sign of ``r / b - lo`` (``lo`` a rounding of ``r / b``; ``r - fl(lo * b)`` is
     exact by Sterbenz's lemma)."""
@@ -291,7 +292,7 @@ def _div_rest(r: float, lo: float, b: float) -> float:
     return d if b > 0 else -d
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _sqrt_rest(r: float, s: float, lo: float) -> float:
     """The sign of ``sqrt(s*s + r) - (s + lo)``, that is of ``r - 2*s*lo - lo*lo``
     (``lo`` a rounding of ``r / (2s)``), summed exactly as an expansion
@@ -308,7 +309,7 @@ def _sqrt_rest(r: float, s: float, lo: float) -> float:
     return k4 if k4 != 0 else (k3 if k3 != 0 else (k2 if k2 != 0 else k1))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _zero_sign(x: float, y: float, mode: int) -> float:
     """IEEE sign of an exact zero sum ``x + y``: same-signed zeros keep it, else +0 (rd: -0)."""
     if x == 0 and y == 0 and math.copysign(1.0, x) == math.copysign(1.0, y):
@@ -317,7 +318,7 @@ def _zero_sign(x: float, y: float, mode: int) -> float:
 
 
 # ----------------------------------------------------------------------------- exact pair
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
                 ) -> tuple[float, float, int]:
     """``(h, lo, k)`` with ``(h + lo) * 2**k`` the exact result on finite operands
@@ -405,7 +406,7 @@ def _exact_pair(op: int, a: float, b: float, c: float, narrow: bool, mode: int
 
 
 # ----------------------------------------------------------------------------- rounding
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bit_length(x: int) -> int:
     n = 0
     while x > 0:
@@ -532,7 +533,7 @@ def _special(op: int, a: float, b: float, c: float) -> tuple[float, int]:
     return r, flags
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _round_normal(h: float, lo: float, cut: int, mode: int) -> float:
     """The rounding of ``h + lo`` to ``53 - cut`` significant bits, for a result in the
     format's normal range (``|h| > 2**emin``; the caller checks ``<= max`` after).
@@ -565,7 +566,7 @@ def _round_normal(h: float, lo: float, cut: int, mode: int) -> float:
     return np.int64(base + unit * np.int64(up)).view(np.float64)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
            u: Any, ubits: int) -> Any:
     """The code of ``(h + lo) * 2**k`` rounded once (:mod:`numerics.kernels.rounding`):
@@ -577,7 +578,7 @@ def _round(h: float, lo: float, k: int, P: np.ndarray, mode: int, overflow: int,
                           np.int64(overflow), u, np.int64(ubits))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def widen(x: np.ndarray, n: int, m: int) -> np.ndarray:
     """An operand of a span loop over ``n`` elements in chunks of at most ``m``: itself
     when it has ``n`` elements, else (a broadcast operand of length 1) one chunk's
@@ -585,7 +586,7 @@ def widen(x: np.ndarray, n: int, m: int) -> np.ndarray:
     return x if x.size == n else np.full(m, x[0])
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def piece(x: np.ndarray, n: int, start: int, stop: int) -> np.ndarray:
     """The chunk ``start:stop`` of a :func:`widen` operand."""
     return x[start:stop] if x.size == n else x[:stop - start]
@@ -825,7 +826,7 @@ def _fast_chunk(op: int, negate_b: bool, a: np.ndarray, b: np.ndarray, c: np.nda
                       seed, first, ubits, out, fl)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _sr_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, table: np.ndarray,
               sign: float, cut: int, lo_normal: float, maxval: float, seed: Any, first: int,
               ubits: int, out: np.ndarray, fl: np.ndarray) -> int:
@@ -899,7 +900,7 @@ def _fast_loop(op: int, residual: bool, sr: bool, a: np.ndarray, b: np.ndarray,
     return bad
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fma_rest(p: float, e: float, c: float, h: float) -> float:
     """A value with the sign of ``p + e + c - h``, summed exactly as an expansion
     (Shewchuk's Grow-Expansion, as :func:`_sqrt_rest`: the largest non-zero part has the
@@ -918,7 +919,7 @@ def _fma_rest(p: float, e: float, c: float, h: float) -> float:
 _WIDE_LOW = 2.0**-960
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, sign: float,
                 mode: int, lo_normal: float, maxval: float, out: np.ndarray, fl: np.ndarray
                 ) -> int:
@@ -986,7 +987,7 @@ def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, sign: float
     return bad
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
                 threshold: Any, possible: bool, tiny_product: Any, cut_after: Any,
                 maxval: Any, tiny_after: bool, exact32: bool) -> np.uint8:
@@ -1066,7 +1067,7 @@ def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
                     | (np.uint8(general) << 7))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fma_general(x: Any, y: Any, pr: Any, tiny_product: Any) -> Any:
     """Whether binary32's product ``pr`` of the finite non-zero ``x`` and ``y`` may be
     inexact (claim D13): below ``tiny_product = 2**(2t - 148)`` (its last bit may fall
@@ -1076,7 +1077,7 @@ def _fma_general(x: Any, y: Any, pr: Any, tiny_product: Any) -> Any:
         & ((abs(pr) < tiny_product) | (abs(pr) > big32))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def to_odd(s: float, err: float) -> float:
     """``s + err`` (``s`` the binary64 sum, ``err`` its exact error) rounded to odd:
     ``s`` when exact, else the truncation with its last bit set."""
@@ -1086,7 +1087,7 @@ def to_odd(s: float, err: float) -> float:
     return _bits_f64(b | (np.uint64(1) if inexact else np.uint64(0)))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def to_odd32(s: Any, err: Any) -> Any:
     """:func:`to_odd` in binary32: ``s + err`` (``s`` the binary32 sum, ``err`` its exact
     error) rounded to odd at 24 bits."""
@@ -1096,7 +1097,7 @@ def to_odd32(s: Any, err: Any) -> Any:
     return f32_of_bits(_U32(b | (_U32(1) if inexact else _U32(0))))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -> np.uint8:
     """The flag bits of binary32's own ``x * y``, ``x / y`` or ``fma(x, y, z)`` (``op`` 1,
     3, 4), ``h`` the hardware's result, from exact binary64 arithmetic on the operands
@@ -1156,7 +1157,7 @@ def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -
                     | (np.uint8(invalid) << 3) | (np.uint8(divide) << 4))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def quantum_fits(t: int, maxval: float) -> bool:
     """Whether :func:`round_by_quantum` rounds into a format of ``t <= 22`` trailing
     bits whose largest finite value is ``maxval`` (claim D14 of
@@ -1171,7 +1172,7 @@ def quantum_fits(t: int, maxval: float) -> bool:
     return np.float64(maxval) < 2.0 ** (105 + t)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def round_by_quantum(m: Any, threshold_bits: Any, quantum_shift: Any) -> Any:
     """The bits of ``|h|`` (bits ``m``, a binary32 magnitude) rounded to nearest-even
     to its format's quantum, by claim D14 of ``proofs/double_rounding.md``:
@@ -1340,7 +1341,7 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
     return _lean_plain(op, a, b, cc, D, t, emin, m, g, negzero, tiny_after, out, fl)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
                  emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
                  out: np.ndarray, fl: np.ndarray) -> int:
@@ -1360,7 +1361,7 @@ def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t
                       tiny_after, out, fl)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_binary32(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
                    emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
                    out: np.ndarray, fl: np.ndarray) -> int:
@@ -1399,7 +1400,7 @@ def _lean_plain_impl(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl
     return any32
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_flagged(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
                   emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
                   out: np.ndarray, fl: np.ndarray) -> int:
@@ -1462,7 +1463,7 @@ def lean_fits(t: int, emin: int, emax: int, op: int) -> bool:
     return op == 0 or (2 * (emin - t) >= -126 and 2 * (emax + 1) <= 128)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def round_sr(h: float, lo: float, cut: int, u: Any, ubits: int) -> float:
     """The stochastic rounding of ``h + lo`` to ``53 - cut`` significant bits for a result
     in the format's normal range (``|h| > 2**emin``, the caller checks ``<= max``), by
@@ -1506,7 +1507,7 @@ def round_sr(h: float, lo: float, cut: int, u: Any, ubits: int) -> float:
     return np.int64(lower + unit * np.int64(up)).view(np.float64)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fast_value(h: float, lo: float, cut: int, mode: int, lo_normal: float, maxval: float,
                 u: Any, ubits: int) -> tuple[float, int, int]:
     """The normal-range rounding of ``h + lo`` (stochastic by the draw ``u``, or

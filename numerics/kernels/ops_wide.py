@@ -49,6 +49,7 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, fma
 from numerics.kernels.ops import GENERAL, overflow_value, piece, to_odd, widen

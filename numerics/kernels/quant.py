@@ -38,6 +38,7 @@ import numba
 import numpy as np
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.formats import Format
 from numerics.kernels.narrow import rne_code, rne_code_pair, rne_constants
 from numerics.kernels.random import draw
@@ -300,7 +301,7 @@ def block_amax(x3: np.ndarray, bs: int, amax3: np.ndarray) -> bool:
                       A * (L // bs) * B, unit=bs))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _split(a: float) -> tuple[float, float]:
     """Veltkamp's split ``a = hi + lo`` into 26 and 27 significant bits (``|a| < 2**996``)."""
     c = _SPLITTER * a
@@ -308,7 +309,7 @@ def _split(a: float) -> tuple[float, float]:
     return hi, a - hi
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _two_prod(a: float, b: float, bh: float, bl: float) -> tuple[float, float]:
     """Dekker's TwoProduct with ``b = bh + bl`` split: ``p + e == a * b`` exactly (no
     overflow, no underflow)."""
@@ -318,7 +319,7 @@ def _two_prod(a: float, b: float, bh: float, bl: float) -> tuple[float, float]:
     return p, e
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _nudge(q: float, rem: float) -> float:
     """A residual with the sign of ``rem`` (0 for 0): ``2**-80 |q|``, far below half an ulp
     of ``q`` and a vanishing but nonzero part of a quantum of every format of at most 51
@@ -357,7 +358,7 @@ def divide_with_sticky(x: float, s: float) -> tuple[float, float]:
     return q, math.copysign(max(abs(q) * 8.271806125530277e-25, _TINY), rem)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _divide_by_split(x: float, s: float, sh: float, sl: float) -> tuple[float, float]:
     """:func:`divide_with_sticky` with ``s = sh + sl`` split once per block: in the range
     where neither TwoProduct nor the remainder can over- or underflow (``2**-900 <= |x|,
@@ -479,7 +480,7 @@ def block_dequantize(codes3: np.ndarray, scales3: np.ndarray, table: np.ndarray,
            blocks, unit=bs)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _quotient(x: np.ndarray, s: np.ndarray, i: int) -> tuple[float, float]:
     """:func:`divide_with_sticky` of ``x[i]`` by ``s[i]`` (by ``s[0]`` when ``s`` has
     one element)."""
@@ -536,7 +537,7 @@ def divide_round(x: np.ndarray, s: np.ndarray, P: Params, mode: np.int64,
            x.size, align=_ALIGN)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def round_int(y: float, lo: float, qmin: np.int64, qmax: np.int64, inv_quantum: float,
               mode: np.int64, u: float, trunc: float) -> np.int64:
     """The integer ``k`` in ``[qmin, qmax]`` of the exact value ``y + lo`` (``lo`` a

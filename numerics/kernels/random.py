@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 
 __all__ = ["GOLDEN", "draw", "fill", "mix64", "slots_log2", "words"]
 
@@ -46,7 +47,7 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _U64 = np.uint64
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def mix64(z: np.uint64) -> np.uint64:
     """SplitMix64's finalizer: a bijection of 64-bit words with full avalanche."""
     z = np.uint64(z)
@@ -55,7 +56,7 @@ def mix64(z: np.uint64) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def slots_log2(bits: Any) -> int:
     """``log2`` of the number of ``bits``-bit draws one word holds (``1 <= bits <= 64``):
     the largest ``L`` with ``2**L * bits <= 64``."""
@@ -64,7 +65,7 @@ def slots_log2(bits: Any) -> int:
             + int(bits <= 2) + int(bits <= 1))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def draw(seed: np.uint64, index: np.uint64, bits: np.int64) -> np.uint64:
     """The ``bits``-bit uniform draw (1 <= bits <= 64) of element ``index``."""
     lk = slots_log2(bits)

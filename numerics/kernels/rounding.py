@@ -71,6 +71,7 @@ from numba import types
 from numba.core.extending import intrinsic
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.formats import Format, NaNEncoding, as_format
 from numerics.rounding import check_overflow, check_rounding
 
@@ -465,7 +466,7 @@ def _unpack(P: Any) -> tuple[int, ...]:
     return (P[0], P[1], P[2], P[3], P[4], P[5], P[6], P[7], P[8], P[9], P[10], P[11], P[12])
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def round_pair(hi: float, lo: float, P: Any, mode: Int, overflow: Int,
                u: Int, ubits: Int) -> Int:
     """Code of the exact value ``hi + lo`` rounded once into the format ``P``.
@@ -498,7 +499,7 @@ def round_pair(hi: float, lo: float, P: Any, mode: Int, overflow: Int,
     return _round_magnitude(negative, m, E, ls, abs(lo), True, Q, mode, overflow, u, ubits)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def lowered_params(P: Any, k: Int) -> tuple[int, ...]:
     """``P`` with its exponent range moved down by ``k``: ``round_pair(hi, lo,
     lowered_params(P, k), ...)`` is the code of ``(hi + lo) * 2**k`` in ``P``, for a
@@ -511,7 +512,7 @@ def lowered_params(P: Any, k: Int) -> tuple[int, ...]:
             P[MAXMAG], P[INFMAG], P[NANKIND], P[NEGZERO], P[MAGMASK])
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def round_scaled(negative: bool, sig: Int, exp: Int, sticky: bool, P: Any,
                  mode: Int, overflow: Int, u: Int,
                  ubits: Int) -> Int:
@@ -533,7 +534,7 @@ def round_scaled(negative: bool, sig: Int, exp: Int, sticky: bool, P: Any,
                             False, Q, mode, overflow, u, ubits)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def decode_one(code: Int, P: Any) -> float:
     """The float64 value of one code of the format ``P``.
 

@@ -41,6 +41,7 @@ from numba import types
 from numba.core.extending import intrinsic, overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.lanes import prefetch
 
 __all__ = ["STREAM_MIN", "map_into", "map_plain", "map_streamed", "wanted"]
@@ -139,7 +140,7 @@ def wanted(out: np.ndarray, start: int, stop: int) -> bool:
         and out.ctypes.data % out.itemsize == 0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _address(a: np.ndarray) -> int:
     """The address of ``a[0]`` as a signed integer (an unsigned one would turn mixed
     arithmetic into float64)."""
@@ -149,7 +150,7 @@ def _address(a: np.ndarray) -> int:
 @numba.njit(cache=True, nogil=True, inline="always")
 def map_plain(one: Any, x: np.ndarray, out: np.ndarray, C: Any) -> None:
     """``out[i] = one(x[i], C)`` for every ``i`` (1-D contiguous arrays of one size),
-    with ordinary stores.  ``one`` is an ``inline="always"`` element function."""
+    with ordinary stores.  ``one`` is an element function (LLVM inlines it)."""
     for i in range(x.size):
         out[i] = one(x[i], C)
 

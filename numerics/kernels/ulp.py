@@ -47,6 +47,7 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits
 from numerics.kernels.rounding import bits_f64, f64_bits
 from numerics.kernels.spread import serial, spread
@@ -128,7 +129,7 @@ def format_ulp_params(fmt: Format) -> np.ndarray:
 _TWO52 = 2.0**52
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _exponent_frac(b: Any) -> tuple[Any, Any]:
     """``(e, f)`` of the finite float64 ``a >= 0`` with bits ``b``: ``e = floor(log2 a)``
     and ``f`` the 52 bits below its leading one, so ``a = (2**52 + f) 2**(e - 52)``.  A
@@ -141,7 +142,7 @@ def _exponent_frac(b: Any) -> tuple[Any, Any]:
     return e, f
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _power(k: int, narrow: bool) -> float:
     """``2**k`` for ``-1074 <= k <= 1023``, built from its bits (``narrow``, a literal:
     ``k >= -1022``, a normal float64)."""
@@ -152,14 +153,14 @@ def _power(k: int, narrow: bool) -> float:
     return bits_f64(normal if k >= -1022 else sub)  # type: ignore[call-arg]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _quantum(b: Any, emin: int, t: int) -> float:
     """``2**(max(e, emin) - t)`` for the bits ``b`` of a finite float64 ``>= 0``."""
     e, _ = _exponent_frac(b)
     return _power(max(e, emin) - t, False)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _on_grid(b: Any, emin: int, t: int) -> bool:
     """Whether the finite float64 ``>= 0`` with bits ``b`` is a multiple of its binade's
     quantum ``2**k``.  With the normalized significand ``sig = 2**52 + f`` (an integer;
@@ -196,7 +197,7 @@ def ulp(x: np.ndarray, out: np.ndarray, Q: np.ndarray) -> None:
     spread(lambda lo, hi: ulp_span(x, out, lo, hi, Q), x.size, align=CHUNK)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _representable(v: float, emin: int, t: int, top: float, normal: float, signed: bool,
                    has_nan: bool, has_inf: bool, has_zero: bool) -> bool:
     """Whether the float64 ``v`` is a value of the format (NaN counts where it has NaN;
@@ -211,7 +212,7 @@ def _representable(v: float, emin: int, t: int, top: float, normal: float, signe
     return ok | ((b == _INF_BITS) & has_inf & ((v > 0) | signed))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _step_down(af: float, emin: int, t: int) -> float:
     """The next smaller magnitude below the finite ``af > 0`` on the format's grid."""
     b: Any = f64_bits(af)  # type: ignore[call-arg]
@@ -397,7 +398,7 @@ def _binary32_impl(xs):  # type: ignore[no-untyped-def,unused-ignore]
     return lambda xs: answer
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _representable32(v: Any, low: Any, normal_bits: Any, c: Any, top: Any, normal: Any,
                      signed: bool, has_nan: bool, has_inf: bool, has_zero: bool) -> bool:
     """:func:`_representable` for a binary32 ``v`` and a format whose values are binary32
@@ -447,7 +448,7 @@ def first_unrepresentable(x: np.ndarray, Q: np.ndarray) -> int:
 
 
 # ----------------------------------------------------------------------------- distances
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _magnitude(v: float, t: int, emin: int, bias: int, inf_mag: Any) -> Any:
     """The magnitude code (uint64) of ``|v|``, a value of the format that is not NaN:
     ``(e + bias) << t`` plus the trailing bits in the normal range, ``|v| / 2**(emin - t)``

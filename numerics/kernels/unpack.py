@@ -62,6 +62,7 @@ from numba.core import types
 from numba.extending import overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
+import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.lanes import HAS_F16C, bits_of_f32, f32_of_bits, f32_of_f16_bits, sar32, shl32
 from numerics.kernels.rounding import BIAS, BITS, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 
@@ -183,14 +184,14 @@ def top_half(P: np.ndarray, table: np.ndarray) -> bool:
     return _same((codes << np.uint32(16)).view(np.float32), table)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def decode_top(code: Any) -> Any:
     """The float32 whose bits are the 16-bit ``code`` followed by 16 zeros (any integer
     type: the shift drops a sign extension)."""
     return f32_of_bits(shl32(code, _U32(16)))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def constants(d: np.ndarray) -> tuple[Any, ...]:
     """The constants of :func:`decode32` from a :func:`plan` array, as 32-bit loop
     invariants (so that a loop keeps them in registers): the two shifts and the mask
@@ -210,7 +211,7 @@ def constants(d: np.ndarray) -> tuple[Any, ...]:
             (_U32(d[v]), _U32(d[v + 1]), _U32(d[v + 2]), _U32(d[v + 3])))
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _pick(cond: bool, yes: Any, no: Any) -> Any:
     """``yes if cond else no`` on uint32 bits, by masks (no branch, no phi node)."""
     mask = _U32(_U32(0) - _U32(cond))
@@ -244,7 +245,7 @@ def decode32(code: Any, D: tuple[Any, ...]) -> Any:
     return f32_of_bits(_exceptions(c, v, exc, val) if exc[0] != _U32(_NONE) else v)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _exceptions(c: Any, v: Any, exc: tuple[Any, ...], val: tuple[Any, ...]) -> Any:
     """Step 3: the bits ``v`` of code ``c``, or its exception's value."""
     v = _pick(c == exc[0], val[0], v)
