@@ -24,20 +24,23 @@ Modules
 
 Compile time
 ------------
-No ``numba.njit`` function here is ``inline="always"``: numba inlines at the level
-of its IR and types the grown caller again at every call site, so a loop inlined
-once per literal flag combination compiled several times slower than the same
-loops as separate specializations (the encode kernels: about 170 s against 35 s),
-and the element helpers inlined that way tripled the compile of the arithmetic
-kernels (76 s against 25 s for ``numerics.ops`` on float64 operands).  The helpers
-are plain calls that LLVM inlines when it optimizes the kernel, under the raised
-threshold of :mod:`numerics.kernels.inlining`; the machine code is the same.  Two
-kinds stay ``inline="always"``: loop templates that take an element function as an
-argument (:func:`numerics.kernels.stream.map_plain`, the lane loops of
-:mod:`numerics.kernels.accum`), where inlining makes the function a constant of the
-caller (passed as a value, numba cannot cache the caller), and a few ``overload``
-shims that pick one implementation by an argument's type or a literal flag
-(:func:`numerics.kernels.stream.map_into`: ordinary or streaming stores).
+Outside :mod:`numerics.kernels.narrow`, no ``numba.njit`` function is
+``inline="always"``: numba inlines at the level of its IR and types the grown caller
+again at every call site, so a loop inlined once per literal flag combination
+compiled several times slower than the same loops as separate specializations (the
+encode kernels: about 170 s against 35 s), and the element helpers inlined that way
+tripled the compile of the arithmetic kernels (76 s against 28 s for
+``numerics.ops`` on float64 operands). The helpers are plain calls that LLVM inlines
+when it optimizes the kernel, under the raised threshold of
+:mod:`numerics.kernels.inlining`; the loops run as fast. The float-to-code loops of
+:mod:`numerics.kernels.narrow` keep their helpers inlined by numba and LLVM's
+default threshold, as they were tuned (without, the float64 ones ran 3 to 17%
+slower). Elsewhere two kinds stay ``inline="always"``: loop templates that take an
+element function as an argument (:func:`numerics.kernels.stream.map_plain`, the lane
+loops of :mod:`numerics.kernels.accum`), where inlining makes the function a
+constant of the caller (passed as a value, numba cannot cache the caller), and a few
+``overload`` shims that pick one implementation by an argument's type or a literal
+flag (:func:`numerics.kernels.stream.map_into`: ordinary or streaming stores).
 numba's cache keys a kernel on its own source file: after editing a helper
 in another module, delete the ``__pycache__/*.nbi`` / ``*.nbc`` files.
 

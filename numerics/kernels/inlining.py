@@ -5,22 +5,22 @@ pair, a draw of the random stream).  They are ordinary ``numba.njit`` functions:
 numba lowers each once and LLVM inlines them into the loop when it optimizes the
 kernel, before it vectorizes.  numba's own ``inline="always"`` inlines at the level
 of its IR instead and types the grown caller again at every call site; for the
-arithmetic kernels that took three times longer to compile (the float64 operands of
-``numerics.ops`` in binary32: 76 s against 25 s) for the same loops.
+arithmetic kernels that took nearly three times longer to compile (the float64 operands of
+``numerics.ops`` in binary32: 76 s against 28 s) for the same loops.
 
 LLVM's default threshold at numba's optimization level (250) leaves the larger
 helpers as calls, and a call in a loop stops the vectorizer: the same kernels then
 ran 1.5 to 2.5 times slower.  So while a kernel of this package compiles, the
 threshold is :data:`THRESHOLD`; after it, LLVM's default for numba's level again,
 so that other numba code in the process compiles as it would without this package.
+numba compiles one function at a time (under its global compiler lock), so the
+setting never leaks into a compile running on another thread.
 
 The float-to-code loops of :mod:`numerics.kernels.narrow` are the exception
 (:data:`AT_DEFAULT`): tuned with their helpers inlined by numba, they compile at
 LLVM's default, where the raised threshold made LLVM inline the code loop into the
 piece loop of ``round_rne_span`` (float64 values into bfloat16, 2**22 elements:
 6.1 against 5.2 ms).
-numba compiles one function at a time (under its global compiler lock), so the
-setting never leaks into a compile running on another thread.
 
 Importing this module (every kernel module does, before its first kernel) installs
 the switch once.
