@@ -176,7 +176,7 @@ def _rne_fast(hi: float, t: int, emin: int, maxval: float) -> tuple[float, bool]
 def _round_slow(hi: float, lo: float, P: np.ndarray, mode: int, seed: int,
                 index: int) -> float:
     """The value of ``hi + lo`` rounded once into ``P`` by :func:`round_pair` (through
-    :func:`_round_shifted`, which holds the one inlined copy of it)."""
+    :func:`_round_shifted`, the one kernel that calls it)."""
     return _round_shifted(hi, lo, np.int64(0), P, mode, seed, index)
 
 

@@ -1,12 +1,12 @@
 """LLVM's inlining threshold while this package's kernels compile.
 
 The loops call small compiled helpers per element (a two-sum, the rounding of a
-pair, a draw of the random stream).  They are ordinary ``numba.njit`` functions:
+pair, a draw of the random stream). They are ordinary ``numba.njit`` functions:
 numba lowers each once and LLVM inlines them into the loop when it optimizes the
-kernel, before it vectorizes.  numba's own ``inline="always"`` inlines at the level
+kernel, before it vectorizes. numba's own ``inline="always"`` inlines at the level
 of its IR instead and types the grown caller again at every call site; for the
-arithmetic kernels that took nearly three times longer to compile (the float64 operands of
-``numerics.ops`` in binary32: 76 s against 28 s) for the same loops.
+arithmetic kernels that took nearly three times longer to compile (the float64
+operands of ``numerics.ops`` in binary32: 76 s against 28 s) for the same loops.
 
 LLVM's default threshold at numba's optimization level (250) leaves the larger
 helpers as calls, and a call in a loop stops the vectorizer: the same kernels then

@@ -112,7 +112,7 @@ _ALIGN = 1024
 def params_tuple(fmt: Format) -> tuple[np.int64, ...]:
     """``format_params(fmt)`` as a tuple of int64: ``round_pair`` and ``decode_one`` read
     ``P[i]`` at constant indices, so a tuple serves as well as the array and spares the
-    array's reference counting inside every inlined call (about 1.3x per element)."""
+    array's reference counting inside every call (about 1.3x per element)."""
     return tuple(np.int64(v) for v in format_params(fmt))
 
 
