@@ -167,3 +167,45 @@ def test_large_public_calls_stream_and_match_the_peers(threads: int) -> None:
     same = ~np.isnan(want)
     np.testing.assert_array_equal(back.view(np.uint32)[same], want.view(np.uint32)[same])
     assert np.isnan(back[~same]).all()
+
+
+def _typed_dispatchers(kernel: Any) -> set[str]:
+    """The names of the compiled functions the first variant of ``kernel`` typed."""
+    typemap = kernel.overloads[kernel.signatures[0]].type_annotation.typemap
+    return {str(t) for t in typemap.values()}
+
+
+def test_a_literal_flag_compiles_one_of_the_two_loops() -> None:
+    """map_into with a literal ``stream`` builds only the loop it names (numba offers an
+    overload non-literal arguments first unless it asks for literals; then both loops
+    were typed and lowered in every kernel)."""
+    import numba
+
+    @numba.njit
+    def one(b: Any, C: Any) -> Any:
+        return b + C
+
+    @numba.njit
+    def plain(x: Any, out: Any) -> None:
+        stream.map_into(one, x, out, np.uint32(1), False)
+
+    @numba.njit
+    def streamed(x: Any, out: Any) -> None:
+        stream.map_into(one, x, out, np.uint32(1), True)
+
+    @numba.njit
+    def either(x: Any, out: Any, flag: bool) -> None:
+        stream.map_into(one, x, out, np.uint32(1), flag)
+
+    x = np.arange(300, dtype=np.uint32)
+    for kernel, args in ((plain, ()), (streamed, ()), (either, (True,))):
+        out = np.zeros(300, np.uint32)
+        kernel(x, out, *args)
+        np.testing.assert_array_equal(out, x + 1)
+    names = {k: _typed_dispatchers(k) for k in (plain, streamed, either)}
+    assert any("map_plain" in n for n in names[plain])
+    assert not any("map_streamed" in n for n in names[plain])
+    assert any("map_streamed" in n for n in names[streamed])
+    assert not any("map_plain" in n for n in names[streamed])
+    assert any("map_plain" in n for n in names[either])
+    assert any("map_streamed" in n for n in names[either])

@@ -21,6 +21,8 @@ Modules
               user's home is writable (imported by every kernel module first)
 ``inlining``  LLVM's inlining threshold while the kernels compile (imported by every
               kernel module first)
+``specialise`` the pipeline of the loops called with literal flags: each flag a
+              constant, so a variant compiles only its own branches
 
 Compile time
 ------------
@@ -43,6 +45,22 @@ constant of the caller (passed as a value, numba cannot cache the caller), and a
 flag (:func:`numerics.kernels.stream.map_into`: ordinary or streaming stores).
 numba's cache keys a kernel on its own source file: after editing a helper
 in another module, delete the ``__pycache__/*.nbi`` / ``*.nbc`` files.
+
+A loop that serves several cases by flags compiles once per literal combination,
+and numba types every branch of each variant, also the ones its flags rule out:
+the loops that take literal flags (the arithmetic loops of ``ops`` and
+``ops_wide``, the directed, stochastic and float64 loops of ``narrow``, the
+``next`` loop of ``ulp``) compile by :mod:`numerics.kernels.specialise`'s pipeline,
+which makes each flag a constant that numba's branch pruning folds.  One loop stays
+on numba's own pipeline: ``ops._lean_loop``, whose binary32 ``add`` ran 1.6 times
+slower pruned (0.67 against 0.40 ms on 2**20 float32, one thread, Zen 2 VM; the
+other loops ran as fast, to within the noise of repeated runs).  Where the
+choice is by an argument's dtype (float32 or float64 input), an ``overload`` shim
+picks the block when the caller compiles (:func:`numerics.kernels.narrow._rne_block`),
+and :func:`numerics.kernels.stream.map_into` asks numba to try literal arguments
+first (``prefer_literal``), so a kernel compiled for ordinary stores no longer
+builds the streaming loop beside it.  Together these took the encode kernels of
+one float32 call into e4m3fn from 17 to 9 s of compile.
 
 A signature is compiled once per distinct argument type, and numba's array type
 includes whether the array is read-only: the Python drivers hand a kernel arrays of

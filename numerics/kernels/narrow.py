@@ -59,6 +59,8 @@ from typing import Any
 
 import numba
 import numpy as np
+from numba import types
+from numba.core.extending import overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
@@ -99,6 +101,7 @@ from numerics.kernels.rounding import (
     bits_f64,
     f64_bits,
 )
+from numerics.kernels.specialise import specialised
 from numerics.kernels.spread import serial, spread
 from numerics.kernels.stream import map_into, wanted
 
@@ -606,7 +609,7 @@ def _mode_word(mode: int, negative: bool) -> Any:
                 | (8 if mode == MODE_RTO else 0))
 
 
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _directed32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                      mode: int, shape: int, simple: bool) -> None:
     """Codes of the float32 patterns ``x`` rounded toward zero, up, down, to nearest with
@@ -668,7 +671,7 @@ def _directed32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bo
         out[i] = _finish(b, is_nan, mag, K, to_max, simple)
 
 
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _directed_high_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                         mode: int, simple: bool) -> None:
     """Codes of the float64 values ``x`` in ``mode`` (as :func:`_directed32_loop`; formats
@@ -754,6 +757,30 @@ def _directed32_block(bits: np.ndarray, out: np.ndarray, P: np.ndarray, saturate
         _directed32_loop(bits, out, P, saturate, mode, _GENERAL, False)
 
 
+def _directed_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+                    mode: int) -> None:
+    """:func:`_directed_high_block` for float64 ``x``, :func:`_directed32_block` for
+    float32 (compiled code only)."""
+    raise NotImplementedError("_directed_block runs in compiled code only")
+
+
+@overload(_directed_block, inline="always")
+def _directed_block_impl(x: Any, out: Any, P: Any, saturate: Any, mode: Any) -> Any:
+    """:func:`_directed_block` for the dtype of ``x``: picked here, when the caller
+    compiles, so a float32 span never compiles the float64 loops (a branch on
+    ``x.itemsize`` compiles both sides for either dtype)."""
+    if x.dtype == types.float64:
+        def wide(x: Any, out: Any, P: Any, saturate: Any, mode: Any) -> None:
+            _directed_high_block(x, out, P, saturate, mode)
+
+        return wide
+
+    def single(x: Any, out: Any, P: Any, saturate: Any, mode: Any) -> None:
+        _directed32_block(x.view(np.uint32), out, P, saturate, mode)
+
+    return single
+
+
 @numba.njit(cache=True, nogil=True)
 def directed_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
                   mode: int, saturate: bool, count: bool) -> int:
@@ -767,10 +794,7 @@ def directed_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.n
     for lo in range(start, stop, _STEP):
         hi = min(stop, lo + _STEP)
         _prefetch_ahead(x, lo, hi, stop)
-        if x.itemsize == 8:
-            _directed_high_block(x[lo:hi], out[lo:hi], P, saturate, mode)
-        else:
-            _directed32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate, mode)
+        _directed_block(x[lo:hi], out[lo:hi], P, saturate, mode)
         if count:
             nans += count_nans(x[lo:hi])
     return nans
@@ -785,7 +809,7 @@ def directed(x: np.ndarray, out: np.ndarray, P: np.ndarray, mode: int, saturate:
                       x.size, align=CHUNK))
 
 
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _sr32_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                draws: np.ndarray, ubits: int, exact: bool, simple: bool) -> int:
     """Stochastic rounding of the float32 patterns ``x`` with ``ubits <= 31`` random bits,
@@ -899,7 +923,7 @@ def _high_fits(P: Any) -> bool:
     return P[T] <= 18 and -1020 <= P[EMIN] - P[T] <= 104 and P[EMIN] <= 128
 
 
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _high_loop(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
                tail: int) -> None:
     """Codes of the float64 values ``x`` rounded to nearest-even (formats
@@ -987,6 +1011,33 @@ def _rne64_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool) 
         out[i] = code | ((neg & keep) << top)
 
 
+def _rne_block(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool,
+               stream: bool) -> None:
+    """Codes of the float32 or float64 block ``x`` rounded to nearest-even: float64 by
+    :func:`_high_block` (formats :func:`_high_fits` takes) or :func:`_rne64_block`,
+    float32 by :func:`_rne32_block` (compiled code only)."""
+    raise NotImplementedError("_rne_block runs in compiled code only")
+
+
+@overload(_rne_block, inline="always")
+def _rne_block_impl(x: Any, out: Any, P: Any, saturate: Any, stream: Any) -> Any:
+    """:func:`_rne_block` for the dtype of ``x``, picked when the caller compiles (as
+    :func:`_directed_block`)."""
+    if x.dtype == types.float64:
+        def wide(x: Any, out: Any, P: Any, saturate: Any, stream: Any) -> None:
+            if _high_fits(P):
+                _high_block(x, out, P, saturate)
+            else:
+                _rne64_block(x, out, P, saturate)
+
+        return wide
+
+    def single(x: Any, out: Any, P: Any, saturate: Any, stream: Any) -> None:
+        _rne32_block(x.view(np.uint32), out, P, saturate, stream)
+
+    return single
+
+
 @numba.njit(cache=True, nogil=True)
 def _rne_pieces(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.ndarray,
                 saturate: bool, count: bool, stream: bool) -> int:
@@ -999,16 +1050,10 @@ def _rne_pieces(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np.nda
     reads each from the L1 cache: about 1 against 2 ms over 2**24 float32), else 0.
     ``stream`` (a literal) asks for streaming stores (float32 input)."""
     nans = 0
-    high = _high_fits(P)
     step = _PIECE if count else max(1, stop - start)
     for lo in range(start, stop, step):
         hi = min(stop, lo + step)
-        if x.itemsize == 8 and high:
-            _high_block(x[lo:hi], out[lo:hi], P, saturate)
-        elif x.itemsize == 8:
-            _rne64_block(x[lo:hi], out[lo:hi], P, saturate)
-        else:
-            _rne32_block(x[lo:hi].view(np.uint32), out[lo:hi], P, saturate, stream)
+        _rne_block(x[lo:hi], out[lo:hi], P, saturate, stream)
         if count:
             nans += count_nans(x[lo:hi])
     return nans
@@ -1042,7 +1087,7 @@ def rne(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, count: bo
     return sum(spread(span, x.size, align=CHUNK))
 
 
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _round32_loop(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
                   table: np.ndarray, shape: int) -> None:
     """``values[i]`` = the value of the format ``P`` that the float32 pattern ``x[i]``
@@ -1102,7 +1147,7 @@ def _round32_block(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: b
     return _round32_loop(x, values, P, saturate, table, _GENERAL)
 
 
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _widen16(h: np.ndarray, bits: np.ndarray, brain: bool) -> None:
     """``bits[i]`` = the float32 pattern of the 16-bit pattern ``h[i]`` (uint16), exact:
     a bfloat16 (``brain``, a literal), whose bits are the top half of its float32's, or
@@ -1197,7 +1242,7 @@ def round_rne(x: np.ndarray, values: np.ndarray, P: np.ndarray, saturate: bool,
 
 
 # ----------------------------------------------------------------- binary32 / binary64
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _ieee32_loop(x: np.ndarray, out: np.ndarray, saturate: bool) -> None:
     """``out[i]`` = the binary32 value of ``x[i]`` (float32, or float64 rounded to
     nearest-even by the processor's conversion, with binary32's subnormals and overflow
@@ -1215,7 +1260,7 @@ def _ieee32_loop(x: np.ndarray, out: np.ndarray, saturate: bool) -> None:
         out[i] = f32_of_bits(b)
 
 
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _ieee64_loop(x: np.ndarray, out: np.ndarray, saturate: bool) -> None:
     """:func:`_ieee32_loop` for binary64: ``x`` (float32 or float64) is exact."""
     for i in range(x.size):

@@ -76,6 +76,7 @@ import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits, fma, shr32
 from numerics.kernels.random import draw
+from numerics.kernels.specialise import specialised
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import codes16, constants, load32, scratch16, scratch32, values32
 
@@ -852,7 +853,7 @@ def _sr_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, table: np.nd
                       seed, first, ubits, out, fl)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@specialised(error_model="numpy")
 def _fast_loop(op: int, residual: bool, sr: bool, a: np.ndarray, b: np.ndarray,
                c: np.ndarray, table: np.ndarray, sign: float, cut: int, mode: int,
                lo_normal: float, maxval: float, seed: Any, first: int, ubits: int,
@@ -937,7 +938,7 @@ def _wide_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, sign: floa
     return _wide_loop(5, a, b, c, sign, mode, lo_normal, maxval, out, fl)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@specialised(error_model="numpy")
 def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, sign: float,
                mode: int, lo_normal: float, maxval: float, out: np.ndarray, fl: np.ndarray
                ) -> int:
@@ -987,7 +988,7 @@ def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, sign: float
     return bad
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@specialised(error_model="numpy")
 def _lean_flags(op: int, x: Any, y: Any, z: Any, h: Any, v: Any, unbounded: Any,
                 threshold: Any, possible: bool, tiny_product: Any, cut_after: Any,
                 maxval: Any, tiny_after: bool, exact32: bool) -> np.uint8:
@@ -1097,7 +1098,7 @@ def to_odd32(s: Any, err: Any) -> Any:
     return f32_of_bits(_U32(b | (_U32(1) if inexact else _U32(0))))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@specialised(error_model="numpy")
 def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -> np.uint8:
     """The flag bits of binary32's own ``x * y``, ``x / y`` or ``fma(x, y, z)`` (``op`` 1,
     3, 4), ``h`` the hardware's result, from exact binary64 arithmetic on the operands

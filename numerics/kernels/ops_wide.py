@@ -55,6 +55,7 @@ from numerics.kernels.lanes import bits_of_f32, fma
 from numerics.kernels.ops import GENERAL, overflow_value, piece, to_odd, widen
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
+from numerics.kernels.specialise import specialised
 from numerics.kernels.spread import PARALLEL_MIN, spread
 from numerics.kernels.unpack import constants, scratch32, values32
 
@@ -128,7 +129,7 @@ def _load_impl(arr, i):  # type: ignore[no-untyped-def,unused-ignore]
     return load32
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@specialised(error_model="numpy")
 def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int,
                emin: int, maxval: float, big: float, negzero: bool, want: bool,
                tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> None:
@@ -346,7 +347,7 @@ def _native_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: flo
         _native_loop(4, a, b, c, big, False, out, fl)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@specialised(error_model="numpy")
 def _native_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big: float,
                  want: bool, out: np.ndarray, fl: np.ndarray) -> None:
     """The hardware's binary64 operation for literal ``op``; the overflow rule and the

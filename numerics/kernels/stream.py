@@ -200,11 +200,13 @@ def map_into(one: Any, x: np.ndarray, out: np.ndarray, C: Any, stream: bool) -> 
     prune a branch on a literal argument before it types both sides, and typing and
     lowering the streaming loop took about as long as the rest of the encode loops
     (29 against 16 s for the nearest-even float32 loops of e4m3fn).  A run-time
-    ``stream`` compiles both."""
+    ``stream`` compiles both.  (numba offers an ``overload`` the arguments without
+    their literal types first unless it asks otherwise: without ``prefer_literal``
+    below, every kernel took the run-time shape and compiled both loops.)"""
     raise NotImplementedError("map_into runs in compiled code only")
 
 
-@overload(map_into, inline="always")
+@overload(map_into, inline="always", prefer_literal=True)
 def _map_into(one: Any, x: Any, out: Any, C: Any, stream: Any) -> Any:
     """:func:`map_into` for the argument types: one loop for a literal ``stream``.  (numba
     asks each implementation for the same parameters, annotations included.)"""

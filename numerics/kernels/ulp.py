@@ -50,6 +50,7 @@ import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 from numerics.kernels.lanes import bits_of_f32, f32_of_bits
 from numerics.kernels.rounding import bits_f64, f64_bits
+from numerics.kernels.specialise import specialised
 from numerics.kernels.spread import serial, spread
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def _step_down(af: float, emin: int, t: int) -> float:
     return af - (q * 0.5 if power_of_two else q)
 
 
-@numba.njit(cache=True, nogil=True)
+@specialised
 def _next_loop(x: np.ndarray, out: np.ndarray, Q: np.ndarray, up: bool, signed: bool,
                narrow: bool) -> int:
     """``next_up`` (``up``) or ``next_down`` of ``x`` into ``out``; returns how many
