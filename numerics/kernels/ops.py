@@ -1200,6 +1200,8 @@ def round_by_quantum(m: Any, threshold_bits: Any, quantum_shift: Any) -> Any:
     return bits_of_f32((f32_of_bits(m) + c) - c)
 
 
+# (numba's own pipeline, not numerics.kernels.specialise: pruned, the binary32 add
+# variant ran 1.6 times slower, 0.67 against 0.40 ms on 2**20 float32)
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, negate: Any,
                exact32: bool, t: int, emin: int, maxval: Any, big: Any, negzero: bool,

@@ -6,8 +6,8 @@ compiles one variant per combination and LLVM sees each as a straight loop.
 numba, though, types and lowers *every* branch of each variant: its branch
 pruning folds constants, globals and closure variables, but not a literal
 argument (it compares only the argument's type).  Typing and lowering the
-branches a variant never takes was about half of its compile time (the binary32
-``add`` loop of :mod:`numerics.kernels.ops`: 2.3 against 1.1 s).
+branches a variant never takes was about half of its compile time (one variant
+of the arithmetic loop of :mod:`numerics.kernels.ops`: 2.3 against 1.1 s).
 
 :class:`Specialising` is numba's nopython pipeline with one pass added before
 the rest (:class:`LiteralFlagsAsConstants`): where the function is compiled for
@@ -15,7 +15,10 @@ a literal ``int`` or ``bool`` argument, the argument's value becomes a constant,
 so the branch pruning that follows removes the branches it rules out, also in
 the helpers numba inlines into the function.  Nothing else changes: a call with
 ordinary (non-literal) arguments compiles as before, the results are the same
-bits, and the on-disk cache works as for any kernel.
+bits, and the on-disk cache works as for any kernel.  On eight first calls of
+``numerics.ops`` and ``numerics.encode`` (binary32, bfloat16, e4m3fn, binary16;
+nearest, directed and stochastic modes; a fresh cache), compiling took 73 to 82 s
+against 90 s without the pass (AMD EPYC Zen 2 VM).
 
 Examples
 --------
