@@ -59,8 +59,8 @@ choice is by an argument's dtype (float32 or float64 input), an ``overload`` shi
 picks the block when the caller compiles (:func:`numerics.kernels.narrow._rne_block`),
 and :func:`numerics.kernels.stream.map_into` asks numba to try literal arguments
 first (``prefer_literal``), so a kernel compiled for ordinary stores no longer
-builds the streaming loop beside it.  Together these took the encode kernels of
-one float32 call into e4m3fn from 17 to 9 s of compile.
+builds the streaming loop beside it.  The shim and ``prefer_literal`` together
+took the encode kernels of one float32 call into e4m3fn from 17 to 9 s of compile.
 
 A signature is compiled once per distinct argument type, and numba's array type
 includes whether the array is read-only: the Python drivers hand a kernel arrays of
