@@ -191,7 +191,8 @@ def ref_fused(a: list[Fraction], b: list[Fraction], c: Fraction, emin_in: int,
     q = Fraction(2) ** (E - F)
     total = Fraction(0)
     for e, s in terms:
-        total += _align_to(s * Fraction(2) ** e, q, align)
+        if s:  # (a zero adds nothing; its exponent, -10**6, would cost a huge power)
+            total += _align_to(s * Fraction(2) ** e, q, align)
     p, emin, emax = out
     if mode == "rtz" and total != 0 and abs(total) >= Fraction(2) ** (emax + 1):
         return INF if total > 0 else -INF
