@@ -5,6 +5,7 @@ weak spots: ties of the input cast and of the sums, subnormals, overflow, NaN.""
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -45,22 +46,35 @@ def _want(alg: str, row: np.ndarray, fmt: str, block: int) -> float:
     return float(ref.ref_kahan(xs, fl))
 
 
+@functools.cache
+def _term_parts(fmt: str) -> tuple[st.SearchStrategy[Any], ...]:
+    """The strategies :func:`_terms` draws from, built once per format (building them
+    at every draw took most of the test's time)."""
+    p, emin, emax = _FMTS[fmt]
+    big = min(2.0 ** (emax + 1), float(np.finfo(np.float32).max))
+    return (st.sampled_from([emin - 1, emin, emin + 1, emax - 1, emax])
+            | st.integers(emin - 2, emax),
+            st.sampled_from([1.0, -1.0]),
+            st.sampled_from(["value", "tie", "any"]),
+            st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-big,
+                      max_value=big),
+            st.integers(0, 2**p - 1) | st.sampled_from([0, 1, 2**(p - 1), 2**p - 1]))
+
+
 @st.composite
 def _terms(draw: st.DrawFn, fmt: str) -> float:
     """A float32 term: a value of ``fmt``, a midpoint between two of its neighbours (a
     tie of the input cast), or any float32, with exponents crowding the subnormal range
     and the top of the range."""
-    p, emin, emax = _FMTS[fmt]
-    e = draw(st.sampled_from([emin - 1, emin, emin + 1, emax - 1, emax])
-             | st.integers(emin - 2, emax))
-    sign = draw(st.sampled_from([1.0, -1.0]))
-    kind = draw(st.sampled_from(["value", "tie", "any"]))
+    p, emin, _ = _FMTS[fmt]
+    exponents, signs, kinds, any32, significands = _term_parts(fmt)
+    e = draw(exponents)
+    sign = draw(signs)
+    kind = draw(kinds)
     q = 2.0 ** (max(e, emin) - p + 1)  # the quantum of the binade
     if kind == "any":
-        big = min(2.0 ** (emax + 1), float(np.finfo(np.float32).max))
-        return float(draw(st.floats(width=32, allow_nan=False, allow_infinity=False,
-                                    min_value=-big, max_value=big)))
-    m = draw(st.integers(0, 2**p - 1) | st.sampled_from([0, 1, 2**(p - 1), 2**p - 1]))
+        return float(draw(any32))
+    m = draw(significands)
     v = m * q + (q / 2 if kind == "tie" else 0.0)
     return sign * float(np.float32(v))
 
