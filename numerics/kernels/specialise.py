@@ -9,10 +9,11 @@ argument (it compares only the argument's type).  Typing and lowering the
 branches a variant never takes was about half of its compile time (one variant
 of the arithmetic loop of :mod:`numerics.kernels.ops`: 2.3 against 1.1 s).
 
-:class:`Specialising` is numba's nopython pipeline with one pass added before
-the rest (:class:`LiteralFlagsAsConstants`): where the function is compiled for
-a literal ``int`` or ``bool`` argument, the argument's value becomes a constant,
-so the branch pruning that follows removes the branches it rules out, also in
+:class:`Specialising` is numba's nopython pipeline with one pass added where
+numba has bound the arguments (:class:`LiteralFlagsAsConstants`, after
+``FixupArgs``): where the function is compiled for a literal ``int`` or ``bool``
+argument, the argument's value becomes a constant, so the branch pruning that
+follows removes the branches it rules out, also in
 the helpers numba inlines into the function.  Nothing else changes: a call with
 ordinary (non-literal) arguments compiles as before, the results are the same
 bits, and the on-disk cache works as for any kernel.  On eight first calls of
@@ -79,7 +80,8 @@ class LiteralFlagsAsConstants(FunctionPass):
 
 
 class Specialising(CompilerBase):
-    """numba's nopython pipeline with :class:`LiteralFlagsAsConstants` first."""
+    """numba's nopython pipeline with :class:`LiteralFlagsAsConstants` right after
+    ``FixupArgs``, before any branch pruning."""
 
     def define_pipelines(self) -> list[Any]:
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
