@@ -85,15 +85,18 @@ def test_the_dtype_shims_compile_only_the_loops_of_their_input() -> None:
     from numerics.kernels.rounding import format_params
 
     @numba.njit
-    def nearest(x, out, P):
-        narrow._rne_block(x, out, P, False, False)
+    def nearest(x, out, P, saturate):
+        # (a run-time ``saturate``, as narrow._rne_pieces passes it: the blocks then
+        # compile for the types the encode of e4m3fn compiles them for, or load from
+        # the disk cache, not once more for a literal False)
+        narrow._rne_block(x, out, P, saturate, False)
 
     P = format_params("e4m3fn")
     x64 = np.array([0.0, -1.0625, 3.0, 448.0, 1e-3, -500.0, np.inf, np.nan])
     codes = {}
     for x in (x64.astype(np.float32), x64):
         codes[x.dtype.itemsize] = out = np.zeros(x.size, np.uint8)
-        nearest(x, out, P)
+        nearest(x, out, P, False)
     np.testing.assert_array_equal(codes[4], codes[8])  # (the values are float32's)
     for signature in nearest.signatures:
         compiled: Any = nearest.overloads[signature]

@@ -6,6 +6,12 @@ boundary and after the last full block take ordinary stores.  These tests check 
 block logic at every alignment and at sizes around the block edges, against the peers
 (ml_dtypes and numpy casts, independent of our loops), that nothing is written outside
 the output, and that large public calls, which stream, give the peers' bits.
+
+The encode tests are in the ``exhaustive`` tier, which ``.ci/run`` runs: no other test
+of the default tier reaches the streaming encode loops, and compiling them (every
+rounding shape of the nearest-even loop, once for 8-bit and once for 16-bit codes)
+took about 40 of the tier's 410 CPU-seconds of compiling in a fresh clone.  The
+decode tests, whose loops compile in about a second each, stay in the default tier.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ def _untouched(whole: np.ndarray, offset: int, n: int) -> bool:
     return bool((before == SENTINEL).all() and (after == SENTINEL).all())
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("name, peer", [("bfloat16", ml_dtypes.bfloat16),
                                         ("e4m3fn", ml_dtypes.float8_e4m3fn),
                                         ("e5m2", ml_dtypes.float8_e5m2),
@@ -75,6 +82,7 @@ def test_streamed_encode_blocks_match_the_peers_at_every_alignment(name: str,
             assert _untouched(whole, offset, n), (name, n, offset)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("name", ["bfloat16", "binary16", "e4m3fn", "e4m3fnuz"])
 def test_streamed_encode_blocks_equal_the_plain_loop_with_nans(name: str) -> None:
     # NaNs of both signs and every payload class, which the peers encode differently
@@ -122,19 +130,21 @@ def test_wanted_streams_large_outputs_only() -> None:
     assert not stream.wanted(odd, 0, odd.size)
 
 
-def test_stream_spans_match_the_plain_spans() -> None:
+@pytest.mark.exhaustive
+def test_stream_encode_span_matches_the_plain_span() -> None:
     # the *_stream_span kernels, which the drivers pick for large pieces, on small
     # unaligned outputs (each compiles its own loop: a literal flag picks it)
-    from numerics.formats import get_format
-
-    fmt = get_format("e5m2")
     x = _patterns(300, 3)
     plain = np.empty(300, np.uint8)
     streamed = np.empty(301, np.uint8)[1:]
-    P = format_params(fmt)
+    P = format_params("e5m2")
     narrow.rne_span(x, plain, 0, 300, P, False, False)
     narrow.rne_stream_span(x, streamed, 0, 300, P, False, False)
     np.testing.assert_array_equal(streamed, plain)
+
+
+def test_stream_decode_spans_match_the_plain_spans() -> None:
+    x = _patterns(300, 3)
     codes = numerics.encode(x, "bfloat16")
     values = np.empty(301, np.float32)[1:]
     kcodec.widen_stream_span(codes, values.view(np.uint32), 0, 300, 16)
@@ -151,6 +161,7 @@ def test_stream_spans_match_the_plain_spans() -> None:
             assert _untouched(whole, offset, 300)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("threads", [1, 2])
 def test_large_public_calls_stream_and_match_the_peers(threads: int) -> None:
     n = stream.STREAM_MIN  # bfloat16 output 2 * STREAM_MIN bytes: each piece streams
