@@ -7,10 +7,14 @@ with exact Fractions, independently of the library.
 
 from __future__ import annotations
 
+import doctest
 import io
 from fractions import Fraction
 
 import fpinspect.views as views
+from hypothesis import given
+from hypothesis import strategies as st
+from rich import box
 
 from numerics.inspection import DEFAULT_VALUE_FORMATS, inspect_code, inspect_integer, inspect_value
 from numerics.parse import parse_value
@@ -179,3 +183,48 @@ def test_colour_is_present_on_a_colour_terminal() -> None:
     console.print(views.value_view(pv, [inspect_value(pv, "e4m3fn")], rounding="rne",
                                    overflow="ieee"))
     assert "\x1b[" in buf.getvalue()
+
+
+# ---------------------------------------------------------------- ls: Listing against rich
+_CELL_CHARS = st.sampled_from(list("ab.Z_-/[]09 \t") + ["漢", "é", "\u200b", "\x1b", "\u3000"])
+
+
+@st.composite
+def _listings(draw: st.DrawFn) -> tuple[list[tuple[str, str]], list[list[str]]]:
+    columns = draw(st.lists(st.tuples(st.sampled_from(["tensor", "dtype", "shape", "bytes",
+                                                       "shard", "长名"]),
+                                      st.sampled_from(["left", "right"])),
+                            min_size=1, max_size=5))
+    cell = st.text(_CELL_CHARS, max_size=10).map(views.visible)
+    rows = draw(st.lists(st.lists(cell, min_size=len(columns), max_size=len(columns)),
+                         max_size=6))
+    return columns, rows
+
+
+@given(_listings(), st.booleans())
+def test_listing_renders_as_the_rich_table_it_stands_for(
+        listing: tuple[list[tuple[str, str]], list[list[str]]], color: bool) -> None:
+    """views.Listing (fpinspect ls) gives the characters and escape codes of the rich table
+    it replaces, on a colour terminal and off: wide and invisible characters, trailing
+    white space in right-justified cells, no rows at all."""
+    columns, rows = listing
+    table = views._table(box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
+    for header, justify in columns:
+        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*(views.plain(cell) for cell in row))
+
+    def text(renderable: object) -> str:
+        buf = io.StringIO()
+        views.make_console(width=300, color=color, file=buf).print(renderable)
+        return buf.getvalue()
+
+    assert text(views.Listing(columns, rows)) == text(table)
+
+
+def test_listing_docstring_example_runs() -> None:
+    # (the doctests collected by pytest are numerics' own; fpinspect's run here)
+    runner = doctest.DocTestRunner()
+    for example in doctest.DocTestFinder().find(views.Listing, "Listing", globs=vars(views)):
+        runner.run(example)
+    assert runner.tries > 0 and runner.failures == 0

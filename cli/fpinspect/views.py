@@ -17,8 +17,10 @@ from contextlib import contextmanager
 from fractions import Fraction
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -47,6 +49,7 @@ from numerics.stats import TensorStats
 __all__ = [
     "BAR",
     "Grid",
+    "Listing",
     "STYLES",
     "bits_text",
     "bits_view",
@@ -649,22 +652,89 @@ def _shard(src: Source, file: str) -> str:
         return file
 
 
+class Listing:
+    """A table of one-line plain cells, laid out as the rich table
+    ``_table(box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)`` with ``no_wrap``
+    columns lays it out (bold headers, a rule under them, columns one space apart
+    and padded by one space on their inner sides), the same characters and styles, but
+    built line by line: rich measures, wraps and renders every cell of a table, about
+    0.5 ms a row, which made ``fpinspect ls`` of a checkpoint of 20000 tensors take
+    11.7 s.  ``columns`` are (header, justify) pairs, justify ``"left"`` or
+    ``"right"``; each row holds one string per column, shown as it is (no markup, so
+    user data goes through :func:`visible` first).
+
+    Examples
+    --------
+    >>> console = make_console(width=40, color=False)
+    >>> with console.capture() as cap:
+    ...     console.print(Listing([("name", "left"), ("bytes", "right")],
+    ...                           [("a", "48 B"), ("bias", "2.0 KiB")]))
+    >>> print(cap.get(), end="")
+    name     bytes
+    ──────────────
+    a         48 B
+    bias   2.0 KiB
+    """
+
+    def __init__(self, columns: Sequence[tuple[str, str]],
+                 rows: Sequence[Sequence[str]]) -> None:
+        self.columns = list(columns)
+        self.rows = rows
+        self.widths = [cell_len(header) for header, _ in self.columns]
+        for row in rows:
+            for i, cell in enumerate(row):
+                n = cell_len(cell)
+                if n > self.widths[i]:
+                    self.widths[i] = n
+
+    def _width(self) -> int:
+        # each column's cell, one pad on each inner side, one divider between columns
+        return sum(self.widths) + 3 * (len(self.widths) - 1)
+
+    def _cells(self, cells: Sequence[str]) -> list[str]:
+        """Each cell justified to its column's width."""
+        out = []
+        for (_, justify), width, cell in zip(self.columns, self.widths, cells):
+            if justify == "right":  # (as rich justifies: trailing white space dropped)
+                cell = cell.rstrip()
+                out.append(" " * (width - cell_len(cell)) + cell)
+            else:
+                out.append(cell + " " * (width - cell_len(cell)))
+        return out
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self._width(), self._width())
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        bold = console.get_style("table.header")
+        last = len(self.columns) - 1
+        for i, cell in enumerate(self._cells([header for header, _ in self.columns])):
+            if i:
+                yield Segment(" ")
+                yield Segment(" ", bold)
+            yield Segment(cell, bold)
+            if i < last:
+                yield Segment(" ", bold)
+        yield Segment.line()
+        yield Segment("─" * self._width())
+        yield Segment.line()
+        for row in self.rows:
+            yield Segment("   ".join(self._cells(row)))
+            yield Segment.line()
+
+
 def ls_view(src: Source) -> RenderableType:
     """``fpinspect ls PATH``: every tensor, then the totals."""
-    t = _table(box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
-    t.add_column("tensor", no_wrap=True)
-    t.add_column("dtype", no_wrap=True)
-    t.add_column("shape", justify="right", no_wrap=True)
-    t.add_column("bytes", justify="right", no_wrap=True)
     show_shard = len(src.files) > 1
-    if show_shard:
-        t.add_column("shard", no_wrap=True)
+    columns = [("tensor", "left"), ("dtype", "left"), ("shape", "right"),
+               ("bytes", "right")] + ([("shard", "left")] if show_shard else [])
+    rows = []
     for r in src.tensors:
-        row: list[RenderableType] = [plain(r.name), r.dtype_name, _shape(r.shape),
-                                     _bytes(r.nbytes)]
+        row = [visible(r.name), visible(r.dtype_name), _shape(r.shape), _bytes(r.nbytes)]
         if show_shard:
-            row.append(plain(_shard(src, r.file)))
-        t.add_row(*row)
+            row.append(visible(_shard(src, r.file)))
+        rows.append(row)
+    t = Listing(columns, rows)
     elements = sum(r.size for r in src.tensors)
     foot = Text(f"{len(src.tensors)} tensors, {elements} elements, {_bytes(src.nbytes)} "
                 f"({src.nbytes} bytes) in {len(src.files)} file(s)", "bold")
