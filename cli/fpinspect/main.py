@@ -954,7 +954,7 @@ def _unbroken_width(console: Any, obj: Any) -> int:
     if isinstance(obj, Group):
         return max((_unbroken_width(console, r) for r in obj.renderables), default=0)
     wide = console.options.update_width(1 << 16)
-    if isinstance(obj, Table):
+    if isinstance(obj, (Table, views.Listing)):
         return int(console.measure(obj, options=wide).maximum)
     if isinstance(obj, views.Grid):  # its narrowest form: two stacked halves
         return int(console.measure(obj, options=wide).minimum)
