@@ -301,7 +301,7 @@ def test_checkpoints_with_no_name_in_common_differ(tmp_path: Path,
 # ---------------------------------------------------------------- B11: broken pipe on big output
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_a_broken_pipe_on_large_output_is_141(json_flag: list[str], tmp_path: Path) -> None:
-    # 5000 rows: over 200 KB of table (the pipe holds 64 KiB), rendered in about 2 s
+    # 5000 rows: over 200 KB of table and 1 MB of JSON (the pipe holds 64 KiB)
     save_file({f"layer.{i}.weight": np.zeros(1, np.float32) for i in range(5000)},
               str(tmp_path / "many.safetensors"))
     proc = subprocess.Popen([sys.executable, "-m", "fpinspect", "ls",
