@@ -909,13 +909,14 @@ def _fits_float32(fmt: Format) -> bool:
     return fmt.float32_exact
 
 
-#: Per format (by identity): (the Format, its decode kind, {dtype char: value table}, the
-#: largest code in the code dtype where the codes do not fill it (else None), and the
-#: shift of a code into float32's bits for "bfloat16" and "top32").
-_DECODE_PLANS: dict[int, tuple[Format, str, dict[str, np.ndarray], Any, int]] = {}
+#: Per format (by identity): (the Format, its decode kind, {dtype char: value table,
+#: "plan": :func:`_arithmetic_plan`'s result}, the largest code in the code dtype where
+#: the codes do not fill it (else None), and the shift of a code into float32's bits for
+#: "bfloat16" and "top32").
+_DECODE_PLANS: dict[int, tuple[Format, str, dict[str, Any], Any, int]] = {}
 
 
-def _decode_plan(fmt: Format) -> tuple[Format, str, dict[str, np.ndarray], Any, int]:
+def _decode_plan(fmt: Format) -> tuple[Format, str, dict[str, Any], Any, int]:
     plan = _DECODE_PLANS.get(id(fmt))
     if plan is None or plan[0] is not fmt:
         kind = "table" if fmt.bits <= 16 else "general"
@@ -957,6 +958,36 @@ def _table(fmt: Format, dt: np.dtype) -> np.ndarray:
         table.setflags(write=False)
         tables[dt.char] = table
     return table
+
+
+def _arithmetic_plan(fmt: Format) -> tuple[np.ndarray, bool] | None:
+    """How the codes of ``fmt`` (at most 16 bits) decode by arithmetic
+    (:func:`numerics.kernels.codec.planned`): the constants
+    (:func:`numerics.kernels.unpack.plan`) and whether NaNs need their quiet bit set;
+    None where the arithmetic does not give the float32 and float64 decode tables bit
+    for bit (the table lookup then).  The compiled loop itself decodes every code once
+    to choose: a format whose recipe gives no signalling NaN skips the quieting.
+    Cached."""
+    tables = _decode_plan(fmt)[2]
+    if "plan" not in tables:
+        from numerics.kernels.unpack import plan
+
+        t32, t64 = _table(fmt, np.dtype(np.float32)), _table(fmt, np.dtype(np.float64))
+        d = plan(_params(fmt), t32, quiet=True)
+        found = None
+        # float64 values are the float32 ones widened (a NaN keeps its sign and payload)
+        if d is not None and np.array_equal(t32.astype(np.float64).view(np.uint64),
+                                            t64.view(np.uint64)):
+            d.setflags(write=False)
+            codes = np.arange(fmt.num_codes, dtype=np.uint64).astype(fmt.code_dtype)
+            got = np.empty(fmt.num_codes, np.float32)
+            for quiet in (False, True):
+                _kernels().planned_span(codes, got, 0, codes.size, d, quiet)
+                if np.array_equal(got.view(np.uint32), t32.view(np.uint32)):
+                    found = (d, quiet)
+                    break
+        tables["plan"] = found
+    return tables["plan"]
 
 
 def decode_table(fmt: Format) -> np.ndarray:
@@ -1014,6 +1045,8 @@ def _decode_into(flat: np.ndarray, flat_out: np.ndarray, fmt: Format, dt: np.dty
         k.quiet64(flat, flat_out.view(np.uint64))
     elif kind == "binary16":  # the processor's conversion
         k.half(flat, flat_out)
+    elif fmt.bits <= 16 and (plan := _arithmetic_plan(fmt)) is not None:
+        k.planned(flat, flat_out, *plan)  # (float32 values, widened exactly for float64)
     elif fmt.bits <= 16:
         k.lookup(flat, _table(fmt, dt), flat_out)
     else:

@@ -53,6 +53,38 @@ def _midpoint_fma(fmt: Format, rng: np.random.Generator, n: int) -> list[np.ndar
     return [a, b, c * rng.choice([1.0, -1.0], a.size)]
 
 
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_binary32_float64_results_over_many_pieces(op: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """binary32 itself stores float64 results straight from its loop (no float32
+    staging): over three pieces of the lean loop and a ragged end, with a broadcast
+    operand too, the values are numpy's float32 operation (IEEE's, one rounding) and
+    the flags those of the general loop."""
+    import numerics.ops._driver as driver
+
+    rng = np.random.default_rng(zlib.crc32(op.encode()))
+    n = 3 * (1 << 15) + 5
+    a = (rng.standard_normal(n) * np.exp2(rng.integers(-140, 120, n))).astype(np.float32)
+    b = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
+    b[::97] = 0.0
+    a[::89] = np.inf
+    peer = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+    fn = getattr(ops, op)
+    for bb in (b, b[7:8]):
+        with np.errstate(all="ignore"):
+            want = peer(a, bb).astype(np.float64)
+        got = fn(a, bb, "binary32")
+        assert got.dtype == np.float64
+        assert np.array_equal(got, want, equal_nan=True)
+        got_v, got_fl = fn(a, bb, "binary32", flags=True)
+        assert np.array_equal(got_v, want, equal_nan=True)
+        with monkeypatch.context() as m:
+            m.setattr(driver, "_lanes", lambda *args: "")
+            general_fl = fn(a, bb, "binary32", flags=True)[1]
+        for flag in FLAG_NAMES:
+            assert np.array_equal(getattr(got_fl, flag), getattr(general_fl, flag)), flag
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "fma"])
 @pytest.mark.parametrize("name", LANE_FORMATS)
 def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> None:

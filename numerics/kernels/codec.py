@@ -76,6 +76,7 @@ from numerics.kernels.rounding import (
 )
 from numerics.kernels.spread import serial, spread
 from numerics.kernels.stream import map_into, wanted
+from numerics.kernels.unpack import constants, decode32, quiet32
 
 __all__ = [
     "CHUNK",
@@ -103,6 +104,9 @@ __all__ = [
     "half_stream_span",
     "lookup",
     "lookup_span",
+    "planned",
+    "planned_span",
+    "planned_stream_span",
     "quiet64",
     "quiet64_span",
     "widen",
@@ -629,6 +633,52 @@ def half(codes: np.ndarray, out: np.ndarray) -> None:
         return
     spread(lambda lo, hi: (half_stream_span if wanted(out, lo, hi) else half_span)(
         codes, out, lo, hi), codes.size, align=CHUNK)
+
+
+@numba.njit(cache=True, nogil=True)
+def _planned_block(codes: np.ndarray, out: np.ndarray, d: np.ndarray, quiet: bool,
+                   stream: bool) -> None:
+    """:func:`planned_span` of one block."""
+    map_into(_planned_one, codes, out, (constants(d), quiet), stream)
+
+
+@numba.njit(cache=True, nogil=True)
+def _planned_one(code: Any, C: Any) -> Any:
+    """One element of :func:`_planned_block` (``C``: the constants and ``quiet``; the
+    test on ``quiet`` is the same for every code, so the loop is split on it)."""
+    D, quiet = C
+    v = decode32(code, D)
+    return quiet32(v) if quiet else v
+
+
+@numba.njit(cache=True, nogil=True)
+def planned_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int,
+                 d: np.ndarray, quiet: bool) -> None:
+    """Values of ``codes[start:stop]`` (uint8 or uint16) into float32/float64
+    ``out[start:stop]`` by arithmetic: :func:`numerics.kernels.unpack.decode32` with the
+    constants of the plan ``d`` (:func:`numerics.kernels.unpack.plan` with
+    ``quiet=True``, which checked every code against the decode table), then, when
+    ``quiet``, a NaN's quiet bit set; one block that indexes from 0 so the loop
+    vectorizes.  A few lane operations a code, where a table lookup is a scalar
+    load."""
+    _planned_block(codes[start:stop], out[start:stop], d, quiet, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def planned_stream_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int,
+                        d: np.ndarray, quiet: bool) -> None:
+    """:func:`planned_span` with streaming stores (:mod:`numerics.kernels.stream`)."""
+    _planned_block(codes[start:stop], out[start:stop], d, quiet, True)
+
+
+def planned(codes: np.ndarray, out: np.ndarray, d: np.ndarray, quiet: bool) -> None:
+    """:func:`planned_span` (:func:`planned_stream_span` for a large span) of all of
+    ``codes`` on the threads."""
+    if serial(codes.size):
+        planned_span(codes, out, 0, codes.size, d, quiet)
+        return
+    spread(lambda lo, hi: (planned_stream_span if wanted(out, lo, hi) else planned_span)(
+        codes, out, lo, hi, d, quiet), codes.size, align=CHUNK)
 
 
 @numba.njit(cache=True, nogil=True)

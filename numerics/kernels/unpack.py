@@ -67,7 +67,8 @@ from numerics.kernels.lanes import HAS_F16C, bits_of_f32, f32_of_bits, f32_of_f1
 from numerics.kernels.rounding import BIAS, BITS, MAGMASK, NAN_IEEE, NANKIND, SIGNED, T, W
 
 __all__ = ["EXCEPTIONS", "PLAN_SIZE", "codes16", "constants", "decode32", "decode_codes",
-           "decode_top", "load32", "plan", "scratch16", "scratch32", "top_half", "values32"]
+           "decode_top", "load32", "plan", "quiet32", "scratch16", "scratch32", "top_half",
+           "values32"]
 
 #: Codes with a value of their own that the recipe can carry.
 EXCEPTIONS = 4
@@ -101,13 +102,18 @@ def _recipe(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
     return v.astype(np.uint32).view(np.float32)
 
 
-def plan(P: np.ndarray, table: np.ndarray, binary16: bool = True) -> np.ndarray | None:
+def plan(P: np.ndarray, table: np.ndarray, binary16: bool = True,
+         quiet: bool = False) -> np.ndarray | None:
     """The constants of :func:`decode32` for the format ``P``
     (:func:`numerics.kernels.rounding.format_params`) whose float64 decode table is
     ``table`` (signalling NaN codes as signalling NaNs), or None where the recipe does
     not reproduce every code: each value exactly, the sign of each zero, and each NaN
     as a NaN that is signalling exactly when the table's is.  ``binary16=False`` keeps
-    step 1 in float32 where it could go through binary16."""
+    step 1 in float32 where it could go through binary16.
+
+    ``quiet=True`` plans for :func:`decode32` followed by :func:`quiet32` (the public
+    decode's values): ``table`` is then the float32 decode table, and the recipe must
+    give its bits exactly, NaN signs and payloads included."""
     t, w, bias, bits = int(P[T]), int(P[W]), int(P[BIAS]), int(P[BITS])
     if not (0 <= t <= 23 and bits <= 16 and -126 <= 127 - bias <= 127):
         return None
@@ -130,11 +136,14 @@ def plan(P: np.ndarray, table: np.ndarray, binary16: bool = True) -> np.ndarray 
     with np.errstate(invalid="ignore", over="ignore"):
         want = table.astype(np.float32)  # (NaNs lose their signalling bit here)
     want_nan = np.isnan(table)
-    want_quiet = (table.view(np.uint64) >> np.uint64(51)) & np.uint64(1) == 1
+    want_quiet = None if quiet else \
+        (table.view(np.uint64) >> np.uint64(51)) & np.uint64(1) == 1
 
     def wrong(v: np.ndarray) -> np.ndarray:
-        quiet = (v.view(np.uint32) >> np.uint32(22)) & np.uint32(1) == 1
-        same_nan = want_nan & np.isnan(v) & (quiet == want_quiet)
+        if quiet:
+            return _quieted(v).view(np.uint32) != want.view(np.uint32)
+        quiet_bit = (v.view(np.uint32) >> np.uint32(22)) & np.uint32(1) == 1
+        same_nan = want_nan & np.isnan(v) & (quiet_bit == want_quiet)
         with np.errstate(invalid="ignore"):
             same_num = ~want_nan & (v.astype(np.float64) == table) \
                 & (np.signbit(v) == np.signbit(want))
@@ -150,8 +159,16 @@ def plan(P: np.ndarray, table: np.ndarray, binary16: bool = True) -> np.ndarray 
         return None
     for k, code in enumerate(bad):
         d[_EXC + k] = code
-        d[_EXC + EXCEPTIONS + k] = 0x7FC00000 if want_nan[code] else want[code].view(np.uint32)
+        d[_EXC + EXCEPTIONS + k] = 0x7FC00000 if want_nan[code] and not quiet else \
+            want[code].view(np.uint32)
     return None if wrong(_recipe(codes, d)).any() else d
+
+
+def _quieted(v: np.ndarray) -> np.ndarray:
+    """:func:`quiet32` of float32 ``v`` in numpy (the reference for the compiled one)."""
+    bits = v.view(np.uint32)
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    return np.where(nan, bits | np.uint32(1 << 22), bits).astype(np.uint32).view(np.float32)
 
 
 def _same(v: np.ndarray, table: np.ndarray) -> bool:
@@ -243,6 +260,15 @@ def decode32(code: Any, D: tuple[Any, ...]) -> Any:
     v = _pick(_U32(shifted & magnitude) >= top, special, v)
     # (the test is the same for every code: a loop is split on it)
     return f32_of_bits(_exceptions(c, v, exc, val) if exc[0] != _U32(_NONE) else v)
+
+
+@numba.njit(cache=True, nogil=True)
+def quiet32(v: Any) -> Any:
+    """float32 ``v`` with a NaN's quiet bit set (sign and payload kept), as the public
+    decode gives NaNs; any other value unchanged."""
+    b = bits_of_f32(v)
+    return f32_of_bits(_pick(_U32(b & _U32(0x7FFFFFFF)) > _U32(0x7F800000),
+                             _U32(b | _U32(0x400000)), b))
 
 
 @numba.njit(cache=True, nogil=True)
