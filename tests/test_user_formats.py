@@ -34,10 +34,12 @@ def _accepted(kw: dict) -> Format:
 
 
 @st.composite
-def user_formats(draw: st.DrawFn) -> Format:
-    """A format of at most 10 bits that the constructor accepts."""
-    w = draw(st.integers(1, 5))
-    kw = dict(name="user", exponent_bits=w, trailing_bits=draw(st.integers(0, 4)),
+def user_formats(draw: st.DrawFn, max_exponent_bits: int = 5,
+                 max_trailing_bits: int = 4) -> Format:
+    """A format that the constructor accepts, of at most 10 bits by default."""
+    w = draw(st.integers(1, max_exponent_bits))
+    kw = dict(name="user", exponent_bits=w,
+              trailing_bits=draw(st.integers(0, max_trailing_bits)),
               bias=draw(st.integers(-2, (1 << w) + 1)), signed=draw(st.booleans()),
               subnormals=draw(st.booleans()), infinity=draw(st.sampled_from(list(Infinity))),
               nan=draw(st.sampled_from(list(NaNEncoding))))
