@@ -95,6 +95,22 @@ def test_streaming_stores_give_the_same_bits(name: str) -> None:
     assert np.array_equal(out.view(np.uint32), want[codes])
 
 
+@pytest.mark.parametrize("kw", [dict(exponent_bits=9, trailing_bits=6, bias=255),
+                                dict(exponent_bits=8, trailing_bits=7, bias=100),
+                                dict(exponent_bits=8, trailing_bits=7, bias=140)],
+                         ids=["w9", "w8-beyond-float32", "w8-inside-float32"])
+def test_16_bit_formats_with_wide_exponents(kw: dict) -> None:
+    """16-bit formats whose values may leave float32's range keep the table (the
+    arithmetic runs in float32 lanes); one inside it takes the arithmetic."""
+    from numerics.encoding import _arithmetic_plan
+
+    fmt = Format(name="wide", **kw)
+    check_every_code(fmt, np.float64)
+    assert (_arithmetic_plan(fmt) is not None) == fmt.float32_exact
+    if fmt.float32_exact:
+        check_every_code(fmt, np.float32)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(fmt=user_formats(max_exponent_bits=6, max_trailing_bits=9))
 def test_every_code_of_user_formats(fmt: Format) -> None:
