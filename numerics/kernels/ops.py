@@ -689,7 +689,7 @@ def _staged(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
     stores float64 takes four lanes per vector for its float32 arithmetic too; on an
     Intel core the float32 loop and a widening pass over the piece in cache took 25%
     less time than the float64 loop.  binary32 itself (one hardware operation an
-    element) stores float64 directly (:func:`_lean_direct`): on an AMD Zen 2 core,
+    element) stores float64 directly (:func:`_lean_direct`): on an AMD Zen 4 core,
     0.30 against 0.44 ns an element for ``add`` without flags (2**20 float32
     operands), where the widening pass alone runs at the store bandwidth (0.14 ns),
     and 0.60 against 0.68 ms with flags on 2 threads."""
