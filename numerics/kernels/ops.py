@@ -649,9 +649,9 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
                       codes16(piece(b, n, start, stop), wb),  # (c: read by fma only)
                       codes16(piece(c, n, start, stop if op == 4 else start + 1), wc))
         o = out[start:stop]
-        if direct:
-            _lean_direct(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
-                         o, fl[start:stop] if want else fl)
+        if direct:  # (binary32's own fma: no marks, D13)
+            marks += _lean_direct(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want,
+                                  tiny_after, o, fl[start:stop] if want else fl)
             continue
         staged = _staged(o, so)
         marks += _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want,
