@@ -45,6 +45,7 @@ __all__ = [
     "compare_codes",
     "compare_read",
     "element_values",
+    "frozen",
     "report_of",
     "ulp_bucket_label",
     "value_table",
@@ -338,8 +339,10 @@ def check_codes(codes: object, fmt: Format, name: str) -> np.ndarray:
     return arr
 
 
-def _frozen(x: np.ndarray) -> np.ndarray:
-    """A read-only view of ``x`` (no copy)."""
+def frozen(x: np.ndarray) -> np.ndarray:
+    """A read-only view of ``x`` (no copy): what the compiled passes take, so that a
+    memory map and a fresh array share one compiled signature (whether an array is
+    read-only is part of its numba type)."""
     v = x.view()
     v.setflags(write=False)
     return v
@@ -389,7 +392,7 @@ def _chunk_pass(ca: np.ndarray, cb: np.ndarray, fmt: Format, base: int, worst: i
     vb, _ = element_values(cb, fmt)
     # read-only views throughout: whether an array is read-only is part of its numba
     # type, so mixed inputs (memory maps, fresh arrays) would compile the pass again
-    ca, cb, va, vb, table = (_frozen(x) for x in (ca, cb, va, vb, table))
+    ca, cb, va, vb, table = (frozen(x) for x in (ca, cb, va, vb, table))
     part = ComparePartial.empty(worst)
     part.count = int(ca.size)
     max_d = np.zeros(1, np.uint64)

@@ -51,7 +51,7 @@ from functools import lru_cache
 import numpy as np
 
 from numerics.codec import floor_log2
-from numerics.compare import check_chunk_size, value_table
+from numerics.compare import check_chunk_size, frozen, value_table
 from numerics.dtypes import as_exact_array, refuse_masked, torch_values
 from numerics.formats import Format, as_format
 
@@ -257,6 +257,7 @@ def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
     elif x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float64)
     wide = x.dtype == np.float64
+    x = frozen(x)  # (a memory map or a fresh array: one compiled pass)
     bits = x.view(np.uint64 if wide else np.uint32)
     mbits, ebits = (52, 11) if wide else (23, 8)
     part = StatsPartial.empty(len(formats))

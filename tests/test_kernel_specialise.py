@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import numba
 import numpy as np
+import pytest
 from numba.core import types
 
 from numerics.kernels import narrow
@@ -61,6 +62,9 @@ def test_the_decorator_takes_options() -> None:
     assert specialised(_branches).targetoptions["nogil"]
 
 
+# (the slow tier: each compiles a loop nothing else in the default tier compiles, 4 to 5
+# CPU-s of a cold run, to check how the kernels are built, not what they compute)
+@pytest.mark.exhaustive
 def test_a_kernel_variant_gives_the_same_bits_as_an_ordinary_call() -> None:
     """narrow._directed32_block calls its loop with literal flags (pruned); a direct call
     from Python with ordinary flags compiles every branch: same codes."""
@@ -77,6 +81,7 @@ def test_a_kernel_variant_gives_the_same_bits_as_an_ordinary_call() -> None:
     np.testing.assert_array_equal(via_literals, direct)
 
 
+@pytest.mark.exhaustive
 def test_the_dtype_shims_compile_only_the_loops_of_their_input() -> None:
     """narrow._rne_block picks the float32 or float64 block when the caller compiles (a
     branch on ``x.itemsize`` typed the float64 loops for float32 input too, and the

@@ -85,6 +85,111 @@ def test_binary32_float64_results_over_many_pieces(op: str,
             assert np.array_equal(getattr(got_fl, flag), getattr(general_fl, flag)), flag
 
 
+def _bits32(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("flags", [False, True])
+def test_float32_results_of_the_float64_lanes_over_many_chunks(flags: bool) -> None:
+    """The float64 lanes (binary16 ``/``) write float32 results through a float64 chunk
+    that is narrowed after (``numerics.kernels.ops_wide``): over three chunks and a
+    ragged end, with a broadcast operand too, they are the float64 results narrowed,
+    bit for bit (the quiet NaN, infinities and -0 included), with the same flags, and
+    every 61st element is the Fraction reference's."""
+    import numerics.ops._driver as driver
+
+    fmt = get_format("binary16")
+    assert driver._lanes("div", fmt, fmt, np.dtype(np.float32), flags) == "wide"
+    rng = np.random.default_rng(61)
+    n = 3 * 4096 + 11
+    a, b = (decode_codes(rng.integers(0, 1 << 16, n).astype(np.uint16), fmt)
+            .astype(np.float32) for _ in range(2))
+    for bb in (b, b[5:6]):
+        got32 = ops.div(a, bb, fmt, dtype=np.float32, flags=flags)
+        got64 = ops.div(a, bb, fmt, flags=flags)
+        v32, v64 = (got32[0], got64[0]) if flags else (got32, got64)
+        assert v32.dtype == np.float32
+        assert np.array_equal(_bits32(v32), _bits32(v64))
+        if flags:
+            for flag in FLAG_NAMES:
+                assert np.array_equal(getattr(got32[1], flag), getattr(got64[1], flag))
+        bv = np.broadcast_to(bb, a.shape)
+        for i in range(0, n, 61):
+            want, _ = reference("div", (float(a[i]), float(bv[i])), fmt, "rne")
+            assert same(want, float(v32[i])), (float(a[i]), float(bv[i]))
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "div", "fma"])
+def test_binary64_of_float32_operands_over_many_chunks(op: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """binary64's loop widens float32 operands chunk by chunk, a NaN bit for bit: over
+    three chunks and a ragged end, with a broadcast operand too, the values are numpy's
+    float64 operation (for fma ``a * b + c``: the product of two float32 numbers is
+    exact in float64), signalling NaNs raise invalid and quiet ones do not, and with
+    flags (``+ * /``) the flags are the general loop's."""
+    import numerics.ops._driver as driver
+
+    fmt = get_format("binary64")
+    assert driver._lanes(op, fmt, fmt, np.dtype(np.float32), False) == "native"
+    rng = np.random.default_rng(zlib.crc32(op.encode()) + 64)
+    n = 3 * 4096 + 11
+    x = [(rng.standard_normal(n) * np.exp2(rng.integers(-140, 120, n))).astype(np.float32)
+         for _ in range(3)]
+    x[0][::173] = np.uint32(0xFFA00001).view(np.float32)  # signalling NaNs
+    x[1][::181] = np.uint32(0x7FC00002).view(np.float32)  # quiet NaNs
+    x[1][::97] = 0.0
+    signalling = np.arange(n) % 173 == 0
+    peer = {"add": np.add, "mul": np.multiply, "div": np.divide}.get(op)
+    fn = getattr(ops, op)
+    for last in (x[1], x[1][7:8]):
+        args = (x[0], last, x[2]) if op == "fma" else (x[0], last)
+        with np.errstate(all="ignore"):
+            wide = [a.astype(np.float64) for a in args]
+            want = wide[0] * wide[1] + wide[2] if op == "fma" else peer(*wide)  # type: ignore[misc]
+        got = fn(*args, fmt)
+        assert np.array_equal(got, want, equal_nan=True)
+        if op == "fma":  # (with flags: the general loop)
+            continue
+        got_v, got_fl = fn(*args, fmt, flags=True)
+        assert np.array_equal(got_v, want, equal_nan=True)
+        assert np.array_equal(got_fl.invalid, signalling)
+        with monkeypatch.context() as m:
+            m.setattr(driver, "_lanes", lambda *args: "")
+            general_fl = fn(*args, fmt, flags=True)[1]
+        for flag in FLAG_NAMES:
+            assert np.array_equal(getattr(got_fl, flag), getattr(general_fl, flag)), flag
+
+
+def test_float32_operands_of_the_general_loop_over_many_chunks() -> None:
+    """The general loop (here bfloat16 rounded toward zero) widens float32 operands to
+    float64 chunk by chunk for its vectorized part: over three chunks and a ragged
+    end, with a broadcast operand too, float32 operands give the bits and flags of the
+    same values as float64 operands, signalling NaNs included (invalid, and the one
+    quiet NaN), and every 61st element is the Fraction reference's."""
+    fmt = get_format("bfloat16")
+    rng = np.random.default_rng(62)
+    n = 3 * 4096 + 11
+    a, b = (decode_codes(rng.integers(0, 1 << 16, n).astype(np.uint16), fmt)
+            .astype(np.float32) for _ in range(2))
+    a[::173] = np.uint32(0x7F800001).view(np.float32)  # signalling NaNs
+    with np.errstate(invalid="ignore"):
+        a64 = a.astype(np.float64)  # (the conversion quiets them: signal again)
+    a64[::173] = np.uint64(0x7FF0000000000001).view(np.float64)
+    for op in ("add", "mul", "div"):
+        fn = getattr(ops, op)
+        for bb in (b, b[5:6]):
+            v32, fl32 = fn(a, bb, fmt, rounding="rtz", flags=True)
+            v64, fl64 = fn(a64, bb.astype(np.float64), fmt, rounding="rtz", flags=True)
+            assert np.array_equal(v32.view(np.uint64), v64.view(np.uint64)), op
+            for flag in FLAG_NAMES:
+                assert np.array_equal(getattr(fl32, flag), getattr(fl64, flag)), (op, flag)
+            assert fl32.invalid[::173].all()
+            bv = np.broadcast_to(bb, a.shape)
+            for i in range(1, n, 61):
+                want, _ = reference(op, (float(a[i]), float(bv[i])), fmt, "rtz")
+                assert same(want, float(v32[i])), (op, float(a[i]), float(bv[i]))
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "fma"])
 @pytest.mark.parametrize("name", LANE_FORMATS)
 def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> None:

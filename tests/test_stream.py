@@ -186,6 +186,7 @@ def _typed_dispatchers(kernel: Any) -> set[str]:
     return {str(t) for t in typemap.values()}
 
 
+@pytest.mark.exhaustive  # (compiles three test kernels: 5 CPU-s of a cold run)
 def test_a_literal_flag_compiles_one_of_the_two_loops() -> None:
     """map_into with a literal ``stream`` builds only the loop it names (numba offers an
     overload non-literal arguments first unless it asks for literals; then both loops

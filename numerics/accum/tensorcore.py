@@ -540,7 +540,9 @@ def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None,
     x = np.asarray(x)
     if x.dtype not in (np.float32, np.float64) or not x.dtype.isnative:
         x = x.astype(np.float64)
-    flat = np.ascontiguousarray(x).reshape(-1)
+    # contiguous and writable, as round_to passes its arrays (a read-only array, a
+    # broadcast view, is a numba type of its own: every loop would compile again)
+    flat = np.require(x, None, ["C", "W"]).reshape(-1)
     P = format_params(fmt)
     plain = lo is None or not np.any(lo)
     if rounding == "rne" and plain and fmt.bits <= 16 and narrow.fits(P, x.dtype == np.float64):

@@ -83,7 +83,7 @@ from numerics.kernels.unpack import codes16, constants, load32, scratch16, scrat
 __all__ = ["FLAG_BITS", "GENERAL", "MARK", "OPS", "apply", "apply_lean", "apply_lean_span",
            "apply_span", "decode_all", "lean_fits", "overflow_value", "piece",
            "quantum_fits", "round_by_quantum", "round_sr", "to_odd", "unpack_flags",
-           "widen"]
+           "unstage", "widen"]
 
 #: Operation codes of :func:`apply` (``sub`` is ``add`` with ``b`` negated).
 OPS = {"add": 0, "mul": 1, "div": 2, "fma": 3, "sqrt": 4, "convert": 5}
@@ -132,16 +132,28 @@ def _load_impl(arr, j, table):  # type: ignore[no-untyped-def,unused-ignore]
 
 
 def _values(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
-    """An operand chunk as values: float arrays as they are, codes decoded to float64
-    (so that the vectorized loop sees floats and compiles once for every code format).
+    """An operand chunk as float64 values for :func:`_fast_chunk`: float64 as it is,
+    float32 widened and codes decoded into a new chunk, so that the vectorized loops
+    compile once, for float64 operands, whatever the operands' dtype (widening float32
+    operands in place of a float32 copy of every loop cut a cold test run's compiling by
+    about 13 CPU-s, for a pass over a chunk in cache).  The widening quiets a
+    signalling NaN, which the fast loops never see: a NaN operand makes ``h`` a NaN,
+    which they leave to the general steps, and those read the operands themselves.
     ``shift >= 0``: the codes are the top bits of float32 patterns (8 exponent bits,
     bias 127, IEEE specials: bfloat16), decoded by a shift instead of the table."""
 
 
 @overload(_values, jit_options=_JIT)
 def _values_impl(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
-    if isinstance(arr.dtype, types.Float):
+    if arr.dtype == types.float64:
         return lambda arr, table, shift: arr
+    if arr.dtype == types.float32:
+        def widen32(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
+            out = np.empty(arr.size, np.float64)
+            for i in range(arr.size):
+                out[i] = arr[i]
+            return out
+        return widen32
 
     def decode(arr, table, shift):  # type: ignore[no-untyped-def,unused-ignore]
         out = np.empty(arr.size, np.float64)
@@ -657,7 +669,7 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
         marks += _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want,
                              tiny_after, staged, fl[start:stop] if want else fl,
                              sa, sb, sc)
-        _unstage(o, staged)
+        unstage(o, staged)
     return marks
 
 
@@ -685,7 +697,7 @@ def _lean_direct_impl(op, a, b, c, d, t, emin, maxval, big, negzero, want, tiny_
 
 def _staged(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
     """Where the lean loop writes a piece of results: ``out`` itself when float32, else
-    the float32 scratch ``buf`` (:func:`_unstage` widens it into ``out``).  A loop that
+    the float32 scratch ``buf`` (:func:`unstage` widens it into ``out``).  A loop that
     stores float64 takes four lanes per vector for its float32 arithmetic too; on an
     Intel core the float32 loop and a widening pass over the piece in cache took 25%
     less time than the float64 loop.  binary32 itself (one hardware operation an
@@ -702,19 +714,21 @@ def _staged_impl(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
     return lambda out, buf: out
 
 
-def _unstage(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
-    """``out[:] = staged`` (float32 to float64, exact) when they differ."""
+def unstage(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
+    """``out[:] = staged`` when their dtypes differ (float32 to float64 here; float64
+    holding float32 values to float32 in :mod:`numerics.kernels.ops_wide`: exact both
+    ways), nothing when they are one array."""
 
 
-@overload(_unstage, jit_options=_JIT, inline="always")
+@overload(unstage, jit_options=_JIT, inline="always")
 def _unstage_impl(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
     if out.dtype == staged.dtype:
         return lambda out, staged: None
 
-    def widen32(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
+    def convert(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
         for i in range(out.size):
             out[i] = staged[i]
-    return widen32
+    return convert
 
 
 @numba.njit(cache=True, nogil=True)

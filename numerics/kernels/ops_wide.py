@@ -52,7 +52,7 @@ import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers
 import numerics.kernels.rounding as rnd
 from numerics.kernels.lanes import bits_of_f32, fma
-from numerics.kernels.ops import GENERAL, overflow_value, piece, to_odd, widen
+from numerics.kernels.ops import GENERAL, overflow_value, piece, to_odd, unstage, widen
 from numerics.kernels.rounding import bits_f64 as _bits_f64
 from numerics.kernels.rounding import f64_bits as _f64_bits
 from numerics.kernels.specialise import specialised
@@ -228,9 +228,8 @@ def _wide_into(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
                emin: int, maxval: float, big: float, negzero: bool, want: bool,
                tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
                sb: np.ndarray, sc: np.ndarray) -> None:
-    """:func:`_wide_chunk` into float64 or float32 ``out`` (written directly, exact: the
-    format's values are float32 values); codes are first decoded into the span's
-    float32 scratch ``sa``, ``sb``, ``sc`` by a loop of 8-wide lanes
+    """:func:`_wide_chunk` into the float64 ``out``; codes are first decoded into the
+    span's float32 scratch ``sa``, ``sb``, ``sc`` by a loop of 8-wide lanes
     (:func:`numerics.kernels.unpack.values32`)."""
     D = constants(d)
     cc = c if op == _FMA else c[:1]  # (only fma reads c)
@@ -270,13 +269,33 @@ def apply_wide_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     # scratch for decoded codes, once per span (an allocation per chunk costs more than
     # the chunk's arithmetic)
     sa, sb, sc = scratch32(a, m), scratch32(b, m), scratch32(c, m)
+    so = np.empty(m if out.itemsize == 4 else 0)  # float32 results: _target
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
         aa, bb, cc = (piece(a, n, start, stop), piece(b, n, start, stop),
                       piece(c, n, start, stop))
+        o = out[start:stop]
+        staged = _target(o, so)
         _wide_into(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want, tiny_after,
-                   out[start:stop], fl[start:stop] if want else fl, sa, sb, sc)
+                   staged, fl[start:stop] if want else fl, sa, sb, sc)
+        unstage(o, staged)
+
+
+def _target(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    """Where :func:`apply_wide_span` writes a chunk's results: ``out`` itself when
+    float64, else the float64 scratch ``buf``, narrowed into ``out`` after (exact: the
+    format's values are float32 values, and the one quiet NaN stays itself).  So the
+    loops compile for float64 results only: storing float32 directly compiled every
+    loop a second time, about 12 CPU-s of a cold test run, for a pass over a chunk in
+    cache."""
+
+
+@overload(_target, jit_options=_JIT, inline="always")
+def _target_impl(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    if out.dtype == types.float64:
+        return lambda out, buf: out
+    return lambda out, buf: buf[:out.size]
 
 
 # ----------------------------------------------------------------------------- binary64
@@ -312,13 +331,41 @@ def apply_native_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, big:
     m = min(n, _CHUNK)
     # a broadcast operand: one chunk's worth, read by every chunk
     a, b, c = widen(a, n, m), widen(b, n, m), widen(c, n, m)
+    k = m if a.itemsize == 4 else 0  # float32 operands: float64 scratch (_float64)
+    sa, sb, sc = np.empty(k), np.empty(k), np.empty(k if op == _FMA else 1)
     for ch in range(first, last):
         start = ch * _CHUNK
         stop = min(start + _CHUNK, n)
-        aa, bb, cc = (piece(a, n, start, stop), piece(b, n, start, stop),
-                      piece(c, n, start, stop))
-        _native_chunk(op, aa, bb, cc, big, want, out[start:stop],
-                      fl[start:stop] if want else fl)
+        aa, bb = piece(a, n, start, stop), piece(b, n, start, stop)
+        cc = piece(c, n, start, stop) if op == _FMA else c[:1]  # (only fma reads c)
+        _native_chunk(op, _float64(aa, sa), _float64(bb, sb), _float64(cc, sc), big, want,
+                      out[start:stop], fl[start:stop] if want else fl)
+
+
+def _float64(x, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    """An operand chunk of :func:`apply_native_span` as float64: itself, or float32
+    widened into the scratch ``buf``, so that the loops compile for float64 operands
+    only (float32 copies of them took about 5 CPU-s of a cold test run).  A NaN keeps
+    its sign and payload, moved into place, and so stays signalling when it was (the
+    hardware's conversion would quiet it, and the loops read that bit for the
+    invalid flag); every other float32 widens exactly."""
+
+
+@overload(_float64, jit_options=_JIT)
+def _float64_impl(x, buf):  # type: ignore[no-untyped-def,unused-ignore]
+    if x.dtype == types.float64:
+        return lambda x, buf: x
+
+    def widened(x, buf):  # type: ignore[no-untyped-def,unused-ignore]
+        out = buf[:x.size]
+        for i in range(x.size):
+            b = bits_of_f32(x[i])
+            nan = (_U64(b & np.uint32(0x80000000)) << _U64(32)) | _INF_BITS \
+                | (_U64(b & np.uint32(0x7FFFFF)) << _U64(29))
+            out[i] = bits_f64(nan) if (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) \
+                else np.float64(x[i])
+        return out
+    return widened
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
