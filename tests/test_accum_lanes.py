@@ -167,9 +167,10 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> None:
                                  "e5m2fnuz", "e4m3b11fnuz", "binary8p3", "binary8p5"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_lanes_many_tiles_and_chunks_equal_the_general_kernel(fmt: str, dtype: Any) -> None:
-    """130 rows (three tiles of lanes, the last with 2 rows) of 300 terms (three chunks,
-    the last partial) through the lanes and through the general kernel: the same value
-    bits (NaN signs, the zero's sign in a format without -0) and ``sum |x_i|``, with
+    """130 rows (three tiles of lanes, the last with 2 rows) of 300 terms (five chunks,
+    the last partial; the first three ask for the rows' terms two chunks on) through
+    the lanes and through the general kernel: the same value bits (NaN signs, the
+    zero's sign in a format without -0) and ``sum |x_i|``, with
     terms beyond the format's range (its infinity or, where it has none, its NaN), NaNs,
     signed zeros and subnormals among them."""
     rng = np.random.default_rng(5)
