@@ -195,6 +195,28 @@ def test_lanes_many_tiles_and_chunks_equal_the_general_kernel(fmt: str, dtype: A
         _same_bits(got_abs, want_abs)
 
 
+@pytest.mark.exhaustive  # (read-only and unaligned arrays compile loops of their own)
+@pytest.mark.parametrize("alg", ["recursive", "pairwise", "kahan", "neumaier"])
+def test_read_only_and_unaligned_rows_sum_as_a_writable_copy(alg: str, tmp_path: Any) -> None:
+    """float32 rows as a user may hold them: read-only (a memory map opened for reading,
+    ``np.frombuffer`` of bytes), also at an address that is not a multiple of 4.  The
+    lanes' transposition reads them as they are, with the same bits as a writable copy
+    (these raised a numba TypingError inside the kernel before)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((70, 300)).astype(np.float32)
+    path = tmp_path / "rows.f32"
+    x.tofile(path)
+    mapped = np.memmap(path, np.float32, mode="r", shape=x.shape)
+    odd = np.frombuffer(b"\0" + x.tobytes(), np.float32, offset=1).reshape(x.shape)
+    assert not mapped.flags.writeable and not odd.flags.writeable and not odd.flags.aligned
+    for fmt in ("bfloat16", "binary16", "binary32"):
+        want = accum.sum(x, fmt, algorithm=alg)
+        for held in (mapped, odd):
+            got = accum.sum(held, fmt, algorithm=alg)
+            _same_bits(got.value, want.value)
+            _same_bits(got.bound, want.bound)
+
+
 @pytest.mark.parametrize("fmt", ["bfloat16", "binary16", "e5m2"])
 def test_lanes_nan_payloads_become_the_quiet_nan(fmt: str) -> None:
     """NaN inputs with payloads (quiet and signalling, both signs) give the same bits as

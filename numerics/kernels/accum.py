@@ -1007,11 +1007,12 @@ def _rne_bits(typingctx: object, x: types.Type, d: types.Type) -> tuple[Any, Any
 def _transpose8(typingctx: object, src: types.Type, i: types.Type, j: types.Type,
                 dst: types.Type, a: types.Type, b: types.Type) -> tuple[Any, Any] | None:
     """``dst[a + c, b + r] = src[i + r, j + c]`` for ``r, c < 8``: eight 8-wide loads,
-    24 shuffles, eight 8-wide stores (2-D C-contiguous float32; the caller keeps the
-    indices in bounds)."""
-    f32_2d = types.Array(types.float32, 2, "C")
-    if src != f32_2d or dst != f32_2d:
+    24 shuffles, eight 8-wide stores (2-D C-contiguous float32; ``src`` may be read-only
+    or unaligned, as a user's memory map is; the caller keeps the indices in bounds)."""
+    if not (isinstance(src, types.Array) and src.dtype == types.float32 and src.ndim == 2
+            and src.layout == "C") or dst != types.Array(types.float32, 2, "C"):
         return None
+    load_align = 4 if src.aligned else 1
     sig = types.void(src, types.intp, types.intp, dst, types.intp, types.intp)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
@@ -1037,7 +1038,7 @@ def _transpose8(typingctx: object, src: types.Type, i: types.Type, j: types.Type
             "llvm.prefetch.p0i8")
         for r in range(8):
             p = row_ptr(src, sa, builder.add(si, ir.Constant(si.type, r)), sj)
-            rows.append(builder.load(p, align=4))
+            rows.append(builder.load(p, align=load_align))
             # the same row _PREFETCH terms on (a hint: never faults, even past the end)
             ahead = builder.bitcast(builder.gep(p, [ir.Constant(ir.IntType(64),
                                                                 _PREFETCH // 8)]), i8p)
