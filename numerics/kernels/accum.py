@@ -65,6 +65,7 @@ from numerics.kernels.lanes import (
     f16_bits_of_f32,
     f32_of_bits,
     f32_of_f16_bits,
+    prefetch,
 )
 from numerics.kernels.narrow import odd32_bits
 from numerics.kernels.random import draw
@@ -1033,7 +1034,7 @@ def _transpose8(typingctx: object, src: types.Type, i: types.Type, j: types.Type
         rows = []
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
-        prefetch = cgutils.get_or_insert_function(
+        hint = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
             "llvm.prefetch.p0i8")
         for r in range(8):
@@ -1042,7 +1043,7 @@ def _transpose8(typingctx: object, src: types.Type, i: types.Type, j: types.Type
             # the same row _PREFETCH terms on (a hint: never faults, even past the end)
             ahead = builder.bitcast(builder.gep(p, [ir.Constant(ir.IntType(64),
                                                                 _PREFETCH // 8)]), i8p)
-            builder.call(prefetch, [ahead, ir.Constant(i32, 0), ir.Constant(i32, 3),
+            builder.call(hint, [ahead, ir.Constant(i32, 0), ir.Constant(i32, 3),
                                     ir.Constant(i32, 1)])
         t = []  # interleave row pairs: t[2h] = (r0 c0, r1 c0, r0 c1, r1 c1 | c4 .. c5)
         for r in range(0, 8, 2):
@@ -1059,33 +1060,6 @@ def _transpose8(typingctx: object, src: types.Type, i: types.Type, j: types.Type
                           align=4)
             builder.store(hi, row_ptr(dst, da, builder.add(dk, ir.Constant(dk.type, c + 4)),
                                       dl), align=4)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _prefetch(typingctx: object, src: types.Type, i: types.Type,
-              j: types.Type) -> tuple[Any, Any] | None:
-    """A hint that ``src[i, j]`` (2-D C-contiguous, the caller keeps the indices in
-    bounds) will be read soon: the cache line is fetched while the loop goes on."""
-    if not (isinstance(src, types.Array) and src.ndim == 2 and src.layout == "C"):
-        return None
-    sig = types.void(src, types.intp, types.intp)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        sa, si, sj = args
-        ary = context.make_array(signature.args[0])(context, builder, sa)
-        p = cgutils.get_item_pointer2(
-            context, builder, ary.data, cgutils.unpack_tuple(builder, ary.shape),
-            cgutils.unpack_tuple(builder, ary.strides), "C", [si, sj], wraparound=False)
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
-            "llvm.prefetch.p0i8")
-        builder.call(fn, [builder.bitcast(p, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
-                          ir.Constant(i32, 1)])
         return context.get_dummy_value()
 
     return sig, codegen
@@ -1278,8 +1252,9 @@ def _lane_tile(X: np.ndarray, alg: int, block: int, R: int, prm: tuple[Any, ...]
         nxt = i0 + _AHEAD * _CHUNK  # the chunk row k asks for, a cache line at a time
         for k in range(m):  # each term rounded, and summed in magnitude
             if nxt < n and k < Rt:
-                for j in range(0, min(_CHUNK, n - nxt), 64 // X.itemsize):
-                    _prefetch(X, r0 + k, nxt + j)  # type: ignore[call-arg,arg-type]
+                row = (r0 + k) * n  # (X is C-contiguous: a flat index)
+                for j in range(nxt, min(nxt + _CHUNK, n), 64 // X.itemsize):
+                    prefetch(X, row + j)
             for q in range(R):
                 v = _intake(xs[k, q], prm, rnd)
                 xs[k, q] = v

@@ -215,9 +215,9 @@ def _fma(typingctx: object, x: types.Type, y: types.Type, z: types.Type
 
 @intrinsic
 def _prefetch(typingctx: object, arr: types.Type, i: types.Type) -> tuple[Any, Any] | None:
-    """Ask for the cache line of ``arr[i]`` (a 1-D contiguous array) to be read soon:
-    LLVM's ``llvm.prefetch`` (x86 ``prefetcht0``), a hint that never faults, so ``i``
-    needs no bounds check."""
+    """Ask for the cache line of ``arr[i]`` (a contiguous array, ``i`` its flat index
+    in C order) to be read soon: LLVM's ``llvm.prefetch`` (x86 ``prefetcht0``), a hint
+    that never faults, so ``i`` needs no bounds check."""
     if not isinstance(arr, types.Array) or not isinstance(i, types.Integer):
         return None
     sig = types.void(arr, i)
