@@ -63,6 +63,7 @@ D5 of ``proofs/double_rounding.md``) and :mod:`numerics.kernels.ops_wide` (``+ -
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, cast
 
@@ -623,17 +624,40 @@ def apply_lean(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarr
     may have rounded, D13: the caller runs the call again with flags, which marks
     them :data:`GENERAL`); 0 for the other operations and with flags."""
     chunks = (out.size + _CHUNK - 1) // _CHUNK
-    return sum(spread(lambda lo, hi: apply_lean_span(
-        op, a, b, c, d, P, overflow, want, tiny_after, out, fl, lo, hi),
-        chunks, unit=_CHUNK, minimum=_MIN_STEPS))
+    span = _lean_span(bool(want), bool(P[rnd.T] == 23))
+    return sum(spread(lambda lo, hi: span(op, a, b, c, d, P, overflow, tiny_after, out, fl,
+                                          lo, hi),
+                      chunks, unit=_CHUNK, minimum=_MIN_STEPS))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
-                    P: np.ndarray, overflow: int, want: bool, tiny_after: bool,
-                    out: np.ndarray, fl: np.ndarray, first: int, last: int) -> int:
+@functools.cache
+def _lean_span(want: bool, exact32: bool) -> Callable[..., int]:
+    """:func:`apply_lean_span` for one ``want`` and ``exact32`` (binary32 itself), as a
+    compiled function of its own that passes them on as literals, so a first call
+    compiles the four operations' loops of its case only.  With both as arguments the
+    span compiled every case its branches reach: a first binary32 ``add`` of 1000
+    elements took 26 s, and takes 8 s (fresh cache, AMD Zen 4 VM).  The operation
+    stays an argument: one span per operation too took that call to 3.4 s but the
+    test files of ``ops``, run in one process, from 183 to 223 CPU-s (this split: 197
+    against 205, run side by side).  numba caches each case apart, keyed by the
+    values the function closes over."""
+    @numba.njit(cache=True, nogil=True)
+    def span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+             P: np.ndarray, overflow: int, tiny_after: bool, out: np.ndarray,
+             fl: np.ndarray, first: int, last: int) -> int:
+        return apply_lean_span(op, want, exact32, a, b, c, d, P, overflow, tiny_after, out,
+                               fl, first, last)
+    return cast(Callable[..., int], span)
+
+
+@specialised(error_model="numpy")
+def apply_lean_span(op: int, want: bool, exact32: bool, a: np.ndarray, b: np.ndarray,
+                    c: np.ndarray, d: np.ndarray, P: np.ndarray, overflow: int,
+                    tiny_after: bool, out: np.ndarray, fl: np.ndarray, first: int,
+                    last: int) -> int:
     """:func:`apply_lean` for the chunks ``first .. last - 1`` of :data:`_CHUNK` elements on
-    this thread; returns their count of wrong fma results (D13)."""
+    this thread, ``want`` and ``exact32`` literals; returns their count of wrong fma
+    results (D13)."""
     n = out.size
     # pieces of _LEAN_STEP elements (the per-piece setup costs about a third of a
     # 4096-element float32 loop); the threads still split the work by chunks
@@ -650,9 +674,7 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
     wa, wb, wc = scratch16(a, m), scratch16(b, m), scratch16(c, m)
     k = m if want else 0
     sa, sb, sc = scratch32(a, k), scratch32(b, k), scratch32(c, k)
-    so = np.empty(m if out.itemsize == 8 else 0, np.float32)  # for _staged
-    # binary32 itself stores float64 results directly (_staged)
-    direct = t == 23 and out.itemsize == 8
+    so = np.empty(m if out.itemsize == 8 and not exact32 else 0, np.float32)  # _staged
     marks = 0
     hi = min(last * _CHUNK, n)
     for start in range(first * _CHUNK, hi, _LEAN_STEP):
@@ -661,57 +683,32 @@ def apply_lean_span(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.
                       codes16(piece(b, n, start, stop), wb),  # (c: read by fma only)
                       codes16(piece(c, n, start, stop if op == 4 else start + 1), wc))
         o = out[start:stop]
-        if direct:  # (binary32's own fma: no marks, D13)
-            marks += _lean_direct(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want,
-                                  tiny_after, o, fl[start:stop] if want else fl)
-            continue
-        staged = _staged(o, so)
-        marks += _lean_chunk(op, aa, bb, cc, d, t, emin, maxval, big, negzero, want,
-                             tiny_after, staged, fl[start:stop] if want else fl,
-                             sa, sb, sc)
+        staged = _staged(o, so, exact32)
+        marks += _lean_chunk(op, want, exact32, aa, bb, cc, d, t, emin, maxval, big,
+                             negzero, tiny_after, staged,
+                             fl[start:stop] if want else fl, sa, sb, sc)
         unstage(o, staged)
     return marks
 
 
-def _lean_direct(op, a, b, c, d, t, emin, maxval, big, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
-    """:func:`_lean_binary32` or, with ``want``, :func:`_lean_exact32_flagged` (binary32
-    itself) on float32 operands into the float64 ``out``; compiles to nothing for code
-    operands (binary32 has none)."""
-
-
-@overload(_lean_direct, jit_options=_JIT, inline="always")
-def _lean_direct_impl(op, a, b, c, d, t, emin, maxval, big, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
-    if not (isinstance(a.dtype, types.Float) and out.dtype == types.float64):
-        return lambda op, a, b, c, d, t, emin, maxval, big, negzero, want, tiny_after, out, \
-            fl: 0
-
-    def direct(op, a, b, c, d, t, emin, maxval, big, negzero, want, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
-        cc, D = c if op == 4 else c[:1], constants(d)
-        m, g = np.float32(maxval), np.float32(big)
-        if want:
-            return _lean_exact32_flagged(op, a, b, cc, D, t, emin, m, g, negzero, tiny_after,
-                                         out, fl)
-        return _lean_binary32(op, a, b, cc, D, t, emin, m, g, negzero, tiny_after, out, fl)
-    return direct
-
-
-def _staged(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
+def _staged(out, buf, exact32):  # type: ignore[no-untyped-def,unused-ignore]
     """Where the lean loop writes a piece of results: ``out`` itself when float32, else
     the float32 scratch ``buf`` (:func:`unstage` widens it into ``out``).  A loop that
     stores float64 takes four lanes per vector for its float32 arithmetic too; on an
     Intel core the float32 loop and a widening pass over the piece in cache took 25%
     less time than the float64 loop.  binary32 itself (one hardware operation an
-    element) stores float64 directly (:func:`_lean_direct`): on an AMD Zen 4 core,
+    element; the literal ``exact32``) stores float64 directly: on an AMD Zen 4 core,
     0.30 against 0.44 ns an element for ``add`` without flags (2**20 float32
     operands), where the widening pass alone runs at the store bandwidth (0.14 ns),
     and 0.60 against 0.68 ms with flags on 2 threads."""
 
 
-@overload(_staged, jit_options=_JIT, inline="always")
-def _staged_impl(out, buf):  # type: ignore[no-untyped-def,unused-ignore]
-    if out.dtype == types.float64:
-        return lambda out, buf: buf[:out.size]
-    return lambda out, buf: out
+@overload(_staged, jit_options=_JIT, inline="always", prefer_literal=True)
+def _staged_impl(out, buf, exact32):  # type: ignore[no-untyped-def,unused-ignore]
+    direct = isinstance(exact32, types.BooleanLiteral) and exact32.literal_value
+    if out.dtype == types.float64 and not direct:
+        return lambda out, buf, exact32: buf[:out.size]
+    return lambda out, buf, exact32: out
 
 
 def unstage(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
@@ -1343,11 +1340,11 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
     return marks
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
-                t: int, emin: int, maxval: float, big: float, negzero: bool, want: bool,
-                tiny_after: bool, out: np.ndarray, fl: np.ndarray, sa: np.ndarray,
-                sb: np.ndarray, sc: np.ndarray) -> int:
+@specialised(error_model="numpy")
+def _lean_chunk(op: int, want: bool, exact32: bool, a: np.ndarray, b: np.ndarray,
+                c: np.ndarray, d: np.ndarray, t: int, emin: int, maxval: float, big: float,
+                negzero: bool, tiny_after: bool, out: np.ndarray, fl: np.ndarray,
+                sa: np.ndarray, sb: np.ndarray, sc: np.ndarray) -> int:
     """``a + b``, ``a * b`` or ``a - b`` (``op`` 0, 1, 2; float32 operands or codes,
     decoded by the :func:`numerics.kernels.unpack.plan` array ``d``) rounded to nearest-even
     into a format whose values, sums and products :func:`lean_fits` keeps within
@@ -1374,7 +1371,8 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
     addition) below ``2**emin``.  A magnitude beyond ``maxval`` (an infinite result
     too) becomes ``big`` with the sign (``encode``'s overflow rule), a NaN becomes the
     one quiet NaN, and a zero of a format without -0 is +0.  ``out`` is float32 (float64
-    results are staged through it: :func:`_staged`).
+    results are staged through it, :func:`_staged`, except binary32's own).
+    ``want`` and ``exact32`` (binary32 itself) are literals.
 
     Without flags, codes are decoded inside the loop
     (:func:`numerics.kernels.unpack.load32`: no pass over memory), so those loops
@@ -1385,110 +1383,29 @@ def _lean_chunk(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndar
     D = constants(d)
     m, g = np.float32(maxval), np.float32(big)
     if want:
-        return _lean_flagged(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc),
-                             D, t, emin, m, g, negzero, tiny_after, out, fl)
-    return _lean_plain(op, a, b, cc, D, t, emin, m, g, negzero, tiny_after, out, fl)
+        return _lean_ops(op, values32(a, D, sa), values32(b, D, sb), values32(cc, D, sc), D,
+                         exact32, t, emin, m, g, negzero, True, tiny_after, out, fl)
+    return _lean_ops(op, a, b, cc, D, exact32, t, emin, m, g, negzero, False, tiny_after,
+                     out, fl)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_narrow(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
-                 emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
-                 out: np.ndarray, fl: np.ndarray) -> int:
-    """:func:`_lean_loop` without flags for a format narrower than binary32, with ``op``
-    (``a - b`` as ``a + (-b)``) as a literal (each loop compiles straight)."""
+@specialised(error_model="numpy")
+def _lean_ops(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, exact32: bool,
+              t: int, emin: int, m: Any, g: Any, negzero: bool, want: bool,
+              tiny_after: bool, out: np.ndarray, fl: np.ndarray) -> int:
+    """:func:`_lean_loop` for ``op`` (``a - b`` as ``a + (-b)``), each operation a loop
+    of its own, ``exact32`` and ``want`` literals."""
     neg = _U32(0x80000000) if op == 2 else _U32(0)
     if op == 1:
-        return _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, False,
+        return _lean_loop(1, a, b, c, D, neg, exact32, t, emin, m, g, negzero, want,
                           tiny_after, out, fl)
     if op == 3:
-        return _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, False,
+        return _lean_loop(3, a, b, c, D, neg, exact32, t, emin, m, g, negzero, want,
                           tiny_after, out, fl)
     if op == 4:
-        return _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, False,
+        return _lean_loop(4, a, b, c, D, neg, exact32, t, emin, m, g, negzero, want,
                           tiny_after, out, fl)
-    return _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, False,
-                      tiny_after, out, fl)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_binary32(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
-                   emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
-                   out: np.ndarray, fl: np.ndarray) -> int:
-    """:func:`_lean_loop` without flags for binary32 itself (``exact32``), ``op`` a
-    literal."""
-    neg = _U32(0x80000000) if op == 2 else _U32(0)
-    if op == 1:
-        return _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, False,
-                          tiny_after, out, fl)
-    if op == 3:
-        return _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, False,
-                          tiny_after, out, fl)
-    if op == 4:
-        return _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, False,
-                          tiny_after, out, fl)
-    return _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, False,
-                      tiny_after, out, fl)
-
-
-def _lean_plain(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
-    """:func:`_lean_narrow` or, for binary32 (``t = 23``), :func:`_lean_binary32`; codes
-    compile only the first (there are no binary32 codes)."""
-
-
-@overload(_lean_plain, jit_options=_JIT, inline="always")
-def _lean_plain_impl(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
-    if not isinstance(a.dtype, types.Float):
-        return lambda op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl: \
-            _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
-
-    def any32(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl):  # type: ignore[no-untyped-def,unused-ignore]
-        if t == 23:
-            return _lean_binary32(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out,
-                                  fl)
-        return _lean_narrow(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out, fl)
-    return any32
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_flagged(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any, t: int,
-                  emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
-                  out: np.ndarray, fl: np.ndarray) -> int:
-    """:func:`_lean_loop` with flags (float32 operands), ``op`` and binary32 itself
-    (``exact32``) as literals."""
-    if t == 23:
-        return _lean_exact32_flagged(op, a, b, c, D, t, emin, m, g, negzero, tiny_after, out,
-                                     fl)
-    neg = _U32(0x80000000) if op == 2 else _U32(0)
-    if op == 1:
-        return _lean_loop(1, a, b, c, D, neg, False, t, emin, m, g, negzero, True,
-                          tiny_after, out, fl)
-    if op == 3:
-        return _lean_loop(3, a, b, c, D, neg, False, t, emin, m, g, negzero, True,
-                          tiny_after, out, fl)
-    if op == 4:
-        return _lean_loop(4, a, b, c, D, neg, False, t, emin, m, g, negzero, True,
-                          tiny_after, out, fl)
-    return _lean_loop(0, a, b, c, D, neg, False, t, emin, m, g, negzero, True,
-                      tiny_after, out, fl)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lean_exact32_flagged(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, D: Any,
-                          t: int, emin: int, m: Any, g: Any, negzero: bool, tiny_after: bool,
-                          out: np.ndarray, fl: np.ndarray) -> int:
-    """:func:`_lean_loop` with flags for binary32 itself (``exact32``), ``op`` a
-    literal."""
-    neg = _U32(0x80000000) if op == 2 else _U32(0)
-    if op == 1:
-        return _lean_loop(1, a, b, c, D, neg, True, t, emin, m, g, negzero, True,
-                          tiny_after, out, fl)
-    if op == 3:
-        return _lean_loop(3, a, b, c, D, neg, True, t, emin, m, g, negzero, True,
-                          tiny_after, out, fl)
-    if op == 4:
-        return _lean_loop(4, a, b, c, D, neg, True, t, emin, m, g, negzero, True,
-                          tiny_after, out, fl)
-    return _lean_loop(0, a, b, c, D, neg, True, t, emin, m, g, negzero, True,
+    return _lean_loop(0, a, b, c, D, neg, exact32, t, emin, m, g, negzero, want,
                       tiny_after, out, fl)
 
 
