@@ -54,7 +54,11 @@ the loops that take literal flags (the arithmetic loops of ``ops`` and
 which makes each flag a constant that numba's branch pruning folds.  One loop stays
 on numba's own pipeline: ``ops._lean_loop``, whose binary32 ``add`` ran 1.6 times
 slower pruned (0.67 against 0.40 ms on 2**20 float32, one thread, Zen 2 VM; the
-other loops ran as fast, to within the noise of repeated runs).  Where the
+other loops ran as fast, to within the noise of repeated runs).  Where Python
+already knows the case (the lanes of ``ops``: flags wanted or not, binary32 or a
+narrower format), a small compiled closure per case passes it on as literals
+(``ops._lean_span``; numba caches a closure by the values it closes over), so a
+first call compiles the loops of its case only.  Where the
 choice is by an argument's dtype (float32 or float64 input), an ``overload`` shim
 picks the block when the caller compiles (:func:`numerics.kernels.narrow._rne_block`),
 and :func:`numerics.kernels.stream.map_into` asks numba to try literal arguments
