@@ -9,7 +9,8 @@ Usage::
 
 Each ``benchmarks/bench_<area>.py`` exposes ``run(quick) -> list[dict]`` with keys
 ``group, case, ours_s, peer, peer_s, target, ok``; the ratio printed is
-``peer_s / ours_s`` (above 1: we are faster).
+``peer_s / ours_s`` (above 1: we are faster).  A row whose ``ours_s`` is not a time
+names its unit (``"unit": "B/element"``) and has no peer.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ def _seconds(s: float) -> str:
     return f"{s * 1e3:.1f} ms" if s >= 1e-4 else f"{s * 1e6:.2f} us"
 
 
+def _ours(r: dict[str, Any]) -> str:
+    """Our column: a time, or a value in the unit the row names."""
+    unit = r.get("unit")
+    return _seconds(r["ours_s"]) if unit is None else f"{r['ours_s']:.1f} {unit}"
+
+
 def render(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -55,7 +62,7 @@ def render(rows: list[dict[str, Any]]) -> None:
         table.add_column(col, justify="right" if col in ("ours", "peer time", "ratio") else "left")
     for r in rows:
         ok = r.get("ok")
-        table.add_row(r["group"], r["case"], _seconds(r["ours_s"]), r.get("peer") or "",
+        table.add_row(r["group"], r["case"], _ours(r), r.get("peer") or "",
                       "" if r.get("peer_s") is None else _seconds(r["peer_s"]),
                       "" if r["ratio"] is None else f"{r['ratio']:.2f}x",
                       r.get("target") or "",

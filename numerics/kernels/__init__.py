@@ -11,6 +11,8 @@ Modules
               into any format: the step of :mod:`numerics.codec` every other kernel shares
 ``codec``     encode / decode loops
 ``ops``       correctly rounded arithmetic with IEEE flags
+``pairs``     ``+ - * /`` on codes of formats up to 8 bits, read from a table of every
+              pair's result
 ``accum``     summation, dot and GEMM loops, tensor-core adders
 ``compare``   comparison and statistics passes
 ``quant``     scaled and block quantization

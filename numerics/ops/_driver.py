@@ -1,10 +1,13 @@
 """The kernel driver of :mod:`numerics.ops`: format parameters, the seed, one kernel call.
 
-:func:`run` hands flat operands to :func:`numerics.kernels.ops.apply` (imported
-here, lazily, so that ``import numerics`` compiles nothing), then raises for an
-invalid operation in a format without NaN (the kernel leaves NaN there, naming
-the element needs the operands), reshapes the result and unpacks the flag bits
-into boolean arrays.
+:func:`run` hands flat operands to one of the loops of :mod:`numerics.kernels.ops`
+and :mod:`numerics.kernels.ops_wide` (imported here, lazily, so that ``import
+numerics`` compiles nothing), then raises for an invalid operation in a format
+without NaN (the kernel leaves NaN there, naming the element needs the operands),
+reshapes the result and unpacks the flag bits into boolean arrays.  ``+ - * /`` on
+many codes of a format of at most 8 bits that no lane loop serves read each result
+from a table of every pair's (:mod:`numerics.kernels.pairs`), which the same loops
+fill once.
 """
 
 from __future__ import annotations
@@ -189,29 +192,59 @@ def _kernels() -> tuple[Any, Any, Any]:
     return ops_kernels, wide_kernels, rounding_kernels
 
 
-def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
-        scalar: bool, fmt: Format, src: Format, rounding: str, overflow: str, tininess: str,
-        flags: bool, rng: Any, sr_bits: int | None,
-        dtype: np.dtype = np.dtype(np.float64)) -> tuple[Any, dict[str, Any] | None]:
-    """``op`` on the flat operands ``xs`` (values of ``src``) rounded once into ``fmt``.
+#: The operations :func:`run` reads from a table of every pair's result
+#: (:mod:`numerics.kernels.pairs`) on the codes of a format of at most 8 bits.
+_PAIR_OPS = ("add", "sub", "mul", "div")
 
-    Returns the result (the broadcast ``shape`` in ``dtype``, float32 only for a format
-    whose values are float32 values; a numpy scalar when ``scalar``) and, with
-    ``flags``, a dict of boolean arrays (or scalars) named by :data:`FLAG_NAMES`.
-    """
+
+def _by_pairs(op: str, xs: list[np.ndarray], fmt: Format, src: Format, rounding: str,
+              flags: bool, n: int) -> bool:
+    """Whether :func:`run` reads the results from :func:`_pair_table`: a binary operation
+    on uint8 codes of the result's format that no lane loop serves (:func:`_lanes`:
+    those run about as fast as the table is read), in a deterministic rounding, on at
+    least as many elements as the table has pairs (building it costs about what the
+    call would)."""
+    return (op in _PAIR_OPS and rounding != "sr" and xs[0].dtype == np.uint8
+            and (src is fmt or src == fmt) and n >= 1 << (2 * fmt.bits)
+            and (rounding != "rne" or not _lanes(op, src, fmt, xs[0].dtype, flags)))
+
+
+@lru_cache(maxsize=32)
+def _pair_table(op: str, fmt: Format, rounding: str, overflow: str, tininess: str,
+                flags: bool, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The result of ``op`` for every pair of codes of ``fmt`` (at most 8 bits), at
+    ``(code_a << bits) | code_b``, and its flag bits (empty without ``flags``): the
+    loop :func:`run` would run on the operands, run once on all pairs.  Read-only;
+    256 KiB to 576 KiB for an 8-bit format."""
+    k = 1 << fmt.bits
+    codes = np.arange(k, dtype=np.uint8)
+    a, b = np.repeat(codes, k), np.tile(codes, k)
+    values, fl = _compute(op, a, b, a[:1], k * k, fmt, fmt, rounding, overflow, tininess,
+                          flags, None, None, dtype)
+    if not flags:
+        fl = np.zeros(0, np.uint8)
+    values.setflags(write=False)
+    fl.setflags(write=False)
+    return values, fl
+
+
+def _compute(op: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, n: int, fmt: Format,
+             src: Format, rounding: str, overflow: str, tininess: str, flags: bool,
+             rng: Any, sr_bits: int | None, dtype: np.dtype
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel call of :func:`run` on flat operands (writable, of one dtype): the
+    results in ``dtype`` (NaN where a format without NaN has none) and the flag bits
+    (every element's with ``flags``)."""
     K, W, R = _kernels()
     OPS, apply, apply_lean, overflow_value = K.OPS, K.apply, K.apply_lean, K.overflow_value
     WIDE_OPS, apply_native, apply_wide = W.OPS, W.apply_native, W.apply_wide
     format_params, mode_code, overflow_code = R.format_params, R.mode_code, R.overflow_code
 
-    n = math.prod(shape)
     code = OPS["add" if op == "sub" else op]
-    dummy = np.zeros(1, xs[0].dtype)
-    a, b, c = (_kernel_array(x) for x in (xs + [dummy, dummy])[:3])
-    table = decode_table(src) if xs[0].dtype.kind == "u" else _no_table()
+    table = decode_table(src) if a.dtype.kind == "u" else _no_table()
     p = format_params(fmt)
     seed = np.uint64(sr_seed(rng) if rounding == "sr" else 0)
-    lanes = _lanes(op, src, fmt, xs[0].dtype, bool(flags)) if rounding == "rne" else ""
+    lanes = _lanes(op, src, fmt, a.dtype, bool(flags)) if rounding == "rne" else ""
     if a.dtype == np.uint8 and lanes != "lean":  # the other loops take codes as uint16
         a, b, c = (x.astype(np.uint16) for x in (a, b, c))
     out = np.empty(n, dtype if lanes else np.float64)
@@ -245,8 +278,36 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
               out, fl)
     if out.dtype != dtype:
         out = out.astype(dtype)
+    return out, fl
+
+
+def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
+        scalar: bool, fmt: Format, src: Format, rounding: str, overflow: str, tininess: str,
+        flags: bool, rng: Any, sr_bits: int | None,
+        dtype: np.dtype = np.dtype(np.float64)) -> tuple[Any, dict[str, Any] | None]:
+    """``op`` on the flat operands ``xs`` (values of ``src``) rounded once into ``fmt``.
+
+    Returns the result (the broadcast ``shape`` in ``dtype``, float32 only for a format
+    whose values are float32 values; a numpy scalar when ``scalar``) and, with
+    ``flags``, a dict of boolean arrays (or scalars) named by :data:`FLAG_NAMES`.
+    """
+    n = math.prod(shape)
+    dummy = np.zeros(1, xs[0].dtype)
+    a, b, c = (_kernel_array(x) for x in (xs + [dummy, dummy])[:3])
+    if _by_pairs(op, xs, fmt, src, rounding, bool(flags), n):
+        from numerics.kernels.pairs import lookup
+
+        values, flag_bits = _pair_table(op, fmt, rounding, overflow, tininess, bool(flags),
+                                        dtype)
+        out = np.empty(n, dtype)
+        fl = np.empty(n if flags else 0, np.uint8)
+        lookup(a, b, fmt.bits, values, flag_bits, out, fl)
+    else:
+        out, fl = _compute(op, a, b, c, n, fmt, src, rounding, overflow, tininess,
+                           bool(flags), rng, sr_bits, dtype)
     if not fmt.has_nan and n and np.isnan(out).any():
         i = int(np.flatnonzero(np.isnan(out))[0])
+        table = decode_table(src) if xs[0].dtype.kind == "u" else _no_table()
         vals = [float(x[i if x.size == n else 0]) if x.dtype.kind == "f"
                 else float(table[x[i if x.size == n else 0]]) for x in xs]
         args = ", ".join(f"{nm}={v!r}" for nm, v in zip(names, vals))

@@ -1,0 +1,156 @@
+"""``+ - * /`` on many codes of a format of at most 8 bits, read from the table of every
+pair's result (numerics.kernels.pairs), against the exact Fraction reference in
+tests/ops_reference.py.
+
+The table path runs when the operands are codes (the format's ml_dtypes dtype), no lane
+loop serves the call (a rounding other than to nearest, or a format without lanes), and
+the call has at least as many elements as the format has pairs of codes.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import numerics
+from numerics import get_format, ops
+from numerics.dtypes import dtype_of
+from numerics.formats import Format, NaNEncoding
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ops_reference import NoNaN, reference
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+#: The formats of at most 8 bits with an ml_dtypes dtype (their arrays reach ops as codes).
+NARROW = ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz", "e3m4", "e4m3",
+          "e8m0fnu", "e2m3fn", "e3m2fn", "e2m1fn")
+FLAG_NAMES = ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")
+
+
+def _codes(fmt: Format, op: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Two code arrays as long as the table (every pair of codes, shuffled: the table
+    path runs), in the format's dtype; a divisor is never a zero of a format without
+    NaN (0/0 has no value there: tested apart)."""
+    k = 1 << fmt.bits
+    a = np.repeat(np.arange(k, dtype=np.uint8), k)
+    b = np.tile(np.arange(k, dtype=np.uint8), k)
+    order = rng.permutation(a.size)
+    a, b = a[order], b[order]
+    if op == "div" and not fmt.has_nan:
+        values = numerics.decode(b, fmt)  # (uint8 codes here)
+        one = np.asarray(numerics.encode(1.0, fmt)).astype(np.uint8)
+        b = np.where(values == 0, one, b)
+    dt = dtype_of(fmt)
+    return a.view(dt), b.view(dt)
+
+
+def _same(want: float, got: float) -> bool:
+    if math.isnan(want) or math.isnan(got):
+        return math.isnan(want) and math.isnan(got)
+    return want == got and math.copysign(1.0, want) == math.copysign(1.0, got)
+
+
+def _signalling(fmt: Format, code: int, value: float) -> bool:
+    """Whether a code is a signalling NaN: a NaN of IEEE encoding whose first trailing
+    bit (the quiet bit) is clear."""
+    return (fmt.nan is NaNEncoding.IEEE and math.isnan(value)
+            and not (code >> (fmt.trailing_bits - 1)) & 1)
+
+
+def _check(fmt: Format, op: str, a: np.ndarray, b: np.ndarray, mode: str, overflow: str,
+           tininess: str, sample: np.ndarray) -> None:
+    res, fl = getattr(ops, op)(a, b, fmt, rounding=mode, overflow=overflow,
+                               tininess=tininess, flags=True)
+    plain = getattr(ops, op)(a, b, fmt, rounding=mode, overflow=overflow,
+                             tininess=tininess)
+    va, vb = numerics.decode(a.view(np.uint8), fmt), numerics.decode(b.view(np.uint8), fmt)
+    for i in sample:
+        args = (float(va[i]), float(vb[i]))
+        want, wf = reference(op, args, fmt, mode, overflow, tininess)
+        assert _same(want, float(res[i])), (fmt.name, op, mode, overflow, args, want, res[i])
+        assert _same(want, float(plain[i])), (fmt.name, op, mode, overflow, args, plain[i])
+        # (the reference takes Python floats, which do not tell signalling NaNs; a
+        # signalling NaN operand raises invalid, IEEE 754-2019 7.2)
+        wf["invalid"] |= any(_signalling(fmt, int(x.view(np.uint8)[i]), v)
+                             for x, v in ((a, args[0]), (b, args[1])))
+        got = {k: bool(getattr(fl, k)[i]) for k in FLAG_NAMES}
+        assert got == wf, (fmt.name, op, mode, tininess, args, wf, got)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("name", NARROW)
+def test_pairs_match_the_reference(name: str, op: str) -> None:
+    """A sample of the elements of every call, for three roundings and both overflow
+    rules in turn (one process: a table kept for the wrong options would show)."""
+    fmt = get_format(name)
+    rng = np.random.default_rng(zlib.crc32(f"{name} {op}".encode()))
+    a, b = _codes(fmt, op, rng)
+    for mode, overflow, tininess in (("rtz", "ieee", "after"), ("ru", "saturate", "before"),
+                                     ("rne", "saturate", "after"), ("ru", "ieee", "after"),
+                                     ("rd", "ieee", "before")):
+        _check(fmt, op, a, b, mode, overflow, tininess, rng.integers(0, a.size, 48))
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("mode", ["rd"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("name", NARROW)
+def test_every_pair_matches_the_reference(name: str, op: str, mode: str) -> None:
+    fmt = get_format(name)
+    rng = np.random.default_rng(0)
+    a, b = _codes(fmt, op, rng)
+    _check(fmt, op, a, b, mode, "ieee", "after", np.arange(a.size))
+
+
+def test_broadcast_operands_read_their_row_and_column() -> None:
+    fmt = get_format("e5m2")
+    rng = np.random.default_rng(7)
+    dt = dtype_of(fmt)
+    b = rng.integers(0, 256, 1 << 17).astype(np.uint8).view(dt)
+    va, vb = 1.75, numerics.decode(b.view(np.uint8), fmt)
+    left = ops.sub(np.asarray(va).astype(dt), b, fmt, rounding="rtz")
+    right = ops.sub(b, np.asarray(va).astype(dt), fmt, rounding="rtz")
+    for i in rng.integers(0, b.size, 64):
+        assert _same(reference("sub", (va, float(vb[i])), fmt, "rtz")[0], float(left[i]))
+        assert _same(reference("sub", (float(vb[i]), va), fmt, "rtz")[0], float(right[i]))
+
+
+def test_same_bits_for_every_thread_count() -> None:
+    import numba
+
+    fmt = get_format("e4m3fn")
+    rng = np.random.default_rng(3)
+    a, b = _codes(fmt, "mul", rng)
+    a, b = np.concatenate([a] * 4), np.concatenate([b[::-1]] * 4)
+    top = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
+    before = numerics.get_num_threads()
+    outs = []
+    try:
+        for k in sorted({1, 2, 4} & set(range(1, top + 1))):
+            numerics.set_num_threads(k)
+            res, fl = ops.mul(a, b, fmt, rounding="rd", flags=True)
+            outs.append((res.view(np.uint64), [getattr(fl, f) for f in FLAG_NAMES]))
+    finally:
+        numerics.set_num_threads(before)
+    for res, fls in outs[1:]:
+        assert np.array_equal(res, outs[0][0])
+        assert all(np.array_equal(f, g) for f, g in zip(fls, outs[0][1]))
+
+
+def test_invalid_operation_without_nan_names_the_element() -> None:
+    fmt = get_format("e2m1fn")
+    dt = dtype_of(fmt)
+    a = np.full(4096, np.asarray(numerics.encode(2.0, fmt)).astype(np.uint8)).view(dt)
+    b = a.copy()
+    b.view(np.uint8)[1234] = 0  # +0
+    a.view(np.uint8)[1234] = 0
+    with pytest.raises(ValueError, match=r"index\[1234\]: div\(a=0.0, b=0.0\)"):
+        ops.div(a, b, fmt, rounding="rtz")
+    with pytest.raises(NoNaN):
+        reference("div", (0.0, 0.0), fmt, "rtz")
