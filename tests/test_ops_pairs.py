@@ -1,10 +1,10 @@
-"""``+ - * /`` on many codes of a format of at most 8 bits, read from the table of every
-pair's result (numerics.kernels.pairs), against the exact Fraction reference in
-tests/ops_reference.py.
+"""``+ - * /``, ``sqrt`` and ``convert`` on many codes of a format of at most 8 bits, read
+from the table of every pair's or code's result (numerics.kernels.pairs), against the
+exact Fraction reference in tests/ops_reference.py.
 
 The table path runs when the operands are codes (the format's ml_dtypes dtype), no lane
-loop serves the call (a rounding other than to nearest, or a format without lanes), and
-the call has at least as many elements as the format has pairs of codes.
+loop serves the call (for ``+ - * /``: a rounding other than to nearest, or a format
+without lanes), and the call has at least as many elements as the table has entries.
 """
 
 from __future__ import annotations
@@ -154,3 +154,75 @@ def test_invalid_operation_without_nan_names_the_element() -> None:
         ops.div(a, b, fmt, rounding="rtz")
     with pytest.raises(NoNaN):
         reference("div", (0.0, 0.0), fmt, "rtz")
+
+
+def _finite_codes(fmt: Format, nonnegative: bool) -> np.ndarray:
+    """Every code of ``fmt`` with a finite value (non-negative ones only, if asked),
+    repeated to at least 256 elements and shuffled (the table path runs)."""
+    codes = np.arange(1 << fmt.bits, dtype=np.uint8)
+    values = numerics.decode(codes, fmt)
+    keep = np.isfinite(values) & ((values >= 0) if nonnegative else True)
+    codes = codes[keep]
+    codes = np.tile(codes, -(-256 // codes.size))
+    return np.random.default_rng(fmt.bits).permutation(codes)
+
+
+@pytest.mark.parametrize("name", NARROW)
+def test_sqrt_of_every_code_matches_the_reference(name: str) -> None:
+    """Every code, NaNs and infinities too where the format has NaN (a negative one
+    gives NaN and invalid there; a format without NaN gets its non-negative codes)."""
+    fmt = get_format(name)
+    codes = np.arange(1 << fmt.bits, dtype=np.uint8)
+    codes = np.tile(codes, -(-256 // codes.size)) if fmt.has_nan else \
+        _finite_codes(fmt, nonnegative=True)
+    x = codes.view(dtype_of(fmt))
+    v = numerics.decode(codes, fmt)
+    for mode, tininess in (("rtz", "after"), ("rne", "before"), ("ru", "after")):
+        res, fl = ops.sqrt(x, fmt, rounding=mode, tininess=tininess, flags=True)
+        for i in range(codes.size):
+            want, wf = reference("sqrt", (float(v[i]),), fmt, mode, "ieee", tininess)
+            wf["invalid"] |= _signalling(fmt, int(codes[i]), float(v[i]))
+            assert _same(want, float(res[i])), (name, mode, v[i], want, res[i])
+            got = {k: bool(getattr(fl, k)[i]) for k in FLAG_NAMES}
+            assert got == wf, (name, mode, v[i], wf, got)
+
+
+@pytest.mark.parametrize("dst", ["e5m2", "e2m1fn", "e4m3fnuz", "binary16", "e8m0fnu"])
+@pytest.mark.parametrize("name", NARROW)
+def test_conversions_of_every_code_match_the_reference(name: str, dst: str) -> None:
+    """Every finite code into another format, as ``x + 0`` rounded once (a zero keeps
+    its sign where the format has -0, which ``x + 0`` would not)."""
+    fmt, to = get_format(name), get_format(dst)
+    codes = _finite_codes(fmt, nonnegative=not to.signed)
+    x = codes.view(dtype_of(fmt))
+    v = numerics.decode(codes, fmt)
+    for mode, overflow in (("rtz", "ieee"), ("rne", "saturate"), ("rd", "ieee")):
+        res, fl = ops.convert(x, fmt, to, rounding=mode, overflow=overflow, flags=True)
+        for i in range(codes.size):
+            if v[i] == 0:  # (a format without zero: tested in test_ops)
+                if to.has_zero:
+                    keep = to.has_negative_zero and np.signbit(v[i])
+                    assert _same(-0.0 if keep else 0.0, float(res[i])), (name, dst, v[i])
+                continue
+            want, wf = reference("add", (float(v[i]), 0.0), to, mode, overflow, "after")
+            assert _same(want, float(res[i])), (name, dst, mode, v[i], want, res[i])
+            got = {k: bool(getattr(fl, k)[i]) for k in FLAG_NAMES}
+            assert got == wf, (name, dst, mode, v[i], wf, got)
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e5m2", "e2m3fn", "e3m2fn"])
+def test_each_tininess_rule_reads_its_own_table(name: str) -> None:
+    """Products that round up to ``2**emin`` are tiny before rounding and not after:
+    the two calls differ there, and each matches the reference."""
+    fmt = get_format(name)
+    a, b = _codes(fmt, "mul", np.random.default_rng(11))
+    _, before = ops.mul(a, b, fmt, rounding="ru", tininess="before", flags=True)
+    _, after = ops.mul(a, b, fmt, rounding="ru", tininess="after", flags=True)
+    differ = np.flatnonzero(before.underflow != after.underflow)
+    assert differ.size
+    va, vb = numerics.decode(a.view(np.uint8), fmt), numerics.decode(b.view(np.uint8), fmt)
+    for i in differ[:32]:
+        args = (float(va[i]), float(vb[i]))
+        for tininess, fl in (("before", before), ("after", after)):
+            wf = reference("mul", args, fmt, "ru", "ieee", tininess)[1]
+            assert bool(fl.underflow[i]) == wf["underflow"], (name, args, tininess)

@@ -5,9 +5,9 @@ and :mod:`numerics.kernels.ops_wide` (imported here, lazily, so that ``import
 numerics`` compiles nothing), then raises for an invalid operation in a format
 without NaN (the kernel leaves NaN there, naming the element needs the operands),
 reshapes the result and unpacks the flag bits into boolean arrays.  ``+ - * /`` on
-many codes of a format of at most 8 bits that no lane loop serves read each result
-from a table of every pair's (:mod:`numerics.kernels.pairs`), which the same loops
-fill once.
+many codes of a format of at most 8 bits that no lane loop serves, and ``sqrt`` and
+conversions of such codes, read each result from a table of every pair's or code's
+(:mod:`numerics.kernels.pairs`), which the same loops fill once.
 """
 
 from __future__ import annotations
@@ -192,34 +192,40 @@ def _kernels() -> tuple[Any, Any, Any]:
     return ops_kernels, wide_kernels, rounding_kernels
 
 
-#: The operations :func:`run` reads from a table of every pair's result
-#: (:mod:`numerics.kernels.pairs`) on the codes of a format of at most 8 bits.
+#: The operations :func:`run` reads from a table of every result
+#: (:mod:`numerics.kernels.pairs`) on the codes of a format of at most 8 bits: of every
+#: pair of codes, and of every code.
 _PAIR_OPS = ("add", "sub", "mul", "div")
+_CODE_OPS = ("sqrt", "convert")
 
 
-def _by_pairs(op: str, xs: list[np.ndarray], fmt: Format, src: Format, rounding: str,
+def _by_table(op: str, xs: list[np.ndarray], fmt: Format, src: Format, rounding: str,
               flags: bool, n: int) -> bool:
-    """Whether :func:`run` reads the results from :func:`_pair_table`: a binary operation
-    on uint8 codes of the result's format that no lane loop serves (:func:`_lanes`:
-    those run about as fast as the table is read), in a deterministic rounding, on at
-    least as many elements as the table has pairs (building it costs about what the
-    call would)."""
-    return (op in _PAIR_OPS and rounding != "sr" and xs[0].dtype == np.uint8
-            and (src is fmt or src == fmt) and n >= 1 << (2 * fmt.bits)
+    """Whether :func:`run` reads the results from :func:`_table`: an operation of
+    :data:`_PAIR_OPS` on uint8 codes of the result's format that no lane loop serves
+    (:func:`_lanes`: those run about as fast as the table is read), or of
+    :data:`_CODE_OPS` on uint8 codes, in a deterministic rounding, on at least as many
+    elements as the table has entries (building it costs about what the call
+    would)."""
+    if rounding == "sr" or xs[0].dtype != np.uint8:
+        return False
+    if op in _CODE_OPS:
+        return n >= 1 << src.bits
+    return (op in _PAIR_OPS and (src is fmt or src == fmt) and n >= 1 << (2 * fmt.bits)
             and (rounding != "rne" or not _lanes(op, src, fmt, xs[0].dtype, flags)))
 
 
 @lru_cache(maxsize=32)
-def _pair_table(op: str, fmt: Format, rounding: str, overflow: str, tininess: str,
-                flags: bool, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The result of ``op`` for every pair of codes of ``fmt`` (at most 8 bits), at
-    ``(code_a << bits) | code_b``, and its flag bits (empty without ``flags``): the
-    loop :func:`run` would run on the operands, run once on all pairs.  Read-only;
-    256 KiB to 576 KiB for an 8-bit format."""
-    k = 1 << fmt.bits
+def _table(op: str, fmt: Format, src: Format, rounding: str, overflow: str, tininess: str,
+           flags: bool, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The result of ``op`` in ``fmt`` for every code of ``src`` (at most 8 bits), or for
+    every pair at ``(code_a << bits) | code_b``, and its flag bits (empty without
+    ``flags``): the loop :func:`run` would run on the operands, run once on all of
+    them.  Read-only; up to 576 KiB (an 8-bit format's pairs, float64 and flags)."""
+    k = 1 << src.bits
     codes = np.arange(k, dtype=np.uint8)
-    a, b = np.repeat(codes, k), np.tile(codes, k)
-    values, fl = _compute(op, a, b, a[:1], k * k, fmt, fmt, rounding, overflow, tininess,
+    a, b = (np.repeat(codes, k), np.tile(codes, k)) if op in _PAIR_OPS else (codes, codes)
+    values, fl = _compute(op, a, b, a[:1], a.size, fmt, src, rounding, overflow, tininess,
                           flags, None, None, dtype)
     if not flags:
         fl = np.zeros(0, np.uint8)
@@ -294,14 +300,17 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
     n = math.prod(shape)
     dummy = np.zeros(1, xs[0].dtype)
     a, b, c = (_kernel_array(x) for x in (xs + [dummy, dummy])[:3])
-    if _by_pairs(op, xs, fmt, src, rounding, bool(flags), n):
+    if _by_table(op, xs, fmt, src, rounding, bool(flags), n):
         from numerics.kernels.pairs import lookup
 
-        values, flag_bits = _pair_table(op, fmt, rounding, overflow, tininess, bool(flags),
-                                        dtype)
+        values, flag_bits = _table(op, fmt, src, rounding, overflow, tininess, bool(flags),
+                                   dtype)
         out = np.empty(n, dtype)
         fl = np.empty(n if flags else 0, np.uint8)
-        lookup(a, b, fmt.bits, values, flag_bits, out, fl)
+        if op in _PAIR_OPS:
+            lookup(a, b, src.bits, values, flag_bits, out, fl)
+        else:  # one operand: the index is its code
+            lookup(a, np.zeros(1, np.uint8), 0, values, flag_bits, out, fl)
     else:
         out, fl = _compute(op, a, b, c, n, fmt, src, rounding, overflow, tininess,
                            bool(flags), rng, sr_bits, dtype)
