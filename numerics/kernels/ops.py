@@ -1286,10 +1286,6 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
     # unswitches the loop on it)
     by_quantum = not exact32 and not want and quantum_fits(t, maxval)
     quantum_shift = _U32((23 - t) << 23)
-    # binary32's exponent range (emin = -126: bfloat16): a binary32 subnormal ``h``
-    # rounds to the format's quantum by the same integer step as a normal one (its
-    # quantum, 2**-149, is the format's shifted by s bits); loop-invariant too
-    int_only = not exact32 and not by_quantum and emin == -126
     for i in range(out.size):
         wrong = False
         x = load32(a, i, D)
@@ -1318,9 +1314,6 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
             normal = m
         elif by_quantum:
             mag = round_by_quantum(m, threshold_bits, quantum_shift)
-            normal = mag
-        elif int_only:
-            mag = _U32(_U32(m + round_bias + _U32(shr32(m, s) & _U32(1))) & keep)
             normal = mag
         else:
             normal = _U32(_U32(m + round_bias + _U32(shr32(m, s) & _U32(1))) & keep)
@@ -1375,13 +1368,9 @@ def _lean_chunk(op: int, want: bool, exact32: bool, a: np.ndarray, b: np.ndarray
     The second rounding is :mod:`numerics.kernels.narrow`'s: add ``2**(s-1) - 1`` plus
     the last kept bit and clear the ``s = 23 - t`` low bits in the normal range, and
     ``(|h| + C) - C`` with ``C = 2**(emin - t + 23)`` (rounded to the quantum by the
-    addition) below ``2**emin``; in a format with binary32's exponent range (``emin =
-    -126``: bfloat16) the first step serves binary32's subnormals too, their quantum
-    ``2**-149`` being the format's ``2**(-126 - t)`` shifted by ``s`` bits (10 to 20%
-    faster on one thread, 2**20 bfloat16 codes, AMD Zen 4 VM).  A magnitude beyond
-    ``maxval`` (an infinite result too) becomes ``big`` with the sign (``encode``'s
-    overflow rule), a NaN becomes the one quiet NaN, and a zero of a format without -0
-    is +0.  ``out`` is float32 (float64
+    addition) below ``2**emin``.  A magnitude beyond ``maxval`` (an infinite result
+    too) becomes ``big`` with the sign (``encode``'s overflow rule), a NaN becomes the
+    one quiet NaN, and a zero of a format without -0 is +0.  ``out`` is float32 (float64
     results are staged through it, :func:`_staged`, except binary32's own).
     ``want`` and ``exact32`` (binary32 itself) are literals.
 
