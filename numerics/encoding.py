@@ -35,6 +35,7 @@ import decimal
 import math
 import numbers
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -311,10 +312,56 @@ def _half_kind(dt: np.dtype) -> bool | None:
     return None
 
 
+@lru_cache(maxsize=64)
+def _byte_codes(dt: np.dtype, fmt: Format, rounding: str, overflow: str
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The code of each of the 256 bytes of a 1-byte ml_dtypes dtype (:func:`_byte_values`)
+    encoded into ``fmt`` (a NaN into a format without NaN as +0), by the loops an array
+    of those values takes; and, where some byte is such a NaN, which bytes are.
+    Read-only."""
+    values = _byte_values(dt)
+    codes = _encode_array(values, fmt, rounding, overflow, None, None, "zero", None)
+    codes.setflags(write=False)
+    nans = np.isnan(values).view(np.uint8)
+    nans.setflags(write=False)
+    return codes, (nans if nans.any() and not fmt.has_nan else None)
+
+
+#: Elements from which :func:`_encode_array` encodes a 1-byte ml_dtypes array by
+#: :func:`_byte_codes` (as many as the table has bytes).
+_BYTE_CODES_MIN = 256
+
+
+def _encode_bytes(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, nan: str,
+                  out: np.ndarray | None) -> np.ndarray:
+    """Codes of an array of a 1-byte ml_dtypes dtype in a deterministic rounding: each
+    byte's code read from :func:`_byte_codes`, the same code the loops give its value.
+    One pass of a byte and a code an element: e4m3fn bytes into e5m2, 2**24 of them,
+    took 8.8 ms through float32 values and the encode loop, and take 2.8 (toward zero
+    12 and 2.7; AMD Zen 4 VM, 2 threads)."""
+    codes, nan_bytes = _byte_codes(arr.dtype, fmt, rounding, overflow)
+    flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    if nan_bytes is not None and nan == "raise":
+        hits = np.empty(flat.size, np.uint8)  # (numpy's nan_bytes[flat] took 5 times longer)
+        _kernels().lookup(flat, nan_bytes, hits)
+        if hits.any():
+            raise _nan_error(_ml_float32(arr), fmt)
+    target = _output(out, arr.shape, fmt)
+    direct = target.flags.c_contiguous and (out is None or not np.may_share_memory(target, flat))
+    flat_out = target.reshape(-1) if direct else np.empty(flat.size, fmt.code_dtype)
+    _kernels().lookup(flat, codes, flat_out)
+    if not direct:
+        target[...] = flat_out.reshape(arr.shape)
+    return target if out is None else out
+
+
 def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rng: Any,
                   sr_bits: int | None, nan: str, out: np.ndarray | None) -> np.ndarray:
     """Codes of a numeric ndarray (any layout and byte order), shaped like it."""
     dt = arr.dtype
+    if (dt.num >= _USER_DTYPES and dt.itemsize == 1 and rounding != "sr"
+            and arr.size >= _BYTE_CODES_MIN):
+        return _encode_bytes(arr, fmt, rounding, overflow, nan, out)
     _, P, fits32, fits64, rne32, rne64, directed64 = _plan(fmt)
     brain = _half_kind(dt) if rounding == "rne" and rne32 else None
     if brain is not None:  # binary16 / bfloat16, widened to float32 in the kernel
@@ -390,6 +437,18 @@ def _encode_array(arr: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
 _BYTE_TABLES: dict[np.dtype, np.ndarray] = {}
 
 
+def _byte_values(dt: np.dtype) -> np.ndarray:
+    """The float32 value of each of the 256 bytes of a 1-byte ml_dtypes dtype, as
+    ml_dtypes' ``astype`` gives it (cast once; read-only)."""
+    table = _BYTE_TABLES.get(dt)
+    if table is None:
+        with np.errstate(invalid="ignore"):
+            table = np.arange(256, dtype=np.uint8).view(dt).astype(np.float32)
+        table.setflags(write=False)
+        _BYTE_TABLES[dt] = table
+    return table
+
+
 def _ml_float32(arr: np.ndarray) -> np.ndarray:
     """The float32 values of an ml_dtypes float array, flat, as ml_dtypes' ``astype`` gives
     them (NaN signs included): a 1-byte type through a table of its 256 bytes cast once
@@ -401,14 +460,8 @@ def _ml_float32(arr: np.ndarray) -> np.ndarray:
         dt = dt.newbyteorder("=")
         flat = flat.astype(dt)
     if dt.itemsize == 1:
-        table = _BYTE_TABLES.get(dt)
-        if table is None:
-            with np.errstate(invalid="ignore"):
-                table = np.arange(256, dtype=np.uint8).view(dt).astype(np.float32)
-            table.setflags(write=False)
-            _BYTE_TABLES[dt] = table
         values = np.empty(flat.size, np.float32)
-        _kernels().lookup(flat.view(np.uint8), table, values)
+        _kernels().lookup(flat.view(np.uint8), _byte_values(dt), values)
         return values
     if dt.name == "bfloat16":
         return decode_codes(flat.view(np.uint16), as_format("bfloat16"), np.float32)
