@@ -516,8 +516,9 @@ def _bits(x: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("op", list(OPS))
 @pytest.mark.parametrize("name", ["binary64", "binary32", "bfloat16", "e4m3fn"])
 def test_same_bits_for_every_thread_count(name: str, op: str, rounding: str) -> None:
-    """Chunks of 4096 elements run on the threads: 3 chunks and a bit give each thread
-    work; results and flags (stochastic rounding included) do not depend on the count."""
+    """Results and flags (stochastic rounding included) do not depend on the thread count
+    set, for 3 chunks of 4096 elements and a bit (below the size from which the calls
+    split, which tests/test_thread_counts.py crosses)."""
     import numba
 
     from numerics.threads import get_num_threads, set_num_threads

@@ -17,7 +17,7 @@ from numerics import accum, ops
 from numerics.kernels.spread import PARALLEL_MIN
 from numerics.threads import get_num_threads, set_num_threads
 
-N_OPS = PARALLEL_MIN + 1234  # ops split from 2**15 elements; a ragged end
+N_OPS = PARALLEL_MIN + 1234  # ops split from PARALLEL_MIN elements; a ragged end
 
 
 @contextmanager

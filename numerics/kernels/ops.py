@@ -111,7 +111,12 @@ MARK = np.uint32(0x7FC5A5A5)
 _CHUNK = 1 << 12
 #: Elements per piece of a lean loop (:func:`apply_lean_span`; its code scratch stays in L2).
 _LEAN_STEP = 1 << 15
-_MIN_STEPS = PARALLEL_MIN // 4  # elements worth a thread (costlier than an encode)
+#: Elements from which a call runs on the threads: :data:`PARALLEL_MIN`, as the codec's.
+#: A quarter of it made calls of 2**15 and 2**16 elements 1.2 to 4.7 times slower on
+#: 2 threads than on one (every loop here: lean, float64 lanes, general; 2-core AMD Zen 4
+#: VM, where handing a piece to the pool costs 60 to 130 us), and changed nothing from
+#: 2**17 up.
+_MIN_STEPS = PARALLEL_MIN
 _JIT: Any = {"cache": True, "nogil": True, "error_model": "numpy"}
 _U32 = np.uint32
 # the intrinsics as plain callables for type checkers (numba's typing context is their
