@@ -63,6 +63,8 @@ def ref_nvfp4(x: np.ndarray, tensor_scale: str | None) -> tuple[list[int], list[
             blk = row[16 * b:16 * b + 16]
             amax = max((abs(v) for v in blk if v is not None), default=Fraction(0))
             sc = encode_exact(amax / (6 * g), "e4m3fn", rounding="rne", overflow="saturate")
+            if decode_exact(sc, "e4m3fn") == 0 and None in blk:  # an infinity saturates
+                sc = encode_exact(448, "e4m3fn")
             scodes.append(sc)
             s = Fraction(decode_exact(sc, "e4m3fn")) * g
             gs.append(g)

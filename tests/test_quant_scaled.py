@@ -196,6 +196,30 @@ def test_nvfp4_recipe_exact() -> None:
     assert quantize(x, "nvfp4").codes.tolist() == q.codes.tolist()
 
 
+@pytest.mark.parametrize("tensor_scale", ["tensor", None])
+@pytest.mark.parametrize("finite", [0.0, 1e-300, 2.0 ** -20])
+def test_nvfp4_infinities_keep_sign_and_saturate(tensor_scale: str | None,
+                                                 finite: float) -> None:
+    """An infinity saturates to +-6 s_b g with its sign, also in a block whose finite
+    elements are zero or so small that their scale rounds to zero: that block takes the
+    largest E4M3 scale (448).  A block whose scale does not round to zero keeps it."""
+    x = np.zeros(48)
+    x[0], x[1], x[2] = np.inf, -np.inf, finite  # block 0: the scale of 'finite' is 0
+    x[16:32] = 1.0
+    x[32], x[33] = -np.inf, 0.5  # block 2: s_b from 0.5
+    q = nvfp4(x, tensor_scale=tensor_scale)
+    g = 1.0 if q.global_scale is None else float(q.global_scale)
+    assert q.scale_codes.tolist()[0] == 0x7E  # 448
+    y = q.dequantize()
+    assert y[0] == 6 * 448 * g and y[1] == -6 * 448 * g
+    assert y[2] == 0.0 and np.all(y[3:16] == 0.0)
+    sb = Fraction(decode_exact(encode_exact(Fraction(0.5) / (6 * Fraction(g)), "e4m3fn"),
+                               "e4m3fn"))
+    assert Fraction(float(q.scales[2])) == sb * Fraction(g)
+    assert y[32] == -6 * float(q.scales[2]) and y[33] == 6 * float(q.scales[2])
+    assert np.all(np.abs(y - x)[np.isfinite(x)] <= q.bound[np.isfinite(x)])
+
+
 def test_deepseek_fp8_blocks() -> None:
     rng = np.random.default_rng(2)
     w = rng.standard_normal((256, 384))

@@ -393,10 +393,15 @@ def nvfp4_quantize_span(x3: np.ndarray, amax3: np.ndarray, g3: np.ndarray, Pscal
         g = g3[a, lb, b]
         q, lo = divide_with_sticky(amax3[a, lb, b], elem_max * g)
         sc = round_pair(q, lo, Pscale, _RNE, _SAT, _NO_DRAW, _ONE_BIT)
+        base = lb * 16
+        if decode_one(sc, Pscale) == 0.0:
+            for i in range(16):
+                if np.isinf(x3[a, base + i, b]):  # infinities saturate: the largest scale
+                    sc = round_pair(np.inf, 0.0, Pscale, _RNE, _SAT, _NO_DRAW, _ONE_BIT)
+                    break
         scode3[a, lb, b] = sc
         s = decode_one(sc, Pscale) * g
         scales3[a, lb, b] = s
-        base = lb * 16
         if s == 0.0:
             for i in range(16):
                 codes3[a, base + i, b] = 0

@@ -47,7 +47,13 @@ elements did (an exact quotient 336.0000032 is 352 here, and a float32 tie 336 r
 Special cases: a block whose scale rounds to zero (``amax_b / (6 g) <= 2**-10``: at the
 tie, half the smallest E4M3 subnormal, it rounds to the even code 0) dequantizes to zeros
 (elements code 0) and its bound is ``|x|``.  Infinite elements saturate to
-``+-6 s_b g``; NaN raises ValueError (E2M1 has no NaN).
+``+-6 s_b g``; a block that holds an infinity but whose scale rounds to zero (every finite
+element zero or tiny) takes the largest block scale, 448, instead, so that its infinities
+saturate to ``+-2688 g`` with their signs (its finite elements round to zero, as they would
+with the zero scale).  NaN raises ValueError (E2M1 has no NaN).  The tensor scale
+saturates at the largest binary32 (``amax`` beyond ``2688 * (2 - 2**-23) * 2**127``, about
+``9.1e41``): the blocks beyond it then saturate too, within the bound (claim Q5), where
+:func:`numerics.quant.quantize` with a single scale raises unless asked to saturate.
 """
 
 from __future__ import annotations
