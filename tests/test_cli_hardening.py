@@ -102,6 +102,14 @@ def test_values_that_look_like_words_are_still_values(capsys: pytest.CaptureFixt
     assert run(capsys, "nan", "-f", "bf16")[0] == 0
 
 
+def test_a_nan_names_the_chosen_formats_without_nan(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    """NaN into ``-f e2m1fn,bf16``: bfloat16's NaN is shown and e2m1fn is named as having
+    none, not dropped in silence."""
+    code, out, _ = run(capsys, "nan", "-f", "e2m1fn,bf16")
+    assert code == 0 and "bfloat16" in out and "no NaN in e2m1fn" in out
+
+
 def test_an_unknown_format_points_to_the_formats_command(capsys: pytest.CaptureFixture[str]
                                                          ) -> None:
     for args in (("0.1", "-f", "bf17"), ("bits", "0x1", "-f", "e4m3fm"), ("table", "fp5")):

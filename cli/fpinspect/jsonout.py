@@ -102,15 +102,19 @@ def _encoded(r: Encoded) -> dict[str, Any]:
 
 
 def value_json(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
-               overflow: str) -> dict[str, Any]:
-    """``fpinspect VALUE --json``."""
-    return {
+               overflow: str, no_nan: Sequence[str] = ()) -> dict[str, Any]:
+    """``fpinspect VALUE --json``; ``no_nan`` names the chosen formats left out because
+    the value is a NaN and they have none (the key is there only when some are)."""
+    out: dict[str, Any] = {
         "input": value.text.strip(),
         "input_exact": decimal_text(value.exact),
         "rounding": rounding,
         "overflow": overflow,
         "formats": [_encoded(r) for r in results],
     }
+    if no_nan:
+        out["formats_without_nan"] = list(no_nan)
+    return out
 
 
 def bits_json(report: CodeReport) -> dict[str, Any]:

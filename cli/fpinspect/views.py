@@ -263,8 +263,9 @@ def _table(title: str | None = None, **kwargs: object) -> Table:
 
 # ---------------------------------------------------------------- value
 def value_view(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
-               overflow: str) -> RenderableType:
-    """``fpinspect VALUE``: how one exact value is stored in each format."""
+               overflow: str, no_nan: Sequence[str] = ()) -> RenderableType:
+    """``fpinspect VALUE``: how one exact value is stored in each format; ``no_nan``
+    names the chosen formats that cannot store the NaN given (a line after the table)."""
     exact = decimal_text(value.exact)
     head = Text()
     typed = value.text.strip()
@@ -295,6 +296,9 @@ def value_view(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
         if r.ulp is not None:
             body.append(f", ulp {_pow2(r.ulp)}")
         grid.add_row(r.format.name, body)
+    if no_nan:
+        note = Text(f"no NaN in {', '.join(no_nan)}: not shown", STYLES["dim"])
+        return Group(head, Text(""), grid, Text(""), note)
     return Group(head, Text(""), grid)
 
 

@@ -81,7 +81,6 @@ def top_half(fmt: Format) -> bool:
 
 
 @lru_cache(maxsize=1)
-@lru_cache(maxsize=1)
 def _no_plan() -> np.ndarray:
     """The plan argument of the lane loops when the operands are numbers (unused);
     read-only like every plan (:func:`_kernel_array`)."""
