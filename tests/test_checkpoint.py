@@ -101,6 +101,25 @@ def test_sharded_directory_index_and_file_list_the_same_tensors(tmp_path: Path) 
     assert open_source(no_index).names == tuple(sorted(w))
 
 
+def test_a_directory_names_the_tensor_files_it_does_not_read(tmp_path: Path) -> None:
+    """A directory is read through its index, else through the files of its first kind
+    (.safetensors, torch, .npz/.npy); the tensor files left out are named in ``unread``."""
+    w = _weights()
+    d = _shard(tmp_path / "m", w, 2)
+    np.save(d / "extra.npy", np.ones(3))
+    save_file({"x": np.ones(2, np.float32)}, str(d / "stray.safetensors"))  # not in the index
+    (d / "notes.txt").write_text("not a tensor file")
+    src = open_source(d)
+    assert src.names == tuple(sorted(w)) and src.unread == ("extra.npy", "stray.safetensors")
+    e = tmp_path / "e"
+    e.mkdir()
+    save_file({"x": np.ones(2, np.float32)}, str(e / "model.safetensors"))
+    np.savez(e / "more.npz", y=np.ones(2))
+    src = open_source(e)
+    assert src.names == ("x",) and src.unread == ("more.npz",)
+    assert open_source(e / "more.npz").unread == ()  # a file: nothing beside it counts
+
+
 def test_every_safetensors_dtype_maps_to_a_format_or_integer_type(tmp_path: Path) -> None:
     arrays: dict[str, np.ndarray] = {
         "F64": np.ones(2, np.float64), "F32": np.ones(2, np.float32),

@@ -75,6 +75,25 @@ w        binary32     3x4    48 B   model-00001-of-00002.safetensors
                                       str(Path("a") / "model-00002-of-00002.safetensors")]}
 
 
+def test_files_a_directory_does_not_read_are_named(ckpt: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """An .npy beside a directory's indexed .safetensors is not read: ls, diff and hash
+    say so (diff compares the checkpoint alone, as before)."""
+    np.save(ckpt / "a" / "extra.npy", np.ones(3))
+    code, text = render("ls", "a")
+    assert code == 0 and "not read, files of another kind than those listed: extra.npy" in text
+    code, text = render("ls", "a", "--json")
+    assert json.loads(text)["unread_files"] == ["extra.npy"]
+    code, text = render("diff", "a", "a")
+    assert code == 0
+    assert "not compared, files of another kind than the directory's checkpoint: " \
+        "A: extra.npy; B: extra.npy" in text
+    assert main(["hash", "a"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("fpinspect: note: the digest leaves out extra.npy")
+    assert "extra.npy" not in out  # stdout: the digests alone
+
+
 def test_diff_whole_checkpoints_table_exit_status_and_json(ckpt: Path) -> None:
     code, text = render("diff", "a", "b.safetensors")
     assert code == 1

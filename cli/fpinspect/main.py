@@ -625,6 +625,11 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: TensorRef, r
     if rounded and fmt is None:
         notes.append(f"{ra.dtype_name} vs {rb.dtype_name}: compared in {cmp_fmt.name}, "
                      f"{' and '.join(rounded)} rounded once ({args.rounding}) into it")
+    unread = [f"{side}: {', '.join(src.unread)}" for side, src in (("A", sa), ("B", sb))
+              if src.unread]
+    if unread and not args.key:
+        notes.append("not compared, files of another kind than the directory's checkpoint: "
+                     + "; ".join(unread))
     # a chunk at a time (a side rounded into cmp_fmt never exists whole), on the threads or
     # the --scheduler's cluster, like a checkpoint diff
     with _progress(args, ra.nbytes + rb.nbytes) as advance:
@@ -725,6 +730,9 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
     finally:
         if client is not None:
             client.close()
+    if src.unread and not args.key:  # stdout stays the digests alone
+        _say(f"fpinspect: note: the digest leaves out {', '.join(src.unread)} (files of "
+             "another kind than the checkpoint's; hash them by name)")
     out(jsonout.checkpoint_hash_json(result) if args.json
         else views.checkpoint_hash_view(result))
     return EXIT_OK

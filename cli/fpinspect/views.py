@@ -746,6 +746,9 @@ def ls_view(src: Source) -> RenderableType:
     if src.skipped:
         parts.append(Text("not tensors of real numbers (left out): "
                           f"{', '.join(map(visible, src.skipped))}", STYLES["dim"]))
+    if src.unread:
+        parts.append(Text(f"not read, files of another kind than those listed: "
+                          f"{', '.join(map(visible, src.unread))}", STYLES["dim"]))
     return Group(*parts)
 
 

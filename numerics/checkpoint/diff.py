@@ -501,6 +501,11 @@ def diff_sources(
             for side, src in (("A", sa), ("B", sb)) if src.skipped]
     if left and not keys:  # (a torch file's non-tensors, an .npz member of strings, ...)
         notes["not compared, as not tensors of real numbers: " + "; ".join(left)] = None
+    unread = [f"{side}: {', '.join(src.unread[:8])}{', ...' if len(src.unread) > 8 else ''}"
+              for side, src in (("A", sa), ("B", sb)) if src.unread]
+    if unread and not keys:  # (a directory's .npy files beside its .safetensors, ...)
+        notes["not compared, files of another kind than the directory's checkpoint: "
+              + "; ".join(unread)] = None
     parts = {id(p): ComparePartial.empty(0) for p in plans}
     checked = check_tolerances(max_ulp, atol, rtol) != 0
     items = [(p, s, min(s + chunk, p.a.size)) for p in plans for s in range(0, p.a.size, chunk)]

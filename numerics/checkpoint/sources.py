@@ -197,6 +197,13 @@ class Source:
         Entries that are not tensors of real numbers (left out): a torch file's
         entries that are not tensors, ``.npz`` members of strings, objects or
         complex numbers.
+    unread : tuple of str
+        Tensor files of a directory that were not read (their names): a directory is read
+        through its ``*.index.json`` if it has one, else through the files of the first
+        kind it holds of ``.safetensors``, torch files, ``.npz``/``.npy`` (a checkpoint
+        often holds the same tensors in two kinds); the tensor files of the other kinds,
+        or outside the index, are listed here so that a listing or a comparison can say
+        they were left out.
     """
 
     path: str
@@ -204,6 +211,7 @@ class Source:
     tensors: tuple[TensorRef, ...]
     files: tuple[str, ...]
     skipped: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -696,26 +704,36 @@ def _collect(path: str, files: list[str], kind: str, refs: list[TensorRef],
 
 def _directory(path: str) -> Source:
     names = sorted(os.listdir(path))
+    groups = ((".safetensors",), _TORCH_SUFFIXES, (".npz", ".npy"))
+    tensor_files = [n for n in names if n.lower().endswith(sum(groups, ()))
+                    and _is_file(os.path.join(path, n))]
     indexes = [n for n in names if n.endswith(".index.json")]
     if indexes:
         pick = "model.safetensors.index.json" if "model.safetensors.index.json" in indexes \
             else indexes[0]
         refs, files, skipped = _index(os.path.join(path, pick))
-        return _collect(path, files, "sharded", refs, skipped)
-    for group in ((".safetensors",), _TORCH_SUFFIXES, (".npz", ".npy")):
-        files = [os.path.join(path, n) for n in names if n.lower().endswith(group)
-                 and _is_file(os.path.join(path, n))]
+        return _unread(_collect(path, files, "sharded", refs, skipped), tensor_files)
+    for group in groups:
+        files = [os.path.join(path, n) for n in tensor_files if n.lower().endswith(group)]
         if files:
             refs, skipped = [], []
             for f in files:
                 r, s = _file_refs(f)
                 refs += r
                 skipped += s
-            return _collect(path, files, "sharded" if group == (".safetensors",) else
-                            "directory", refs, skipped)
+            return _unread(_collect(path, files, "sharded" if group == (".safetensors",) else
+                                    "directory", refs, skipped), tensor_files)
     raise TensorFileError(
         f"Got directory {path!r}, which holds no tensor files (.safetensors, .pt, .pth, .bin, "
         ".npz, .npy)")
+
+
+def _unread(src: Source, tensor_files: list[str]) -> Source:
+    """``src`` with the names of ``tensor_files`` (in its directory) it did not read."""
+    read = {os.path.normcase(os.path.abspath(f)) for f in src.files}
+    return replace(src, unread=tuple(
+        n for n in tensor_files
+        if os.path.normcase(os.path.abspath(os.path.join(src.path, n))) not in read))
 
 
 def _is_file(path: str) -> bool:
