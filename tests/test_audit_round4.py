@@ -119,6 +119,16 @@ def test_accum_refuses_options_its_algorithm_does_not_take() -> None:
         accum.sum(np.ones(4), "bfloat16", tree=((0, 1), (2, 3)))
     with pytest.raises(ValueError, match="only algorithm='ring'"):
         accum.sum(np.ones(4), "bfloat16", algorithm="pairwise", ring_order=[0, 1, 2, 3])
+    with pytest.raises(ValueError, match="block_size=8 with algorithm='kahan'"):
+        accum.sum(np.ones(4), "bfloat16", algorithm="kahan", block_size=8)
+    with pytest.raises(ValueError, match="promote_fmt='binary16' with algorithm='pairwise'"):
+        accum.dot(np.ones(4), np.ones(4), "bfloat16", algorithm="pairwise",
+                  promote_fmt="binary16")
+    with pytest.raises(ValueError, match="confidence=0.5 with bound_kind='worst'"):
+        accum.sum(np.ones(4), "bfloat16", confidence=0.5)
+    assert accum.sum(np.ones(4), "bfloat16", algorithm="pairwise", block_size=2).value == 4
+    assert accum.sum(np.ones(4), "bfloat16", bound_kind="probabilistic",
+                     confidence=0.5).value == 4
 
 
 @pytest.mark.parametrize("rounding", ["rtz", "sr", "ru"])

@@ -171,3 +171,17 @@ def test_unsigned_element_formats_are_named_errors() -> None:
     x = np.array([-3.0, 0.0, 1.0, 5.0])
     q = quantize(x, "e4m3fn", scale_format="e8m0fnu")
     assert (np.abs(q.dequantize() - x) <= q.bound).all()
+
+
+def test_quantize_checks_an_axis_it_does_not_use() -> None:
+    """scaling='tensor' (and a tuple block_size) use no axis; a bad one is still named."""
+    x = np.ones((2, 2))
+    with pytest.raises(ValueError, match="axis=7"):
+        quantize(x, "e4m3fn", axis=7)
+    with pytest.raises(TypeError, match="axis='x'"):
+        quantize(x, "e4m3fn", axis="x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="axis=2"):
+        quantize(x, "e4m3fn", scaling="block", block_size=(1, 2), axis=2)
+    assert quantize(x, "e4m3fn", axis=0).codes.shape == (2, 2)
+    assert quantize(np.float64(3.0), "e4m3fn").codes.shape == ()  # 0-d: axis -1 is fine
+

@@ -389,6 +389,10 @@ def _ring(fl: _Fl, X: np.ndarray, order: Sequence[int]) -> np.ndarray:
 # Public API
 # ----------------------------------------------------------------------------------
 
+#: The default ``confidence`` of :func:`sum` and :func:`dot`.
+_CONFIDENCE = 0.999
+
+
 def _check_common(algorithm: object, rounding: object, block_size: object, n: int,
                   bound_kind: object, confidence: object) -> tuple[int | None, float]:
     """Check the options that need no format; return the block size as an int (or None)
@@ -507,6 +511,15 @@ def _check_options(algorithm: str, rounding: str, block_size: int | None, n: int
             f"Got bound_kind='probabilistic' with {algorithm=}, but a probabilistic bound "
             "is proved only for recursive, pairwise, tree, ring, blocked and exact"
         )
+    if block_size is not None and algorithm not in ("pairwise", "blocked"):
+        raise ValueError(f"Got {block_size=} with {algorithm=}; only algorithm='pairwise' "
+                         "and 'blocked' take a block size")
+    if promote_fmt is not None and algorithm != "blocked":
+        raise ValueError(f"Got promote_fmt={promote_fmt!r} with {algorithm=}; only "
+                         "algorithm='blocked' takes one")
+    if bound_kind == "worst" and confidence != _CONFIDENCE:
+        raise ValueError(f"Got {confidence=} with bound_kind='worst', which holds always; "
+                         "confidence applies to bound_kind='probabilistic'")
     promote = _check_fmt(promote_fmt if promote_fmt is not None else "binary32", "promote_fmt")
     if algorithm == "blocked" and block_size is None:
         block_size = 128
@@ -534,7 +547,7 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
     ring_order: Sequence[int] | np.ndarray | None = None,
     rng: Any = None,
     bound_kind: str = "worst",
-    confidence: float = 0.999,
+    confidence: float = _CONFIDENCE,
 ) -> AccumResult:
     """Sum along ``axis`` in ``fmt`` with a given algorithm, with an error bound.
 
@@ -631,7 +644,7 @@ def dot(
     ring_order: Sequence[int] | np.ndarray | None = None,
     rng: Any = None,
     bound_kind: str = "worst",
-    confidence: float = 0.999,
+    confidence: float = _CONFIDENCE,
 ) -> AccumResult:
     """Dot products along ``axis``: ``fl(x_i * y_i)`` in ``fmt``, then :func:`sum`.
 

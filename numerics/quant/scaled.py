@@ -244,6 +244,8 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     xf = as_float_array(x)
     shape = xf.shape
     ax: int | None = None
+    if scaling == "tensor" or isinstance(block_size, tuple):  # axis unused, still checked
+        normalize_axis(axis, max(xf.ndim, 1))
     if scaling == "tensor":
         if block_size is not None:
             raise ValueError(f"Got {block_size=}, but scaling='tensor' takes no block_size")
