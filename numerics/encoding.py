@@ -980,7 +980,7 @@ def _decode_plan(fmt: Format) -> tuple[Format, str, dict[str, Any], Any, int]:
         elif ieee and fmt.bits == 16 and fmt.exponent_bits == 5 and fmt.bias == 15 \
                 and _host_converts_binary16():
             kind = "binary16"
-        elif ieee and fmt.exponent_bits == 8 and fmt.bias == 127 and fmt.bits > 16:
+        elif ieee and fmt.exponent_bits == 8 and fmt.bias == 127 and 16 < fmt.bits <= 32:
             kind = "top32"  # tf32, binary32: codes are the top bits of float32's
         elif ieee and fmt.exponent_bits == 11 and fmt.bias == 1023 and fmt.bits == 64:
             kind = "binary64"
@@ -1117,11 +1117,8 @@ def _decode_fast(codes: np.ndarray, fmt: Format, dt: np.dtype) -> np.ndarray:
         values = np.empty(codes.size, dt)
         _decode_into(codes, values, fmt, dt)
         return values
-    values = np.empty(codes.shape, dt)
-    if codes.ndim == 0:
-        _decode_into(codes, values, fmt, dt)
-    else:
-        _decode_into(codes.reshape(-1), values.reshape(-1), fmt, dt)
+    values = np.empty(codes.shape, dt)  # (0-d too: the kernels take 1-d views)
+    _decode_into(codes.reshape(-1), values.reshape(-1), fmt, dt)
     return values
 
 
@@ -1406,7 +1403,7 @@ def _round_fast(x: np.ndarray, fmt: Any, dtype: Any, options: dict[str, Any]
         if mode >= _MODES["sr"]:
             sr_seed(rng)  # (a Generator gives its draw, as the general path takes it)
         values = np.empty(x.shape, np.float32 if dtype is np.float32 else np.float64)
-        flat, flat_values = (x, values) if x.ndim <= 1 else (x.reshape(-1),
+        flat, flat_values = (x, values) if x.ndim == 1 else (x.reshape(-1),
                                                              values.reshape(-1))
         _narrow_kernels().ieee(flat, flat_values, cdt.itemsize == 4, saturate)
         return values

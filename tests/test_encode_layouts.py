@@ -168,6 +168,30 @@ def test_round_to_dtype() -> None:
     assert np.array_equal(got, numerics.round_to(x, "bf16"))
 
 
+@pytest.mark.parametrize("name", ["binary64", "binary32", "tf32", "bfloat16", "binary16",
+                                  "e4m3fn", "e2m1fn", "e8m0fnu"])
+@pytest.mark.parametrize("src", [np.float64, np.float32])
+def test_0d_arrays_as_one_element(name: str, src: type) -> None:
+    """A 0-d array through encode, decode and round_to (each dtype, rne and sr) gives the
+    element a 1-element array gives, as a 0-d array (a 0-d float32 decode and a 0-d
+    binary64 round_to with dtype or sr once reached 1-d kernels whole: numba TypingError)."""
+    fmt = numerics.get_format(name)
+    x1 = np.array([1.5], src)
+    x0 = x1.reshape(())
+    dtypes: list[Any] = [None, np.float64] + ([np.float32] if fmt.float32_exact else [])
+    for rounding, opts in (("rne", {}), ("rtz", {}), ("sr", {"rng": 5})):
+        c1 = numerics.encode(x1, fmt, rounding=rounding, **opts)
+        c0 = numerics.encode(x0, fmt, rounding=rounding, **opts)
+        assert c0.shape == () and c0.dtype == c1.dtype and c0[()] == c1[0]
+        for dt in dtypes:
+            v1 = numerics.decode(c1, fmt, dtype=dt)
+            v0 = numerics.decode(c0, fmt, dtype=dt)
+            assert v0.shape == () and v0.dtype == v1.dtype and v0[()] == v1[0]
+            r1 = numerics.round_to(x1, fmt, dtype=dt, rounding=rounding, **opts)
+            r0 = numerics.round_to(x0, fmt, dtype=dt, rounding=rounding, **opts)
+            assert r0.shape == () and r0.dtype == r1.dtype and r0[()] == r1[0]
+
+
 # ---------------------------------------------------------------- issue 13
 def test_issue13_longdouble_not_a_float64() -> None:
     """(2) longdouble operands are taken exactly, never rounded to float64 first."""

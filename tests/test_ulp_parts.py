@@ -263,3 +263,29 @@ def test_next_of_a_python_float_matches_the_array_path(name: str) -> None:
             got = float(step(v, fmt))
             assert (got == w and math.copysign(1, got) == math.copysign(1, w)) or (
                 math.isnan(got) and math.isnan(w)), (name, step.__name__, v, got, w)
+
+
+@pytest.mark.parametrize("fmt", [f for f in ALL_FORMATS if f.bits <= 16], ids=lambda f: f.name)
+def test_next_of_a_longdouble_between_values_is_on_its_side(fmt: Format) -> None:
+    """A longdouble that is no float64 value: next_up is the least value above it, nan where
+    none is (beyond the largest value of a format without infinity; below e8m0fnu's least
+    value for next_down), never a value on the wrong side.  Checked against a list of the
+    format's values."""
+    if np.finfo(np.longdouble).nmant <= 52:
+        pytest.skip("longdouble is float64 here")
+    vals = numerics.decode(np.arange(fmt.num_codes, dtype=np.uint64).astype(fmt.code_dtype),
+                           fmt)
+    line = np.unique(vals[np.isfinite(vals)])
+    tiny = np.longdouble(2) ** -60
+    probes = [np.longdouble(v) * (1 + s * tiny) for v in line[[0, 1, -2, -1]] if v != 0
+              for s in (-1, 1)] + [np.longdouble(2) ** -1080, -np.longdouble(2) ** -1080]
+    for x in probes:
+        assert np.float64(x) != x
+        above = line[line > x]
+        below = line[line < x]
+        want_up = above[0] if above.size else (np.inf if fmt.infinity.value != "none" and
+                                               x > 0 else np.nan)
+        want_down = below[-1] if below.size else (-np.inf if fmt.infinity.value != "none"
+                                                  and fmt.signed and x < 0 else np.nan)
+        for got, want in ((next_up(x, fmt), want_up), (next_down(x, fmt), want_down)):
+            assert (np.isnan(got) and np.isnan(want)) or got == want, (fmt.name, x, got, want)

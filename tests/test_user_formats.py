@@ -232,3 +232,21 @@ def test_a_format_without_normal_values_is_refused() -> None:
 
 def test_format_of_dtype_none_is_none() -> None:
     assert numerics.format_of_dtype(None) is None
+
+
+@pytest.mark.parametrize("t", [7, 15, 18, 23, 24, 31, 40, 52])
+def test_wider_formats_with_binary32_exponents_decode_exactly(t: int) -> None:
+    """8 exponent bits, bias 127, IEEE specials and t trailing bits: float32's top bits
+    where t <= 23, and decoded in general beyond (a 33-bit and wider format once went
+    through float32's shift, with a negative shift: every value 0)."""
+    fmt = Format(name=f"e8m{t}", exponent_bits=8, trailing_bits=t, bias=127)
+    rng = np.random.default_rng(t)
+    codes = rng.integers(0, fmt.num_codes, 4000, dtype=np.uint64).astype(fmt.code_dtype)
+    codes[:4] = [0, 1, fmt.num_codes >> 1, (fmt.num_codes >> 1) - 1]
+    want = [decode_exact(int(c), fmt) for c in codes]
+    got = numerics.decode(codes, fmt)
+    for c, w, g in zip(codes.tolist(), want, got.tolist()):
+        assert (math.isnan(g) and math.isnan(w)) or g == w, (hex(c), w, g)
+    x = np.array([1.0, 1.5, -2.0, 3e-39, 1e38, np.inf])
+    assert [float(decode_exact(encode_exact(v, fmt), fmt)) for v in x] == \
+        numerics.round_to(x, fmt).tolist()

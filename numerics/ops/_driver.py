@@ -53,7 +53,8 @@ def _code_shift(fmt: Format) -> int:
     """``23 - t`` when a code of ``fmt`` shifted left by it is the float32 pattern of its
     value (8 exponent bits, bias 127, IEEE specials: bfloat16), else -1."""
     float32_top = (fmt.exponent_bits == 8 and fmt.bias == 127 and fmt.signed
-                   and fmt.subnormals and fmt.nan is NaNEncoding.IEEE)
+                   and fmt.subnormals and fmt.nan is NaNEncoding.IEEE
+                   and fmt.trailing_bits <= 23)
     return 23 - fmt.trailing_bits if float32_top else -1
 
 
