@@ -47,7 +47,9 @@ tininess detected ``"before"`` rounding (``0 < |exact| < 2**emin``) or
 ``"after"`` (``0 < |round(exact) with unbounded exponent| < 2**emin``),
 ``invalid`` (``inf - inf``, ``0 * inf``, ``0/0``, ``inf/inf``, ``sqrt(x < 0)``,
 ``fma(0, inf, c)`` even when ``c`` is NaN as in SoftFloat, and results a format
-cannot hold at all: NaN from e8m0fnu for zero or negative values) and
+cannot hold at all: NaN from e8m0fnu for zero or negative values, and from a
+signed format without subnormals, which has no zero, for an exact zero result, where
+``encode`` of 0 gives ``2**emin``) and
 ``divide_by_zero`` (finite non-zero ``x / 0``).  Quiet NaN operands give NaN
 without flags; a signalling NaN operand (a float whose quiet bit is clear, or a
 code of a format with IEEE-style NaNs whose top trailing bit is clear, as
