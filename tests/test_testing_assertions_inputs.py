@@ -201,3 +201,43 @@ def test_signed_zeros_default_is_strict_only_at_max_ulp_0() -> None:
     msg = _message(assert_ulp_close, np.array([-0.0, 1.0], np.float32),
                    np.array([0.0, 2.0], np.float32))
     assert "-0 vs +0 (0 ulp)" in msg      # the passing pair is still shown for what it is
+
+
+def test_unsigned_format_reads_zero_and_negative_references_as_nan() -> None:
+    """e8m0fnu has no sign and no zero: encode gives NaN for a zero or negative input, so
+    such a reference is NaN (it once read -4 as 4, and passed 4 against it at 0 ulp);
+    a positive reference below 2**-127 still counts as 2**-127."""
+    four = np.array([4.0], ml_dtypes.float8_e8m0fnu)
+    for ref, max_ulp in (([-4.0], 0), ([-3.0], 0.5), ([0.0], 0), ([Fraction(-1, 3)], 0.5)):
+        with pytest.raises(AssertionError):
+            assert_ulp_close(four, ref, max_ulp=max_ulp)
+        assert_ulp_close(np.array([np.nan], ml_dtypes.float8_e8m0fnu), ref, max_ulp=max_ulp)
+    assert_ulp_close(np.array([2.0**-127], ml_dtypes.float8_e8m0fnu), [1e-50], max_ulp=0)
+
+
+@pytest.mark.parametrize("dtype", ["f2", "f4", "f8"])
+def test_big_endian_floats_are_read_bit_for_bit(dtype: str) -> None:
+    """A float array in either byte order holds the same codes: a signalling NaN's bits
+    count with canonical_nan=False (a big-endian one was once read by value, as the
+    canonical NaN), and big-endian unsigned codes are codes."""
+    width = {"f2": "u2", "f4": "u4", "f8": "u8"}[dtype]
+    bits = {"f2": 0x7C01, "f4": 0x7F800001, "f8": 0x7FF0000000000001}[dtype]
+    be = np.array([bits, 0x3C00 if dtype == "f2" else 0], ">" + width).view(">" + dtype)
+    le = be.astype("<" + dtype)
+    assert le.view("<" + width)[0] == bits  # (the cast keeps the bits)
+    assert_bitwise_equal(be, le, canonical_nan=False)
+    with pytest.raises(AssertionError):
+        assert_bitwise_equal(be, np.array([np.nan, le[1]], "<" + dtype), canonical_nan=False)
+    with pytest.raises(AssertionError):
+        assert_ulp_close(be, np.array([np.nan, le[1]], "<" + dtype), max_ulp=0, nan="code")
+    assert_bitwise_equal(np.array([0x3F80], ">u2"), [1.0], fmt="bfloat16")
+
+
+def test_long_double_and_decimal_zeros_keep_their_sign() -> None:
+    """-0.0 as a long double or a Decimal is -0 (it once read as +0)."""
+    for neg in (np.array([-0.0], np.longdouble), [Decimal("-0")], [Decimal("-0E+5")]):
+        with pytest.raises(AssertionError, match="differ"):
+            assert_bitwise_equal(np.float32([0.0]), neg)
+        assert_bitwise_equal(np.float32([-0.0]), neg)
+        with pytest.raises(AssertionError):
+            assert_ulp_close(np.float32([0.0]), neg, max_ulp=0)

@@ -186,8 +186,9 @@ def floor_codes(x: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     ``q`` is the spacing above ``value(codes)`` (the spacing of the top binade
     beyond ``max``, so ``frac`` may exceed 1 there); ``frac`` is exact in
     float64.  The sign of ``x`` is carried by the code (``-0`` where the
-    format has it).  Values below the smallest value of formats without zero
-    clamp to it with ``frac = 0``.
+    format has it; an unsigned format takes ``|x|``: :func:`read_codes` makes
+    zero and negative references NaN there).  Values below the smallest value
+    of formats without zero clamp to it with ``frac = 0``.
     """
     a64 = np.asarray(x, dtype=np.float64)
     t = fmt.trailing_bits
@@ -299,11 +300,13 @@ def read_codes(arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool = False
     (``hint`` is appended to the message).
     """
     native = native_dtype(fmt)
-    if native is not None and arr.dtype == native:
-        width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[native.itemsize]
+    in_order = arr.dtype.newbyteorder("=")  # (either byte order: the same bits)
+    if native is not None and in_order == native:
+        width = np.dtype({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[
+            native.itemsize]).newbyteorder(arr.dtype.byteorder)
         codes = arr.view(width).astype(np.uint64) & np.uint64((1 << fmt.bits) - 1)
         return ReadCodes(codes, None, None, {}, {})
-    if arr.dtype.kind == "u" and arr.dtype == fmt.code_dtype:
+    if arr.dtype.kind == "u" and in_order == fmt.code_dtype:
         codes = arr.astype(np.uint64)
         if codes.size and int(codes.max()) >= fmt.num_codes:
             bad = int(np.argmax(codes >= fmt.num_codes))
@@ -333,6 +336,14 @@ def read_codes(arr: np.ndarray, fmt: Format, name: str, *, real_ok: bool = False
             codes[i], fracs[i] = code, frac
             if frac != exact:
                 exact_frac[i] = exact
+        if not fmt.signed:  # (no zero, as e8m0fnu) zero and below round to NaN, as in encode
+            low = ~ok & (as64.ravel() <= 0)
+            for i in between:
+                low[i] = rest[i] <= 0
+                if low[i]:
+                    exact_frac.pop(i, None)
+            codes = np.where(low, np.uint64(fmt.code_of_nan), codes)  # type: ignore[arg-type]
+            fracs = np.where(low, 0.0, fracs)
         return ReadCodes(codes.reshape(shape), fracs.reshape(shape), as64, exact_frac,
                          {i: rest[i] for i in between})
     # the first element that is neither a value nor (with real_ok) a finite reference

@@ -73,8 +73,9 @@ def as_array(x: object, name: str, *, exact: bool = False) -> np.ndarray:
             or kind in "USaMmb":
         raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be {_ACCEPTED}")
     if exact and kind == "f" and arr.dtype.itemsize > 8:  # long double: its exact values
-        arr = np.array([Fraction(*v.as_integer_ratio()) if np.isfinite(v) else float(v)
-                        for v in arr.ravel()], dtype=object).reshape(arr.shape)
+        arr = np.array([Fraction(*v.as_integer_ratio()) if np.isfinite(v) and v != 0
+                        else float(v) for v in arr.ravel()],  # (a zero keeps its sign)
+                       dtype=object).reshape(arr.shape)
         kind = "O"
     if kind == "O":
         for v in arr.ravel().tolist():
@@ -170,6 +171,10 @@ def split_exact(arr: np.ndarray) -> tuple[np.ndarray, dict[int, Fraction]]:
     items = arr.ravel().tolist()
     out = np.empty(len(items), dtype=np.float64)
     for i, v in enumerate(items):
+        if isinstance(v, (float, np.floating, Decimal)) and v == 0:  # a zero: its sign
+            negative = v.is_signed() if isinstance(v, Decimal) else math.copysign(1, v) < 0
+            out[i] = -0.0 if negative else 0.0
+            continue
         q, _ = exact_value(v)
         if isinstance(q, float):                # NaN or an infinity
             out[i] = q

@@ -547,7 +547,9 @@ def assert_ulp_close(
         Values of ``fmt``, or any finite reference within the float64 range
         (floats, integers, Fractions, Decimals: their exact values);
         broadcastable to ``actual``'s shape (so a 0-d ``actual`` needs a
-        0-d ``desired``).
+        0-d ``desired``).  A reference below the least value of a format
+        without zero counts as that value; in an unsigned format (e8m0fnu)
+        a zero or negative reference counts as NaN, as ``encode`` gives.
     max_ulp : int or float
         The largest distance allowed, ``>= 0`` (any size: ``2**70`` allows every
         finite pair).
