@@ -383,3 +383,14 @@ def test_a_format_of_the_wrong_type_is_an_invalid_argument() -> None:
     """As hypothesis does for its own strategies: InvalidArgument, naming the argument."""
     with pytest.raises(InvalidArgument, match="fmt=3"):
         values(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [200, -1, 1.5, True])
+def test_code_arrays_refuses_elements_that_are_not_codes(bad: object) -> None:
+    """code_arrays(elements=...) checks each drawn element is a code (an e2m1fn byte 200
+    once went through, and the assertions read it as -0)."""
+    with pytest.raises(HypothesisInvalidArgument, match="codes of e2m1fn"):
+        find(ns.code_arrays("e2m1fn", 2, elements=st.just(bad)), lambda a: True)
+    got = find(ns.code_arrays("e2m1fn", 3, elements=st.integers(0, 15), view=False),
+               lambda a: bool(a.max() == 15))
+    assert got.dtype == np.uint8 and got.max() == 15

@@ -953,11 +953,31 @@ def code_arrays(
         elements = codes(f)
     elif not isinstance(elements, st.SearchStrategy):
         raise InvalidArgument(f"Got {elements=}, but it must be a hypothesis strategy or None")
+    else:
+        elements = elements.map(_CodeOf(f))
     dtype = native_dtype(f)
     if not view or dtype is None:
         return hnp.arrays(f.code_dtype, shape, elements=elements, fill=elements)
     width = np.dtype({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize])
     return _Printed(hnp.arrays(width, shape, elements=elements, fill=elements), _ViewAs(dtype))
+
+
+class _CodeOf:
+    """Checks that what an ``elements`` strategy drew is a code of ``f`` (an int in
+    ``[0, 2**bits)``): InvalidArgument naming it, not a wrapped or truncated code."""
+
+    def __init__(self, f: Format) -> None:
+        self.f = f
+
+    def __repr__(self) -> str:
+        return f"code_of_{self.f.name}"
+
+    def __call__(self, c: object) -> int:
+        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, np.integer)) \
+                or not 0 <= c < self.f.num_codes:
+            raise InvalidArgument(f"Got element {c!r} from elements, but codes of "
+                                  f"{self.f.name} are ints in [0, {self.f.num_codes})")
+        return int(c)
 
 
 class _ViewAs:
