@@ -214,7 +214,7 @@ def test_snapshot_ulp_close_2d_bfloat16() -> None:
     d = np.array([[1.0078125, 2.0625, 3.0], [np.inf, 1.0, 0.0]], dtype=BF16)
     assert _message(assert_ulp_close, a, d) == """\
 Not within 1 ulp: 3 of 6 elements differ
-worst: NaN vs number at index (1, 1)
+worst: NaN vs number at index (1, 1) (actual nan, desired 1.0)
 first 3 failing (format bfloat16):
   index   actual  bits                       desired  bits                       ulp
   (0, 1)  2.0     0x4000 0.10000000.0000000  2.0625   0x4004 0.10000000.0000100  4
@@ -235,7 +235,7 @@ def test_snapshot_bitwise_binary64() -> None:
     d = np.array([1.0, -0.0, np.nextafter(2.0, 3.0)], np.float64)
     assert _message(assert_bitwise_equal, a, d) == """\
 Not bitwise equal: 2 of 3 elements differ
-worst: 1 ulp at index 2
+worst: 1 ulp at index 2 (actual 2.0, desired 2.0000000000000004)
 first 2 failing (format binary64):
   index  actual  bits                desired             bits                ulp
   1      0.0     0x0000000000000000  -0.0                0x8000000000000000  -0 vs +0

@@ -16,7 +16,7 @@ size).  ``None``, strings, complex numbers and the like raise TypeError;
 ragged lists raise ValueError.
 
 Failure messages are plain text: the number of failing elements, the worst
-case, the first failing indices with both values and their bits side by
+case (its index and both values), the first failing indices with both values and their bits side by
 side, and a histogram of the distances.  Mismatches that are not a distance
 are named as such in the ``ulp`` column and the histogram: ``NaN vs number``,
 ``inf vs finite``, ``NaN sign``, ``NaN payload``, ``-0 vs +0``.
@@ -426,14 +426,12 @@ class _Report:
                 self.worst_key = key
                 self.worst_text = (f"worst: {_dist_text(c, k)}"
                                    + (" ulp" if not label[k] else "")
-                                   + f" at index {_index(lo + k, self.shape)}")
+                                   + f" at index {_index(lo + k, self.shape)} (actual "
+                                   + f"{_value(int(c.a.ravel()[k]), f)}, desired "
+                                   + f"{self._desired(c, k)[0]})")
         for k in flat_fail[:max(0, _SHOW - len(self.rows))].tolist():
-            ca, cd = int(c.a.ravel()[k]), int(c.d.codes.ravel()[k])
-            if c.d.real is not None and c.frac.ravel()[k] != 0:
-                dv = _exact_text(float(c.d.real.ravel()[k]), c.exact_value(k))
-                db = "(between codes)"
-            else:
-                dv, db = _value(cd, f), _bits(cd, f)
+            ca = int(c.a.ravel()[k])
+            dv, db = self._desired(c, k)
             self.rows.append([_index(lo + k, self.shape), _value(ca, f), _bits(ca, f), dv,
                               db, _dist_text(c, k)])
         # the histogram of every element
@@ -446,6 +444,15 @@ class _Report:
         counts = np.bincount(label, minlength=len(_LABELS) + 1)
         for i, name in enumerate(_LABELS):
             self.labels[name] += int(counts[i + 1])
+
+    def _desired(self, c: _Comparison, k: int) -> tuple[str, str]:
+        """The desired value of element ``k`` of the piece and its bits (or "(between
+        codes)" for a reference that is no value of the format)."""
+        if c.d.real is not None and c.frac.ravel()[k] != 0:
+            return (_exact_text(float(c.d.real.ravel()[k]), c.exact_value(k)),
+                    "(between codes)")
+        cd = int(c.d.codes.ravel()[k])
+        return _value(cd, self.f), _bits(cd, self.f)
 
     def text(self, title: str, note: str = "") -> str:
         lines = [f"{title}: {self.n_fail} of {self.n} elements differ", self.worst_text]
@@ -590,7 +597,7 @@ def assert_ulp_close(
     >>> assert_ulp_close(x, np.array([1.25, 2.0], dtype=ml_dtypes.float8_e4m3fn))
     Traceback (most recent call last):
     AssertionError: Not within 1 ulp: 1 of 2 elements differ
-    worst: 2 ulp at index 0
+    worst: 2 ulp at index 0 (actual 1.0, desired 1.25)
     first 1 failing (format e4m3fn):
       index  actual  bits             desired  bits             ulp
       0      1.0     0x38 0.0111.000  1.25     0x3A 0.0111.010  2
@@ -644,7 +651,7 @@ def assert_bitwise_equal(
     >>> assert_bitwise_equal(np.float32([0.0, np.nan]), np.float32([-0.0, -np.nan]))
     Traceback (most recent call last):
     AssertionError: Not bitwise equal: 2 of 2 elements differ
-    worst: NaN sign at index 1
+    worst: NaN sign at index 1 (actual nan, desired -nan)
     first 2 failing (format binary32):
       index  actual  bits        desired  bits        ulp
       0      0.0     0x00000000  -0.0     0x80000000  -0 vs +0
