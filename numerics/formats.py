@@ -415,8 +415,10 @@ for _f in _REGISTRY:
         _BY_NAME[_n.lower()] = _f
 
 
-def get_format(name: str) -> Format:
+def get_format(name: str, *, arg: str = "format") -> Format:
     """Return the registered format called ``name`` (canonical or alias).
+
+    ``arg`` is the name of the caller's argument that the errors name.
 
     Raises
     ------
@@ -431,23 +433,24 @@ def get_format(name: str) -> Format:
     8
     """
     if not isinstance(name, str):
-        raise TypeError(f"Got format name={name!r}, expected a str")
+        raise TypeError(f"Got {arg}={name!r}, expected a format name (a str)")
     try:
         return _BY_NAME[name.lower()]
     except KeyError:
         close = difflib.get_close_matches(name.lower(), _BY_NAME, n=4, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise ValueError(
-            f"Got format={name!r}, which is not a known format{hint} "
+            f"Got {arg}={name!r}, which is not a known format{hint} "
             f"(numerics.FORMATS lists all {len(FORMATS)})"
         ) from None
 
 
-def as_format(fmt: Any) -> Format:
+def as_format(fmt: Any, *, arg: str = "fmt") -> Format:
     """The :class:`Format` a format argument names.
 
     Accepts a :class:`Format`, a name or alias, a numpy / ml_dtypes dtype (or scalar
-    type) of a registered format, including big-endian ones, and a torch dtype.
+    type) of a registered format, including big-endian ones, and a torch dtype.  ``arg``
+    is the name of the caller's argument that the errors name.
 
     Raises
     ------
@@ -464,11 +467,11 @@ def as_format(fmt: Any) -> Format:
     if isinstance(fmt, Format):
         return fmt
     if isinstance(fmt, str):
-        return get_format(fmt)
+        return get_format(fmt, arg=arg)
     found = _format_of_dtype_like(fmt)
     if found is not None:
         return found
-    raise TypeError(f"Got fmt={fmt!r}, expected a numerics.Format, a format name, or the "
+    raise TypeError(f"Got {arg}={fmt!r}, expected a numerics.Format, a format name, or the "
                     "numpy, ml_dtypes or torch dtype of a registered format")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
 import warnings
 from fractions import Fraction
 from pathlib import Path
@@ -348,3 +349,23 @@ def test_decode_takes_a_list_mixing_numpy_and_python_integers() -> None:
 def test_encode_names_an_element_of_a_nested_list_by_its_index() -> None:
     with pytest.raises(TypeError, match=r"Got x\[0, 1\]=None"):
         numerics.encode([[1.0, None]], "e4m3fn")
+
+
+def test_an_unknown_format_name_is_named_by_its_argument() -> None:
+    """The error names the argument that held the bad name (it said ``format=``)."""
+    import numerics
+    from numerics import accum, quant
+
+    x = np.ones((2, 2))
+    cases = [
+        (lambda: numerics.encode(1.0, "bf17"), "fmt='bf17'"),
+        (lambda: accum.sum(x, "bf17"), "fmt='bf17'"),
+        (lambda: accum.gemm(x, x, input_format="bf17", accumulator="hopper"),
+         "input_format='bf17'"),
+        (lambda: accum.gemm(x, x, input_format="bf16", output_format="fp33",
+                            accumulator="hopper"), "output_format='fp33'"),
+        (lambda: quant.quantize(x, "e4m3fn", scale_format="nope"), "scale_format='nope'"),
+    ]
+    for call, text in cases:
+        with pytest.raises(ValueError, match=re.escape(f"Got {text}, which is not a known")):
+            call()

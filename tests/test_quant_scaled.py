@@ -158,7 +158,7 @@ def test_quantize_bad_input() -> None:
         quantize(x, "e4m3fn", scaling="channel", axis=5)
     with pytest.raises(TypeError, match="dtype"):
         quantize(np.array([1 + 2j]), "e4m3fn")
-    with pytest.raises(ValueError, match="format='nope'"):
+    with pytest.raises(ValueError, match="scale_format='nope'"):
         quantize(x, "e4m3fn", scale_format="nope")
 
 

@@ -203,8 +203,8 @@ def gemm(
     if input_format is None:
         raise TypeError("Got input_format=None, but array operands need an input_format "
                         "(only quantized operands carry their own)")
-    fin = as_format(input_format)
-    fout = as_format(output_format)
+    fin = as_format(input_format, arg="input_format")
+    fout = as_format(output_format, arg="output_format")
     model = resolve_accumulator(accumulator, fin)
     if promote_every is not None and (not isinstance(promote_every, (int, np.integer))
                                       or isinstance(promote_every, bool) or promote_every < 1):

@@ -707,8 +707,8 @@ def group_step(p: TensorCorePreset, a: np.ndarray, b: np.ndarray, c: np.ndarray,
 def check_formats(input_format: Any, output_format: Any,
                   preset: TensorCorePreset | None = None) -> tuple[Format, Format]:
     """The input and output formats, checked against the model (and ``preset``)."""
-    fin = as_format(input_format)
-    fout = as_format(output_format)
+    fin = as_format(input_format, arg="input_format")
+    fout = as_format(output_format, arg="output_format")
     if fin.precision > 26 or not fin.signed:
         raise ValueError(
             f"Got input_format={fin.name!r}, but the tensor-core model needs a signed "

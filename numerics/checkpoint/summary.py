@@ -120,7 +120,7 @@ def _source(src: Source | str | bytes | os.PathLike[str],
             raw_format: Format | str | None) -> Source:
     s = src if isinstance(src, Source) else open_source(fs_path(src, "src"))
     if raw_format is not None:
-        fmt = as_format(raw_format)
+        fmt = as_format(raw_format, arg="raw_format")
         if not any(t.is_raw for t in s.tensors):
             first = (f" ({s.tensors[0].name!r} is {s.tensors[0].dtype_name})"
                      if s.tensors else "")

@@ -55,7 +55,8 @@ MAX_ROUNDS = 1024
 
 def _check(input_format: Any, output_format: Any, k: object, batch: object
            ) -> tuple[Format, Format, int, int]:
-    fin, fout = as_format(input_format), as_format(output_format)
+    fin = as_format(input_format, arg="input_format")
+    fout = as_format(output_format, arg="output_format")
     if not fin.signed or fin.precision > 26:
         raise ValueError(f"Got input_format={fin.name!r}, but probing needs a signed format "
                          "of precision <= 26 (products exact in float64)")

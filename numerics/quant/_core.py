@@ -166,7 +166,7 @@ def as_element_format(fmt: object, *, name: str = "element_format") -> ElementFo
     if not isinstance(fmt, str):
         raise TypeError(f"Got {name}={fmt!r}, expected a format name or a numerics.Format")
     try:
-        return as_format(fmt)
+        return as_format(fmt, arg=name)
     except ValueError as exc:
         raise ValueError(
             f"Got {name}={fmt!r}, which is neither a registered float format, 'int8'/'int4', "

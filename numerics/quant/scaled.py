@@ -238,7 +238,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     check_rounding(scale_rounding, name="scale_rounding")
     check_overflow(overflow)
     _check_sr_options(rounding, rng, sr_bits)
-    sfmt = as_format("binary32" if scale_format is None else scale_format)
+    sfmt = as_format("binary32" if scale_format is None else scale_format, arg="scale_format")
     check_quantize_format(sfmt, "scale_format")
     seed = sr_seed(rng) if "sr" in (rounding, scale_rounding) else None  # one draw of rng
     xf = as_float_array(x)

@@ -227,7 +227,7 @@ def exhaustive(
     >>> sorted((cls, kind, c.count) for (cls, kind), c in r.classes.items())
     [('inf', 'NaN vs number', 2), ('normal', 'NaN vs number', 30510)]
     """
-    f, t = as_format(from_fmt), as_format(to_fmt)
+    f, t = as_format(from_fmt, arg="from_fmt"), as_format(to_fmt, arg="to_fmt")
     if f.bits > 32:
         raise ValueError(f"Got from_fmt={f.name!r} of {f.bits} bits; exhaustive runs formats "
                          "of at most 32 bits")
