@@ -110,8 +110,10 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         dt = dtype_of(name)
         a, b = (np.asarray(round_to(x.astype(np.float64), name, overflow="saturate"))
                 .astype(dt) for x in (a32, b32))
-        t_rtz = best_of(lambda a=a, b=b, name=name: ops.add(a, b, name, rounding="rtz"),
-                        repeat)
+        def add_rtz(a: np.ndarray = a, b: np.ndarray = b, name: str = name) -> Any:
+            return ops.add(a, b, name, rounding="rtz")
+
+        t_rtz = best_of(add_rtz, repeat)
         rows.append(row("ops", f"add {name} rtz n=2**{n.bit_length() - 1} threads={threads}",
                         t_rtz, peers["add"][0], peer_s["add"], "report (table of pairs)"))
     return rows

@@ -30,7 +30,7 @@ def _every_byte(dt: type) -> tuple[np.ndarray, np.ndarray]:
         int(np.dtype(dt).name[5])
     codes = np.arange(1 << bits, dtype=np.uint8)
     codes = np.random.default_rng(bits).permutation(np.tile(codes, 256 >> bits))
-    x = codes.view(dt)
+    x: np.ndarray = codes.view(dt)
     with np.errstate(invalid="ignore"):
         return x, x.astype(np.float64)
 

@@ -176,10 +176,11 @@ def test_0d_arrays_as_one_element(name: str, src: type) -> None:
     element a 1-element array gives, as a 0-d array (a 0-d float32 decode and a 0-d
     binary64 round_to with dtype or sr once reached 1-d kernels whole: numba TypingError)."""
     fmt = numerics.get_format(name)
-    x1 = np.array([1.5], src)
+    x1: np.ndarray = np.array([1.5], src)
     x0 = x1.reshape(())
     dtypes: list[Any] = [None, np.float64] + ([np.float32] if fmt.float32_exact else [])
-    for rounding, opts in (("rne", {}), ("rtz", {}), ("sr", {"rng": 5})):
+    options: list[tuple[str, dict[str, Any]]] = [("rne", {}), ("rtz", {}), ("sr", {"rng": 5})]
+    for rounding, opts in options:
         c1 = numerics.encode(x1, fmt, rounding=rounding, **opts)
         c0 = numerics.encode(x0, fmt, rounding=rounding, **opts)
         assert c0.shape == () and c0.dtype == c1.dtype and c0[()] == c1[0]

@@ -33,6 +33,13 @@ NARROW = ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz", "e3m4", "e4m3
 FLAG_NAMES = ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")
 
 
+def _dtype(fmt: Format) -> np.dtype:
+    """The format's ml_dtypes dtype (every format of these tests has one)."""
+    dt = dtype_of(fmt)
+    assert dt is not None
+    return dt
+
+
 def _codes(fmt: Format, op: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Two code arrays as long as the table (every pair of codes, shuffled: the table
     path runs), in the format's dtype; a divisor is never a zero of a format without
@@ -47,6 +54,7 @@ def _codes(fmt: Format, op: str, rng: np.random.Generator) -> tuple[np.ndarray, 
         one = np.asarray(numerics.encode(1.0, fmt)).astype(np.uint8)
         b = np.where(values == 0, one, b)
     dt = dtype_of(fmt)
+    assert dt is not None
     return a.view(dt), b.view(dt)
 
 
@@ -112,6 +120,7 @@ def test_broadcast_operands_read_their_row_and_column() -> None:
     fmt = get_format("e5m2")
     rng = np.random.default_rng(7)
     dt = dtype_of(fmt)
+    assert dt is not None
     b = rng.integers(0, 256, 1 << 17).astype(np.uint8).view(dt)
     va, vb = 1.75, numerics.decode(b.view(np.uint8), fmt)
     left = ops.sub(np.asarray(va).astype(dt), b, fmt, rounding="rtz")
@@ -146,6 +155,7 @@ def test_same_bits_for_every_thread_count() -> None:
 def test_invalid_operation_without_nan_names_the_element() -> None:
     fmt = get_format("e2m1fn")
     dt = dtype_of(fmt)
+    assert dt is not None
     a = np.full(4096, np.asarray(numerics.encode(2.0, fmt)).astype(np.uint8)).view(dt)
     b = a.copy()
     b.view(np.uint8)[1234] = 0  # +0
@@ -175,7 +185,7 @@ def test_sqrt_of_every_code_matches_the_reference(name: str) -> None:
     codes = np.arange(1 << fmt.bits, dtype=np.uint8)
     codes = np.tile(codes, -(-256 // codes.size)) if fmt.has_nan else \
         _finite_codes(fmt, nonnegative=True)
-    x = codes.view(dtype_of(fmt))
+    x = codes.view(_dtype(fmt))
     v = numerics.decode(codes, fmt)
     for mode, tininess in (("rtz", "after"), ("rne", "before"), ("ru", "after")):
         res, fl = ops.sqrt(x, fmt, rounding=mode, tininess=tininess, flags=True)
@@ -194,7 +204,7 @@ def test_conversions_of_every_code_match_the_reference(name: str, dst: str) -> N
     its sign where the format has -0, which ``x + 0`` would not)."""
     fmt, to = get_format(name), get_format(dst)
     codes = _finite_codes(fmt, nonnegative=not to.signed)
-    x = codes.view(dtype_of(fmt))
+    x = codes.view(_dtype(fmt))
     v = numerics.decode(codes, fmt)
     for mode, overflow in (("rtz", "ieee"), ("rne", "saturate"), ("rd", "ieee")):
         res, fl = ops.convert(x, fmt, to, rounding=mode, overflow=overflow, flags=True)

@@ -235,9 +235,10 @@ def test_big_endian_floats_are_read_bit_for_bit(dtype: str) -> None:
 
 def test_long_double_and_decimal_zeros_keep_their_sign() -> None:
     """-0.0 as a long double or a Decimal is -0 (it once read as +0)."""
-    for neg in (np.array([-0.0], np.longdouble), [Decimal("-0")], [Decimal("-0E+5")]):
+    negs: list[Any] = [np.array([-0.0], np.longdouble), [Decimal("-0")], [Decimal("-0E+5")]]
+    for neg in negs:
         with pytest.raises(AssertionError, match="differ"):
-            assert_bitwise_equal(np.float32([0.0]), neg)
-        assert_bitwise_equal(np.float32([-0.0]), neg)
+            assert_bitwise_equal(np.array([0.0], np.float32), neg)
+        assert_bitwise_equal(np.array([-0.0], np.float32), neg)
         with pytest.raises(AssertionError):
-            assert_ulp_close(np.float32([0.0]), neg, max_ulp=0)
+            assert_ulp_close(np.array([0.0], np.float32), neg, max_ulp=0)

@@ -7,6 +7,7 @@ import math
 import random
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -386,7 +387,7 @@ def test_a_format_of_the_wrong_type_is_an_invalid_argument() -> None:
 
 
 @pytest.mark.parametrize("bad", [200, -1, 1.5, True])
-def test_code_arrays_refuses_elements_that_are_not_codes(bad: object) -> None:
+def test_code_arrays_refuses_elements_that_are_not_codes(bad: Any) -> None:
     """code_arrays(elements=...) checks each drawn element is a code (an e2m1fn byte 200
     once went through, and the assertions read it as -0)."""
     with pytest.raises(HypothesisInvalidArgument, match="codes of e2m1fn"):
