@@ -60,3 +60,32 @@ def test_a_torch_entry_of_complex_numbers_is_left_out(tmp_path: Path) -> None:
     torch.save({"z": torch.ones(2, dtype=torch.complex64)}, tmp_path / "z.pt")
     with pytest.raises(TensorFileError, match="'z'.*complex"):
         open_source(tmp_path / "z.pt")
+
+
+def test_a_torch_file_with_compressed_or_short_records_is_read_right_or_refused(
+        tmp_path: Path) -> None:
+    """A memory-mapped torch.load reads each storage record's bytes where they lie: the
+    records of a file re-zipped with deflate (read whole instead, as torch.load decompresses
+    them) and a record cut short (refused, as torch.load refuses it) once gave wrong
+    values without an error."""
+    import zipfile
+
+    torch = pytest.importorskip("torch")
+    tensors = {"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16),
+               "e": torch.empty(0)}
+    torch.save(tensors, tmp_path / "ok.pt")
+    with zipfile.ZipFile(tmp_path / "ok.pt") as z:
+        members = [(i, z.read(i.filename)) for i in z.infolist()]
+    with zipfile.ZipFile(tmp_path / "deflated.pt", "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in members:
+            z.writestr(info.filename, data)
+    src = open_source(tmp_path / "deflated.pt")
+    for ref in src.tensors:
+        want = tensors[ref.name].float().numpy().reshape(-1)
+        np.testing.assert_array_equal(ref.read().astype(np.float32).reshape(-1), want)
+    with zipfile.ZipFile(tmp_path / "short.pt", "w", zipfile.ZIP_STORED) as z:
+        for info, data in members:
+            cut = info.filename.endswith("/data/0") and len(data) > 0
+            z.writestr(info.filename, data[:len(data) // 2] if cut else data)
+    with pytest.raises(TensorFileError, match="corrupt"):
+        open_source(tmp_path / "short.pt")

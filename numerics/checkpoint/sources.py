@@ -516,7 +516,11 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
             "files")
     # the zip format is memory-mapped; the legacy one (torch.save(...,
     # _use_new_zipfile_serialization=False), old pytorch_model.bin) cannot be and is read whole
-    mmap = container == "zip"
+    records = _storage_records(file) if container == "zip" else None
+    # a memory map reads each record's bytes where they lie, unchecked: a compressed record
+    # (a file re-zipped with deflate) would give its compressed bytes as values, so such a
+    # file is read whole, as torch.load reads it (it decompresses and checks each record)
+    mmap = records is not None
     try:
         with warnings.catch_warnings():  # torch warns on quantized, complex32, sparse CSR, ...
             warnings.simplefilter("ignore")
@@ -565,7 +569,45 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
     # as a .npy is
     walk("" if isinstance(obj, (dict, list, tuple)) else
          os.path.splitext(os.path.basename(file))[0], obj)
+    if records is not None:
+        _check_storage_sizes(file, flat, records)
     return flat
+
+
+def _storage_records(file: str) -> list[int] | None:
+    """The sizes of the storage records (``<archive>/data/<key>``) of a zip torch file, or
+    None where one is compressed (a memory map would read its compressed bytes)."""
+    try:
+        with zipfile.ZipFile(file) as z:
+            infos = [i for i in z.infolist() if i.filename.rsplit("/", 2)[-2:-1] == ["data"]]
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return None  # (torch.load, reading it whole, names what is wrong)
+    if any(i.compress_type != zipfile.ZIP_STORED for i in infos):
+        return None
+    return [i.file_size for i in infos]
+
+
+def _check_storage_sizes(file: str, flat: dict[str, Any], records: list[int]) -> None:
+    """TensorFileError unless every storage a memory-mapped load gave has the size of a
+    record of its own: torch.load with ``mmap=True`` does not compare the two, so a record
+    cut short (a damaged file) would read past its end, where torch.load reading the file
+    whole refuses it."""
+    storages = {}
+    for t in flat.values():
+        try:
+            s = None if t is None else t.untyped_storage()
+        except (NotImplementedError, RuntimeError):  # sparse, quantized: no plain storage
+            continue
+        if s is not None and s.device.type == "cpu":  # (a meta tensor's has no bytes)
+            storages[s.data_ptr()] = s.nbytes()
+    left = sorted(records)
+    for size in sorted(storages.values()):
+        k = next((i for i, r in enumerate(left) if r == size), None)
+        if k is None:
+            raise TensorFileError(
+                f"Got file {file!r}, which is not a readable torch file: a tensor's storage "
+                f"of {size} bytes has no record of that size in the archive (it is corrupt)")
+        del left[k]
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
