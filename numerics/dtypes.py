@@ -9,6 +9,7 @@ is answered from the numpy table alone (and of a dtype name such as
 
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 from numerics.formats import Format, as_format
 
 __all__ = ["MAX_DIMS", "as_exact_array", "as_input", "dtype_of", "format_of_dtype",
-           "refuse_masked", "torch_values"]
+           "is_torch_tensor", "refuse_masked", "torch_values"]
 
 #: The most dimensions an input may have (numpy 1's limit, kept on numpy 2).
 MAX_DIMS = 32
@@ -192,6 +193,19 @@ _TORCH_ML = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3f
                        "float8_e5m2fnuz", "float8_e8m0fnu"})
 
 
+def is_torch_tensor(x: object) -> bool:
+    """Whether ``x`` is a torch tensor, a subclass's included (``nn.Parameter``, a user's
+    ``torch.Tensor`` subclass), without importing torch: no tensor exists before it is.
+
+    Examples
+    --------
+    >>> is_torch_tensor(np.zeros(2)), is_torch_tensor([1.0])
+    (False, False)
+    """
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
 def torch_values(t: Any, name: str) -> np.ndarray:
     """The values of the torch tensor ``t`` (argument ``name``) as a numpy array, exactly:
     a view of a CPU tensor where it can be (bfloat16 and float8 as the ml_dtypes type of
@@ -264,7 +278,7 @@ def as_exact_array(x: Any) -> np.ndarray:
     ml_dtypes' ``int2``, ``int4``, ``uint2`` and ``uint4`` arrays become int8 / uint8
     arrays of the same values.
     """
-    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "layout"):
+    if is_torch_tensor(x):
         x = torch_values(x, "x")
     refuse_masked(x, "x")
     arr = np.asarray(x)
@@ -294,7 +308,7 @@ def as_input(x: Any, name: str) -> np.ndarray:
     if isinstance(x, (str, bytes)):
         raise TypeError(f"Got {name}={x!r} of type {type(x).__name__} (dtype "
                         f"{np.asarray(x).dtype.str}); expected numbers")
-    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "layout"):
+    if is_torch_tensor(x):
         x = torch_values(x, name)
     refuse_masked(x, name)
     try:

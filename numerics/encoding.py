@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import MAX_DIMS, as_input, torch_values
+from numerics.dtypes import MAX_DIMS, as_input, is_torch_tensor, torch_values
 from numerics.formats import Format, as_format
 from numerics.rounding import (
     OVERFLOWS,
@@ -191,7 +191,7 @@ def _mode_bits(rounding: str, sr_bits: int | None) -> tuple[int, int]:
 # ---------------------------------------------------------------- input intake
 def _from_torch(x: Any, name: str = "x") -> np.ndarray | None:
     """A numpy view of a torch CPU tensor (None when ``x`` is not a tensor)."""
-    if type(x).__module__.split(".")[0] != "torch":
+    if not is_torch_tensor(x):
         return None
     import torch  # only reachable when the caller already has torch
 
@@ -1299,7 +1299,7 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
         raise TypeError(f"round_to() got an unexpected keyword argument {bad!r} (it takes "
                         "dtype and encode's " + ", ".join(sorted(_ENCODE_OPTIONS)) + ")")
     fmt = as_format(fmt)
-    if type(x).__module__.split(".")[0] == "torch":
+    if is_torch_tensor(x):
         return _round_torch(x, fmt, dtype, options)
     return decode(encode(x, fmt, **options), fmt, dtype=dtype)
 

@@ -52,7 +52,7 @@ import numpy as np
 
 from numerics.codec import floor_log2
 from numerics.compare import check_chunk_size, frozen, value_table
-from numerics.dtypes import as_exact_array, refuse_masked, torch_values
+from numerics.dtypes import as_exact_array, is_torch_tensor, refuse_masked, torch_values
 from numerics.formats import Format, as_format
 
 __all__ = [
@@ -556,7 +556,7 @@ def _as_real_array(values: object) -> np.ndarray:
     """``values`` as a float64-compatible real array (TypeError/ValueError otherwise):
     float32, float64 and integers as they are, other floats (longdouble, float16,
     ml_dtypes, torch tensors) and objects as float64, checked to stay in its range."""
-    if type(values).__module__.split(".")[0] == "torch" and hasattr(values, "layout"):
+    if is_torch_tensor(values):
         values = torch_values(values, "values")
     refuse_masked(values, "values")
     try:

@@ -70,3 +70,29 @@ def test_tensors_numpy_cannot_hold_are_named_everywhere(case: int) -> None:
         for fn in fns:
             with pytest.raises(TypeError, match=f"Got {name} with {what}"):
                 fn()
+
+
+def test_a_tensor_subclass_is_a_torch_tensor() -> None:
+    """A user's torch.Tensor subclass (as nn.Parameter is) goes the torch way: round_to
+    returns a torch tensor, bfloat16 and float8 subclasses are read (they once fell to
+    numpy's array conversion: a numpy array back, or 'unsupported ScalarType')."""
+    from numerics import ops, quant
+    from numerics.testing import assert_bitwise_equal
+
+    class Mine(torch.Tensor):
+        pass
+
+    x = torch.tensor([1.1, -2.5, 3e-3] * 32)
+    mine = x.as_subclass(Mine)
+    assert isinstance(numerics.round_to(mine, "bfloat16"), torch.Tensor)
+    assert torch.equal(numerics.round_to(mine, "bfloat16"), x.to(torch.bfloat16))
+    for dt in (torch.bfloat16, torch.float8_e4m3fn):
+        sub = x.to(dt).as_subclass(Mine)
+        plain = x.to(dt)
+        np.testing.assert_array_equal(numerics.encode(sub, "e5m2"),
+                                      numerics.encode(plain, "e5m2"))
+        np.testing.assert_array_equal(ops.add(sub, sub, "bfloat16"),
+                                      ops.add(plain, plain, "bfloat16"))
+        np.testing.assert_array_equal(quant.mx(sub, "mxfp8_e4m3").codes,
+                                      quant.mx(plain, "mxfp8_e4m3").codes)
+        assert_bitwise_equal(sub, plain)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import MAX_DIMS, as_exact_array, refuse_masked, torch_values
+from numerics.dtypes import MAX_DIMS, as_exact_array, is_torch_tensor, refuse_masked, torch_values
 from numerics.formats import Format
 
 __all__ = ["MAX_DIMS", "real_pair", "reject_nan"]
@@ -33,7 +33,7 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     >>> float(hi[0]), float(lo[0])
     (9007199254740992.0, 1.0)
     """
-    if type(x).__module__.split(".")[0] == "torch":
+    if is_torch_tensor(x):
         x = torch_values(x, name)
     refuse_masked(x, name)
     try:

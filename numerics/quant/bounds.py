@@ -43,6 +43,7 @@ from fractions import Fraction
 import numpy as np
 
 from numerics import eft
+from numerics.dtypes import is_torch_tensor
 from numerics.quant._core import (
     ElementFormat,
     IntFormat,
@@ -200,7 +201,7 @@ def _exact_bound(a: float, s: float, limit: float, step: float, rel: float,
 def _float64(v: object, name: str) -> np.ndarray:
     """``v`` as float64; Python ints beyond the float64 range become +-inf (their bound is
     inf: no finite bound is promised there)."""
-    if type(v).__module__.split(".")[0] == "torch":
+    if is_torch_tensor(v):
         from numerics.quant.quantized import as_real_array
 
         v = as_real_array(v, name=name)

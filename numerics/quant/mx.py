@@ -47,8 +47,11 @@ Special blocks (each choice and its source)
   NaN/inf, above 127, hence NaN; OCP MX v1.0: a NaN scale makes every element of the block
   NaN whatever its code).  The spec leaves inf elements unclamped in formats that have inf;
   since their block's ``amax`` is inf the spec's own scale is not representable, and we
-  follow the reference implementation.  The same rule holds in every scale mode (torchao's
-  RCEIL fallback writes 0xFE for an infinite ``amax`` instead).
+  follow the reference implementation.  The same rule holds in every scale mode.  torchao
+  0.18 differs: its FLOOR, CEIL and EVEN read an infinite ``amax``'s exponent field (255)
+  as its exponent, so the scale code is ``255 - emax`` (0xF7 for E4M3, 0xF0 for E5M2
+  elements), the infinity saturates and the rest of the block rounds to zero; its RCEIL
+  writes 0xFE.
 * MXINT8 elements are two's-complement int8 scaled by ``2**-6`` with the spec's range
   ``[-2, 127/64]`` (gfloat ``format_info_ocp_int8``; microxcaling clamps symmetrically to
   ``+-127/64``, which differs only for elements that round to ``-2``).

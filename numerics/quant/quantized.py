@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import format_of_dtype, refuse_masked, torch_values
+from numerics.dtypes import format_of_dtype, is_torch_tensor, refuse_masked, torch_values
 from numerics.formats import Format
 from numerics.quant._core import ElementFormat, decode_codes
 from numerics.quant.bounds import element_bound
@@ -244,7 +244,7 @@ def as_real_array(x: object, *, name: str = "x") -> np.ndarray:
     lists, complex, bool, string and object input raise ValueError/TypeError naming
     ``name``.
     """
-    if type(x).__module__.split(".")[0] == "torch":
+    if is_torch_tensor(x):
         x = torch_values(x, name)
     refuse_masked(x, name)
     try:

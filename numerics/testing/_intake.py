@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import as_exact_array, refuse_masked, torch_values
+from numerics.dtypes import as_exact_array, is_torch_tensor, refuse_masked, torch_values
 
 __all__: list[str] = []
 
@@ -30,7 +30,7 @@ _ACCEPTED = ("a numpy array, a torch tensor, a real number or a (nested) list of
 
 
 def is_torch(x: object) -> bool:
-    return type(x).__module__.split(".")[0] == "torch"
+    return is_torch_tensor(x)
 
 
 def _check_scalar(v: object, name: str) -> None:
