@@ -193,11 +193,7 @@ def _from_torch(x: Any, name: str = "x") -> np.ndarray | None:
     """A numpy view of a torch CPU tensor (None when ``x`` is not a tensor)."""
     if not is_torch_tensor(x):
         return None
-    import torch  # only reachable when the caller already has torch
-
-    if not isinstance(x, torch.Tensor):
-        return None
-    if x.device.type != "cpu":
+    if x.device.type not in ("cpu", "meta"):  # (torch_values names a meta tensor's case)
         raise TypeError(f"Got {name} as a torch tensor on {x.device}; move it to the CPU "
                         "first")
     return torch_values(x, name)

@@ -96,3 +96,15 @@ def test_a_tensor_subclass_is_a_torch_tensor() -> None:
         np.testing.assert_array_equal(quant.mx(sub, "mxfp8_e4m3").codes,
                                       quant.mx(plain, "mxfp8_e4m3").codes)
         assert_bitwise_equal(sub, plain)
+
+
+def test_a_meta_tensor_is_named_as_holding_no_values() -> None:
+    """encode, decode and round_to of a meta tensor say it holds no values (they said to
+    move it to the CPU, which a meta tensor cannot be)."""
+    meta = torch.empty(3, device="meta")
+    for call in (lambda: numerics.encode(meta, "bfloat16"),
+                 lambda: numerics.round_to(meta, "bfloat16"),
+                 lambda: numerics.decode(torch.empty(3, dtype=torch.int16, device="meta"),
+                                         "bfloat16")):
+        with pytest.raises(TypeError, match="on meta, which holds no values"):
+            call()
