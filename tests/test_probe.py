@@ -427,3 +427,49 @@ def test_verify_checks_the_probed_batch_and_names_a_bad_one() -> None:
     for bad in (0, -1, True, 2.5):
         with pytest.raises(ValueError, match="Got batch="):
             probe.verify(np.matmul, r.model, trials=1, batch=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("n", [3, 4, 9])
+def test_a_sum_in_a_new_order_on_each_call_is_not_deterministic(n: int) -> None:
+    """A box that adds its terms in a random order on each call: the repeated pair tests
+    catch it (ones, the only repeated input before, sum alike in every order, and
+    summation_order gave a tree for most seeds at n = 3)."""
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+
+        def shuffled(x: np.ndarray, rng: np.random.Generator = rng) -> np.float32:
+            s = np.float32(0)
+            for k in rng.permutation(len(x)):
+                s = np.float32(s + x[k])
+            return s
+
+        for probe_fn in (probe.summation_order, probe.probe_sum):
+            with pytest.raises(probe.ProbeError, match="not deterministic"):
+                probe_fn(shuffled, n)
+
+
+def _neumaier32(x: np.ndarray) -> np.float32:
+    s, c = np.float32(x[0]), np.float32(0)
+    for v in x[1:]:
+        t = np.float32(s + v)
+        lost = np.float32(np.float32(s - t) + v) if abs(s) >= abs(v) else \
+            np.float32(np.float32(v - t) + s)
+        c, s = np.float32(c + lost), t
+    return np.float32(s + c)
+
+
+@pytest.mark.parametrize("n", [3, 4, 100])
+def test_exact_and_compensated_sums_are_told_apart(n: int) -> None:
+    """Neumaier in binary32 is not exact summation, and exact summation in binary64 then
+    rounded is not exact in binary32: the designed vectors (a tie of the final rounding
+    broken by a term the compensation or a 53-bit total loses) tell them apart (both
+    were reported as the first survivor, exact, before)."""
+    import math
+
+    r = probe.probe_sum(_neumaier32, n)
+    assert (r.algorithm, r.accumulator) == ("neumaier", "binary32")
+    r = probe.probe_sum(lambda x: np.float32(math.fsum(map(float, x))), n)
+    assert (r.algorithm, r.accumulator) == ("exact", "binary64")
+    x = np.zeros((1, n), np.float32)
+    x[0, :3] = [1.0, 2.0**-24, 2.0**-78]
+    assert r.predict(x)[0] == 1.0  # the tie rounds to even: 2**-78 is lost in binary64

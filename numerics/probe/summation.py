@@ -71,17 +71,42 @@ class _Sum:
         return np.array([self(x) for x in X])
 
 
+def _pair_vector(s: _Sum, n: int, i: int, j: int) -> np.ndarray:
+    """The pair test's input: a big term at ``i``, its negative at ``j``, small terms
+    elsewhere (the sum counts the small terms added after the big ones cancel)."""
+    fmt = s.fmt
+    x = np.full(n, 2.0 ** max(fmt.emin - fmt.trailing_bits, -60))
+    x[i], x[j] = 2.0 ** min(fmt.emax, 60), -(2.0 ** min(fmt.emax, 60))
+    return x
+
+
+def _repeatable(s: _Sum, n: int) -> None:
+    """ProbeError unless ``f`` gives the same bits on repeated inputs whose sums depend on
+    the order: three pair tests, each asked six times (18 calls).  A box that adds in a
+    new order on each call gives different sums there (ones, what the check used before,
+    sum alike in every order); at n = 3, where a pair test has two outcomes, all 18 calls
+    agree with probability below 0.1**3."""
+    for i, j in dict.fromkeys([(0, n - 1), (0, 1), (n - 2, n - 1)]):
+        x = _pair_vector(s, n, i, j).astype(s.dtype)
+        outs = [s.box.deterministic((), x) for _ in range(3)]
+        if any(o.view(np.uint64) != outs[0].view(np.uint64) for o in outs[1:]):
+            again = next(o for o in outs[1:] if o.view(np.uint64) != outs[0].view(np.uint64))
+            raise ProbeError(
+                f"{s.box.name} is not deterministic: calls with the same inputs (a pair "
+                f"test, terms {i} and {j} cancelling) gave {float(outs[0])!r} and "
+                f"{float(again)!r}; no fixed model can describe it",
+                {"finding": "not deterministic", "pair": [i, j],
+                 "first": [float(outs[0]), float(again)]})
+
+
 def _pair_tree(s: _Sum, n: int) -> Tree:
     fmt = s.fmt
-    big = 2.0 ** min(fmt.emax, 60)
     small = 2.0 ** max(fmt.emin - fmt.trailing_bits, -60)
 
     def ask(pairs: list[tuple[int, int]]) -> list[int]:
         sizes = []
         for i, j in pairs:
-            x = np.full(n, small)
-            x[i], x[j] = big, -big
-            v = s(x)
+            v = s(_pair_vector(s, n, i, j))
             count = v / small
             if not np.isfinite(count) or count != round(count) or not 0 <= count <= n - 2:
                 raise NotATree(
@@ -103,7 +128,9 @@ def summation_order(f: Callable[[np.ndarray], Any], n: int, *,
     that ``accum.sum(x, ..., algorithm="tree", tree=...)`` accepts; a node with more
     than two children is a fused multi-term addition (:func:`fused_groups` lists
     them; accum.sum would add them left to right instead).  About ``n - 1`` calls
-    for a sequential sum, ``(n/2) log2 n`` for a pairwise one.
+    for a sequential sum from left to right, ``(n/2) log2 n`` for a pairwise one, but
+    ``n (n - 1) / 2`` from right to left (the search splits off the term of lowest
+    index first, which such a chain adds last), 18 more for the check of determinism.
 
     The pair tests see only the order: a compensated sum (Kahan) usually passes them
     as the sequential tree of its main additions, and exact summation fits no tree.
@@ -127,6 +154,7 @@ def summation_order(f: Callable[[np.ndarray], Any], n: int, *,
     fmt_, n = _check(fmt, n)
     s = _Sum(f, fmt_)
     s.box.deterministic((), np.ones(n, s.dtype))
+    _repeatable(s, n)
     try:
         return _pair_tree(s, n)
     except NotATree as err:
@@ -162,6 +190,7 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
     s = _Sum(f, fmt_)
     X = random_sum_inputs(rng, trials, n, fmt_)
     first = s.box.deterministic((), X[0].astype(s.dtype))
+    _repeatable(s, n)
     back = round_into(np.array([first]), None, fmt_, "rne")[0]
     if np.isfinite(first) and back != first:
         raise ProbeError(f"{s.box.name} returned {first!r}, which is not a value of "
@@ -295,29 +324,40 @@ def _fused_result(s: _Sum, tree: Tree, X: np.ndarray, fmt: Format, n: int) -> Su
 
 def _width_vectors(rng: np.random.Generator, n: int, fmt: Format, widths: list[str]
                    ) -> np.ndarray:
-    """Sums that one accumulator width rounds and every wider one keeps: the terms
-    ``2**E``, ``2**(E - p)`` (half an ulp of ``fmt`` at ``2**E``: a tie of the final
-    rounding) and ``2**(E - q - 1)`` (below half an ulp of a ``q``-bit accumulator at
-    ``2**E``), the rest zeros, at several places of the tree.  Whatever the order, a
-    ``q``-bit accumulator loses the third term and the tie rounds to even, ``2**E``; a
-    wider one keeps it, and the sum rounds up."""
+    """Sums that one accumulator width rounds and every wider one (and exact summation)
+    keeps: the terms ``2**E``, ``2**(E - p)`` (half an ulp of ``fmt`` at ``2**E``: a tie
+    of the final rounding) and ``2**(E - q - 1)`` (below half an ulp of a ``q``-bit
+    accumulator at ``2**E``), the rest zeros, at several places of the tree.  Whatever
+    the order, a ``q``-bit accumulator loses the third term and the tie rounds to even,
+    ``2**E``; a wider one keeps it, and the sum rounds up.  Also ``2**E``, ``-2**E`` and
+    ``2**(E - q - 1)``: Kahan's compensation in ``q`` bits loses the small term in some
+    orders, where exact summation and Neumaier's keep it; and ``2**E``, ``2**(E - p)``,
+    ``2**(E - p - q - 1)``: a compensation term of ``q`` bits holding the second loses
+    the third, where exact summation keeps it (the tie then rounds up)."""
     if n < 3:
         return np.empty((0, n))
     p = fmt.precision
     rows = []
     for w in widths:
         q = as_format(w).precision
-        if q <= p or q >= 53:  # no wider candidate than binary64 to tell apart
+        if q > 53:
             continue
         smallest = fmt.emin - (fmt.trailing_bits if fmt.subnormals else 0)
         e = max(0, smallest + q + 1)
         if e >= fmt.emax:
             continue
-        for _ in range(8):
-            i, j, k = rng.choice(n, size=3, replace=False)
-            row = np.zeros(n)
-            row[i], row[j], row[k] = 2.0**e, 2.0**(e - p), 2.0**(e - q - 1)
-            rows.append(row)
+        terms = [(2.0**e, -(2.0**e), 2.0**(e - q - 1))]
+        if q > p:  # (the final rounding's tie needs a wider accumulator than fmt)
+            terms.append((2.0**e, 2.0**(e - p), 2.0**(e - q - 1)))
+        e2 = max(0, smallest + p + q + 1)
+        if e2 < fmt.emax:  # a compensation term of q bits loses the third term too
+            terms.append((2.0**e2, 2.0**(e2 - p), 2.0**(e2 - p - q - 1)))
+        for three in terms:
+            for _ in range(8):
+                i, j, k = rng.choice(n, size=3, replace=False)
+                row = np.zeros(n)
+                row[i], row[j], row[k] = three
+                rows.append(row)
     return np.array(rows).reshape(-1, n)
 
 
