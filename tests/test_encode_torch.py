@@ -79,7 +79,7 @@ def test_a_tensor_subclass_is_a_torch_tensor() -> None:
     from numerics import ops, quant
     from numerics.testing import assert_bitwise_equal
 
-    class Mine(torch.Tensor):
+    class Mine(torch.Tensor):  # type: ignore[name-defined]
         pass
 
     x = torch.tensor([1.1, -2.5, 3e-3] * 32)

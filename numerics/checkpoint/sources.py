@@ -41,6 +41,7 @@ import threading
 import warnings
 import zipfile
 import zlib
+from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -600,14 +601,11 @@ def _check_storage_sizes(file: str, flat: dict[str, Any], records: list[int]) ->
             continue
         if s is not None and s.device.type == "cpu":  # (a meta tensor's has no bytes)
             storages[s.data_ptr()] = s.nbytes()
-    left = sorted(records)
-    for size in sorted(storages.values()):
-        k = next((i for i, r in enumerate(left) if r == size), None)
-        if k is None:
-            raise TensorFileError(
-                f"Got file {file!r}, which is not a readable torch file: a tensor's storage "
-                f"of {size} bytes has no record of that size in the archive (it is corrupt)")
-        del left[k]
+    missing = Counter(storages.values()) - Counter(records)
+    if missing:
+        raise TensorFileError(
+            f"Got file {file!r}, which is not a readable torch file: a tensor's storage of "
+            f"{min(missing)} bytes has no record of that size in the archive (it is corrupt)")
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -29,10 +29,6 @@ __all__: list[str] = []
 _ACCEPTED = ("a numpy array, a torch tensor, a real number or a (nested) list of them")
 
 
-def is_torch(x: object) -> bool:
-    return is_torch_tensor(x)
-
-
 def _check_scalar(v: object, name: str) -> None:
     if isinstance(v, (bool, np.bool_)) or v is None or isinstance(v, (str, bytes)):
         raise TypeError(f"Got {name} containing {v!r}, but elements must be real numbers")
@@ -49,7 +45,7 @@ def as_array(x: object, name: str, *, exact: bool = False) -> np.ndarray:
 
     Raises TypeError for what cannot be compared, ValueError for ragged lists.
     """
-    if is_torch(x):
+    if is_torch_tensor(x):
         return torch_values(x, name)
     if x is None or isinstance(x, (str, bytes, complex, np.complexfloating, dict, set)):
         raise TypeError(f"Got {name}={x!r}, but it must be {_ACCEPTED}")

@@ -16,8 +16,8 @@ size).  ``None``, strings, complex numbers and the like raise TypeError;
 ragged lists raise ValueError.
 
 Failure messages are plain text: the number of failing elements, the worst
-case (its index and both values), the first failing indices with both values and their bits side by
-side, and a histogram of the distances.  Mismatches that are not a distance
+case (its index and both values), the first failing indices with both values
+and their bits side by side, and a histogram of the distances.  Mismatches that are not a distance
 are named as such in the ``ulp`` column and the histogram: ``NaN vs number``,
 ``inf vs finite``, ``NaN sign``, ``NaN payload``, ``-0 vs +0``.
 
