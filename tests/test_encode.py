@@ -31,7 +31,9 @@ from numerics import encoding
 from numerics.codec import decode_exact, encode_exact
 from numerics.formats import Format, get_format
 
-BIG = encoding.PARALLEL_MIN  # from this size on, the kernels run on all threads
+# from this size on, the kernels run on all threads (the fastest loops from
+# numerics.kernels.spread.FAST_LOOP_MIN)
+BIG = encoding.PARALLEL_MIN
 ML: dict[str, Any] = ML_DTYPES
 
 

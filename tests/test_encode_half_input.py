@@ -24,11 +24,11 @@ import pytest
 from strategies_core import ALL_FORMATS
 
 import numerics
-from numerics import encoding
 from numerics.codec import encode_exact
 from numerics.formats import Format
 from numerics.kernels import narrow
 from numerics.kernels.rounding import format_params
+from numerics.kernels.spread import FAST_LOOP_MIN
 from numerics.threads import get_num_threads, set_num_threads
 
 NARROW32 = [f for f in ALL_FORMATS if narrow.fits(format_params(f), False)]
@@ -82,7 +82,7 @@ def test_a_sample_matches_the_exact_reference(half: str, name: str) -> None:
 def test_layouts_out_and_threads(half: str) -> None:
     dt = HALVES[half]
     rng = np.random.default_rng(4)
-    n = 3 * encoding.PARALLEL_MIN + 17
+    n = 3 * FAST_LOOP_MIN + 17  # (binary16 and bfloat16 to e4m3fn: a fast loop)
     x = every_pattern(dt)[rng.integers(0, 1 << 16, n)]
     want = numerics.encode(widened(x), "e4m3fn", nan="zero")
     before = get_num_threads()

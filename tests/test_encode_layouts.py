@@ -26,13 +26,14 @@ import numpy as np
 import pytest
 
 import numerics
-from numerics import encoding
 from numerics.codec import encode_exact
 from numerics.formats import Format
+from numerics.kernels.spread import FAST_LOOP_MIN
 from numerics.threads import get_num_threads, set_num_threads
 
 ROOT = Path(__file__).resolve().parents[1]
-N = 3 * encoding.PARALLEL_MIN + 17  # several parallel chunks and a ragged end
+# several parallel chunks and a ragged end, for the fastest loops too
+N = 3 * FAST_LOOP_MIN + 17
 
 
 def sample(n: int, seed: int = 0) -> np.ndarray:

@@ -548,7 +548,7 @@ def widen(codes: np.ndarray, out: np.ndarray, pad: Int) -> None:
     large span) or :func:`widen64_span` (``out`` float64: values) of all of ``codes``
     on the threads."""
     wide = out.dtype == np.float64
-    if serial(codes.size):
+    if serial(codes.size, fast=True):
         (widen64_span if wide else widen_span)(codes, out, 0, codes.size, pad)
         return
 
@@ -592,7 +592,7 @@ def quiet64_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) -> N
 
 def quiet64(codes: np.ndarray, out: np.ndarray) -> None:
     """:func:`quiet64_span` of all of ``codes`` on the threads."""
-    if serial(codes.size):
+    if serial(codes.size, fast=True):
         quiet64_span(codes, out, 0, codes.size)
         return
     spread(lambda lo, hi: quiet64_span(codes, out, lo, hi), codes.size, align=CHUNK)
@@ -628,7 +628,7 @@ def half_stream_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: Int) 
 def half(codes: np.ndarray, out: np.ndarray) -> None:
     """:func:`half_span` (:func:`half_stream_span` for a large span) of all of ``codes``
     on the threads."""
-    if serial(codes.size):
+    if serial(codes.size, fast=True):
         half_span(codes, out, 0, codes.size)
         return
     spread(lambda lo, hi: (half_stream_span if wanted(out, lo, hi) else half_span)(
@@ -674,7 +674,7 @@ def planned_stream_span(codes: np.ndarray, out: np.ndarray, start: Int, stop: In
 def planned(codes: np.ndarray, out: np.ndarray, d: np.ndarray, quiet: bool) -> None:
     """:func:`planned_span` (:func:`planned_stream_span` for a large span) of all of
     ``codes`` on the threads."""
-    if serial(codes.size):
+    if serial(codes.size, fast=True):
         planned_span(codes, out, 0, codes.size, d, quiet)
         return
     spread(lambda lo, hi: (planned_stream_span if wanted(out, lo, hi) else planned_span)(
@@ -693,7 +693,7 @@ def lookup_span(codes: np.ndarray, table: np.ndarray, out: np.ndarray, start: in
 
 def lookup(codes: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
     """:func:`lookup_span` of all of ``codes`` on the threads: ``out = table[codes]``."""
-    if serial(codes.size):
+    if serial(codes.size, fast=True):
         lookup_span(codes, table, out, 0, codes.size)
         return
     spread(lambda lo, hi: lookup_span(codes, table, out, lo, hi), codes.size, align=CHUNK)
@@ -739,7 +739,7 @@ def first_bad_code(codes: np.ndarray, limit: int) -> int:
     """
     # the largest valid code in the codes' own type, so every comparison stays in it
     top = codes.dtype.type(min(limit - 1, int(np.iinfo(codes.dtype).max)))
-    if serial(codes.size):
+    if serial(codes.size, fast=True):
         return int(first_bad_code_span(codes, top, 0, codes.size))
     return _first(spread(lambda lo, hi: first_bad_code_span(codes, top, lo, hi), codes.size,
                          align=CHUNK))

@@ -1077,7 +1077,7 @@ def rne_stream_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, P: np
 def rne(x: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, count: bool) -> int:
     """:func:`rne_span` (:func:`rne_stream_span` for a large span) of all of ``x`` on the
     threads; returns the number of NaN inputs when ``count``, else 0."""
-    if serial(x.size):
+    if serial(x.size, fast=True):
         return int(rne_span(x, out, 0, x.size, P, saturate, count))
 
     def span(lo: int, hi: int) -> int:
@@ -1189,7 +1189,7 @@ def rne16(h: np.ndarray, out: np.ndarray, P: np.ndarray, saturate: bool, brain: 
           count: bool) -> int:
     """:func:`rne16_span` of all of ``h`` on the threads; returns the number of NaN
     inputs when ``count``, else 0."""
-    if serial(h.size):
+    if serial(h.size, fast=True):
         return int(rne16_span(h, out, 0, h.size, P, saturate, brain, count))
     return sum(spread(lambda lo, hi: rne16_span(h, out, lo, hi, P, saturate, brain, count),
                       h.size, align=CHUNK))
@@ -1297,7 +1297,7 @@ def ieee_span(x: np.ndarray, out: np.ndarray, start: int, stop: int, single: boo
 
 def ieee(x: np.ndarray, out: np.ndarray, single: bool, saturate: bool) -> None:
     """:func:`ieee_span` of all of ``x`` on the threads."""
-    if serial(x.size):
+    if serial(x.size, fast=True):
         ieee_span(x, out, 0, x.size, single, saturate)
         return
     spread(lambda lo, hi: ieee_span(x, out, lo, hi, single, saturate), x.size, align=CHUNK)
