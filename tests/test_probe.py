@@ -132,6 +132,46 @@ def test_P2_question_counts_sequential_and_pairwise() -> None:
         assert count[0] <= limit
 
 
+def test_P2_question_counts_right_to_left_and_zero_last() -> None:
+    """P2: 2n - 3 questions for a sequential tree from right to left (n(n-1)/2 when every
+    group's pivot was its smallest leaf), and about 3n for a left-to-right chain of
+    1 .. n-1 with 0 added last; each tree comes back in canonical form."""
+    n = 500  # (comparing tuples recurses once per level)
+    right_to_left: Tree = n - 1
+    for i in range(n - 2, -1, -1):
+        right_to_left = (i, right_to_left)
+    zero_last: Tree = (0, sequential_tree(n - 1, start=1))
+    for tree, lca, limit in ((right_to_left, lambda i, j: n - min(i, j), 2 * n - 3),
+                             (zero_last, lambda i, j: n if min(i, j) == 0 else max(i, j),
+                              3 * n)):
+        count = [0]
+
+        def ask(pairs: list[tuple[int, int]], lca: Any = lca) -> list[int]:
+            count[0] += len(pairs)
+            return [lca(i, j) for i, j in pairs]
+
+        assert build_tree(n, ask) == tree
+        assert count[0] <= limit
+
+
+def test_P2_a_right_to_left_sum_is_probed_in_linear_calls() -> None:
+    """P2 end to end: summation_order of a box that adds from the last term to the first
+    calls it 2n - 3 times plus the determinism check's 18."""
+    n = 300
+    calls = [0]
+
+    def box(x: np.ndarray) -> np.float32:
+        calls[0] += 1
+        total = np.float32(x[-1])
+        for v in x[-2::-1]:
+            total = np.float32(total + v)
+        return total
+
+    tree = probe.summation_order(box, n)
+    assert isinstance(tree, tuple) and tree[0] == 0 and leaves(tree) == list(range(n))
+    assert calls[0] <= 2 * n - 3 + 18
+
+
 def test_P2_inconsistent_sizes_raise() -> None:
     """P2: sizes that fit no tree (every pair meets in a node of 2) raise NotATree."""
     with pytest.raises(NotATree, match="fit no reduction tree"):

@@ -129,9 +129,8 @@ def summation_order(f: Callable[[np.ndarray], Any], n: int, *,
     that ``accum.sum(x, ..., algorithm="tree", tree=...)`` accepts; a node with more
     than two children is a fused multi-term addition (:func:`fused_groups` lists
     them; accum.sum would add them left to right instead).  About ``n - 1`` calls
-    for a sequential sum from left to right, ``(n/2) log2 n`` for a pairwise one, but
-    ``n (n - 1) / 2`` from right to left (the search splits off the term of lowest
-    index first, which such a chain adds last), 18 more for the check of determinism.
+    for a sequential sum from left to right, ``2n - 3`` from right to left,
+    ``(n/2) log2 n`` for a pairwise one, 18 more for the check of determinism.
 
     The pair tests see only the order: a compensated sum (Kahan) usually passes them
     as the sequential tree of its main additions, and exact summation fits no tree.
