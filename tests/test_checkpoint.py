@@ -459,6 +459,17 @@ def test_bad_sources_name_the_file_and_the_problem(tmp_path: Path) -> None:
     missing = _shard(tmp_path / "missing", w, 2)
     os.remove(missing / "model-00002-of-00002.safetensors")
     _bad(missing, "model-00002-of-00002.safetensors", "does not exist")
+    # an index may not send the reader outside its folder
+    outside = _shard(tmp_path / "outside", w, 1)
+    for shard in ("../good/model-00001-of-00002.safetensors",
+                  str(good / "model-00001-of-00002.safetensors"), ""):
+        (outside / "model.safetensors.index.json").write_text(
+            json.dumps({"weight_map": {"embed": shard}}))
+        _bad(outside, repr(shard), "outside the index's folder")
+    nested = _shard(tmp_path / "nested" / "shards", {"embed": w["embed"]}, 1, index=False)
+    (nested.parent / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"embed": "shards/model-00001-of-00001.safetensors"}}))
+    assert open_source(nested.parent).names == ("embed",)
     (tmp_path / "empty.npy").write_bytes(b"")
     _bad(tmp_path / "empty.npy", "empty.npy", "empty")
     (tmp_path / "text.npy").write_text("1 2 3\n")

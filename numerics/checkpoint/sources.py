@@ -344,6 +344,12 @@ def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
     by_shard: dict[str, dict[str, TensorRef]] = {}
     skipped: list[str] = []
     for shard in shards:
+        # a shard lies in the index's folder or below it, as the files the index came
+        # with do: a name that leaves it (an absolute path, a "..") is refused, not read
+        parts = shard.replace("\\", "/").split("/")
+        if os.path.isabs(shard) or ".." in parts or not shard:
+            raise TensorFileError(
+                f"Got index {path!r}, which names shard {shard!r}, outside the index's folder")
         file = os.path.join(base, shard)
         if not _is_file(file):
             raise TensorFileError(
