@@ -162,6 +162,19 @@ def test_one_tensor_commands_use_the_scheduler(argv: tuple[str, ...], tensors: P
     assert "cannot connect to the Dask scheduler 'garbage'" in err
 
 
+@pytest.mark.parametrize(("address", "port"), [("tcp://localhost:99999", "99999"),
+                                             ("localhost:0", "0"),
+                                             ("tcp://[::1]:65536", "65536")])
+def test_a_scheduler_port_out_of_range_is_refused_at_once(address: str, port: str,
+                                                          tensors: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """No connection can be made to such a port: the CLI says so instead of waiting out
+    dask's 10 s connect timeout."""
+    err = usage_error(capsys, "hash", "x.npy", "--scheduler", address)
+    assert f"its port {port!r} is not a port number" in err
+
+
 @pytest.fixture()
 def progress_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, list[int]]]:
     """Every progress bar the CLI asks for: (total, the bytes reported)."""

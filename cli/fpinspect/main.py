@@ -521,12 +521,34 @@ def _raw_format(args: argparse.Namespace, src: Source) -> Format | None:
     return fmt
 
 
+def _port_of(address: str) -> str | None:
+    """The port of a scheduler address ``[scheme://]host:port`` (``[v6]:port`` for an
+    IPv6 host), or None when it names none.
+
+    Examples
+    --------
+    >>> [_port_of(a) for a in ("tcp://10.0.0.5:8786", "[::1]:99999", "tcp://[::1]", "host")]
+    ['8786', '99999', None, None]
+    """
+    rest = address.strip().split("://", 1)[-1].split("/", 1)[0]
+    if rest.startswith("["):
+        _, close, tail = rest.partition("]")
+        return tail[1:] if close and tail.startswith(":") else None
+    host, sep, port = rest.rpartition(":")
+    return port if sep and host and ":" not in host else None
+
+
 def _client(args: argparse.Namespace) -> Any:
     if getattr(args, "scheduler", None) is None:
         return None
     if not args.scheduler.strip():
         raise UsageError(f"Got --scheduler {args.scheduler!r}, but it must be the address of a "
                          "Dask scheduler (e.g. tcp://10.0.0.5:8786)")
+    port = _port_of(args.scheduler)
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        # (no connection can be made: refused at once, not after the 10 s timeout)
+        raise UsageError(f"Got --scheduler {args.scheduler!r}, but its port {port!r} is not "
+                         "a port number (1 to 65535)")
     try:
         from distributed import Client
     except ImportError:
