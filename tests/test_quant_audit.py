@@ -18,7 +18,7 @@ from sr_stream import GOLDEN, M64
 from sr_stream import draw as _draw
 
 from numerics import get_num_threads, set_num_threads
-from numerics.formats import get_format
+from numerics.formats import Format, Infinity, NaNEncoding, get_format
 from numerics.quant import (
     TurboQuant,
     deepseek_fp8,
@@ -213,6 +213,32 @@ def test_Q16_element_bound_audit_reproducers() -> None:
     assert Fraction(b2) >= true2 and b2 == 5e-324
 
 
+def test_Q16_element_bound_in_binary64() -> None:
+    """Half of binary64's smallest subnormal, the step of its nearest rounding, is no
+    float64 (an assertion failed on it before); the bound is the exact one rounded up."""
+    for rounding in ("rne", "rna", "rtz"):
+        got = element_bound([1.0, 0.0, 1e-300], [1.0, 1.0, 1.0], "binary64", rounding=rounding)
+        want = [_exact_claim_bound(x, 1.0, "binary64", rounding, "saturate")
+                for x in (1.0, 0.0, 1e-300)]
+        assert got.tolist() == want
+    assert float(element_bound([0.0], [1.0], "binary64")[0]) == 5e-324  # 2**-1075 rounded up
+
+
+@pytest.mark.parametrize("fmt", ["e4m3fn", "e2m1fn", "bfloat16", "int8", "binary64"])
+def test_Q16_element_bound_at_the_top_of_the_range(fmt: str) -> None:
+    """|x| at fl(S*limit) and one float64 below it, for scales that make S*limit inexact:
+    the branch that decides in exact rationals gives the exact bound rounded up."""
+    rng = np.random.default_rng(7)
+    limit = 127.0 if fmt == "int8" else float(get_format(fmt).max_exact)
+    for _ in range(200):
+        s = float(rng.random() * 10.0 ** int(rng.integers(-5, 5)))
+        top = s * limit
+        for a in (top, float(np.nextafter(top, 0.0))):
+            for rounding in ("rne", "rtz"):
+                got = float(element_bound([a], [s], fmt, rounding=rounding)[0])
+                assert got == _exact_claim_bound(a, s, fmt, rounding, "saturate"), (a, s)
+
+
 _ANY_FLOAT = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True)
 
 
@@ -220,7 +246,7 @@ _ANY_FLOAT = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=Tr
 @given(x=_ANY_FLOAT, s=st.one_of(_ANY_FLOAT.map(abs), st.sampled_from([0.1, 5e-324, 1e-310,
                                                                       2.0**-140, 1.0 / 3])),
        fmt=st.sampled_from(["e4m3fn", "e5m2", "e2m3fn", "e2m1fn", "bfloat16", "binary32",
-                            "e3m2fn", "int8", "mxint8_element"]),
+                            "binary64", "e3m2fn", "int8", "mxint8_element"]),
        rounding=st.sampled_from(["rne", "rtz", "sr"]),
        overflow=st.sampled_from(["saturate", "ieee"]))
 def test_Q16_element_bound_is_the_exact_bound_rounded_up(x: float, s: float, fmt: str,
@@ -382,3 +408,41 @@ def test_quantize_rejects_negative_seeds_like_make_rng(rounding: str) -> None:
         quantize(np.ones(4), "e4m3fn", rounding=rounding, rng="seven")
     assert quantize(np.ones(4), "e4m3fn", rounding="sr", rng=2**64 + 5).codes.tolist() == \
         quantize(np.ones(4), "e4m3fn", rounding="sr", rng=5).codes.tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. block formats take their scale format in any spelling; quotients beyond float64
+# ---------------------------------------------------------------------------------------------
+def test_block_formats_take_their_scale_format_in_any_spelling() -> None:
+    """An ml_dtypes dtype of the block format's own scale format was refused as not being
+    that format; an unknown name was reported as fmt=."""
+    x = np.ones((2, 32))
+    want = quantize(x, "mxfp8_e4m3").dequantize()
+    for spelling in ("e8m0fnu", ml_dtypes.float8_e8m0fnu, np.dtype(ml_dtypes.float8_e8m0fnu),
+                     get_format("e8m0fnu")):
+        assert np.array_equal(quantize(x, "mxfp8_e4m3", scale_format=spelling).dequantize(),
+                              want)
+    assert quantize(np.ones((2, 16)), "nvfp4",
+                    scale_format=np.dtype(ml_dtypes.float8_e4m3fn)).codes.size == 32
+    with pytest.raises(ValueError, match="scale_format='nonexist'"):
+        quantize(x, "mxfp8_e4m3", scale_format="nonexist")
+    with pytest.raises(ValueError, match="stores its scales in e8m0fnu"):
+        quantize(x, "mxfp8_e4m3", scale_format="e4m3fn")
+
+
+@pytest.mark.parametrize(("rounding", "want"), [("rtz", [168.0, -168.0]),
+                                                ("rd", [168.0, math.nan]),
+                                                ("ru", [math.nan, -168.0]),
+                                                ("rne", [math.nan, math.nan])])
+def test_a_quotient_beyond_float64_rounds_as_the_finite_value_it_is(
+        rounding: str, want: list[float]) -> None:
+    """x / S beyond float64's range (a scale format whose max is below 1) rounded as
+    infinity: under overflow='ieee', toward zero gave NaN (e4m3fn has no infinity), not
+    e4m3fn's max times the scale, 448 * 0.375 (the rounding module's rule for a finite
+    value beyond max)."""
+    tiny = Format(name="tinyscale", exponent_bits=2, trailing_bits=1, bias=5,
+                  infinity=Infinity.NONE, nan=NaNEncoding.NONE)  # max 0.375
+    got = quantize([1.7e308, -1.7e308], "e4m3fn", scale_format=tiny,
+                   scale_overflow="saturate", overflow="ieee",
+                   rounding=rounding).dequantize()
+    assert np.array_equal(got, np.array(want), equal_nan=True)

@@ -332,9 +332,10 @@ def _nudge(q: float, rem: float) -> float:
 @numba.njit(cache=True, nogil=True)
 def divide_with_sticky(x: float, s: float) -> tuple[float, float]:
     """``(q, lo)``: ``q = fl64(x / s)`` and a vanishing residual ``lo`` with the sign of
-    ``x/s - q`` (0 where the quotient is exact, overflows or is a float64 subnormal; the
-    smallest subnormal with the sign of ``x`` where it underflows to zero), for finite ``x``
-    and finite ``s > 0``: ``round_pair(q, lo, ...)`` is the correct rounding of ``x / s``
+    ``x/s - q`` (0 where the quotient is exact or a float64 subnormal; the smallest
+    subnormal with the sign of ``x`` where it underflows to zero; the largest float64 and
+    a residual away from zero where it overflows), for finite ``x`` and finite ``s > 0``
+    (an infinite ``x`` gives ``(x, 0)``): ``round_pair(q, lo, ...)`` is the correct rounding of ``x / s``
     into any format of at most 51 significant bits (claim Q11).
 
     The sign is exact: ``x`` and ``s`` are scaled by powers of two to significands in
@@ -344,7 +345,13 @@ def divide_with_sticky(x: float, s: float) -> tuple[float, float]:
     if q == 0.0:  # x = 0 (exact) or an underflow, which rounds like a vanishing x/s
         return q, (0.0 if x == 0.0 else math.copysign(_TINY, x))
     if not abs(q) <= 1.7976931348623157e308:
-        return q, 0.0
+        if abs(x) <= 1.7976931348623157e308:
+            # a finite quotient beyond float64's range, and so beyond every element
+            # format's: the largest float64 with a residual away from zero rounds as it
+            # does (a directed mode toward zero gives the format's max, not infinity)
+            big = math.copysign(1.7976931348623157e308, x)
+            return big, big * 8.271806125530277e-25
+        return q, 0.0  # an infinite x: rounded as it is
     mx, ex = math.frexp(x)
     ms, es = math.frexp(s)
     qm = mx / ms

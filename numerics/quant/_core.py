@@ -185,10 +185,11 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
     The remainder sign is exact: ``x`` and ``s`` are first scaled by powers of two to
     significands in ``[0.5, 1)`` (exact), where TwoProduct gives ``q*s`` exactly and the
     remainder ``x - q*s`` is itself a float64 (the remainder of a correctly rounded division
-    is representable).  Where the float64 quotient overflows the sign is 0; where it
-    underflows to a float64 subnormal (far below every element and scale grid: its own sign
-    decides its rounding) the sign is 0; where it underflows to zero from a non-zero ``x``
-    the sign is that of ``x``.
+    is representable).  Where the float64 quotient of a finite ``x`` overflows, the
+    quotient is the largest float64 and the sign is ``x``'s (the exact quotient lies
+    beyond it); where it underflows to a float64 subnormal (far below every element and
+    scale grid: its own sign decides its rounding) the sign is 0; where it underflows to
+    zero from a non-zero ``x`` the sign is that of ``x``.
     """
     x = np.asarray(x, dtype=np.float64)
     s = np.asarray(s, dtype=np.float64)
@@ -205,6 +206,11 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
         normal = np.abs(q) >= 2.2250738585072014e-308
         sticky = np.where(normal & np.isfinite(q), sticky, 0.0)
         sticky = np.where((q == 0) & (x != 0), np.sign(x), sticky)
+        # a finite quotient beyond float64's range: the largest float64, the rest of the
+        # quotient beyond it (as the compiled divide_with_sticky gives it)
+        beyond = np.isinf(q) & np.isfinite(x)
+        q = np.where(beyond, np.copysign(np.finfo(np.float64).max, x), q)
+        sticky = np.where(beyond, np.sign(x), sticky)
     return q, sticky
 
 

@@ -113,15 +113,16 @@ def element_bound(x: object, scale: object, fmt: ElementFormat | str, *,
     # the formula: |x| - S*limit beyond the range, else max(rel*|x|, S*step); rel and step
     # are powers of two (rel = 0 for integers), limit has at most 24 significant bits
     limit = signed_limit(fmt, x)
+    # (as exponents: half of binary64's smallest subnormal, 2**-1075, is no float64)
     if isinstance(fmt, IntFormat):
-        step, rel = fmt.quantum * (0.5 if nearest else 1.0), 0.0
+        step, rel = _exponent(fmt.quantum) - (1 if nearest else 0), None
     else:
         sub = fmt.smallest_subnormal if fmt.subnormals else fmt.smallest_normal
-        step = sub / 2 if nearest and fmt.subnormals else sub
-        rel = fmt.unit_roundoff * (1.0 if nearest else 2.0)
+        step = _exponent(sub) - (1 if nearest and fmt.subnormals else 0)
+        rel = _exponent(fmt.unit_roundoff) + (0 if nearest else 1)
     top, top_exact = _product(s, limit)
     inner = _product_up(s, step)
-    if rel:
+    if rel is not None:
         inner = np.maximum(inner, _product_up(a, rel))
     over = a > top
     sat = np.inf if ieee else _difference_up(a, np.where(over, top, 0.0))
@@ -158,17 +159,28 @@ def _product(v: np.ndarray, c: np.ndarray | float) -> tuple[np.ndarray, np.ndarr
     return prod, exact
 
 
-def _product_up(v: np.ndarray, c: float) -> np.ndarray:
-    """The smallest float64 ``>= v*c`` for ``v >= 0`` and ``c`` a power of two.
+def _exponent(c: float) -> int:
+    """``k`` with ``c == 2**k`` (``c`` a positive power of two: every step and unit
+    roundoff of an element format)."""
+    mantissa, k = math.frexp(c)
+    if mantissa != 0.5:
+        raise ValueError(f"Got {c!r} as a step of the element format, but it must be a "
+                         "power of two")
+    return k - 1
 
-    ``fl(v*c)`` is within half an ulp of ``v*c``, and ``fl(v*c) / c`` is exact (a power of
-    two scaling back to ``v``'s size), so ``fl(v*c) / c < v`` says it rounded down: then the
-    next float64 up is the answer, else ``fl(v*c)`` itself.
+
+def _product_up(v: np.ndarray, k: int) -> np.ndarray:
+    """The smallest float64 ``>= v * 2**k`` for ``v >= 0``.
+
+    ``ldexp(v, k)`` is ``v * 2**k`` rounded to nearest (exact unless it underflows or
+    overflows), and scaling it back by ``2**-k`` is exact when it underflowed (the
+    product then lies below ``2**-1022``, and ``v`` is a float64), so a result below ``v``
+    says it rounded down: then the next float64 up is the answer, else the product
+    itself (an overflow gives inf, which scales back to inf).
     """
-    assert math.frexp(c)[0] == 0.5
     with np.errstate(over="ignore", under="ignore"):
-        prod = v * c
-        return np.where(prod / c < v, np.nextafter(prod, np.inf), prod)
+        prod = np.ldexp(v, k)
+        return np.where(np.ldexp(prod, -k) < v, np.nextafter(prod, np.inf), prod)
 
 
 def _difference_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -188,14 +200,16 @@ def _round_up(value: Fraction) -> float:
     return math.nextafter(f, math.inf) if Fraction(f) < value else f
 
 
-def _exact_bound(a: float, s: float, limit: float, step: float, rel: float,
+def _exact_bound(a: float, s: float, limit: float, step: int, rel: int | None,
                  ieee: bool) -> float:
-    """The bound of one element in exact rational arithmetic, rounded up."""
+    """The bound of one element in exact rational arithmetic, rounded up (``step`` and
+    ``rel`` as exponents of two; ``rel`` None for an integer format)."""
     fa, fs = Fraction(a), Fraction(s)
     top = fs * Fraction(limit)
     if fa > top:
         return math.inf if ieee else _round_up(fa - top)
-    return _round_up(max(fs * Fraction(step), Fraction(rel) * fa))
+    relative = Fraction(0) if rel is None else Fraction(2) ** rel * fa
+    return _round_up(max(fs * Fraction(2) ** step, relative))
 
 
 def _float64(v: object, name: str) -> np.ndarray:

@@ -293,11 +293,11 @@ def _check_block_options(*, scaling: object, block_size: object, scale_format: o
     if block_size is not None and (isinstance(block_size, (bool, np.bool_)) or not isinstance(
             block_size, (int, np.integer)) or block_size != block):
         raise ValueError(f"Got {block_size=}, but this block format uses blocks of {block}")
-    if scale_format is not None:
-        name = scale_format.name if isinstance(scale_format, Format) else scale_format
-        if not isinstance(name, str) or as_format(name).name != scale_name:
-            raise ValueError(f"Got {scale_format=}, but this block format stores its scales "
-                             f"in {scale_name}")
+    if scale_format is not None and \
+            as_format(scale_format, arg="scale_format").name != scale_name:
+        # (any spelling of the format: a name, a Format, its numpy or torch dtype)
+        raise ValueError(f"Got {scale_format=}, but this block format stores its scales "
+                         f"in {scale_name}")
     if rounding != "rne":
         raise ValueError(f"Got {rounding=}, but a block format (MX, NVFP4) rounds its "
                          "elements to nearest even only")
