@@ -311,6 +311,9 @@ def _check_npy_size(path: str, f: Any) -> None:
         f.seek(0)
         shape, _, dtype = npy_header(f)
         data = f.tell()
+    except _BeyondNumpy as err:
+        raise TensorFileError(f"Got file {path!r}, which is not a readable .npy file: "
+                              f"{err}") from None
     except file_errors():
         return  # not a plain .npy header: np.load says why
     if dtype.hasobject:
@@ -360,14 +363,38 @@ def npy_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
     version = np.lib.format.read_magic(f)
     try:
         if version == (1, 0):
-            return np.lib.format.read_array_header_1_0(f)
-        return np.lib.format.read_array_header_2_0(f)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
     except ValueError:
         f.seek(start)
         one_byte = _one_byte_float_header(f)
         if one_byte is None:
             raise
-        return one_byte[0], one_byte[1], np.dtype("V1")
+        shape, fortran, dtype = one_byte[0], one_byte[1], np.dtype("V1")
+    if not numpy_shape(shape, dtype.itemsize):
+        raise _BeyondNumpy(f"the header's shape {list(shape)} is beyond what an array can "
+                           "have")
+    return shape, fortran, dtype
+
+
+class _BeyondNumpy(ValueError):
+    """A ``.npy`` header's shape that no numpy array can have (:func:`numpy_shape`)."""
+
+
+def numpy_shape(shape: tuple[int, ...], itemsize: int) -> bool:
+    """Whether numpy can make an array of ``shape`` (non-negative Python ints) and
+    ``itemsize``: every size and the bytes of the non-zero sizes below ``2**63`` (numpy
+    checks the product of the sizes that are not 0, so an empty array's other sizes are
+    bounded too).
+
+    Examples
+    --------
+    >>> numpy_shape((0, 2**60), 4), numpy_shape((0, 2**61), 4), numpy_shape((0, 2**64), 1)
+    (True, False, False)
+    """
+    nonzero = math.prod(n for n in shape if n) * max(itemsize, 1)
+    return all(n < 2**63 for n in shape) and nonzero < 2**63
 
 
 def _one_byte_float_npy(path: str) -> np.ndarray | None:
@@ -559,6 +586,10 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
             )
         dtype = _safetensors_dtype(dtype_code)
         count = math.prod(shape)  # exact: a Python int never wraps
+        if not numpy_shape(shape, dtype.itemsize):
+            raise TensorFileError(
+                f"Got tensor {name!r} in {path!r} of shape {_short(list(shape))}, beyond what "
+                "an array can have")
         if end - begin != count * dtype.itemsize or data_start + end > size:
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} whose byte range [{begin}, {end}) does not "

@@ -18,6 +18,8 @@ import hashlib
 import json
 import os
 import pickle
+import struct
+import zipfile
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -444,6 +446,28 @@ def _bad(path: Path | str, *needles: str) -> None:
     assert "\n" not in msg
     for n in needles:
         assert n in msg, msg
+
+
+def test_an_empty_tensor_with_a_size_beyond_numpy_is_refused(tmp_path: Path) -> None:
+    """Shape (0, 2**64) holds no bytes, so the byte-range checks passed it, and reading
+    it overflowed an int64 (OverflowError, and exit 70 in the CLI)."""
+    for dims in ([0, 2**64], [0, 2**62]):  # (2**62 float32 sizes: 2**64 bytes)
+        h = json.dumps({"a": {"dtype": "F32", "shape": dims, "data_offsets": [0, 0]}})
+        (tmp_path / "z.safetensors").write_bytes(struct.pack("<Q", len(h)) + h.encode())
+        _bad(tmp_path / "z.safetensors", "z.safetensors", "beyond what an array can have")
+        with pytest.raises(TensorFileError, match="beyond what an array can have"):
+            load_tensor(tmp_path / "z.safetensors")
+        header = ("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }"
+                  % tuple(dims)).encode()
+        header += b" " * ((64 - (10 + len(header) + 1) % 64) % 64) + b"\n"
+        npy = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header
+        with zipfile.ZipFile(tmp_path / "z.npz", "w") as z:
+            z.writestr("a.npy", npy)
+        _bad(tmp_path / "z.npz", "z.npz")
+        (tmp_path / "z.npy").write_bytes(npy)
+        _bad(tmp_path / "z.npy", "z.npy")
+        with pytest.raises(TensorFileError):
+            load_tensor(tmp_path / "z.npz")
 
 
 def test_bad_sources_name_the_file_and_the_problem(tmp_path: Path) -> None:

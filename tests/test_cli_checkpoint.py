@@ -191,6 +191,14 @@ def test_checkpoint_bad_input_is_one_line(ckpt: Path, capsys: pytest.CaptureFixt
     err = usage_error(capsys, "stats", "a", "-f", "bf16")
     assert "binary32 already" in err and "--candidates" in err
     assert "raw bytes" in usage_error(capsys, "hash", "b.safetensors", "-f", "bf16")
+    # raw bytes beyond a 4-bit format's codes: stats counted them in the total and then
+    # in no class (exit 0); every command now refuses them, naming the tensor
+    np.save(ckpt / "raw.npy", np.array([2, 7, 0x20, 0xFF], np.uint8).view("V1"))
+    for argv in (("stats", "raw.npy", "-f", "e2m1fn", "--candidates", "bf16"),
+                 ("diff", "raw.npy", "raw.npy", "-f", "e2m1fn"),
+                 ("hash", "raw.npy", "-f", "e2m1fn")):
+        err = usage_error(capsys, *argv)
+        assert "raw tensor 'raw'" in err and "up to 0xff, beyond the 4-bit codes" in err
     np.save(ckpt / "n.npy", np.array([np.nan, 1.0], np.float32))
     np.save(ckpt / "m.npy", np.array([1.0, 1.0], np.float32))
     err = usage_error(capsys, "diff", "n.npy", "m.npy", "-f", "e2m1fn")

@@ -37,11 +37,11 @@ import pickle
 import pickletools
 import re
 import stat
+import struct
 import threading
 import warnings
 import zipfile
 import zlib
-from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -176,6 +176,13 @@ class TensorRef:
             out = out.astype(out.dtype.newbyteorder("="))
         if self.format is not None and self.dtype.type is np.void:
             out = out.view(self.format.code_dtype)
+            fmt = self.format
+            # a byte of an fp4/fp6 tensor beyond the format's codes: refused, as
+            # load_tensor refuses it (every reader of the tensor goes through here)
+            if fmt.bits < 8 * out.itemsize and out.size and int(out.max()) >= fmt.num_codes:
+                raise TensorFileError(
+                    f"Got raw tensor {self.name!r} in {self.file!r} holding byte values up to "
+                    f"{int(out.max()):#x}, beyond the {fmt.bits}-bit codes of {fmt.name}")
         return out
 
 
@@ -581,37 +588,54 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
     return flat
 
 
-def _storage_records(file: str) -> list[int] | None:
-    """The sizes of the storage records (``<archive>/data/<key>``) of a zip torch file, or
-    None where one is compressed (a memory map would read its compressed bytes)."""
+def _storage_records(file: str) -> dict[int, int] | None:
+    """The storage records (``<archive>/data/<key>``) of a zip torch file, as the offset of
+    each one's bytes in the file -> its size, or None where one is compressed (a memory
+    map would read its compressed bytes) or the archive cannot be read here (torch.load,
+    reading it whole, then names what is wrong)."""
     try:
-        with zipfile.ZipFile(file) as z:
+        with zipfile.ZipFile(file) as z, open(file, "rb") as f:
             infos = [i for i in z.infolist() if i.filename.rsplit("/", 2)[-2:-1] == ["data"]]
+            if any(i.compress_type != zipfile.ZIP_STORED for i in infos):
+                return None
+            out = {}
+            for i in infos:  # a record's bytes follow its local header and its names
+                f.seek(i.header_offset)
+                head = f.read(30)
+                if len(head) < 30 or head[:4] != b"PK\x03\x04":
+                    return None
+                name_len, extra_len = struct.unpack("<HH", head[26:30])
+                out[i.header_offset + 30 + name_len + extra_len] = i.file_size
+            return out
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-        return None  # (torch.load, reading it whole, names what is wrong)
-    if any(i.compress_type != zipfile.ZIP_STORED for i in infos):
         return None
-    return [i.file_size for i in infos]
 
 
-def _check_storage_sizes(file: str, flat: dict[str, Any], records: list[int]) -> None:
-    """TensorFileError unless every storage a memory-mapped load gave has the size of a
-    record of its own: torch.load with ``mmap=True`` does not compare the two, so a record
-    cut short (a damaged file) would read past its end, where torch.load reading the file
-    whole refuses it."""
+def _check_storage_sizes(file: str, flat: dict[str, Any], records: dict[int, int]) -> None:
+    """TensorFileError unless every storage a memory-mapped load gave lies at the start of
+    a record of its own size: torch.load with ``mmap=True`` maps the whole file and cuts
+    each storage from it at its record's offset without comparing sizes, so a record cut
+    short or given another storage's bytes (a damaged file) would read past its end, where
+    torch.load reading the file whole refuses it.  The map's base is found from the
+    storage that lies first, which starts some record of its size."""
     storages = {}
     for t in flat.values():
         try:
             s = None if t is None else t.untyped_storage()
         except (NotImplementedError, RuntimeError):  # sparse, quantized: no plain storage
             continue
-        if s is not None and s.device.type == "cpu":  # (a meta tensor's has no bytes)
-            storages[s.data_ptr()] = s.nbytes()
-    missing = Counter(storages.values()) - Counter(records)
-    if missing:
-        raise TensorFileError(
-            f"Got file {file!r}, which is not a readable torch file: a tensor's storage of "
-            f"{min(missing)} bytes has no record of that size in the archive (it is corrupt)")
+        if s is not None and s.device.type == "cpu" and s.nbytes():  # (a meta tensor's
+            storages[s.data_ptr()] = s.nbytes()                       # has no bytes)
+    if not storages:
+        return
+    first = min(storages)
+    for offset in sorted(o for o, size in records.items() if size == storages[first]):
+        base = first - offset
+        if all(records.get(ptr - base) == n for ptr, n in storages.items()):
+            return
+    raise TensorFileError(
+        f"Got file {file!r}, which is not a readable torch file: its tensors' storages do "
+        "not lie in records of their own sizes in the archive (it is corrupt)")
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -335,8 +335,8 @@ def divide_with_sticky(x: float, s: float) -> tuple[float, float]:
     ``x/s - q`` (0 where the quotient is exact or a float64 subnormal; the smallest
     subnormal with the sign of ``x`` where it underflows to zero; the largest float64 and
     a residual away from zero where it overflows), for finite ``x`` and finite ``s > 0``
-    (an infinite ``x`` gives ``(x, 0)``): ``round_pair(q, lo, ...)`` is the correct rounding of ``x / s``
-    into any format of at most 51 significant bits (claim Q11).
+    (an infinite ``x`` gives ``(x, 0)``): ``round_pair(q, lo, ...)`` is the correct
+    rounding of ``x / s`` into any format of at most 51 significant bits (claim Q11).
 
     The sign is exact: ``x`` and ``s`` are scaled by powers of two to significands in
     ``[0.5, 1)``, where TwoProduct gives ``q' s'`` exactly and the remainder ``x' - q' s'``
