@@ -92,13 +92,13 @@ def test_a_torch_file_with_compressed_or_short_records_is_read_right_or_refused(
     # two records' bytes swapped: their sizes, as a set, are still the storages' sizes
     # (torch.load refuses the file; a check of the sizes as a set passed it, and "w"
     # read 24 bytes from a record of 6)
-    data = {info.filename: payload for info, payload in members}
-    names = [n for n in data if n.rsplit("/", 2)[-2:-1] == ["data"] and data[n]]
-    assert len(names) == 2 and len({len(data[n]) for n in names}) == 2
+    payloads = {info.filename: payload for info, payload in members}
+    names = [n for n in payloads if n.rsplit("/", 2)[-2:-1] == ["data"] and payloads[n]]
+    assert len(names) == 2 and len({len(payloads[n]) for n in names}) == 2
     with zipfile.ZipFile(tmp_path / "swapped.pt", "w", zipfile.ZIP_STORED) as z:
         for info, payload in members:
             if info.filename in names:
-                payload = data[names[1 - names.index(info.filename)]]
+                payload = payloads[names[1 - names.index(info.filename)]]
             z.writestr(info.filename, payload)
     with pytest.raises(RuntimeError, match="size"):
         torch.load(tmp_path / "swapped.pt", weights_only=True)
