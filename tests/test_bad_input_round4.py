@@ -248,7 +248,7 @@ def test_10_options_given_as_arrays_are_named() -> None:
         with pytest.raises(ValueError, match=f"Got {next(iter(kwargs))}=array"):
             assertions.tolerance_for(**args)
     with pytest.raises(InvalidArgument, match="Got kinds="):
-        strategies.formats(kinds=[np.array(["fp8", "fp4"])])  # type: ignore[list-item]
+        strategies.formats(kinds=[np.array(["fp8", "fp4"])]).validate()  # type: ignore[list-item]
 
 
 # ------------------------------------------------- 11. ragged lists in hashing

@@ -293,3 +293,31 @@ def test_the_pooled_message_tells_a_shared_draw_from_a_bias() -> None:
         assert_stochastic_rounding(_bf16_sr(shared=False, le=True), x, "bf16", trials=200)
     assert "bias shared by the elements" in str(biased.value)
     assert "independently" not in str(biased.value)
+
+
+# ------------------------------------------------- the second audit (session 53)
+def test_a_whole_float_max_ulp_is_compared_exactly_beyond_2_53() -> None:
+    """binary64 codes 2**62 + 1 ulps apart passed max_ulp=2.0**62: the distance was
+    rounded to float64 (2**62) before the comparison; the int bound failed it."""
+    x = np.array([1], np.int64).view(np.float64)
+    y = np.array([2**62 + 2], np.int64).view(np.float64)
+    for bound in (2.0**62, np.float64(2.0**62), 2**62):
+        with pytest.raises(AssertionError):
+            assert_ulp_close(x, y, max_ulp=bound)
+    assert_ulp_close(x, y, max_ulp=2.0**62 + 1024)
+
+
+def test_the_options_name_themselves_in_their_errors() -> None:
+    from numerics.testing import elementwise_bound, softmax_bound, tolerance_for
+
+    for call, name in [
+        (lambda: elementwise_bound([1.0], "bfloat16", work_fmt="nope"), "work_fmt='nope'"),
+        (lambda: softmax_bound([1.0], "bfloat16", work_fmt="nope"), "work_fmt='nope'"),
+        (lambda: tolerance_for("sum", 4, "bf16", "blocked", promote_fmt="nope"),
+         "promote_fmt='nope'"),
+        (lambda: elementwise_bound([1.0], "bfloat16", work_rounding="x"),
+         "work_rounding='x'"),
+        (lambda: softmax_bound(np.float32(1.0), "bfloat16"), "a scalar"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            call()

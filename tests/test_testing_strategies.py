@@ -130,6 +130,7 @@ def test_values_respect_bounds_and_flags(data: st.DataObject, name: str, lo: flo
     try:
         strat = values(f, min_value=lo, max_value=hi, allow_subnormal=False,
                        allow_negative_zero=False)
+        strat.validate()
     except InvalidArgument:
         # Then no value of f lies in [lo, hi] (reference: the sorted value list).
         if f.bits <= 8:
@@ -373,17 +374,30 @@ def test_formats_and_roundings() -> None:
     (lambda: arrays("e4m3fn", 3, elements=[1.0]),  # type: ignore[arg-type]
      "elements=\\[1.0\\]"),
 ])
-def test_bad_arguments_are_rejected_up_front(call: Callable[[], object], match: str) -> None:
+def test_bad_arguments_are_rejected_when_the_strategy_is_validated(
+        call: Callable[[], Any], match: str) -> None:
+    """As hypothesis checks its own strategies' arguments: at the first draw or
+    ``validate()``, not when the strategy is built (a module that builds a bad strategy
+    still collects; the test that draws from it fails)."""
     with pytest.raises(InvalidArgument, match=match) as info:
-        call()
+        call().validate()
     assert isinstance(info.value, ValueError)
     assert isinstance(info.value, HypothesisInvalidArgument)
+
+
+def test_a_bad_strategy_is_built_without_error_and_fails_where_it_is_drawn() -> None:
+    strategy = values("bfloat16", min_value=5, max_value=1)  # no error here
+    assert "min_value=5" in repr(strategy)
+    with pytest.raises(InvalidArgument, match="min_value > max_value"):
+        find(strategy, lambda x: True)
 
 
 def test_a_format_of_the_wrong_type_is_an_invalid_argument() -> None:
     """As hypothesis does for its own strategies: InvalidArgument, naming the argument."""
     with pytest.raises(InvalidArgument, match="fmt=3"):
-        values(3)  # type: ignore[arg-type]
+        values(3).validate()  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="wider='nope'"):
+        near_ties("e4m3fn", "nope").validate()
 
 
 @pytest.mark.parametrize("bad", [200, -1, 1.5, True])
@@ -395,3 +409,14 @@ def test_code_arrays_refuses_elements_that_are_not_codes(bad: Any) -> None:
     got = find(ns.code_arrays("e2m1fn", 3, elements=st.integers(0, 15), view=False),
                lambda a: bool(a.max() == 15))
     assert got.dtype == np.uint8 and got.max() == 15
+
+
+def test_an_infinite_bound_draws_that_infinity() -> None:
+    """As hypothesis.strategies.floats(min_value=inf) draws inf: the bound leaves one
+    value, which bfloat16 has (refused before as leaving no value)."""
+    assert find(values("bfloat16", min_value=math.inf), lambda x: True) == math.inf
+    assert find(values("bfloat16", max_value=-math.inf), lambda x: True) == -math.inf
+    with pytest.raises(InvalidArgument, match="e4m3fn has no infinity"):
+        values("e4m3fn", min_value=math.inf).validate()
+    with pytest.raises(InvalidArgument, match="allow_infinity=False rules it out"):
+        values("binary16", max_value=-math.inf, allow_infinity=False).validate()

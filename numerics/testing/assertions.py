@@ -282,6 +282,10 @@ class _Comparison:
     def beyond(self, max_ulp: int | float) -> np.ndarray:
         """Elements whose numeric distance exceeds ``max_ulp`` (labels excluded)."""
         numeric = self.label == _NONE
+        if isinstance(max_ulp, (float, np.floating)) and float(max_ulp).is_integer():
+            # a whole number of ulps, compared exactly: float64 distances are exact only
+            # up to 2**53 (a fractional bound lies below 2**52, where they are)
+            max_ulp = int(max_ulp)
         if isinstance(max_ulp, (int, np.integer)) and self.d.frac is None:
             if max_ulp >= 2**64 - 1:
                 return np.zeros(self.a.shape, dtype=bool)
@@ -912,7 +916,8 @@ def tolerance_for(
 
         k = int(n) if operation == "chain" else rmsnorm_roundings(int(n))
         return gamma(k, unit_roundoff(f, rounding)) * (1 + 2**-40)
-    promote = as_format(promote_fmt if promote_fmt is not None else "binary32")
+    promote = as_format(promote_fmt if promote_fmt is not None else "binary32",
+                        arg="promote_fmt")
     if algorithm == "blocked" and block_size is None:
         block_size = 128
     one = np.float64(1.0)

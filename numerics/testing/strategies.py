@@ -36,9 +36,11 @@ block quantizers (ties in the scaled domain, per-block exponents, equal
 blocks, outliers); :func:`seeds` and :func:`rngs` give stochastic rounding a
 seed that hypothesis shrinks and replays.
 
-Arguments are checked when the strategy is built, as hypothesis does: a bad
-argument raises :class:`InvalidArgument`, which is both a
-``hypothesis.errors.InvalidArgument`` and a ``ValueError``.
+Arguments are checked when a strategy is first drawn from (or its
+``validate()`` is called), as hypothesis checks its own: a bad argument raises
+:class:`InvalidArgument`, which is both a ``hypothesis.errors.InvalidArgument``
+and a ``ValueError``, in the test that draws, and a module that builds a bad
+strategy still collects.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ from __future__ import annotations
 import bisect
 import functools
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 from hypothesis import errors as _hyp_errors
@@ -101,9 +104,46 @@ Interval = tuple[int, int]
 # --------------------------------------------------------------------------- helpers
 def _format_arg(fmt: Format | str, name: str = "fmt") -> Format:
     try:
-        return as_format(fmt)
+        return as_format(fmt, arg=name)
     except (ValueError, TypeError) as exc:  # a wrong type too, as hypothesis does
-        raise InvalidArgument(str(exc).replace("format=", f"{name}=", 1)) from None
+        raise InvalidArgument(str(exc)) from None
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _checked_when_drawn(build: Callable[_P, st.SearchStrategy[_T]]
+                        ) -> Callable[_P, st.SearchStrategy[_T]]:
+    """``build`` as a strategy function whose arguments are checked when the strategy is
+    first drawn from (or ``validate()``-d), as hypothesis checks its own: a bad argument
+    fails the test that draws, not the collection of the module that builds it.  The
+    strategy prints as the call that made it."""
+
+    @functools.wraps(build)
+    def strategy(*args: _P.args, **kwargs: _P.kwargs) -> st.SearchStrategy[_T]:
+        def made() -> st.SearchStrategy[_T]:
+            return build(*args, **kwargs)
+
+        made.__name__ = made.__qualname__ = "%s(%s)" % (build.__name__, ", ".join(
+            [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]))
+        out = st.deferred(made)
+        _MADE[out] = made
+        return out
+
+    return strategy
+
+
+#: The strategies :func:`_checked_when_drawn` made, and how to build what they stand for.
+_MADE: weakref.WeakKeyDictionary[st.SearchStrategy[Any], Callable[[], st.SearchStrategy[Any]]] \
+    = weakref.WeakKeyDictionary()
+
+
+def _built(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """The strategy one of this module's functions stands for (its arguments checked),
+    or ``strategy`` itself."""
+    made = _MADE.get(strategy)
+    return strategy if made is None else _built(made())
 
 
 def _check_bool(value: object, name: str, *, optional: bool = False) -> None:
@@ -130,6 +170,30 @@ def _bound(value: object, name: str) -> tuple[Fraction, bool] | None:
         return Fraction(f), math.copysign(1.0, f) < 0
     exact = Fraction(value)  # type: ignore[arg-type]
     return exact, exact < 0
+
+
+def _only_infinity(f: Format, min_value: object, max_value: object, allow_nan: bool | None,
+                   allow_infinity: bool | None) -> float | None:
+    """The infinity that bounds of ``min_value=inf`` (or ``max_value=-inf``) leave, as
+    ``hypothesis.strategies.floats`` draws it; None for other bounds.  InvalidArgument
+    where the format has no such infinity or another argument rules it out."""
+    def infinite(v: object, sign: float) -> bool:
+        return isinstance(v, (float, np.floating)) and float(v) == sign * math.inf
+
+    if infinite(min_value, 1.0) and (max_value is None or infinite(max_value, 1.0)):
+        value, name, bound = math.inf, "min_value", min_value
+    elif infinite(max_value, -1.0) and (min_value is None or infinite(min_value, -1.0)):
+        value, name, bound = -math.inf, "max_value", max_value
+    else:
+        return None
+    if not f.has_infinity or (value < 0 and not f.signed) or allow_infinity is False:
+        why = "allow_infinity=False rules it out" if allow_infinity is False else \
+            f"{f.name} has no {'negative ' if value < 0 else ''}infinity"
+        raise InvalidArgument(f"Got {name}={bound!r}, which leaves only {value}, but {why}")
+    if allow_nan:
+        raise InvalidArgument(f"Got {allow_nan=} with {name}={bound!r}, but NaN lies outside "
+                              "every bound")
+    return value
 
 
 def _raise_inf(name: str, value: object) -> tuple[Fraction, bool]:
@@ -495,6 +559,7 @@ def _narrower(f: Format) -> list[Format]:
             and g.max_finite_code > 1 and g.name != f.name]
 
 
+@_checked_when_drawn
 def values(
     fmt: Format | str,
     *,
@@ -547,6 +612,9 @@ def values(
         _check_bool(v, name)
     _check_bool(allow_nan, "allow_nan", optional=True)
     _check_bool(allow_infinity, "allow_infinity", optional=True)
+    only = _only_infinity(f, min_value, max_value, allow_nan, allow_infinity)
+    if only is not None:
+        return st.just(only)
     min_b, max_b = _bound(min_value, "min_value"), _bound(max_value, "max_value")
     if min_b is not None and max_b is not None and (
         min_b[0] > max_b[0] or (min_b[0] == max_b[0] == 0 and min_b[1] < max_b[1])
@@ -652,6 +720,7 @@ def _code_classes(fmt: Format) -> list[tuple[int, int, str]]:
     return out
 
 
+@_checked_when_drawn
 def codes(
     fmt: Format | str,
     *,
@@ -844,6 +913,7 @@ class _Pack:
         return codes.astype(width).view(self.dtype)
 
 
+@_checked_when_drawn
 def arrays(
     fmt: Format | str,
     shape: ShapeArg,
@@ -905,7 +975,7 @@ def arrays(
     if fill is None:
         # Python floats are immutable, so hypothesis may reuse one for many elements
         # (it would not, on its own, for a mapped strategy such as values()).
-        fill = st.nothing() if unique else elements
+        fill = st.nothing() if unique else _built(elements)
         if isinstance(fill, _ValueStrategy):
             fill = fill.for_fill()
     elif not isinstance(fill, st.SearchStrategy):
@@ -914,6 +984,7 @@ def arrays(
     return _Printed(base, _Pack(f))
 
 
+@_checked_when_drawn
 def code_arrays(
     fmt: Format | str,
     shape: ShapeArg,
@@ -1005,6 +1076,7 @@ def _tie_mags(f: Format) -> tuple[list[int], Interval]:
     return edges, (0, f.max_finite_code)
 
 
+@_checked_when_drawn
 def ties(fmt: Format | str, *, exact: bool = False,
          include_overflow: bool = False) -> st.SearchStrategy[Any]:
     """Exact midpoints between consecutive finite values of ``fmt``, both signs.
@@ -1085,6 +1157,7 @@ class _TieStrategy(st.SearchStrategy[Any]):
         return -t if negative else t
 
 
+@_checked_when_drawn
 def near_ties(fmt: Format | str, wider: Format | str, *,
               include_overflow: bool = False) -> st.SearchStrategy[float]:
     """Values of ``wider`` one ulp of ``wider`` above or below a midpoint of ``fmt``.
@@ -1147,7 +1220,8 @@ class _BlocksStrategy(st.SearchStrategy[list[float]]):
         self.anchor_max = float(f.max)
 
         def elements(inner: st.SearchStrategy[float]) -> st.SearchStrategy[np.ndarray]:
-            fill = inner.for_fill() if isinstance(inner, _ValueStrategy) else inner
+            raw = _built(inner)
+            fill = raw.for_fill() if isinstance(raw, _ValueStrategy) else inner
             return hnp.arrays(object, block_size, elements=inner, fill=fill)
 
         finite = _finite(f)
@@ -1186,6 +1260,7 @@ class _BlocksStrategy(st.SearchStrategy[list[float]]):
         return out
 
 
+@_checked_when_drawn
 def blocks(
     fmt: Format | str,
     block_size: int,
@@ -1272,6 +1347,7 @@ def blocks(
 
 
 # --------------------------------------------------------------------------- seeds
+@_checked_when_drawn
 def seeds(*, max_value: int = 2**32 - 1) -> st.SearchStrategy[int]:
     """Integer seeds in ``[0, max_value]``, for ``encode(..., rounding="sr", rng=seed)``.
 
@@ -1330,6 +1406,7 @@ def _kinds_of(f: Format) -> set[str]:
     return kinds
 
 
+@_checked_when_drawn
 def formats(*, kinds: Sequence[str] | None = None) -> st.SearchStrategy[str]:
     """Canonical names of registered formats, optionally only those of some kinds.
 

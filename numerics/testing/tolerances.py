@@ -39,9 +39,9 @@ _ROUNDINGS = ("rne", "rna", "rtz", "ru", "rd", "rto", "sr")
 _INFLATE = 1 + 2**-40          # covers the float64 evaluation of the bounds themselves
 
 
-def _check_rounding(rounding: object) -> str:
+def _check_rounding(rounding: object, name: str = "rounding") -> str:
     if not isinstance(rounding, str) or rounding not in _ROUNDINGS:
-        raise ValueError(f"Got {rounding=!r}, but the only valid values are "
+        raise ValueError(f"Got {name}={rounding!r}, but the only valid values are "
                          + ", ".join(repr(r) for r in _ROUNDINGS))
     return rounding
 
@@ -199,7 +199,9 @@ def elementwise_bound(
     >>> round(float(b[0] / 3.0), 4)                                   # ~ u = 2**-4
     0.0625
     """
-    f, w = as_format(fmt), as_format(work_fmt)
+    f, w = as_format(fmt), as_format(work_fmt, arg="work_fmt")
+    _check_rounding(rounding)
+    _check_rounding(work_rounding, "work_rounding")
     if isinstance(work_roundings, bool) or not isinstance(work_roundings, (int, np.integer)) \
             or work_roundings < 0:
         raise ValueError(f"Got {work_roundings=!r}, but it must be an int >= 0")
@@ -251,8 +253,11 @@ def softmax_bound(x: Any, fmt: Format | str, *, axis: int = -1,
     >>> bool((b < 2.0**-8).all())
     True
     """
-    f, w = as_format(fmt), as_format(work_fmt)
+    f, w = as_format(fmt), as_format(work_fmt, arg="work_fmt")
     xs = _real_values(x, "x")
+    if xs.ndim == 0:
+        raise ValueError(f"Got x={x!r}, a scalar, but softmax_bound needs an array with the "
+                         "axis the softmax runs along")
     if not np.all(np.isfinite(xs)):
         raise ValueError("Got x with NaN or infinite elements; softmax_bound needs finite x")
     axis = _check_axis(axis, xs.ndim)
