@@ -179,3 +179,76 @@ sys.exit(os.waitstatus_to_exitcode(status))
     done = subprocess.run([sys.executable, "-c", code],
                           env={**os.environ, "NUMBA_NUM_THREADS": "2"}, timeout=120)
     assert done.returncode == 0
+
+
+def test_a_lost_worker_s_piece_runs_on_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker thread that ends without taking its piece (as one may in a forked child
+    that copied a half-done import) is noticed while the caller waits: the piece runs on
+    the calling thread and the team is broken, so spread starts a new one."""
+    import numerics.kernels.team as team_mod
+
+    monkeypatch.setattr(team_mod._Worker, "_loop", lambda self: None)  # ends at once
+    team = Team(1)
+    got = finishes(lambda: team.run([(lambda lo, hi: (lo, hi), 0, 5),
+                                     (lambda lo, hi: (lo, hi), 5, 9)]))
+    assert got == [(0, 5), (5, 9)] and team.broken
+    with pytest.raises(RuntimeError, match="broken"):
+        team.run([(lambda lo, hi: lo, 0, 1)])
+
+
+_INTERRUPTED = """
+import os, signal, threading, time
+import numba
+numba.set_num_threads(2)
+from numerics.kernels import spread as S
+n = 1 << 18
+def slow(lo, hi):
+    if lo:
+        time.sleep(0.5)
+    return lo
+threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    S.spread(slow, n)
+except KeyboardInterrupt:
+    print("interrupted")
+for _ in range(3):
+    assert S.spread(lambda lo, hi: (lo, hi), n) == [(0, n // 2), (n // 2, n)]
+time.sleep(1.0)
+print(sum(t.name == "numerics-team" for t in threading.enumerate()))
+"""
+
+
+def test_an_interrupted_call_leaves_later_calls_right() -> None:
+    """Ctrl-C while the caller waited for a worker left that worker's piece outstanding;
+    later calls read stale results (half of a decode wrong) and the worker thread died.
+    The interrupted team is now broken: later calls start a new one, and the old worker
+    ends once its piece is done."""
+    if not hasattr(os, "kill"):
+        pytest.skip("no signals here")
+    done = subprocess.run([sys.executable, "-c", _INTERRUPTED], capture_output=True,
+                          text=True, env={**os.environ, "NUMBA_NUM_THREADS": "2"},
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["interrupted", "1"], done.stdout
+
+
+_FORK_WITH_LOCK_HELD = """
+import os, sys, numba
+numba.set_num_threads(2)
+import numerics.kernels.spread as S
+with S._LOCK:  # as another thread starting the team holds it
+    pid = os.fork()
+    if pid == 0:
+        ok = S.spread(lambda lo, hi: hi - lo, 1 << 18) == [1 << 17, 1 << 17]
+        os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_child_forked_while_the_lock_was_held_spreads() -> None:
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    done = subprocess.run([sys.executable, "-c", _FORK_WITH_LOCK_HELD],
+                          env={**os.environ, "NUMBA_NUM_THREADS": "2"}, timeout=120)
+    assert done.returncode == 0

@@ -71,15 +71,19 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def _team() -> Team:
+    """The team, started on first use, and again after a run that broke it."""
     with _LOCK:
-        if not _TEAM:
+        if not _TEAM or _TEAM[0].broken:
             top = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
-            _TEAM.append(Team(max(1, top - 1), mark=_mark_worker))
+            _TEAM[:] = [Team(max(1, top - 1), mark=_mark_worker)]
         return _TEAM[0]
 
 
 def _forget_pool() -> None:
-    """In a forked child the threads are gone: start new ones on demand."""
+    """In a forked child the threads are gone: start new ones on demand.  The lock too
+    is new: another thread of the parent may have held it at the fork."""
+    global _LOCK
+    _LOCK = threading.Lock()
     _POOL.clear()
     _TEAM.clear()
 

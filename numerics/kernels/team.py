@@ -57,8 +57,8 @@ from numba.core.extending import intrinsic
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 
-__all__ = ["ASLEEP", "DONE", "FLAGS", "GO", "LINGER", "SPIN", "WAIT", "WAITING", "Team", "finish",
-           "publish", "spin_while"]
+__all__ = ["ASLEEP", "DONE", "FLAGS", "GO", "LINGER", "SPIN", "WAIT", "WAITING", "Team",
+           "WorkerLost", "finish", "publish", "spin_while"]
 
 #: The flags of one worker, each in a cache line of its own (8 int64 a line).
 GO, DONE, ASLEEP, WAITING = 0, 8, 16, 24
@@ -159,9 +159,10 @@ class _Worker:
         self.piece: tuple[Callable[[int, int], Any], int, int] | None = None
         self.result: tuple[Any, BaseException | None] = (None, None)
         self.sent = 0  # pieces handed over (the caller's copy of GO)
+        self.retired = False
         self._mark = mark
-        thread = threading.Thread(target=self._loop, name="numerics-team", daemon=True)
-        thread.start()
+        self.thread = threading.Thread(target=self._loop, name="numerics-team", daemon=True)
+        self.thread.start()
 
     def _loop(self) -> None:
         self._mark()
@@ -172,12 +173,14 @@ class _Worker:
                 with self.cv:
                     if publish(flags, ASLEEP, 1, GO) == seen:
                         while int(flags[GO]) == seen:
+                            if self.retired:  # (its team is broken: nothing more comes)
+                                return
                             self.cv.wait()
                     flags[ASLEEP] = 0
             seen += 1  # (one piece at a time: the caller waits for DONE before the next)
-            span, lo, hi = self.piece  # type: ignore[misc]
-            self.piece = None
+            piece, self.piece = self.piece, None
             try:
+                span, lo, hi = piece  # type: ignore[misc]
                 self.result = (span(lo, hi), None)
             except BaseException as exc:  # handed to the caller, which raises it
                 self.result = (None, exc)
@@ -186,6 +189,12 @@ class _Worker:
                 with self.cv:
                     self.cv.notify()
                 state = int(spin_while(flags, GO, seen, SPIN, LINGER))
+
+    def retire(self) -> None:
+        """Let the thread end once it is idle (it finishes a piece it holds first)."""
+        self.retired = True
+        with self.cv:
+            self.cv.notify()
 
     def send(self, span: Callable[[int, int], Any], lo: int, hi: int) -> None:
         """Hand over ``span(lo, hi)``."""
@@ -196,16 +205,28 @@ class _Worker:
                 self.cv.notify()
 
     def receive(self) -> tuple[Any, BaseException | None]:
-        """Wait for the piece handed over last: its ``(result, exception)``."""
+        """Wait for the piece handed over last: its ``(result, exception)``.
+
+        Raises :class:`WorkerLost` if the thread has ended without finishing it (a
+        worker ends only on a failure outside any piece, such as a fork that copied a
+        half-done import into the child)."""
         flags = self.flags
         if not spin_while(flags, DONE, self.sent - 1, WAIT, 0):
             with self.cv:
-                if publish(flags, WAITING, 1, DONE) != self.sent:
-                    while int(flags[DONE]) != self.sent:
-                        self.cv.wait()
-                flags[WAITING] = 0
+                try:
+                    if publish(flags, WAITING, 1, DONE) != self.sent:
+                        while int(flags[DONE]) != self.sent:
+                            self.cv.wait(0.25)
+                            if not self.thread.is_alive() and int(flags[DONE]) != self.sent:
+                                raise WorkerLost
+                finally:
+                    flags[WAITING] = 0
         result, self.result = self.result, (None, None)
         return result
+
+
+class WorkerLost(Exception):
+    """A worker thread ended without finishing its piece."""
 
 
 class Team:
@@ -213,10 +234,14 @@ class Team:
 
     One caller at a time: :meth:`run` is guarded by :attr:`lock`, which a caller takes
     without blocking (:mod:`numerics.kernels.spread` falls back to a thread pool when
-    another thread holds it)."""
+    another thread holds it).  A run that did not come to its end (an exception in
+    the caller outside the pieces, a ``KeyboardInterrupt`` while it waited) may leave a
+    piece with a worker, so the team is :attr:`broken` from then on and the caller
+    starts a new one; a broken team's workers finish what they hold and end."""
 
     def __init__(self, size: int, mark: Callable[[], None] = lambda: None) -> None:
         self.lock = threading.Lock()
+        self.broken = False
         self._workers = [_Worker(mark) for _ in range(size)]
 
     @property
@@ -226,21 +251,42 @@ class Team:
     def run(self, work: Sequence[tuple[Callable[[int, int], Any], int, int]]) -> list[Any]:
         """``[span(lo, hi) for span, lo, hi in work]``: the first on the calling thread,
         the others on the workers (at most :attr:`size` of them).  An exception in any
-        piece propagates after every piece has finished."""
+        piece propagates after every piece has finished.  A piece whose worker was lost
+        runs again on the calling thread (a piece's results depend only on its range,
+        so a second run writes the same bits)."""
         rest = work[1:]
+        if self.broken:
+            raise RuntimeError("Got a broken team; spread starts a new one")
         if len(rest) > self.size:
             raise ValueError(f"Got {len(work)} pieces, but the team runs at most "
                              f"{self.size + 1}")
-        for worker, (span, lo, hi) in zip(self._workers, rest):
-            worker.send(span, lo, hi)
-        first: tuple[Any, BaseException | None]
+        finished = False
         try:
-            span, lo, hi = work[0]
-            first = (span(lo, hi), None)
-        except BaseException as exc:
-            first = (None, exc)
-        results = [first] + [worker.receive() for worker in self._workers[:len(rest)]]
+            for worker, (span, lo, hi) in zip(self._workers, rest):
+                worker.send(span, lo, hi)
+            results = [_call(*work[0])]
+            for worker, piece in zip(self._workers, rest):
+                try:
+                    results.append(worker.receive())
+                except WorkerLost:
+                    self.broken = True
+                    results.append(_call(*piece))
+            finished = True
+        finally:
+            if not finished:
+                self.broken = True
+            if self.broken:
+                for worker in self._workers:
+                    worker.retire()
         for _, error in results:
             if error is not None:
                 raise error
         return [value for value, _ in results]
+
+
+def _call(span: Callable[[int, int], Any], lo: int, hi: int) -> tuple[Any, BaseException | None]:
+    """``(span(lo, hi), None)``, or ``(None, the exception it raised)``."""
+    try:
+        return span(lo, hi), None
+    except BaseException as exc:  # raised by Team.run once every piece has finished
+        return None, exc
