@@ -220,7 +220,7 @@ def parse_code(text: str, fmt: Format | str) -> int:
     ----------
     text : str
         ``0x3f800000``, ``0b0_01111_00`` (``_`` allowed anywhere after the
-        prefix) or ``1065353216``.
+        prefix, or after the first digit of a decimal) or ``1065353216``.
     fmt : Format or str
         The format or its name; the code must fit in ``fmt.bits`` bits.
 
@@ -241,19 +241,22 @@ def parse_code(text: str, fmt: Format | str) -> int:
     fmt = as_format(fmt)
     if not isinstance(text, str):
         raise TypeError(f"Got code={text!r}, expected a str")
-    s = text.strip().lower().replace("_", "")
+    s = text.strip().lower()
     try:
         if not s.isascii():  # int() reads other scripts' digits; parse_value does not
             raise ValueError
-        if s.startswith(("0x", "0b")):
-            code = int(s, 0)
-        elif s.isdigit() and len(s.lstrip("0")) <= 20:  # a code has at most 64 bits
-            code = int(s.lstrip("0") or "0")
-        elif s.isdigit():
+        prefix = s[:2] if s.startswith(("0x", "0b")) else ""
+        body = s[len(prefix):]
+        if not prefix and body.startswith("_"):  # (a "_" follows the prefix or a digit)
+            raise ValueError
+        body = body.replace("_", "")
+        if prefix:
+            code = int(prefix + body, 0)  # (an empty body raises)
+        elif body.isdigit() and len(body.lstrip("0")) <= 20:  # a code has at most 64 bits
+            code = int(body.lstrip("0") or "0")
+        elif body.isdigit():
             code = fmt.num_codes  # too wide for any format: reported below
         else:
-            raise ValueError
-        if not s[2:] and s[:2] in ("0x", "0b"):
             raise ValueError
     except ValueError:
         raise ValueError(

@@ -165,3 +165,13 @@ def test_fractions_beyond_4300_digits_are_shown() -> None:
 
     text = decimal_text(Fraction(1, 3 * 10**4300))
     assert text == "1/3" + "0" * 4300
+
+
+def test_parse_code_takes_underscores_after_the_prefix_only() -> None:
+    """'0_x10' read as 0x10 once: the underscores were dropped before the prefix was
+    looked for."""
+    for text in ("0x_10", "0x1_0", "0x10_", "0b1_0000", "1_6"):
+        assert parse_code(text, "binary32") == 16, text
+    for text in ("0_x10", "_0x10", "_16", "0_b10000", "0x_", "0x"):
+        with pytest.raises(ValueError, match="not a code"):
+            parse_code(text, "binary32")
