@@ -446,3 +446,12 @@ def test_a_quotient_beyond_float64_rounds_as_the_finite_value_it_is(
                    scale_overflow="saturate", overflow="ieee",
                    rounding=rounding).dequantize()
     assert np.array_equal(got, np.array(want), equal_nan=True)
+
+
+def test_an_integer_format_without_positive_values_is_refused_by_name() -> None:
+    """qmax=0 left no value to scale amax onto: the scale was amax / 0, reported as
+    exceeding binary32's largest scale."""
+    from numerics.quant import IntFormat
+
+    with pytest.raises(ValueError, match="'neg4' with qmax=0"):
+        quantize(np.array([-1.0, -3.0]), IntFormat(name="neg4", bits=4, qmin=-8, qmax=0))

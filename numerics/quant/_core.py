@@ -264,6 +264,10 @@ def check_quantize_format(fmt: ElementFormat, name: str) -> None:
     ``2**127`` at most, smallest positive value ``2**-149`` at least.
     """
     if isinstance(fmt, IntFormat):
+        if fmt.qmax == 0:  # (a scale maps amax onto max: 0 leaves none)
+            raise ValueError(f"Got {name}={fmt.name!r} with qmax=0, but quantize scales the "
+                             "largest magnitude onto the format's largest value, which "
+                             "must be positive")
         return
     smallest = fmt.emin - fmt.trailing_bits if fmt.subnormals else fmt.emin
     if fmt.precision > MAX_PRECISION or fmt.emax > MAX_EMAX or \
