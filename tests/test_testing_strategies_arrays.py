@@ -194,3 +194,9 @@ def test_rngs_print_as_default_rng_of_their_seed() -> None:
         check()
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "default_rng(" in notes, notes
+
+
+def test_a_list_shape_is_a_shape() -> None:
+    """As hypothesis.extra.numpy.arrays takes one (refused before)."""
+    assert find(arrays("bfloat16", [2, 3]), lambda a: True).shape == (2, 3)
+    assert find(code_arrays("e4m3fn", [4]), lambda a: True).shape == (4,)

@@ -867,7 +867,8 @@ def _print_exact(obj: Any, p: Any, cycle: bool) -> None:
 #: The largest number of elements :func:`arrays` and :func:`code_arrays` build.
 MAX_ARRAY_SIZE: int = 1 << 24
 
-ShapeArg = int | tuple[int, ...] | st.SearchStrategy[int] | st.SearchStrategy[tuple[int, ...]]
+ShapeArg = (int | tuple[int, ...] | list[int] | st.SearchStrategy[int]
+            | st.SearchStrategy[tuple[int, ...]])
 
 
 def _check_shape(shape: object) -> None:
@@ -875,11 +876,12 @@ def _check_shape(shape: object) -> None:
     if isinstance(shape, st.SearchStrategy):
         return
     dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
-    if (not isinstance(dims, tuple) or any(isinstance(d, bool)
-                                           or not isinstance(d, (int, np.integer))
-                                           or d < 0 for d in dims)):
-        raise InvalidArgument(f"Got {shape=}, but it must be a non-negative int, a tuple of "
-                              "them, or a strategy of shapes")
+    # (a list too, as hypothesis.extra.numpy.arrays takes one)
+    if (not isinstance(dims, (tuple, list)) or any(isinstance(d, bool)
+                                                   or not isinstance(d, (int, np.integer))
+                                                   or d < 0 for d in dims)):
+        raise InvalidArgument(f"Got {shape=}, but it must be a non-negative int, a tuple or "
+                              "list of them, or a strategy of shapes")
     size = math.prod(int(d) for d in dims)
     if size > MAX_ARRAY_SIZE:
         raise InvalidArgument(f"Got {shape=} ({size} elements), but arrays draws at most "
@@ -968,6 +970,7 @@ def arrays(
     f = _format_arg(fmt)
     _check_bool(unique, "unique")
     _check_shape(shape)
+    shape = tuple(shape) if isinstance(shape, list) else shape
     if elements is None:
         elements = values(f)
     elif not isinstance(elements, st.SearchStrategy):
@@ -1020,6 +1023,7 @@ def code_arrays(
     f = _format_arg(fmt)
     _check_bool(view, "view")
     _check_shape(shape)
+    shape = tuple(shape) if isinstance(shape, list) else shape
     if elements is None:
         elements = codes(f)
     elif not isinstance(elements, st.SearchStrategy):
