@@ -200,3 +200,15 @@ def test_a_list_shape_is_a_shape() -> None:
     """As hypothesis.extra.numpy.arrays takes one (refused before)."""
     assert find(arrays("bfloat16", [2, 3]), lambda a: True).shape == (2, 3)
     assert find(code_arrays("e4m3fn", [4]), lambda a: True).shape == (4,)
+
+
+def test_integer_options_take_numpy_ints_and_refuse_bools() -> None:
+    """scale_exponents=(True, 2) was taken and (np.int64(0), np.int64(2)) refused; so was
+    seeds(max_value=np.int64(5))."""
+    assert find(blocks("e4m3fn", 4, scale_exponents=(np.int64(0), np.int64(2))),
+                lambda a: True).size >= 4
+    assert find(seeds(max_value=np.int64(5)), lambda s: s >= 3) == 3
+    with pytest.raises(InvalidArgument, match="scale_exponents=\\(True, 2\\)"):
+        blocks("e4m3fn", 4, scale_exponents=(True, 2)).validate()
+    with pytest.raises(InvalidArgument, match="max_value=True"):
+        seeds(max_value=True).validate()

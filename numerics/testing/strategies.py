@@ -146,6 +146,11 @@ def _built(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return strategy if made is None else _built(made())
 
 
+def _is_int(value: object) -> bool:
+    """A Python or numpy integer, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _check_bool(value: object, name: str, *, optional: bool = False) -> None:
     if optional and value is None:
         return
@@ -1330,13 +1335,17 @@ def blocks(
         raise InvalidArgument(f"Got {kinds=}, but it must be a non-empty sequence of "
                               + ", ".join(repr(k) for k in BLOCK_KINDS))
     if (not isinstance(scale_exponents, tuple) or len(scale_exponents) != 2
-            or not all(isinstance(e, int) for e in scale_exponents)
+            or not all(_is_int(e) for e in scale_exponents)
             or scale_exponents[0] > scale_exponents[1]):
         raise InvalidArgument(f"Got {scale_exponents=}, but it must be a pair (lo, hi) of "
                               "ints with lo <= hi")
-    lo, hi = scale_exponents
-    top = hi + 40 + math.floor(math.log2(float(f.max))) + 1
-    bottom = lo - 41 + (f.emin - f.trailing_bits if f.subnormals else f.emin)
+    lo, hi = (int(e) for e in scale_exponents)
+    # the headroom the kinds need: an outlier lies up to 40 binades above the block's
+    # scale, a spread block's elements up to 40 below it, a near tie has the wider
+    # format's bits below the narrow one's smallest midpoint, a tie one bit below
+    top = hi + (40 if "outlier" in kinds else 0) + math.floor(math.log2(float(f.max))) + 1
+    below = max([1] + [41] * ("spread" in kinds) + [w.precision + 1] * ("near_ties" in kinds))
+    bottom = lo - below + (f.emin - f.trailing_bits if f.subnormals else f.emin)
     if (f.precision >= w.precision or top > w.emax
             or bottom < (w.emin - w.trailing_bits if w.subnormals else w.emin)):
         raise InvalidArgument(
@@ -1369,9 +1378,9 @@ def seeds(*, max_value: int = 2**32 - 1) -> st.SearchStrategy[int]:
     >>> find(seeds(), lambda s: s >= 10)
     10
     """
-    if isinstance(max_value, bool) or not isinstance(max_value, int) or max_value < 0:
+    if not _is_int(max_value) or max_value < 0:
         raise InvalidArgument(f"Got {max_value=}, but it must be an int >= 0")
-    return st.integers(0, max_value)
+    return st.integers(0, int(max_value))
 
 
 def rngs() -> st.SearchStrategy[np.random.Generator]:
