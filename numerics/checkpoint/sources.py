@@ -556,9 +556,12 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
             f"weights_only=True could not read it: {_refusal_line(err)})") from None
     except Exception as err:  # noqa: BLE001 - torch's parsers fail on bad bytes in many ways
         # (KeyError, IndexError, TypeError, EOFError, RuntimeError, struct.error, ...)
+        # (torch itself cannot load some well-formed files, e.g. legacy-format files of
+        # float8 tensors: the message says what torch.load raised)
         raise TensorFileError(
             f"Got file {file!r}, which is not a readable torch file (it is corrupt or cut "
-            f"short): {type(err).__name__}: {_first_line(err)}") from None
+            "short, or holds what this version of torch.load cannot read): "
+            f"{type(err).__name__}: {_first_line(err)}") from None
     flat: dict[str, Any] = {}
 
     def walk(prefix: str, node: Any) -> None:
