@@ -41,6 +41,7 @@ __all__ = [
     "SAFETENSORS_DTYPES",
     "Tensor",
     "TensorFileError",
+    "check_raw_codes",
     "list_tensors",
     "load_tensor",
     "file_errors",
@@ -606,6 +607,25 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
     return out
 
 
+def check_raw_codes(codes: np.ndarray, fmt: Format, what: str) -> None:
+    """TensorFileError unless every one of ``codes`` (raw bytes read as codes of ``fmt``)
+    is a code of ``fmt``: the bytes of an fp4 or fp6 tensor can hold more; ``what``
+    names the tensor.
+
+    Examples
+    --------
+    >>> check_raw_codes(np.array([3, 0x1F], np.uint8), as_format("e2m1fn"), "'w'")
+    Traceback (most recent call last):
+    ...
+    numerics.tensors.TensorFileError: Got raw tensor 'w' holding byte values up to 0x1f, \
+beyond the 4-bit codes of e2m1fn
+    """
+    if fmt.bits < 8 * codes.itemsize and codes.size and int(codes.max()) >= fmt.num_codes:
+        raise TensorFileError(
+            f"Got raw tensor {what} holding byte values up to {int(codes.max()):#x}, "
+            f"beyond the {fmt.bits}-bit codes of {fmt.name}")
+
+
 def load_tensor(path: str | bytes | os.PathLike[str], *, key: str | None = None,
                 fmt: Format | str | None = None) -> Tensor:
     """Open one tensor of a ``.npy``, ``.npz`` or ``.safetensors`` file.
@@ -658,11 +678,7 @@ def load_tensor(path: str | bytes | os.PathLike[str], *, key: str | None = None,
                 f"{fmt.name} codes take {width} byte(s)"
             )
         codes = arr.view(fmt.code_dtype)
-        if fmt.bits < 8 * width and codes.size and int(codes.max()) >= fmt.num_codes:
-            raise TensorFileError(
-                f"Got raw tensor {name or path!r} holding byte values up to {int(codes.max()):#x}, "
-                f"beyond the {fmt.bits}-bit codes of {fmt.name}"
-            )
+        check_raw_codes(codes, fmt, repr(name or path))
         return Tensor(path, name, codes, fmt, stored)
     if arr.dtype.kind not in "fiub" and format_of_dtype(arr.dtype) is None:
         raise TensorFileError(

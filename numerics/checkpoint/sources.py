@@ -52,6 +52,7 @@ from numerics.dtypes import format_of_dtype
 from numerics.formats import Format
 from numerics.tensors import (
     TensorFileError,
+    check_raw_codes,
     file_errors,
     fs_path,
     npy_header,
@@ -176,13 +177,8 @@ class TensorRef:
             out = out.astype(out.dtype.newbyteorder("="))
         if self.format is not None and self.dtype.type is np.void:
             out = out.view(self.format.code_dtype)
-            fmt = self.format
-            # a byte of an fp4/fp6 tensor beyond the format's codes: refused, as
-            # load_tensor refuses it (every reader of the tensor goes through here)
-            if fmt.bits < 8 * out.itemsize and out.size and int(out.max()) >= fmt.num_codes:
-                raise TensorFileError(
-                    f"Got raw tensor {self.name!r} in {self.file!r} holding byte values up to "
-                    f"{int(out.max()):#x}, beyond the {fmt.bits}-bit codes of {fmt.name}")
+            # (every reader of the tensor goes through here)
+            check_raw_codes(out, self.format, f"{self.name!r} in {self.file!r}")
         return out
 
 

@@ -104,6 +104,8 @@ _SAT = np.int64(OVERFLOW_SATURATE)
 _NO_DRAW = np.uint64(0)
 _ONE_BIT = np.int64(1)
 _TINY = 2.0**-1074
+#: A vanishing residual's size relative to its quotient (:func:`_nudge`).
+_RESIDUAL = 2.0**-80
 #: Piece boundaries of the element loops (whole cache lines of every output dtype).
 _ALIGN = 1024
 
@@ -326,7 +328,7 @@ def _nudge(q: float, rem: float) -> float:
     significant bits.  Needs ``|q| >= 2**-994`` (no subnormal arithmetic, which is slow)."""
     if rem == 0.0:
         return 0.0
-    return math.copysign(abs(q) * 8.271806125530277e-25, rem)
+    return math.copysign(abs(q) * _RESIDUAL, rem)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -350,7 +352,7 @@ def divide_with_sticky(x: float, s: float) -> tuple[float, float]:
             # format's: the largest float64 with a residual away from zero rounds as it
             # does (a directed mode toward zero gives the format's max, not infinity)
             big = math.copysign(1.7976931348623157e308, x)
-            return big, big * 8.271806125530277e-25
+            return big, big * _RESIDUAL
         return q, 0.0  # an infinite x: rounded as it is
     mx, ex = math.frexp(x)
     ms, es = math.frexp(s)
@@ -362,7 +364,7 @@ def divide_with_sticky(x: float, s: float) -> tuple[float, float]:
     rem = (mx - p) - err
     if rem == 0.0:
         return q, 0.0
-    return q, math.copysign(max(abs(q) * 8.271806125530277e-25, _TINY), rem)
+    return q, math.copysign(max(abs(q) * _RESIDUAL, _TINY), rem)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -657,7 +659,7 @@ def round_nudged_span(y: np.ndarray, st: np.ndarray, P: Params, mode: np.int64,
                 hi = 0.0 if s > 0.0 else -0.0
                 lo = _TINY if s > 0.0 else -_TINY
             else:
-                lo = math.copysign(max(abs(hi) * 8.271806125530277e-25, _TINY), s)
+                lo = math.copysign(max(abs(hi) * _RESIDUAL, _TINY), s)
         u = draw(seed, np.uint64(i), ubits) if stochastic else np.uint64(0)
         codes[i] = round_pair(hi, lo, P, mode, overflow, u, ubits)
 
