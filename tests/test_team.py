@@ -206,6 +206,7 @@ def slow(lo, hi):
     if lo:
         time.sleep(0.5)
     return lo
+S.spread(lambda lo, hi: lo, n)  # the team started and its kernels compiled
 threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
     S.spread(slow, n)
@@ -213,7 +214,10 @@ except KeyboardInterrupt:
     print("interrupted")
 for _ in range(3):
     assert S.spread(lambda lo, hi: (lo, hi), n) == [(0, n // 2), (n // 2, n)]
-time.sleep(1.0)
+deadline = time.monotonic() + 30  # the old worker ends once its piece is done
+while sum(t.name == "numerics-team" for t in threading.enumerate()) > 1 \
+        and time.monotonic() < deadline:
+    time.sleep(0.05)
 print(sum(t.name == "numerics-team" for t in threading.enumerate()))
 """
 
@@ -252,3 +256,25 @@ def test_a_child_forked_while_the_lock_was_held_spreads() -> None:
     done = subprocess.run([sys.executable, "-c", _FORK_WITH_LOCK_HELD],
                           env={**os.environ, "NUMBA_NUM_THREADS": "2"}, timeout=120)
     assert done.returncode == 0
+
+
+def test_a_team_cut_short_while_starting_leaves_no_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt while the threads start (the second worker's, here) left the
+    first one waiting for pieces that never came."""
+    import numerics.kernels.team as team_mod
+
+    started: list[Any] = []
+    real_init = team_mod._Worker.__init__
+
+    def init(self: Any, mark: Any) -> None:
+        if started:
+            raise KeyboardInterrupt
+        real_init(self, mark)
+        started.append(self)
+
+    monkeypatch.setattr(team_mod._Worker, "__init__", init)
+    with pytest.raises(KeyboardInterrupt):
+        Team(2)
+    started[0].thread.join(30)
+    assert not started[0].thread.is_alive()

@@ -242,7 +242,14 @@ class Team:
     def __init__(self, size: int, mark: Callable[[], None] = lambda: None) -> None:
         self.lock = threading.Lock()
         self.broken = False
-        self._workers = [_Worker(mark) for _ in range(size)]
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(size):
+                self._workers.append(_Worker(mark))
+        except BaseException:  # (a KeyboardInterrupt while the threads start: none stays)
+            for worker in self._workers:
+                worker.retire()
+            raise
 
     @property
     def size(self) -> int:
