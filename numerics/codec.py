@@ -49,7 +49,7 @@ from fractions import Fraction
 import numpy as np
 
 from numerics.formats import Format, Infinity, NaNEncoding, as_format
-from numerics.rounding import check_overflow, check_rounding, check_sr_bits
+from numerics.rounding import check_overflow, check_rounding, check_sr_options
 
 __all__ = ["decode_exact", "encode_exact", "floor_log2"]
 
@@ -264,11 +264,11 @@ def encode_exact(
     overflow : {"ieee", "saturate"}
         Overflow rule (see :mod:`numerics.rounding`).
     uniform : float or Fraction, optional
-        Required for ``rounding="sr"``: the draw ``u`` in ``[0, 1)``, taken exactly.  The
+        Required for ``rounding="sr"``, refused with any other mode: the draw ``u`` in ``[0, 1)``, taken exactly.  The
         value rounds away from zero iff ``u < frac`` where ``frac`` is the
         exact distance from the truncated value in quanta.
     sr_bits : int, optional
-        An int in ``[1, 64]``.  With ``rounding="sr"``, ``frac`` is first truncated
+        An int in ``[1, 64]``, for ``rounding="sr"`` only: ``frac`` is first truncated
         to ``sr_bits`` bits: ``floor(frac * 2**k) / 2**k``; ``uniform`` is then
         expected to be a multiple of ``2**-k``.
     nan : {"raise", "zero"}
@@ -296,7 +296,10 @@ def encode_exact(
     check_overflow(overflow)
     if not isinstance(nan, str) or nan not in _NAN_POLICIES:
         raise ValueError(f"Got nan={nan!r}, but the only valid values are 'raise', 'zero'")
-    sr_bits = check_sr_bits(sr_bits)
+    sr_bits = check_sr_options(rounding, sr_bits)
+    if rounding != "sr" and uniform is not None:
+        raise ValueError(f"Got uniform={uniform!r} with rounding={rounding!r}; uniform only "
+                         "applies to rounding='sr'")
     if rounding == "sr":
         if uniform is None:
             raise ValueError("Got uniform=None, but rounding='sr' needs a draw u in [0, 1)")

@@ -48,7 +48,7 @@ from numerics.rounding import (
     check_overflow,
     check_rng,
     check_rounding,
-    check_sr_bits,
+    check_sr_options,
     sr_seed,
 )
 
@@ -169,11 +169,7 @@ def _check_options(rounding: object, overflow: object, sr_bits: object,
         check_rounding(rounding)
     if not isinstance(overflow, str) or overflow not in OVERFLOWS:
         check_overflow(overflow)
-    sr_bits = check_sr_bits(sr_bits)
-    if sr_bits is not None:
-        if rounding != "sr":
-            raise ValueError(f"Got sr_bits={sr_bits!r} with rounding={rounding!r}; "
-                             "sr_bits only applies to rounding='sr'")
+    sr_bits = check_sr_options(rounding, sr_bits)
     if not isinstance(nan, str) or nan not in _NAN_POLICIES:
         raise ValueError(f"Got nan={nan!r}, but the only valid values are 'raise' and 'zero'")
     return None if sr_bits is None else int(sr_bits)

@@ -26,8 +26,8 @@ from numerics.codec import decode_exact, encode_exact, floor_log2
 from numerics.digits import int_to_text
 from numerics.formats import Format, Infinity, NaNEncoding, as_format, get_format
 from numerics.parse import ParsedValue, parse_value
-from numerics.parts import exact_decimal
-from numerics.rounding import check_overflow, check_rounding, make_rng
+from numerics.parts import exact_decimal, first_draw
+from numerics.rounding import check_overflow, check_rounding
 from numerics.ulp import next_down, next_up
 
 __all__ = [
@@ -331,7 +331,9 @@ def inspect_value(
     rounding, overflow : str
         As in :func:`numerics.codec.encode_exact`.
     seed : int or None
-        Seed of the uniform draw used by ``rounding="sr"``: None or an int ``>= 0``.
+        Seed of the draw used by ``rounding="sr"``: None (fresh entropy) or an int
+        ``>= 0``, the draw :func:`numerics.encode` makes for a scalar with ``rng=seed``
+        (:func:`numerics.parts.first_draw`).
 
     Raises
     ------
@@ -367,7 +369,7 @@ def inspect_value(
                         "a str (read exactly as written) or a ParsedValue")
     pv = parse_value(value) if isinstance(value, str) else value
     x = pv.exact
-    uniform = float(make_rng(seed).random()) if rounding == "sr" else None
+    uniform = first_draw(seed) if rounding == "sr" else None
     try:
         code = encode_exact(x, fmt, rounding=rounding, overflow=overflow, uniform=uniform)
     except ValueError:

@@ -21,7 +21,7 @@ from numerics.encoding import _check_options
 from numerics.formats import Format, as_format
 from numerics.rounding import check_rng, sr_seed
 
-__all__ = ["Kind", "Parts", "exact_decimal", "hexfloat", "parts", "parts_of_code"]
+__all__ = ["Kind", "Parts", "exact_decimal", "first_draw", "hexfloat", "parts", "parts_of_code"]
 
 Kind = Literal["zero", "subnormal", "normal", "inf", "nan"]
 
@@ -234,6 +234,25 @@ def parts_of_code(code: int, fmt: Format | str) -> Parts:
                  decimal=exact_decimal(decoded), hex=hexfloat(decoded))
 
 
+
+def first_draw(rng: object, sr_bits: int | None = None) -> Fraction:
+    """The draw ``u`` in ``[0, 1)`` that stochastic rounding uses for a scalar (element 0
+    of the stream of :mod:`numerics.kernels.random`) with the seed taken from ``rng``
+    (None, an int, or a Generator, which gives one draw): ``sr_bits`` bits, 64 by
+    default.  :func:`numerics.encode` of a scalar rounds with this draw.
+
+    Examples
+    --------
+    >>> first_draw(3) == first_draw(3), 0 <= first_draw(3) < 1
+    (True, True)
+    >>> first_draw(3, 8).denominator <= 256
+    True
+    """
+    from numerics.kernels.codec import draws  # numba: compiled on first use
+
+    bits = 64 if sr_bits is None else sr_bits
+    return Fraction(int(draws(np.uint64(sr_seed(rng)), 1, bits)[0]), 1 << bits)
+
 def parts(
     x: float | Fraction,
     fmt: Format | str,
@@ -279,12 +298,7 @@ def parts(
     if rng is not None:  # (checked in every mode, as encode does)
         check_rng(rng)
     sr_bits = _check_options(rounding, overflow, sr_bits, nan)
-    uniform = None
-    if rounding == "sr":
-        from numerics.kernels.codec import draws  # numba: compiled on first use
-
-        bits = 64 if sr_bits is None else sr_bits
-        uniform = Fraction(int(draws(np.uint64(sr_seed(rng)), 1, bits)[0]), 1 << bits)
+    uniform = first_draw(rng, sr_bits) if rounding == "sr" else None
     code = encode_exact(x, fmt, rounding=rounding, overflow=overflow, uniform=uniform,
                         sr_bits=sr_bits, nan=nan)
     return parts_of_code(code, fmt)

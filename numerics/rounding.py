@@ -33,6 +33,8 @@ __all__ = [
     "check_overflow",
     "check_rng",
     "check_rounding",
+    "check_sr_bits",
+    "check_sr_options",
     "make_rng",
     "sr_seed",
 ]
@@ -85,6 +87,26 @@ def check_sr_bits(sr_bits: object, *, top: int = 64) -> int | None:
             or not 1 <= sr_bits <= top:
         raise ValueError(f"Got sr_bits={sr_bits!r}, but it must be None or an int in [1, {top}]")
     return int(sr_bits)
+
+
+def check_sr_options(rounding: str, sr_bits: object, *, top: int = 64) -> int | None:
+    """:func:`check_sr_bits`, and ValueError when ``sr_bits`` is given with a rounding
+    other than ``"sr"`` (it would be ignored).
+
+    Examples
+    --------
+    >>> check_sr_options("sr", 8), check_sr_options("rne", None)
+    (8, None)
+    >>> check_sr_options("rne", 8)
+    Traceback (most recent call last):
+    ...
+    ValueError: Got sr_bits=8 with rounding='rne'; sr_bits only applies to rounding='sr'
+    """
+    bits = check_sr_bits(sr_bits, top=top)
+    if bits is not None and rounding != "sr":
+        raise ValueError(f"Got sr_bits={sr_bits!r} with rounding={rounding!r}; "
+                         "sr_bits only applies to rounding='sr'")
+    return bits
 
 
 def _check_seed(rng: object) -> None:

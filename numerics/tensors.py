@@ -187,8 +187,14 @@ class Tensor:
                  rounding: str = "rne", overflow: str = "ieee") -> np.ndarray:
         """Codes of the elements ``[start:stop]`` rounded (once) into ``fmt``.
 
-        The tensor's own codes when it already is in ``fmt``.
+        The tensor's own codes when it already is in ``fmt``.  ``rounding`` is a
+        deterministic mode: a chunk of a stochastic rounding would restart the random
+        stream at its first element (use :func:`numerics.encode` on :meth:`values`
+        with ``rng=`` instead).
         """
+        if rounding == "sr":
+            raise ValueError("Got rounding='sr', but codes_in rounds deterministically: use "
+                             "numerics.encode(tensor.values(), fmt, rounding='sr', rng=seed)")
         if self.format == fmt:
             return self.codes(start, stop)
         flat = self.array.reshape(-1)[start:stop]

@@ -77,7 +77,7 @@ from numerics.accum import bounds as _bounds
 from numerics.accum.intake import MAX_DIMS, real_pair, reject_nan
 from numerics.accum.tensorcore import cast
 from numerics.formats import Format, as_format
-from numerics.rounding import make_rng
+from numerics.rounding import check_rng, make_rng
 
 __all__ = ["ALGORITHMS", "AccumResult", "Tree", "dot", "sum"]
 
@@ -530,6 +530,7 @@ def _check_options(algorithm: str, rounding: str, block_size: int | None, n: int
                          "takes one")
     tree_ = _check_tree(tree, n) if algorithm == "tree" else None
     order = _check_ring(ring_order, n) if algorithm == "ring" else None
+    check_rng(rng)  # in every mode, as encode and ops check it
     generator = make_rng(rng) if rounding == "sr" else None
     return promote, block_size, tree_, order, generator, confidence
 

@@ -104,7 +104,7 @@ import numpy as np
 from numerics.formats import Format, as_format
 from numerics.ops._driver import FLAG_NAMES, check_values, run
 from numerics.ops._operands import is_scalar, operands
-from numerics.rounding import check_overflow, check_rng, check_rounding, check_sr_bits
+from numerics.rounding import check_overflow, check_rng, check_rounding, check_sr_options
 
 __all__ = ["TININESS", "Flags", "add", "convert", "div", "fma", "mul", "sqrt", "sub"]
 
@@ -134,17 +134,19 @@ class Flags:
         return {name: bool(np.any(getattr(self, name))) for name in FLAG_NAMES}
 
 
-def _check_options(rounding: object, overflow: object, tininess: object, sr_bits: object,
-                   flags: object, rng: object) -> None:
+def _check_options(rounding: str, overflow: object, tininess: object, sr_bits: object,
+                   flags: object, rng: object) -> int | None:
+    """Check the options; returns ``sr_bits`` as a Python int (or None)."""
     check_rounding(rounding)
     check_overflow(overflow)
     if not isinstance(tininess, str) or tininess not in TININESS:
         raise ValueError(f"Got tininess={tininess!r}, but the only valid values are "
                          "'before' and 'after'")
-    check_sr_bits(sr_bits, top=53)
+    bits = check_sr_options(rounding, sr_bits, top=53)
     if not isinstance(flags, (bool, np.bool_)):
         raise TypeError(f"Got flags={flags!r}, expected True or False")
     check_rng(rng)  # checked in every mode (used only by rounding="sr")
+    return bits
 
 
 def _result_dtype(dtype: Any, fmt: Format) -> np.dtype:
@@ -186,7 +188,7 @@ def _run(op: str, xs: list[Any], names: list[str], fmt_in: Any, rounding: str,
         fmt = src_fmt = as_format(fmt_in)
     else:  # convert: name the argument at fault
         fmt, src_fmt = _named_format(fmt_in, "to_fmt"), _named_format(src, "from_fmt")
-    _check_options(rounding, overflow, tininess, sr_bits, flags, rng)
+    sr_bits = _check_options(rounding, overflow, tininess, sr_bits, flags, rng)
     result_dtype = _result_dtype(dtype, fmt)
     flat, shape = operands(xs, names, src_fmt, check_values(src_fmt))
     res, fl = run(op, flat, names, shape, is_scalar(xs), fmt, src_fmt, rounding, overflow,

@@ -71,7 +71,7 @@ from numerics.quant.quantized import (
     check_block,
     normalize_axis,
 )
-from numerics.rounding import check_overflow, check_rng, check_rounding, sr_seed
+from numerics.rounding import check_overflow, check_rng, check_rounding, check_sr_options, sr_seed
 
 __all__ = ["deepseek_fp8", "quantize"]
 
@@ -237,7 +237,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     scale_rounding = "ru" if scale_rounding is None else scale_rounding
     check_rounding(scale_rounding, name="scale_rounding")
     check_overflow(overflow)
-    _check_sr_options(rounding, rng, sr_bits)
+    check_sr_options(rounding, sr_bits)
     sfmt = as_format("binary32" if scale_format is None else scale_format, arg="scale_format")
     check_quantize_format(sfmt, "scale_format")
     seed = sr_seed(rng) if "sr" in (rounding, scale_rounding) else None  # one draw of rng
@@ -309,10 +309,6 @@ def _check_block_options(*, scaling: object, block_size: object, scale_format: o
                          "stochastic rounding")
 
 
-def _check_sr_options(rounding: str, rng: object, sr_bits: object) -> None:
-    if rounding != "sr" and sr_bits is not None:
-        raise ValueError(f"Got {sr_bits=} with {rounding=}; sr_bits only applies to "
-                         "rounding='sr'")
 
 
 def _block_tuple(block_size: object, axis: object, ndim: int) -> tuple[int, ...]:
