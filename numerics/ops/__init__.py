@@ -214,7 +214,8 @@ _DOC_OPTIONS = """
         ``rounding="sr"``.
     sr_bits : int, optional
         Random bits per stochastic rounding (the rounding probability is
-        truncated to ``sr_bits`` bits).
+        truncated to ``sr_bits`` bits), an int in ``[1, 53]``; only with
+        ``rounding="sr"`` (a ValueError with any other mode, as for ``encode``).
     dtype : numpy.float64 or numpy.float32, optional
         The result's dtype (default float64); float32 for a format whose values
         are all float32 values (``fmt.float32_exact``), which halves the memory
