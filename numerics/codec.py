@@ -264,9 +264,10 @@ def encode_exact(
     overflow : {"ieee", "saturate"}
         Overflow rule (see :mod:`numerics.rounding`).
     uniform : float or Fraction, optional
-        Required for ``rounding="sr"``, refused with any other mode: the draw ``u`` in ``[0, 1)``, taken exactly.  The
-        value rounds away from zero iff ``u < frac`` where ``frac`` is the
-        exact distance from the truncated value in quanta.
+        Required for ``rounding="sr"``, refused with any other mode: the draw ``u``
+        in ``[0, 1)``, taken exactly.  The value rounds away from zero iff
+        ``u < frac`` where ``frac`` is the exact distance from the truncated value
+        in quanta.
     sr_bits : int, optional
         An int in ``[1, 64]``, for ``rounding="sr"`` only: ``frac`` is first truncated
         to ``sr_bits`` bits: ``floor(frac * 2**k) / 2**k``; ``uniform`` is then

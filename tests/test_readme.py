@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import numerics
@@ -21,17 +22,24 @@ def test_readme_doctests_pass() -> None:
 
 def test_readme_format_table_matches_registry() -> None:
     text = README.read_text()
-    rows = re.findall(r"^\| `([a-z0-9_]+)` \| (\d+) \| (\d+)/(\d+) \| (\d+) \| ([^|]+) \|", text,
-                      flags=re.M)
+    rows = re.findall(r"^\| `([a-z0-9_]+)` \| (\d+) \| (\d+)/(\d+) \| (\d+) \| ([^|]+) \|"
+                      r" ([^|]+) \| ([^|]+) \|", text, flags=re.M)
     assert [r[0] for r in rows] == list(numerics.FORMATS)
-    for name, bits, w, t, bias, max_text in rows:
+
+    def close(text: str, value: float) -> bool:
+        return abs(Fraction(text.strip()) - Fraction(value)) <= Fraction(value) / 1000
+
+    for name, bits, w, t, bias, max_text, normal_text, sub_text in rows:
         fmt = get_format(name)
         assert (fmt.bits, fmt.exponent_bits, fmt.trailing_bits, fmt.bias) == \
             (int(bits), int(w), int(t), int(bias))
-        from fractions import Fraction
-
-        shown = Fraction(max_text.strip())
-        assert abs(shown - fmt.max_exact) <= Fraction(1, 1000) * fmt.max_exact
+        assert abs(Fraction(max_text.strip()) - fmt.max_exact) <= fmt.max_exact / 1000
+        assert close(normal_text, fmt.smallest_normal), name
+        # no subnormals (0 trailing bits): "-", as fpinspect formats shows it
+        if fmt.subnormals and fmt.trailing_bits:
+            assert close(sub_text, fmt.smallest_subnormal), name
+        else:
+            assert sub_text.strip() == "-", name
 
 
 def test_readme_quickstart_has_exactly_two_commands() -> None:
