@@ -365,14 +365,17 @@ def _next_longdouble(arr: np.ndarray, fmt: Format, direction: int, scalar: bool)
     if not off.any():
         return _next(near if arr.ndim else near[()], fmt, direction)
     rounded = decode(encode(arr, fmt, rounding="ru" if direction > 0 else "rd", nan="zero"), fmt)
+    least = float(decode(0, fmt))  # code 0: a value of every format (+0, or the least)
     if not fmt.signed:  # below an unsigned format's least value (code 0): that value is up
-        rounded = np.where(arr < 0, float(decode(0, fmt)), rounded)
+        rounded = np.where(arr < 0, least, rounded)
+    elif not fmt.has_zero:  # between -2**emin and 2**emin, where encode gives +-2**emin
+        rounded = np.where(abs(arr) < least, direction * least, rounded)
     # beyond the format's ends the rounding saturates (no infinity: fp6, fp4) or stops at
     # the smallest value (e8m0fnu): no value of the format lies on that side, nan
     with np.errstate(invalid="ignore"):
         beyond = rounded > arr if direction > 0 else rounded < arr
     rounded = np.where(beyond, rounded, np.nan)
-    others = _next(np.where(off, 0.0 if fmt.signed else 1.0, near), fmt, direction)
+    others = _next(np.where(off, least, near), fmt, direction)  # (off: any value)
     out = np.where(off, rounded, others)
     return _scalar_or_array(np.asarray(out, np.float64), scalar)
 

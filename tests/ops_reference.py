@@ -220,6 +220,8 @@ def reference(op: str, args: tuple[float, ...], fmt: Format, mode: str,
     if special is not None:
         if special == 0 and not fmt.has_zero:  # an exact zero (x / inf) with no value
             special, flags["invalid"] = math.nan, True
+        if special < 0 and not fmt.signed:  # -inf (x - inf): an unsigned format has none
+            special, flags["invalid"] = math.nan, True
         if math.isnan(special) and not fmt.has_nan:
             raise NoNaN(op)
         return _special_value(special, fmt, overflow), flags

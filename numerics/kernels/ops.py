@@ -1528,7 +1528,9 @@ def _element(op: int, x: float, y: float, z: float, snan: bool, i: int, P: np.nd
             return _NAN, flags
         v = rnd.decode_one(rnd.round_pair(_NAN if r != r else r, 0.0, P, np.int64(mode),
                                           np.int64(overflow), np.uint64(0), np.int64(1)), P)
-        if op == 5 and r == r and v != v:
+        # a number no value stands for: converted into NaN, or negative (-inf from
+        # an infinite operand) in an unsigned format
+        if (op == 5 and r == r and v != v) or (r < 0 and P[rnd.SIGNED] == 0):
             flags |= 8
         return v, flags
     h, lo, k = _exact_pair(op, x, y, z, narrow, mode)
