@@ -280,8 +280,9 @@ def _encode_objects(x: np.ndarray, fmt: Format, rounding: str, overflow: str, rn
 def _nan_error(flat: np.ndarray, fmt: Format) -> ValueError:
     with np.errstate(invalid="ignore"):
         index = int(np.flatnonzero(np.isnan(flat))[0])
+    zero = "+0" if fmt.has_zero else "code 0, its least value"
     return ValueError(f"Got a NaN at flat index {index}, but {fmt.name} has no NaN "
-                      "(pass nan='zero' to map NaN to +0)")
+                      f"(pass nan='zero' to map NaN to {zero})")
 
 
 def _run_encode(kind: str, args: tuple[Any, ...]) -> int:
@@ -535,7 +536,7 @@ def encode(
         exact distance.
     nan : {"raise", "zero"}
         NaN input into a format without NaN: a ValueError naming the first
-        offending index, or +0.
+        offending index, or code 0 (+0; the least value of a format without zero).
     out : numpy.ndarray, optional
         Writeable array of ``fmt.code_dtype`` shaped like ``x`` to write the codes
         into: a ``numpy.ndarray`` or ``numpy.memmap`` (other subclasses, such as

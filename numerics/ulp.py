@@ -8,8 +8,9 @@ Conventions
 -----------
 * ``ulp(x)`` is the quantum of ``x``'s binade in the format: for
   ``|x|`` in ``[2**e, 2**(e+1))`` it is ``2**(max(e, emin) - t)``, so below
-  ``2**emin`` it is the subnormal quantum and ``ulp(0)`` is the smallest
-  subnormal.  For e8m0fnu (``t = 0``, no subnormals) that is ``2**max(e, emin)``.
+  ``2**emin`` it is the subnormal quantum and ``ulp(0)`` is ``2**(emin - t)``,
+  the smallest subnormal of a format that has subnormals (in one without, it is
+  not a value).  For e8m0fnu (``t = 0``, no subnormals) that is ``2**max(e, emin)``.
   ``x`` need not be representable and may lie beyond ``max``.  ``ulp(+-inf)`` is
   ``inf`` (as :func:`math.ulp`); ``ulp(nan)`` is ``nan``.
 * ``next_up``/``next_down`` follow IEEE 754 ``nextUp``/``nextDown`` on the
