@@ -114,3 +114,22 @@ def test_lane_loops_on_codes_give_the_same_bits_on_every_thread_count(fmt: str,
                     for f in (r2[1], ref[1]):
                         np.testing.assert_array_equal(getattr(r1[1], name),
                                                       getattr(f, name), err_msg=name)
+
+
+def test_flag_bits_unpack_alike_on_every_thread_count() -> None:
+    """The unpacking of flag bytes into the five boolean rows, split from FAST_LOOP_MIN
+    elements (a ragged end), against numpy's bit extraction."""
+    from numerics.kernels.ops import unpack_flags
+    from numerics.kernels.spread import FAST_LOOP_MIN
+
+    n = FAST_LOOP_MIN + 77
+    fl = np.random.default_rng(4).integers(0, 256, n).astype(np.uint8)
+    want = ((fl[None, :] >> np.arange(5, dtype=np.uint8)[:, None]) & 1).astype(bool)
+
+    def unpack() -> np.ndarray:
+        out = np.empty((5, n), bool)
+        unpack_flags(fl, out)
+        return out
+
+    one, two = on_one_and_two(unpack)
+    assert np.array_equal(one, want) and np.array_equal(two, want)
