@@ -275,7 +275,8 @@ class Encoded:
         return sign, exp, trail
 
 
-def _unbounded_beyond_max(x: Fraction, fmt: Format, rounding: str, uniform: float | None) -> bool:
+def _unbounded_beyond_max(x: Fraction, fmt: Format, rounding: str,
+                          uniform: Fraction | None) -> bool:
     """Whether ``|x|`` rounds above ``max`` when the exponent range is unbounded above."""
     if abs(x) <= fmt.max_exact:
         return False

@@ -89,7 +89,7 @@ def check_sr_bits(sr_bits: object, *, top: int = 64) -> int | None:
     return int(sr_bits)
 
 
-def check_sr_options(rounding: str, sr_bits: object, *, top: int = 64) -> int | None:
+def check_sr_options(rounding: object, sr_bits: object, *, top: int = 64) -> int | None:
     """:func:`check_sr_bits`, and ValueError when ``sr_bits`` is given with a rounding
     other than ``"sr"`` (it would be ignored).
 
