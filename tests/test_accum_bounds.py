@@ -192,9 +192,23 @@ def test_A1_g_values() -> None:
 
 
 def test_A5_kahan_factor_first_order() -> None:
-    """A5: K = 4u + 6nu**2 to first order."""
-    u = 2.0**-24
-    assert bounds.kahan_factor(1000, u) == pytest.approx(4 * u + 6 * 1000 * u * u, rel=1e-3)
+    """A5: K = 4u + 6nu**2 to first order: the n u**2 coefficient itself (the 6nu**2
+    term is 1e-4 of K at u = 2**-24, so a relative check of K alone cannot see it), and
+    K against the claim's closed form evaluated in exact rational arithmetic."""
+    from fractions import Fraction
+
+    for u, n in ((2.0**-24, 1000), (2.0**-24, 10**5), (2.0**-53, 10**6)):
+        k = bounds.kahan_factor(n, u)
+        assert (k - 4 * u) / (n * u * u) == pytest.approx(6, rel=2e-3), (u, n)
+    for u, n in ((2.0**-8, 4096), (2.0**-11, 100), (2.0**-24, 1000)):
+        U = Fraction(u)
+        k2 = U * U * (2 + U)
+        a = U * (2 + 2 * U + U * U) + U**3 * (2 + U)
+        beta = U * (1 + U) ** 3 / (1 - U * (1 + U) ** 3)
+        b, r = 2 * a * beta + k2, a * beta + k2
+        m = (a + (n - 1) * b) * (1 + r) ** (n - 2)
+        exact = (1 + beta) * m + 2 * beta
+        assert bounds.kahan_factor(n, u) == pytest.approx(float(exact), rel=1e-12), (u, n)
 
 
 def test_bounds_beyond_float64_are_infinite_not_errors() -> None:

@@ -430,9 +430,18 @@ def test_D3_directed_needs_residual(a: float, b: float, mode: str) -> None:
     fmt = get_format("binary32")
     want, _ = reference("add", (a, b), fmt, mode)
     assert same(want, float(ops.add(a, b, fmt, rounding=mode)))
-    # the concrete counterexample of the proof
-    if a == 0:
-        assert float(ops.sub(1.0, 2.0**-149, fmt, rounding="rtz")) == 1 - 2.0**-24
+
+
+def test_D3_counterexample() -> None:
+    """D3's counterexample: 1 - 2**-149 toward zero in binary32 is 1 - 2**-24, while
+    rounding the binary64 nearest (1.0) toward zero gives 1.0."""
+    fmt = get_format("binary32")
+    assert 1.0 - 2.0**-149 == 1.0  # RN_53 of the exact difference
+    assert float(ops.sub(1.0, 2.0**-149, fmt, rounding="rtz")) == 1 - 2.0**-24
+    assert float(ops.sub(1.0, 2.0**-149, fmt, rounding="rd")) == 1 - 2.0**-24
+    assert float(ops.add(-1.0, 2.0**-149, fmt, rounding="ru")) == -(1 - 2.0**-24)
+    want, _ = reference("sub", (1.0, 2.0**-149), fmt, "rtz")
+    assert want == 1 - 2.0**-24
 
 
 @given(f32s, f32s)

@@ -198,7 +198,7 @@ def test_D7_lane_paths(name: str, op: str, monkeypatch: pytest.MonkeyPatch) -> N
     codes; without flags also ``/`` where p <= 8 (D8) and fma in binary32) or the float64
     lanes (numerics.kernels.ops_wide: the rest, float64 operands too).
     Every element against the Fraction reference, with float32 and float64 results and
-    both overflow rules; with flags, flag for flag against the general loop."""
+    both overflow rules; with flags (D7.3), flag for flag against the general loop."""
     import numerics.ops._driver as driver
     from numerics.dtypes import dtype_of
 
@@ -270,7 +270,7 @@ def test_D11_fma_rounded_to_odd_in_binary32(name: str) -> None:
     whose exact product is a midpoint of the format near its largest values, with
     ``z`` a few of the smallest subnormals (far below binary32's ulp there, so that
     binary32's own fma lands on the midpoint): each result against the Fraction
-    reference, with flags against the general loop; and binary32's fma followed by
+    reference (D11.3), with flags against the general loop (D11.4); and binary32's fma followed by
     one rounding to the format is wrong on some of them (the case D11 exists for).
     (Formats whose range spans fewer than 24 + p bits, e4m3fn's, have no such
     operands: there binary32's sum is exact below the overflow threshold.)"""
@@ -682,6 +682,34 @@ def test_D8_products_and_quotients_through_binary32(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["bfloat16", "e4m3fn", "e5m2", "binary8p3"])
+def test_D8_2_D8_3_overflow_through_binary32(name: str) -> None:
+    """D8.3 (and D8.2's quotients at the top): without flags, products and quotients
+    around the format's overflow threshold (its largest midpoint and beyond, up to
+    binary32's own infinity) round through binary32 as they round exactly, under both
+    overflow rules, against the Fraction reference."""
+    from numerics import round_to
+
+    fmt = get_format(name)
+    rng = np.random.default_rng(zlib.crc32(("D8.3", name).__repr__().encode()))
+    n = 300
+    y = np.asarray(round_to(np.ldexp(rng.uniform(1, 2, n), rng.integers(-6, 7, n)), fmt))
+    top = np.ldexp(rng.uniform(0.9, 1.1, n), fmt.emax + 1)  # near 2**(emax + 1)
+    beyond = np.ldexp(rng.uniform(1, 2, n), rng.integers(fmt.emax + 1, 140, n))
+    target = np.concatenate([top, beyond, np.full(n, fmt.max)])
+    yy = np.concatenate([y, y, y])
+    with np.errstate(over="ignore"):
+        cases = {"mul": (target / yy, yy), "div": (target * yy, yy)}
+    for op, (a, b) in cases.items():
+        a = np.asarray(round_to(a, fmt, overflow="saturate"))
+        for overflow in ("ieee", "saturate"):
+            got = getattr(ops, op)(a.astype(np.float32), b.astype(np.float32), fmt,
+                                   overflow=overflow, dtype=np.float32)
+            for i in range(got.size):
+                w, _ = reference(op, (float(a[i]), float(b[i])), fmt, "rne", overflow)
+                assert same(w, float(got[i])), (name, op, overflow, a[i], b[i], w, got[i])
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "e4m3fn", "e5m2", "binary8p3"])
 def test_D12_products_and_quotients_with_flags(name: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """D12: with flags, ``*`` and ``/`` of the D8 formats stay in the float32 lanes, their
@@ -760,7 +788,8 @@ def test_D9_binary32_flags(op: str) -> None:
     """D9: binary32's own ``*``, ``/`` and fma with flags in the float32 lanes, results
     aimed at the tininess boundaries ``2**-126`` and ``(1 - 2**-25) 2**-126``, at the
     smallest subnormal, at overflow and at exact results, flag for flag against the
-    Fraction reference under both tininess rules and both overflow rules."""
+    Fraction reference under both tininess rules and both overflow rules; with every
+    pair and triple of special operands for D9.4's invalid and divide_by_zero."""
     import numerics.ops._driver as driver
 
     fmt = get_format("binary32")
@@ -812,6 +841,84 @@ def test_D9_binary32_flags(op: str) -> None:
                 assert same(want, float(got[i])), (op, args, want, got[i])
                 for name, w in wfl.items():
                     assert bool(getattr(fl, name)[i]) == w, (op, tininess, args, name, w)
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_D16_binary32_residual_flags(op: str) -> None:
+    """D16: binary32's own ``*`` and ``/`` with flags from the FMA residual in float32
+    lanes.  Results and operands aimed at the marking thresholds (``|h| = 2**-100`` for
+    ``*``; ``|h| = 2**-125`` and ``|x| = 2**-100`` for ``/``), near-exact products and
+    quotients (residuals far below binary32's range just under the thresholds, D16.1's
+    example among them), subnormal operands, overflow and exact results: every value
+    and flag against the Fraction reference under both tininess and both overflow
+    rules, and the marks of the lane loop exactly where D16 puts them."""
+    from numerics.kernels.ops import GENERAL, apply_lean
+    from numerics.kernels.rounding import format_params
+    from numerics.ops._driver import _no_plan
+
+    fmt = get_format("binary32")
+    rng = np.random.default_rng(zlib.crc32(("D16", op).__repr__().encode()))
+    u = 2.0**-23
+    n = 64
+    m = rng.uniform(1, 2, n)
+    cols: list[list[float]] = [[], []]
+
+    def add(x: float, y: float) -> None:
+        for sx, sy in ((1, 1), (-1, 1), (1, -1)):
+            cols[0].append(sx * x)
+            cols[1].append(sy * y)
+
+    for target in (2.0**-100, 2.0**-101, 2.0**-99, 2.0**-125, 2.0**-126, 2.0**-140,
+                   2.0**127, 2.0**128, 1.0):
+        for k in (-60, -20, 0, 20):
+            y = np.float32(m * 2.0**k)
+            with np.errstate(over="ignore"):  # (beyond binary32: its infinity)
+                x = np.float32(target / y.astype(np.float64) if op == "mul"
+                               else target * y.astype(np.float64))
+            for step in (-1, 0, 1):  # binary32 neighbours of x
+                xs = np.nextafter(x, np.float32(np.inf * step)) if step else x
+                for a, b in zip(xs, y):
+                    add(float(a), float(b))
+        # residuals of 2**-46 relative (D16.1's example, for / too): 1 +- 2**-23 factors
+        for j in range(-30, 31, 3):
+            if op == "mul":
+                add(1 + u, target * (1 - u))
+                add(2.0**j * (1 + u), target * 2.0**-j * (1 - u))
+            else:
+                add(target * 2.0**j * (1 + u), 2.0**j * (1 - u))
+    for sub in (2.0**-149, 3 * 2.0**-149, 2.0**-127 * (1 + 2 * u)):  # subnormal operands
+        for k in (10, 26, 27, 40, 60):
+            add(sub, 2.0**k * (1 + u))
+            add(2.0**k * (1 + u), sub)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 2.0**-149, 3.0]
+    for a, b in itertools.product(special, special):
+        add(a, b)
+    with np.errstate(over="ignore"):  # (operands beyond binary32: its infinities)
+        x, y = (np.array(col, np.float32) for col in cols)
+    for overflow in ("ieee", "saturate"):
+        for tininess in ("after", "before"):
+            got, fl = getattr(ops, op)(x, y, fmt, flags=True, tininess=tininess,
+                                       overflow=overflow)
+            for i in range(got.size):
+                args = (float(x[i]), float(y[i]))
+                want, wfl = reference(op, args, fmt, "rne", overflow, tininess)
+                assert same(want, float(got[i])), (op, args, want, got[i])
+                for name, w in wfl.items():
+                    assert bool(getattr(fl, name)[i]) == w, (op, tininess, args, name, w)
+    # the marks: exactly D16's elements, left to the general loop
+    out, bits = np.empty(x.size, np.float32), np.empty(x.size, np.uint8)
+    apply_lean(1 if op == "mul" else 3, x, y, x[:1], _no_plan(), format_params(fmt), 0,
+               True, True, out, bits)
+    xx, hh = np.abs(x.astype(np.float64)), np.abs(out.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        live = np.isfinite(x) & np.isfinite(y) & (x != 0) & (y != 0)
+        if op == "mul":
+            want_marks = live & (hh < 2.0**-100)
+        else:
+            want_marks = live & ((hh < 2.0**-125) | (xx < 2.0**-100))
+    marks = (bits & GENERAL) != 0
+    assert np.array_equal(marks, want_marks)
+    assert 0 < marks.sum() < marks.size
 
 
 def test_float32_lanes_flag_signalling_nans() -> None:

@@ -58,7 +58,8 @@ def _differ(m1: MatmulModel, m2: MatmulModel, a: np.ndarray, b: np.ndarray) -> b
 @pytest.mark.parametrize("G", [1, 2, 8, 32])
 def test_P3_fractional_bits_and_alignment_are_separated(G: int) -> None:
     """P3: F and F+1, and truncating, rounding-down and rounding alignment, predict
-    differently on the fractional-bits and alignment vectors, for every F in 1..39."""
+    differently on the fractional-bits and alignment vectors (P3b's factor rows and
+    P3d's carried-addend rows among them), for every F in 1..39."""
     k = 3 * G
     a, b = _rows(_chain(k, G, None), k, "bf16", "binary32",
                  "fractional_bits|fractional_bits_c")
@@ -73,7 +74,8 @@ def test_P3_fractional_bits_and_alignment_are_separated(G: int) -> None:
 
 def test_P4_output_rounding_is_separated_when_it_happens() -> None:
     """P4: toward-zero and nearest output rounding differ when the aligned sum can
-    exceed the output precision (F >= 24 for binary32), and on the final cast."""
+    exceed the output precision (F >= 24 for binary32; P4b's carry rows), and on the
+    final cast."""
     k = 16
     a, b = _rows(_chain(k, 8, None), k, "bf16", "binary32", "output_rounding")
     for F in range(24, 41):

@@ -107,9 +107,17 @@ def test_T1_T2_rotated_coordinates_follow_the_sphere_law() -> None:
     d, n = 8, 4000
     u = np.zeros(d)
     u[0] = 1.0  # the worst case for an unrotated quantizer: all energy in one coordinate
-    z = np.array([TurboQuant(d, 2, seed=s).rotation @ u for s in range(n)])
+    rotations = [TurboQuant(d, 2, seed=s).rotation for s in range(n)]
+    z = np.array([r @ u for r in rotations])
     se = 5 / math.sqrt(n)
-    assert abs(z[:, 3].mean()) < se * math.sqrt(1 / d)
+    # every coordinate, the first included, of this vector and of another one is
+    # centred: a QR factor without T1's sign correction has a first coordinate of one
+    # sign (T1: it is not Haar), and only that coordinate shows it for this u
+    v = np.full(d, 1 / math.sqrt(d))
+    w = np.array([r @ v for r in rotations])
+    assert np.all(np.abs(z.mean(axis=0)) < se * math.sqrt(1 / d))
+    assert np.all(np.abs(w.mean(axis=0)) < se * math.sqrt(1 / d))
+    assert 0.45 < np.mean(z[:, 0] > 0) < 0.55
     assert z[:, 3].var() == pytest.approx(1 / d, rel=5 * math.sqrt(2 / n))
     assert np.mean(z[:, 3] ** 4) == pytest.approx(3 / (d * (d + 2)), rel=0.15)
     assert abs(np.mean(z[:, 1] * z[:, 2])) < se / d * 2

@@ -679,7 +679,8 @@ def apply_lean_span(op: int, want: bool, exact32: bool, a: np.ndarray, b: np.nda
     wa, wb, wc = scratch16(a, m), scratch16(b, m), scratch16(c, m)
     k = m if want else 0
     sa, sb, sc = scratch32(a, k), scratch32(b, k), scratch32(c, k)
-    so = np.empty(m if out.itemsize == 8 and not exact32 else 0, np.float32)  # _staged
+    so = np.empty(m if out.itemsize == 8 and (want or not exact32) else 0,
+                  np.float32)  # _staged
     marks = 0
     hi = min(last * _CHUNK, n)
     for start in range(first * _CHUNK, hi, _LEAN_STEP):
@@ -688,7 +689,7 @@ def apply_lean_span(op: int, want: bool, exact32: bool, a: np.ndarray, b: np.nda
                       codes16(piece(b, n, start, stop), wb),  # (c: read by fma only)
                       codes16(piece(c, n, start, stop if op == 4 else start + 1), wc))
         o = out[start:stop]
-        staged = _staged(o, so, exact32)
+        staged = _staged(o, so, exact32, want)
         marks += _lean_chunk(op, want, exact32, aa, bb, cc, d, t, emin, maxval, big,
                              negzero, tiny_after, staged,
                              fl[start:stop] if want else fl, sa, sb, sc)
@@ -696,7 +697,7 @@ def apply_lean_span(op: int, want: bool, exact32: bool, a: np.ndarray, b: np.nda
     return marks
 
 
-def _staged(out, buf, exact32):  # type: ignore[no-untyped-def,unused-ignore]
+def _staged(out, buf, exact32, want):  # type: ignore[no-untyped-def,unused-ignore]
     """Where the lean loop writes a piece of results: ``out`` itself when float32, else
     the float32 scratch ``buf`` (:func:`unstage` widens it into ``out``).  A loop that
     stores float64 takes four lanes per vector for its float32 arithmetic too; on an
@@ -705,15 +706,19 @@ def _staged(out, buf, exact32):  # type: ignore[no-untyped-def,unused-ignore]
     element; the literal ``exact32``) stores float64 directly: on an AMD Zen 4 core,
     0.30 against 0.44 ns an element for ``add`` without flags (2**20 float32
     operands), where the widening pass alone runs at the store bandwidth (0.14 ns),
-    and 0.60 against 0.68 ms with flags on 2 threads."""
+    and 0.60 against 0.68 ms with flags on 2 threads.  With flags (``want``) binary32
+    stages too: its flag arithmetic is float32 but for fma (:func:`_binary32_lane_flags`),
+    and a loop that stores float32 takes 16 lanes per vector where the hardware has
+    them (AVX-512), against 8 for a loop that stores float64."""
 
 
 @overload(_staged, jit_options=_JIT, inline="always", prefer_literal=True)
-def _staged_impl(out, buf, exact32):  # type: ignore[no-untyped-def,unused-ignore]
-    direct = isinstance(exact32, types.BooleanLiteral) and exact32.literal_value
+def _staged_impl(out, buf, exact32, want):  # type: ignore[no-untyped-def,unused-ignore]
+    direct = isinstance(exact32, types.BooleanLiteral) and exact32.literal_value \
+        and isinstance(want, types.BooleanLiteral) and not want.literal_value
     if out.dtype == types.float64 and not direct:
-        return lambda out, buf, exact32: buf[:out.size]
-    return lambda out, buf, exact32: out
+        return lambda out, buf, exact32, want: buf[:out.size]
+    return lambda out, buf, exact32, want: out
 
 
 def unstage(out, staged):  # type: ignore[no-untyped-def,unused-ignore]
@@ -1150,7 +1155,8 @@ def to_odd32(s: Any, err: Any) -> Any:
 def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -> np.uint8:
     """The flag bits of binary32's own ``x * y``, ``x / y`` or ``fma(x, y, z)`` (``op`` 1,
     3, 4), ``h`` the hardware's result, from exact binary64 arithmetic on the operands
-    (claim D9 of ``proofs/double_rounding.md``):
+    (claim D9 of ``proofs/double_rounding.md``; the lane loop uses it for fma, and
+    :func:`_binary32_lane_flags` for ``*`` and ``/``):
 
     * inexact: ``x * y`` (at most 48 bits, within binary64's range) differs from
       ``h``, or ``h * y`` (exact likewise) differs from ``x``; for fma, ``x * y + z``
@@ -1204,6 +1210,40 @@ def _binary32_flags(op: int, x: Any, y: Any, z: Any, h: Any, tiny_after: bool) -
     under = inexact & tiny
     return np.uint8(np.uint8(inexact) | (np.uint8(under) << 1) | (np.uint8(over) << 2)
                     | (np.uint8(invalid) << 3) | (np.uint8(divide) << 4))
+
+
+@specialised(error_model="numpy")
+def _binary32_lane_flags(op: int, x: Any, y: Any, h: Any) -> np.uint8:
+    """The flag bits of binary32's own ``x * y`` or ``x / y`` (``op`` 1, 3), ``h`` the
+    hardware's result, in binary32 lanes (claim D16 of ``proofs/double_rounding.md``):
+    the residual ``fma(x, y, -h)`` (``fma(-h, y, x)`` for ``/``) is exact, so it is zero
+    exactly when ``h`` is, for every element that is not :data:`GENERAL`: finite
+    non-zero operands with ``|h| < 2**-100`` (``*``), or with ``|h| < 2**-125`` or
+    ``|x| < 2**-100`` (``/``), which the caller recomputes with the general loop.  The
+    others are never tiny.  Overflow is an infinite ``h`` from finite operands (D9.2),
+    invalid and divide_by_zero D9.4's.  (Binary64 checks, :func:`_binary32_flags`,
+    need float64 lanes: half as many per vector.)"""
+    xnan = x != x
+    ynan = y != y
+    xquiet = (bits_of_f32(x) & np.uint32(0x400000)) != 0
+    yquiet = (bits_of_f32(y) & np.uint32(0x400000)) != 0
+    invalid = (xnan & ~xquiet) | (ynan & ~yquiet) | ((h != h) & ~xnan & ~ynan)
+    big32 = np.float32(3.4028234663852886e38)
+    finite = (abs(x) <= big32) & (abs(y) <= big32)
+    divide = False
+    if op == 1:
+        r = fma(x, y, -h)
+        general = finite & (x != 0) & (y != 0) & (abs(h) < np.float32(2.0**-100))
+    else:
+        r = fma(-h, y, x)
+        divide = finite & (y == 0) & (x != 0)
+        finite = finite & (y != 0)
+        general = finite & (x != 0) & ((abs(h) < np.float32(2.0**-125))
+                                       | (abs(x) < np.float32(2.0**-100)))
+    over = finite & (abs(h) == np.float32(np.inf))
+    inexact = finite & (over | (r != 0))  # (an infinite h makes r infinite or NaN)
+    return np.uint8(np.uint8(inexact) | (np.uint8(over) << 2) | (np.uint8(invalid) << 3)
+                    | (np.uint8(divide) << 4) | (np.uint8(general) << 7))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -1327,7 +1367,7 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
         if want and exact32 and op == 4:
             fl[i] = _binary32_flags(op, x, y, w, h, tiny_after)
         elif want and exact32 and (op == 1 or op == 3):
-            fl[i] = _binary32_flags(op, x, y, x, h, tiny_after)
+            fl[i] = _binary32_lane_flags(op, x, y, h)
         elif want:
             fl[i] = _lean_flags(op, x, y, w, h, f32_of_bits(_U32(mag | sign)),
                                 f32_of_bits(_U32(normal | sign)), threshold, possible,
