@@ -17,7 +17,7 @@ from blockscaled_reference import _epilogue, floor_log2, reference_gemm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from numerics import quant
+from numerics import accum, quant
 from numerics.accum.blockscaled import (
     BLOCKSCALED_PRESETS,
     _alpha_epilogue,
@@ -544,7 +544,7 @@ def test_presets_document_their_source() -> None:
 def test_gemm_dispatches_quantized_operands_to_the_block_scaled_presets() -> None:
     """``accum.gemm`` takes ``quant.mx`` results and a block-scaled preset, and gives the
     values ``blockscaled_gemm`` does (as float64, like every gemm result)."""
-    from numerics import accum, quant
+    from numerics import quant
 
     rng = np.random.default_rng(14)
     A = quant.mx(rng.standard_normal((3, 64)), "mxfp8_e4m3", axis=1)
@@ -559,3 +559,70 @@ def test_gemm_dispatches_quantized_operands_to_the_block_scaled_presets() -> Non
         accum.gemm(A, B, input_format="e4m3fn", accumulator="blackwell-mxf8f6f4")
     with pytest.raises(TypeError, match="input_format"):
         accum.gemm(np.ones((1, 2)), np.ones((2, 1)), accumulator="hopper")
+
+
+# --------------------------------------------------------------- operands and C (third audit)
+def _mx_pair() -> tuple[Any, Any]:
+    from numerics import quant
+
+    return (quant.mx(np.ones((2, 64)), "mxfp8_e4m3", axis=1),
+            quant.mx(np.ones((64, 3)), "mxfp8_e4m3", axis=0))
+
+
+@pytest.mark.parametrize("scales", [(2, 1), (2, 3), (1, 2)])
+def test_scale_codes_of_the_wrong_shape_are_refused(scales: tuple[int, int]) -> None:
+    """A hand-built operand whose scale codes do not cover its blocks was read past its
+    end (results changed from run to run)."""
+    import dataclasses
+
+    a, b = _mx_pair()
+    bad = dataclasses.replace(a, scale_codes=np.full(scales, 127, np.uint8))
+    with pytest.raises(ValueError, match=r"A_q.scale_codes of shape \(\d, \d\)"):
+        accum.blockscaled_gemm(bad, b, preset="blackwell-mxf8f6f4")
+
+
+def test_formats_other_than_the_schemes_are_refused() -> None:
+    import dataclasses
+
+    from numerics import get_format
+
+    a, b = _mx_pair()
+    for field, fmt in (("element_format", "e5m2"), ("scale_format", "e4m3fn")):
+        bad = dataclasses.replace(b, **{field: get_format(fmt)})
+        with pytest.raises(ValueError, match=f"B_q.{field}='{fmt}'"):
+            accum.blockscaled_gemm(a, bad, preset="blackwell-mxf8f6f4")
+
+
+def test_c_is_read_as_the_other_gemms_read_it() -> None:
+    """C in bfloat16 or float8 (ml_dtypes), as a masked array, and beyond binary64's
+    precision: read exactly, refused, and rounded once to binary32."""
+    import ml_dtypes
+
+    from numerics import quant
+
+    a, b = _mx_pair()
+    want = accum.blockscaled_gemm(a, b, np.ones((2, 3), np.float32), preset="blackwell-mxf8f6f4")
+    for dt in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn):
+        got = accum.blockscaled_gemm(a, b, np.ones((2, 3), dt), preset="blackwell-mxf8f6f4")
+        assert np.array_equal(got, want)
+    mask = np.zeros((2, 3), bool)
+    mask[0, 0] = True
+    masked = np.ma.masked_array(np.full((2, 3), 1e6), mask=mask)
+    with pytest.raises(TypeError, match="masked array"):
+        accum.blockscaled_gemm(a, b, masked, preset="blackwell-mxf8f6f4")
+    # 2**60 + 2**36 + 1: binary64's nearest, 2**60 + 2**36, is a binary32 tie (to the
+    # even 2**60); the exact value lies above it, so binary32's nearest is 2**60 + 2**37
+    zero = quant.mx(np.zeros((2, 64)), "mxfp8_e4m3", axis=1)
+    for big, near in ((2**60 + 2**36 + 1, 2.0**60 + 2.0**37), (2**60 + 2**36 - 1, 2.0**60),
+                      (-(2**60 + 2**36 + 1), -(2.0**60 + 2.0**37))):
+        got = accum.blockscaled_gemm(zero, b, np.full((2, 3), big, dtype=object),
+                                     preset="blackwell-mxf8f6f4")
+        assert np.all(got == np.float32(near)), (big, got)
+
+
+def test_c_as_a_torch_bfloat16_tensor() -> None:
+    torch = pytest.importorskip("torch")
+    a, b = _mx_pair()
+    got = accum.blockscaled_gemm(a, b, torch.ones(2, 3, dtype=torch.bfloat16),
+                                 preset="blackwell-mxf8f6f4")
+    assert np.array_equal(got, accum.blockscaled_gemm(a, b, 1.0, preset="blackwell-mxf8f6f4"))

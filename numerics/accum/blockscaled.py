@@ -95,7 +95,7 @@ import numpy as np
 
 from numerics.accum.intake import real_pair
 from numerics.formats import Format, as_format
-from numerics.quant import Quantized
+from numerics.quant import MX_FORMATS, Quantized
 
 __all__ = ["BLOCKSCALED_PRESETS", "BlockScaledPreset", "blockscaled_gemm", "dequantized_gemm"]
 
@@ -208,6 +208,21 @@ def _check_operand(q: object, arg: str, preset: BlockScaledPreset, axis: int) ->
         raise ValueError(
             f"Got {arg} of shape {q.shape} with blocks {q.block}, but {arg} must be 2-D and "
             f"quantized along K (axis={axis}), blocks {want}")
+    # the formats the scheme names (a hand-built Quantized may say otherwise; the codes
+    # would be read in the wrong format)
+    elem, scale = MX_FORMATS[q.scheme][0] if q.scheme in MX_FORMATS else "e2m1fn", \
+        "e8m0fnu" if q.scheme in MX_FORMATS else "e4m3fn"
+    for what, fmt, name in (("element_format", q.element_format, elem),
+                            ("scale_format", q.scale_format, scale)):
+        if getattr(fmt, "name", None) != name:
+            raise ValueError(f"Got {arg}.{what}={getattr(fmt, 'name', fmt)!r}, but scheme "
+                             f"{q.scheme!r} stores {name}")
+    codes_shape, scales_shape = np.shape(q.codes), np.shape(q.scale_codes)
+    want_scales = tuple(n // b for n, b in zip(q.shape, q.block))
+    if codes_shape != tuple(q.shape) or scales_shape != want_scales:
+        raise ValueError(f"Got {arg}.codes of shape {codes_shape} and {arg}.scale_codes of "
+                         f"shape {scales_shape}, but {arg} of shape {tuple(q.shape)} in "
+                         f"blocks {tuple(q.block)} needs {tuple(q.shape)} and {want_scales}")
     return q
 
 
@@ -229,20 +244,35 @@ def _operand_codes(q: Quantized, axis: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _c_bits(C: Any, shape: tuple[int, int]) -> np.ndarray:
+    """The binary32 bits of ``C`` rounded to nearest-even from its exact value (read as
+    :mod:`numerics.accum`'s other GEMMs read it: torch tensors, ml_dtypes arrays, big
+    ints and long doubles exactly; a masked array refused), broadcast to ``shape``."""
     if C is None:
         return np.zeros(shape, np.uint32)
+    hi, lo = real_pair(C, "C")
     try:
-        c = np.asarray(C)
-    except Exception as exc:  # pragma: no cover - numpy's own message is kept
-        raise TypeError(f"Got C={C!r}, which is not array-like") from exc
-    if not (np.issubdtype(c.dtype, np.floating) or np.issubdtype(c.dtype, np.integer)):
-        raise TypeError(f"Got C of dtype {c.dtype}, but it must be real numbers")
-    try:
-        c = np.broadcast_to(c, shape)
+        hi, lo = np.broadcast_to(hi, shape), np.broadcast_to(lo, shape)
     except ValueError:
-        raise ValueError(f"Got C with shape {c.shape}, but it must broadcast to {shape}") from None
-    with np.errstate(over="ignore"):
-        return np.ascontiguousarray(c.astype(np.float32)).view(np.uint32)
+        raise ValueError(f"Got C with shape {hi.shape}, but it must broadcast to {shape}") \
+            from None
+    with np.errstate(over="ignore", invalid="ignore"):
+        # (hi alone is binary64's rounding: the exact value is rounded once instead)
+        c = _round32(hi, lo) if lo.any() else hi.astype(np.float32)
+    return np.ascontiguousarray(c).view(np.uint32)
+
+
+def _round32(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """``hi + lo`` (exact; ``hi`` its binary64 rounding, ``lo`` the remainder) rounded once
+    to nearest-even binary32: rounded to odd at 53 bits first (``hi``, or the binary64
+    number next to it toward zero when ``lo`` points there, with its last bit set), which
+    the rounding to 24 bits that follows does not tell from the exact value (Boldo and
+    Melquiond: ``53 >= 24 + 2``; claim D6 of ``proofs/double_rounding.md`` at other
+    widths)."""
+    hi = np.ascontiguousarray(hi, np.float64)
+    inexact = lo != 0
+    toward_zero = inexact & ((lo < 0) != (hi < 0))
+    odd = (hi.view(np.uint64) - toward_zero.astype(np.uint64)) | inexact.astype(np.uint64)
+    return odd.view(np.float64).astype(np.float32)
 
 
 def _pad_k(codes: np.ndarray, scodes: np.ndarray, block: int, inst_k: int,
