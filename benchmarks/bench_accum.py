@@ -112,4 +112,4 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     for r in run():
         print(f"{r['case']}: {r['ours_s']:.4f} s, {r['peer']} {r['peer_s']:.4f} s, "
-              f"ratio {r['ours_s'] / r['peer_s']:.1f}x (target {r['target']})")
+              f"ours/peer {r['ours_s'] / r['peer_s']:.1f}x (target {r['target']})")

@@ -201,7 +201,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    for r in run(quick=True):
+    import sys
+
+    for r in run(quick="--quick" in sys.argv[1:]):
         ratio = r["peer_s"] / r["ours_s"] if r["peer_s"] else float("nan")
         print(f"{r['group']:34} {r['case']:9} {r['ours_s'] * 1e3:9.2f} ms  vs {r['peer']:32} "
               f"ratio {ratio:6.2f}  target {r['target']}")

@@ -48,7 +48,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     rng = np.random.default_rng(0)
     keys = rng.integers(0, 256, size=(n, 16), dtype=np.uint8)
     key_list = [keys[i].tobytes() for i in range(n)]
-    case = f"{n} keys x 16 B"
+    keys_case = f"{n} keys x 16 B"
+    case = f"{keys_case} [{get_num_threads()} threads; the peers: 1]"
     rows: list[dict[str, Any]] = []
 
     mmh3, xxhash = _optional("mmh3"), _optional("xxhash")
@@ -79,8 +80,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         rows.append(_row("hashing", f"xxh32 {case}", ours_x, "xxhash (not installed)", None))
 
     # Context rows without a peer: FNV-1a (byte at a time) and the spatial hash.
-    rows.append(_row("hashing", f"fnv1a32 {case}", best_of(lambda: fnv1a32(keys), repeat),
-                     "-", None, target="-"))
+    rows.append(_row("hashing", f"fnv1a32 {keys_case} [{get_num_threads()} threads]",
+                     best_of(lambda: fnv1a32(keys), repeat), "-", None, target="-"))
     coords = rng.integers(0, 2**11, size=(n, 3))
     for arith in ("uint32", "float32", "bfloat16"):
         t = best_of(partial(spatial_hash, coords, 2**19, arithmetic=arith), repeat)
@@ -99,7 +100,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         one = best_of(lambda: murmur3_32(keys, seed=0), repeat)
     finally:
         set_num_threads(before)
-    rows.append(_row("hashing", f"murmur3_32 {case}, {before} threads", ours_m,
+    rows.append(_row("hashing", f"murmur3_32 {keys_case}, {before} threads", ours_m,
                      "same call on 1 thread", one, target="-"))
     return rows
 

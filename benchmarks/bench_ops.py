@@ -125,5 +125,5 @@ if __name__ == "__main__":
             print(f"{r['case']:58s} {r['ours_s']:6.1f} B/element  ok={r['ok']}")
         else:
             print(f"{r['case']:58s} {r['ours_s'] * 1e3:8.3f} ms  {r['peer']:20s} "
-                  f"{r['peer_s'] * 1e3:7.3f} ms  ratio {r['ours_s'] / r['peer_s']:5.2f}x  "
+                  f"{r['peer_s'] * 1e3:7.3f} ms  ours/peer {r['ours_s'] / r['peer_s']:5.2f}x  "
                   f"ok={r['ok']}")

@@ -32,7 +32,9 @@ def collect(areas: list[str], quick: bool) -> list[dict[str, Any]]:
     for area in areas:
         try:
             module = importlib.import_module(f"bench_{area}")
-        except ModuleNotFoundError:
+        except ModuleNotFoundError as exc:  # an extra this area needs (safetensors, ...)
+            print(f"run.py: skipped {area}: {exc.name} is not installed "
+                  "(pip install -e '.[test,bench]')", file=sys.stderr)
             continue
         rows.extend(module.run(quick=quick))
     for row in rows:
