@@ -703,13 +703,14 @@ def _staged(out, buf, exact32, want):  # type: ignore[no-untyped-def,unused-igno
     stores float64 takes four lanes per vector for its float32 arithmetic too; on an
     Intel core the float32 loop and a widening pass over the piece in cache took 25%
     less time than the float64 loop.  binary32 itself (one hardware operation an
-    element; the literal ``exact32``) stores float64 directly: on an AMD Zen 4 core,
-    0.30 against 0.44 ns an element for ``add`` without flags (2**20 float32
-    operands), where the widening pass alone runs at the store bandwidth (0.14 ns),
-    and 0.60 against 0.68 ms with flags on 2 threads.  With flags (``want``) binary32
-    stages too: its flag arithmetic is float32 but for fma (:func:`_binary32_lane_flags`),
-    and a loop that stores float32 takes 16 lanes per vector where the hardware has
-    them (AVX-512), against 8 for a loop that stores float64."""
+    element; the literal ``exact32``) stores float64 directly without flags: on an AMD
+    Zen 4 core, 0.30 against 0.44 ns an element for ``add`` (2**20 float32 operands),
+    where the widening pass alone runs at the store bandwidth (0.14 ns).  With flags
+    (``want``) it stages too, since the flags of ``* /`` are float32 arithmetic
+    (:func:`_binary32_lane_flags`): ``mul`` and ``div`` with flags took 0.50 and 0.54
+    ms against 0.60 and 0.68 when they stored float64 after binary64 checks (2
+    threads, the same VM).  (Before those checks moved to float32, storing float64
+    directly was the faster way for binary32 with flags: 0.60 against 0.68 ms.)"""
 
 
 @overload(_staged, jit_options=_JIT, inline="always", prefer_literal=True)
