@@ -52,3 +52,31 @@ def test_minus_infinity_in_an_unsigned_format_is_invalid(rounding: str,
     # +inf stays a value, with no flag
     v, fl = ops.sub(np.inf, 8.0, UNSIGNED_INF, flags=True)
     assert v == np.inf and not any(fl.any().values())
+
+
+@pytest.mark.parametrize("name", ["e4m3fn", "e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz"])
+@pytest.mark.parametrize("operands", ["float32", "float64", "codes"])
+def test_overflow_to_nan_is_the_one_quiet_nan(name: str, operands: str) -> None:
+    """A negative result beyond max in a format with NaN and no infinity is NaN under
+    overflow="ieee": the one quiet NaN, as every NaN result is (the lane loops gave it
+    the result's sign), in every lane loop, with and without flags."""
+    from numerics.dtypes import dtype_of
+
+    big = numerics.get_format(name).max
+    a = np.array([-big, big, -big, -1.0, 1.0])
+    b = np.array([-big, big, 2.0, 0.0, 0.0])
+    kind = {"float32": np.float32, "float64": np.float64, "codes": dtype_of(name)}[operands]
+    x, y = a.astype(kind), b.astype(kind)
+    for op in ("add", "mul", "div", "fma"):
+        args = (x, y, x) if op == "fma" else (x, y)
+        if op == "div":
+            args = (x, np.zeros_like(x))
+        for flags in (False, True):
+            for dtype in (np.float64, np.float32):
+                got = getattr(ops, op)(*args, name, flags=flags, dtype=dtype)
+                got = got[0] if flags else got
+                nan = np.isnan(got)
+                assert nan.any(), (op, flags, dtype)
+                bits = got.view(np.uint64 if dtype == np.float64 else np.uint32)[nan]
+                want = 0x7FF8000000000000 if dtype == np.float64 else 0x7FC00000
+                assert (bits == want).all(), (op, flags, dtype, [hex(v) for v in bits])

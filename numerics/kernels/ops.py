@@ -1317,6 +1317,8 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
     c = np.float32(math.ldexp(1.0, emin - t + 23))
     max_bits = bits_of_f32(np.float32(maxval))
     big_bits = _U32(bits_of_f32(np.float32(big)) & _U32(0x7FFFFFFF))
+    # an overflow to NaN (a format with NaN and no infinity) is the one quiet NaN: no sign
+    big_sign = _U32(0) if big != big else _U32(0xFFFFFFFF)
     zero_sign = _U32(0x80000000) if negzero else _U32(0)
     nan = np.float32(np.nan)
     mark = f32_of_bits(MARK)
@@ -1373,8 +1375,10 @@ def _lean_loop(op: int, a: np.ndarray, b: np.ndarray, z: np.ndarray, D: Any, neg
             fl[i] = _lean_flags(op, x, y, w, h, f32_of_bits(_U32(mag | sign)),
                                 f32_of_bits(_U32(normal | sign)), threshold, possible,
                                 tiny_product, cut_after, maxval, tiny_after, exact32)
-        res = big_bits if mag > max_bits else mag
-        sign = sign if mag != _U32(0) else _U32(sign & zero_sign)
+        over = mag > max_bits
+        res = big_bits if over else mag
+        sign = _U32(sign & big_sign) if over else sign if mag != _U32(0) else \
+            _U32(sign & zero_sign)
         out[i] = mark if wrong else nan if m > _U32(0x7F800000) else \
             f32_of_bits(_U32(res | sign))
     # (counted in a loop of its own, over the output in cache: a count in the loop

@@ -142,6 +142,8 @@ def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int,
     cc = math.ldexp(1.0, emin - t + 52)
     max_bits = f64_bits(maxval)
     big_bits = f64_bits(abs(big))
+    # an overflow to NaN (a format with NaN and no infinity) is the one quiet NaN: no sign
+    big_sign = _U64(0) if big != big else ~_U64(0)
     zero_sign = _SIGN if negzero else _U64(0)
     for i in range(out.size):
         x, xs = _load(a, i)
@@ -190,8 +192,9 @@ def _wide_loop(op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, t: int,
             fl[i] = np.uint8(np.uint8(inexact) | (np.uint8(under) << 1)
                              | (np.uint8(over) << 2) | (np.uint8(invalid) << 3)
                              | (np.uint8(divide) << 4))
-        res = big_bits if mag > max_bits else mag
-        sign = sign if mag != _U64(0) else sign & zero_sign
+        over = mag > max_bits
+        res = big_bits if over else mag
+        sign = sign & big_sign if over else sign if mag != _U64(0) else sign & zero_sign
         out[i] = _NAN if m > _INF_BITS else bits_f64(res | sign)
 
 
