@@ -1416,11 +1416,18 @@ def _round_torch(x: Any, fmt: Format, dtype: Any, options: dict[str, Any]) -> An
         raise TypeError(f"Got dtype={dtype!r}; a torch tensor takes a torch float dtype")
     else:
         _check_torch_dtype(dtype, fmt)
-    codes = encode(x, fmt, **options)
-    values = np.asarray(decode(codes, fmt, dtype=np.float32 if _fits_float32(fmt)
-                               else np.float64))
+    codes = np.asarray(encode(x, fmt, **options))
+    # the codes of the same values in the dtype's own format, whose bits the tensor then
+    # holds (torch's own float32 -> bfloat16 conversion makes every NaN 0xFFFF, losing
+    # the code's sign; re-encoding gives that format's quiet NaN with the sign kept where
+    # it has signed NaNs, as encode does)
+    big = as_format(dtype)
+    if big != fmt:
+        values = decode(codes, fmt, dtype=np.float32 if _fits_float32(fmt) else np.float64)
+        codes = np.asarray(encode(values, big))
+    signed = np.ascontiguousarray(codes).view(f"i{codes.dtype.itemsize}")
     # (np.ascontiguousarray makes a 0-d array 1-d: the shape is put back)
-    return torch.from_numpy(np.ascontiguousarray(values).reshape(values.shape)).to(dtype)
+    return torch.from_numpy(signed.reshape(codes.shape)).view(dtype)
 
 
 def _check_torch_dtype(dtype: Any, fmt: Format) -> None:
@@ -1449,11 +1456,13 @@ def _torch_dtype_for(fmt: Format) -> Any:
 
 
 def _holds(big: Format, small: Format) -> bool:
-    """Whether every value of ``small`` is a value of ``big`` (``big`` with subnormals)."""
+    """Whether every value of ``small`` is a value of ``big`` (``big`` with subnormals),
+    -0 included."""
     if not big.subnormals or (small.signed and not big.signed):
         return big == small
     return small.trailing_bits <= big.trailing_bits and small.emax <= big.emax and (
         small.emin - small.trailing_bits >= big.emin - big.trailing_bits) and (
         small.emin >= big.emin or small.trailing_bits + (big.emin - small.emin)
         <= big.trailing_bits) and (big.has_infinity or not small.has_infinity) and (
-        big.has_nan or not small.has_nan)
+        big.has_nan or not small.has_nan) and (
+        big.has_negative_zero or not small.has_negative_zero)

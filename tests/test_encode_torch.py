@@ -108,3 +108,38 @@ def test_a_meta_tensor_is_named_as_holding_no_values() -> None:
                                          "bfloat16")):
         with pytest.raises(TypeError, match="on meta, which holds no values"):
             call()
+
+
+def test_round_to_torch_keeps_the_nan_codes_bits() -> None:
+    """round_to of a tensor holds the bits of the stored code's value: torch's own float32
+    -> bfloat16 conversion made every NaN 0xFFFF (a sign where the code had none), so
+    the result is built from codes instead."""
+    t = torch.tensor([float("nan"), -float("nan"), 1.0, -0.0, 0.1])
+    r = numerics.round_to(t, "bfloat16")
+    assert r.dtype == torch.bfloat16
+    want = np.asarray(numerics.encode(t, "bfloat16")).astype(np.int64)
+    assert (r.view(torch.int16).numpy().astype(np.int64) & 0xFFFF).tolist() == want.tolist()
+    # e8m0fnu (default dtype bfloat16): its one NaN is unsigned
+    e = numerics.round_to(torch.tensor([float("nan"), 1.0, 3.0]), "e8m0fnu")
+    assert e.dtype == torch.bfloat16 and not torch.signbit(e).any()
+    # every code of an 8-bit format, as the numpy path gives it, NaN signs included
+    for name in ("e4m3fn", "e5m2", "e4m3fnuz"):
+        codes = np.arange(256, dtype=np.uint8)
+        values = np.asarray(numerics.decode(codes, name), np.float32)
+        for dtype in (None, torch.bfloat16, torch.float32):
+            got = numerics.round_to(torch.from_numpy(values.copy()), name, dtype=dtype)
+            ref = np.asarray(numerics.round_to(values, name), np.float32)
+            g = got.to(torch.float32).numpy()
+            assert np.array_equal(np.isnan(g), np.isnan(ref))
+            ok = ~np.isnan(ref)
+            assert np.array_equal(g[ok], ref[ok])
+            assert np.array_equal(np.signbit(g), np.signbit(ref)), (name, dtype)
+
+
+def test_round_to_torch_dtype_must_hold_negative_zero() -> None:
+    """A dtype without -0 (the fnuz formats) cannot hold e2m1fn's -0: refused, as any
+    dtype that does not hold every value of the format is."""
+    with pytest.raises(ValueError, match="float8_e4m3fnuz for format e2m1fn"):
+        numerics.round_to(torch.tensor([-0.0, 1.0]), "e2m1fn", dtype=torch.float8_e4m3fnuz)
+    r = numerics.round_to(torch.tensor([-0.0, 1.0]), "e2m1fn", dtype=torch.float8_e4m3fn)
+    assert torch.signbit(r.to(torch.float32)).tolist() == [True, False]
