@@ -211,8 +211,8 @@ def torch_values(t: Any, name: str) -> np.ndarray:
     a view of a CPU tensor where it can be (bfloat16 and float8 as the ml_dtypes type of
     the same name), moved to the CPU otherwise.
 
-    Tensors on the meta device, sparse and other non-strided layouts, quantized and
-    complex tensors, and dtypes with no numpy or ml_dtypes counterpart
+    Tensors on the meta device, sparse and other non-strided layouts, nested, quantized
+    and complex tensors, and dtypes with no numpy or ml_dtypes counterpart
     (``float4_e2m1fn_x2``, ...) raise TypeError naming ``name`` and the dtype.
     """
     import torch  # only reachable when the caller already has torch
@@ -226,6 +226,9 @@ def torch_values(t: Any, name: str) -> np.ndarray:
     if t.layout != torch.strided:
         raise TypeError(f"Got {name} with torch layout {t.layout}; convert it with "
                         ".to_dense() first")
+    if t.is_nested:  # (a strided nested tensor has rows of several lengths: no one array)
+        raise TypeError(f"Got {name} as a nested torch tensor; pass its rows one by one "
+                        "(.unbind()) or padded (torch.nested.to_padded_tensor)")
     dname = str(t.dtype).removeprefix("torch.")
     if t.is_quantized:
         raise TypeError(f"Got {name} with quantized torch dtype {dname}; call .dequantize() "

@@ -285,6 +285,39 @@ def test_a_torch_tensor_with_the_negative_bit(tmp_path: Path) -> None:
     assert code == 0 and json.loads(text)["amax"] == 2.0
 
 
+def test_torch_lazy_views_beside_other_tensors(tmp_path: Path) -> None:
+    """A lazy negated or conjugated view saved beside other tensors (torch.load reads it):
+    its resolved copy lies off the file's map, which the storage check once took for a
+    damaged record ("corrupt")."""
+    torch = pytest.importorskip("torch")
+    w = torch.arange(4.0)
+    c = torch.tensor([1 + 2j, 3 - 4j])
+    torch.save({"n": w._neg_view(), "b": torch.ones(3), "w": w, "i": c.conj().imag},
+               tmp_path / "views.pt")
+    want = torch.load(tmp_path / "views.pt", weights_only=True)
+    src = open_source(tmp_path / "views.pt")
+    got = {t.name: t.read().tolist() for t in src.tensors}
+    assert got == {k: v.resolve_neg().resolve_conj().tolist() for k, v in want.items()}
+    assert got["i"] == [-2.0, 4.0] and got["n"] == [-0.0, -1.0, -2.0, -3.0]
+
+
+def test_a_nested_torch_tensor_is_left_out_or_refused(tmp_path: Path) -> None:
+    """A nested tensor (rows of several lengths) in a .pt file is listed as left out, and
+    as an argument a TypeError naming it; it crashed with torch's internal error."""
+    torch = pytest.importorskip("torch")
+    import numerics
+
+    with pytest.warns(UserWarning, match="nested tensors is in prototype"):
+        n = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    with pytest.raises(TypeError, match="x as a nested torch tensor"):
+        numerics.encode(n, "bfloat16")
+    torch.save({"w": torch.ones(2), "n": n}, tmp_path / "nested.pt")
+    src = open_source(tmp_path / "nested.pt")
+    assert [t.name for t in src.tensors] == ["w"] and src.skipped == ("n",)
+    code, text = render("ls", str(tmp_path / "nested.pt"))
+    assert code == 0 and "left out" in text and "n" in text
+
+
 # ---------------------------------------------------------------- B12: no name in common
 def test_checkpoints_with_no_name_in_common_differ(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:

@@ -559,6 +559,7 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
             "short, or holds what this version of torch.load cannot read): "
             f"{type(err).__name__}: {_first_line(err)}") from None
     flat: dict[str, Any] = {}
+    mapped: list[Any] = []  # the tensors as loaded: their storages lie in the file's map
 
     def walk(prefix: str, node: Any) -> None:
         if isinstance(node, dict):
@@ -572,8 +573,9 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
                 f"Got torch file {file!r}, in which two entries are both named {prefix!r} once "
                 "nested keys are joined with dots; rename one of them")
         elif isinstance(node, torch.Tensor):
+            mapped.append(node)
             if node.is_neg() or node.is_conj():  # a lazy view: its storage holds -x or x*
-                node = node.resolve_neg().resolve_conj()
+                node = node.resolve_neg().resolve_conj()  # (a new storage, off the map)
             flat[prefix] = node
         else:  # None: not a tensor, listed as skipped
             flat[prefix] = None
@@ -583,7 +585,7 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
     walk("" if isinstance(obj, (dict, list, tuple)) else
          os.path.splitext(os.path.basename(file))[0], obj)
     if records is not None:
-        _check_storage_sizes(file, flat, records)
+        _check_storage_sizes(file, mapped, records)
     return flat
 
 
@@ -610,7 +612,7 @@ def _storage_records(file: str) -> dict[int, int] | None:
         return None
 
 
-def _check_storage_sizes(file: str, flat: dict[str, Any], records: dict[int, int]) -> None:
+def _check_storage_sizes(file: str, tensors: list[Any], records: dict[int, int]) -> None:
     """TensorFileError unless every storage a memory-mapped load gave lies at the start of
     a record of its own size: torch.load with ``mmap=True`` maps the whole file and cuts
     each storage from it at its record's offset without comparing sizes, so a record cut
@@ -618,9 +620,9 @@ def _check_storage_sizes(file: str, flat: dict[str, Any], records: dict[int, int
     torch.load reading the file whole refuses it.  The map's base is found from the
     storage that lies first, which starts some record of its size."""
     storages = {}
-    for t in flat.values():
+    for t in tensors:
         try:
-            s = None if t is None else t.untyped_storage()
+            s = t.untyped_storage()
         except (NotImplementedError, RuntimeError):  # sparse, quantized: no plain storage
             continue
         if s is not None and s.device.type == "cpu" and s.nbytes():  # (a meta tensor's
@@ -688,6 +690,10 @@ def _check_torch_storage(name: str, path: str, t: Any) -> None:
         raise TensorFileError(
             f"Got tensor {name!r} in {path!r} of layout {t.layout} (not dense); save it dense "
             "(t.to_dense()) to read its elements")
+    if getattr(t, "is_nested", False):
+        raise TensorFileError(
+            f"Got tensor {name!r} in {path!r}, a nested tensor (of rows of several lengths); "
+            "save its rows as tensors of their own (t.unbind()) to read their elements")
 
 
 def _torch_refs(path: str) -> tuple[list[TensorRef], list[str]]:
