@@ -303,6 +303,9 @@ def test_invalid_and_divide_by_zero() -> None:
 def test_invalid_without_nan_raises() -> None:
     with pytest.raises(ValueError, match=r"index\[1\].*e2m1fn, which has no NaN"):
         ops.div([1.0, 0.0], [2.0, 0.0], "e2m1fn")
+    # a scalar call has no index to name
+    with pytest.raises(ValueError, match=r"^Got an invalid operation: div\(a=0.0, b=0.0\)"):
+        ops.div(0.0, 0.0, "e2m1fn")
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -320,8 +320,8 @@ def run(op: str, xs: list[np.ndarray], names: list[str], shape: tuple[int, ...],
         vals = [float(x[i if x.size == n else 0]) if x.dtype.kind == "f"
                 else float(table[x[i if x.size == n else 0]]) for x in xs]
         args = ", ".join(f"{nm}={v!r}" for nm, v in zip(names, vals))
-        raise ValueError(f"Got an invalid operation at {index_text('index', shape, i)}: "
-                         f"{op}({args}) has no value in "
+        where = f" at {index_text('index', shape, i)}" if shape else ""
+        raise ValueError(f"Got an invalid operation{where}: {op}({args}) has no value in "
                          f"{fmt.name}, which has no NaN")
     result = out.reshape(shape)[()] if scalar else out.reshape(shape)
     if not flags:
