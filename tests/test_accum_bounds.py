@@ -226,3 +226,50 @@ def test_bounds_beyond_float64_are_infinite_not_errors() -> None:
         r = accum.sum(x, "bfloat16", algorithm=algorithm)
         assert float(r.bound) == float("inf")
         assert np.isfinite(r.value)
+
+
+@pytest.mark.parametrize("rounding", ["rne", "rna", "rtz", "ru", "rd", "rto"])
+def test_A8_1_binary64_tiny_products(rounding: str) -> None:
+    """A8.1: binary64 dot products of products below 2**-1022 (their rounding errors,
+    and what the binary64 products miss of the exact |x_i y_i|, below any float64 half
+    quantum): the exact error never exceeds the bound."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from numerics import accum
+
+    rng = np.random.default_rng(8)
+    cases = [(np.full(8, 3 * 2.0**-539), np.full(8, 2.0**-538))]  # each product 0.375 ulp
+    for _ in range(40):
+        n = int(rng.integers(1, 40))
+        x = rng.uniform(1, 2, n) * np.ldexp(1.0, rng.integers(-560, -500, n))
+        y = rng.uniform(1, 2, n) * np.ldexp(1.0, rng.integers(-560, -500, n))
+        cases.append((x * rng.choice([-1.0, 1.0], n), y))
+    for x, y in cases:
+        for alg in ("recursive", "pairwise", "kahan", "exact"):
+            r = accum.dot(x, y, "binary64", algorithm=alg, rounding=rounding)
+            exact = sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(x, y))
+            err = abs(Fraction(float(r.value)) - exact)
+            assert err <= Fraction(float(r.bound)), (alg, rounding, float(err), r.bound)
+
+
+@pytest.mark.parametrize("rounding", ["rne", "rna", "rtz", "ru", "rd", "rto"])
+def test_binary64_sum_whose_two_sum_overflows_inside(rounding: str) -> None:
+    """A binary64 sum near the top whose TwoSum overflows inside (s - a beyond max while
+    s is not): rounded once from the exact value in every mode (the residual was NaN,
+    read as positive)."""
+    from numerics.codec import decode_exact, encode_exact
+
+    big = float(np.finfo(np.float64).max)
+    for a, b in ((2.0**1022 + 3 * 2.0**970, -big), (-(2.0**1022 + 3 * 2.0**970), big),
+                 (2.0**1023 + 2.0**970, -big), (big, -(2.0**1021 + 2.0**970))):
+        exact = Fraction(a) + Fraction(b)
+        want = decode_exact(encode_exact(exact, "binary64", rounding=rounding), "binary64")
+        for algorithm in ("recursive", "kahan"):
+            got = accum.sum(np.array([a, b]), "binary64", algorithm=algorithm,
+                            rounding=rounding).value
+            assert Fraction(float(got)) == Fraction(want), (a, b, algorithm, got, want)
+        got = accum.dot(np.array([a, b]), np.array([1.0, 1.0]), "binary64",
+                        rounding=rounding).value
+        assert Fraction(float(got)) == Fraction(want), (a, b, "dot", got, want)

@@ -341,6 +341,9 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
     """
     u = unit_roundoff(fmt, rounding)
     eta = fmt.smallest_subnormal * (0.5 if rounding in _NEAREST else 1.0)
+    # binary64 (A8.1): half its quantum is no float64, and ``abs_sum``, read from binary64
+    # products, misses up to half a quantum of each tiny one: two quanta cover both
+    eta = max(eta, 2.0**-1073)
     conf = confidence if kind == "probabilistic" else 1.0
     S = np.asarray(abs_sum, np.float64)
     T = np.asarray(tiny, np.float64) * eta

@@ -229,12 +229,14 @@ def _round_shifted(hi: float, lo: float, s: int, P: np.ndarray, mode: int, seed:
 def _add_exact(a: float, b: float, P: np.ndarray, mode: int, seed: int,
                index: int) -> float:
     """``fl(a + b)`` for any float64 ``a``, ``b`` in any mode: the TwoSum pair rounded
-    once by :func:`round_pair`.  Finite addends whose sum overflows binary64 (so that
-    ``|a|, |b| >= 2**970``: their halves and the TwoSum of those are exact) are rounded
-    from the halves' pair at twice its value (:func:`_round_shifted`), which gives the
-    format's max in the modes that round toward zero, not inf."""
+    once by :func:`round_pair`.  Finite addends whose sum overflows binary64, or whose
+    TwoSum overflows inside (``s - a`` beyond binary64's max while the sum ``s`` is not:
+    ``|b|`` at the top binade and ``a`` with a bit at ``2**970``, half of ``s``'s ulp),
+    have ``|a|, |b| >= 2**970``: their halves and the TwoSum of those are exact, and the
+    pair is rounded from the halves' at twice its value (:func:`_round_shifted`), which
+    gives the format's max in the modes that round toward zero, not inf."""
     hi, lo = _two_sum(a, b)
-    if hi - hi != 0.0 and a - a == 0.0 and b - b == 0.0:
+    if (hi - hi != 0.0 or lo - lo != 0.0) and a - a == 0.0 and b - b == 0.0:
         h, l_ = _two_sum(0.5 * a, 0.5 * b)
         return _round_shifted(h, l_, np.int64(1), P, mode, seed, index)
     if hi == 0.0 and mode == MODE_RD:
