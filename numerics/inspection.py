@@ -14,7 +14,6 @@ inspector never shows a number that went through binary64 on the way.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -24,7 +23,7 @@ import numpy as np
 
 from numerics.codec import decode_exact, encode_exact, floor_log2
 from numerics.digits import int_to_text
-from numerics.formats import Format, Infinity, NaNEncoding, as_format, get_format
+from numerics.formats import Format, as_format, get_format
 from numerics.parse import ParsedValue, parse_value
 from numerics.parts import exact_decimal, first_draw
 from numerics.rounding import check_overflow, check_rounding
@@ -277,21 +276,20 @@ class Encoded:
 
 def _unbounded_beyond_max(x: Fraction, fmt: Format, rounding: str,
                           uniform: Fraction | None) -> bool:
-    """Whether ``|x|`` rounds above ``max`` when the exponent range is unbounded above."""
-    if abs(x) <= fmt.max_exact:
+    """Whether ``|x|`` rounds above ``max`` when the exponent range is unbounded above.
+
+    Every binade of a format holds the same ``p``-bit grid, so rounding ``x`` with an
+    unbounded exponent range is ``2**k`` times rounding ``x / 2**k`` in the format's
+    lowest normal binade, ``[2**emin, 2**(emin + 1))`` (the same draw for ``sr``; the
+    result may reach ``2**(emin + 1)``, a value too).  (Asking the format itself under
+    overflow="ieee" misses the directed roundings that stop at max, such as rtz: 1e5 in
+    binary16 rounds to 98304 > max.)"""
+    if abs(x) <= fmt.max_exact or (x < 0 and not fmt.signed):
         return False
-    # one more exponent bit, same bias: every value of fmt and the binades above its max
-    # (asking fmt itself under overflow="ieee" misses the directed roundings that
-    # overflow to max, such as rtz: 1e5 in binary16 rounds to 98304 > max)
-    try:
-        wide = dataclasses.replace(fmt, name=f"{fmt.name}+",
-                                   exponent_bits=fmt.exponent_bits + 1,
-                                   infinity=Infinity.IEEE, nan=NaNEncoding.IEEE)
-    except ValueError:  # pragma: no cover - every registered format widens
-        code = encode_exact(x, fmt, rounding=rounding, overflow="ieee", uniform=uniform)
-        return not _is_finite(decode_exact(code, fmt))
-    v = decode_exact(encode_exact(x, wide, rounding=rounding, uniform=uniform), wide)
-    return not _is_finite(v) or abs(Fraction(v)) > fmt.max_exact
+    k = floor_log2(abs(x)) - fmt.emin
+    scaled = x / Fraction(2) ** k
+    v = decode_exact(encode_exact(scaled, fmt, rounding=rounding, uniform=uniform), fmt)
+    return not _is_finite(v) or abs(Fraction(v)) * Fraction(2) ** k > fmt.max_exact
 
 
 def _encoded(x: Exact, code: int, fmt: Format, beyond: bool) -> Encoded:

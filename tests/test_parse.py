@@ -157,6 +157,17 @@ def test_saturation_is_seen_under_the_directed_roundings() -> None:
     # 65520 rounds toward zero to max itself: no saturation
     assert not inspect_value("65520", "binary16", rounding="rtz").saturated
     assert inspect_value("1e5", "binary16").overflow  # rne: overflow to inf, as before
+    # the formats one more exponent bit could not widen (binary64 would need 65 bits; no
+    # trailing bits and an IEEE NaN cannot be had): the same rule (third audit)
+    for fmt, x in (("binary64", "0x1p1024"), ("e8m0fnu", "0x1p128"), ("binary8p1", "0x1p63")):
+        for rounding in ("rtz", "rd", "rto"):
+            e = inspect_value(x, fmt, rounding=rounding)
+            assert e.value == get_format(fmt).max and e.saturated, (fmt, rounding)
+    e = inspect_value("-1e400", "binary64", rounding="ru")
+    assert e.value == -get_format("binary64").max and e.saturated
+    # a tie at max + half a step rounds to even: max (e4m3fn's 448 is even) or beyond
+    assert not inspect_value("464", "e4m3fn", overflow="saturate").saturated
+    assert inspect_value("464", "e4m3fn", rounding="rna", overflow="saturate").saturated
 
 
 def test_fractions_beyond_4300_digits_are_shown() -> None:

@@ -162,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("value", formatter_class=raw, help="how a value is stored",
+                       # (VALUE is required here; the parser takes it as optional only for
+                       # the options-only form `fpinspect --json`, see below)
+                       usage="%(prog)s [-h] [-f FORMATS] [--all]\n"
+                             "                       [--rounding {rne,rna,rtz,ru,rd,rto,sr}]\n"
+                             "                       [--overflow {ieee,saturate}] [--seed SEED]"
+                             " [--json]\n                       VALUE",
                        description="Round VALUE, exactly as written, into each format and show "
                                    "the bits, the stored value, the error and the ULP.",
                        epilog="""\
