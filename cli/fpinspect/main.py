@@ -985,6 +985,10 @@ def _oserror(err: OSError) -> str:
     return f"cannot read {name!r}: {err.strerror or err}" if name else str(err)
 
 
+#: Blanks at the end of a line, before any style codes that close it.
+_TRAILING_BLANKS = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.M)
+
+
 def _unbroken_width(console: Any, obj: Any) -> int:
     """The width at which no table of ``obj`` (a renderable, or a Group of them) cuts a
     cell: a table's natural width; prose may wrap."""
@@ -1021,7 +1025,9 @@ def _printer() -> Printer:
                         console.print(obj, soft_wrap=isinstance(obj, Text))
                 finally:
                     console.width = width
-                text = captured.get()
+                # no line padded to the widest: a narrow terminal then wraps only the
+                # long lines, not every line of a table that holds one
+                text = _TRAILING_BLANKS.sub(r"\1", captured.get())
                 if not _utf8_output():
                     text = text.replace(views.BAR, "#")  # (the rest: backslash escapes)
             _write_chunks(text)

@@ -343,7 +343,8 @@ def bits_view(report: CodeReport) -> RenderableType:
         fields += f", mantissa field {r.trailing_field}"
     t.add_row("fields", fields)
     t.add_row("class", r.kind)
-    t.add_row("value", decimal_text(r.value))
+    t.add_row("value", _exact(r.value) if isinstance(r.value, Fraction) else
+              decimal_text(r.value))
     if isinstance(r.value, Fraction):
         t.add_row("hex float", hexfloat(r.value))
     t.add_row("ulp", _pow2(r.ulp))
@@ -351,7 +352,8 @@ def bits_view(report: CodeReport) -> RenderableType:
         if n is None:
             t.add_row(label, "-")
         else:
-            t.add_row(label, Text.assemble(f"{decimal_text(n.value)}  ", (n.hex, STYLES["dim"])))
+            text = _exact(n.value) if isinstance(n.value, Fraction) else decimal_text(n.value)
+            t.add_row(label, Text.assemble(f"{text}  ", (n.hex, STYLES["dim"])))
     return t
 
 
