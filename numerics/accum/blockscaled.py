@@ -210,8 +210,10 @@ def _check_operand(q: object, arg: str, preset: BlockScaledPreset, axis: int) ->
             f"quantized along K (axis={axis}), blocks {want}")
     # the formats the scheme names (a hand-built Quantized may say otherwise; the codes
     # would be read in the wrong format)
-    elem, scale = MX_FORMATS[q.scheme][0] if q.scheme in MX_FORMATS else "e2m1fn", \
-        "e8m0fnu" if q.scheme in MX_FORMATS else "e4m3fn"
+    if q.scheme in MX_FORMATS:
+        elem, scale = MX_FORMATS[q.scheme][0], "e8m0fnu"
+    else:  # "nvfp4", the one other scheme a preset takes
+        elem, scale = "e2m1fn", "e4m3fn"
     for what, fmt, name in (("element_format", q.element_format, elem),
                             ("scale_format", q.scale_format, scale)):
         if getattr(fmt, "name", None) != name:
@@ -257,22 +259,19 @@ def _c_bits(C: Any, shape: tuple[int, int]) -> np.ndarray:
             from None
     with np.errstate(over="ignore", invalid="ignore"):
         # (hi alone is binary64's rounding: the exact value is rounded once instead)
-        c = _round32(hi, lo) if lo.any() else hi.astype(np.float32)
-    return np.ascontiguousarray(c).view(np.uint32)
+        c = _odd64(hi, lo) if lo.any() else hi
+        return np.ascontiguousarray(c.astype(np.float32)).view(np.uint32)
 
 
-def _round32(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """``hi + lo`` (exact; ``hi`` its binary64 rounding, ``lo`` the remainder) rounded once
-    to nearest-even binary32: rounded to odd at 53 bits first (``hi``, or the binary64
-    number next to it toward zero when ``lo`` points there, with its last bit set), which
-    the rounding to 24 bits that follows does not tell from the exact value (Boldo and
-    Melquiond: ``53 >= 24 + 2``; claim D6 of ``proofs/double_rounding.md`` at other
-    widths)."""
-    hi = np.ascontiguousarray(hi, np.float64)
-    inexact = lo != 0
-    toward_zero = inexact & ((lo < 0) != (hi < 0))
-    odd = (hi.view(np.uint64) - toward_zero.astype(np.uint64)) | inexact.astype(np.uint64)
-    return odd.view(np.float64).astype(np.float32)
+def _odd64(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """``hi + lo`` (``hi`` its binary64 rounding, ``lo`` the exact remainder, 0 where
+    ``hi`` is not finite) rounded to odd at 53 bits: ``hi``, or where ``lo != 0`` and
+    ``hi``'s last bit is even, its binary64 neighbour on ``lo``'s side.  A rounding to
+    binary32 that follows gives the exact value's (Boldo and Melquiond, IEEE TC 57(4),
+    2008: ``53 >= 24 + 2``)."""
+    even = (np.ascontiguousarray(hi).view(np.int64) & 1) == 0
+    return np.where(even & (lo != 0), np.nextafter(hi, np.where(lo > 0, np.inf, -np.inf)),
+                    hi)
 
 
 def _pad_k(codes: np.ndarray, scodes: np.ndarray, block: int, inst_k: int,
@@ -405,13 +404,7 @@ def _alpha_epilogue(acc: np.ndarray, ga: float | None, gb: float | None,
         alpha = np.float64(np.float32((1.0 if ga is None else ga) * (1.0 if gb is None else gb)))
         prod = alpha * acc.astype(np.float64)
         s, err = eft.two_sum(prod, c.astype(np.float64))
-        finite = np.isfinite(s)
-        err = np.where(finite, err, 0.0)
-        bits = s.view(np.int64)
-        even = (bits & 1) == 0
-        fix = even & (err != 0)
-        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-        d = s.astype(np.float32)
+        d = _odd64(s, np.where(np.isfinite(s), err, 0.0)).astype(np.float32)
     d.view(np.uint32)[np.isnan(d)] = 0x7FFFFFFF
     return d
 
