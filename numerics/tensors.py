@@ -229,8 +229,13 @@ def _kind_of(path: str) -> str:
     for suffix in _SUFFIXES:
         if path.lower().endswith(suffix):
             return suffix
+    if path.lower().endswith((".pt", ".pth", ".bin")):
+        raise TensorFileError(
+            f"Got file {path!r}: load_tensor reads .npy, .npz and .safetensors files; "
+            "open torch files with numerics.checkpoint.open_source (needs torch)"
+        )
     raise TensorFileError(
-        f"Got file {path!r}, but only .npy, .npz and .safetensors files hold tensors"
+        f"Got file {path!r}, but load_tensor reads only .npy, .npz and .safetensors files"
     )
 
 

@@ -89,8 +89,11 @@ def test_npz_keys_and_bad_files(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         load_tensor(tmp_path / "missing.npy")
     (tmp_path / "x.txt").write_text("1 2 3")
-    with pytest.raises(TensorFileError, match="only .npy, .npz and .safetensors"):
+    with pytest.raises(TensorFileError, match="reads only .npy, .npz and .safetensors"):
         load_tensor(tmp_path / "x.txt")
+    for name in ("x.pt", "x.PTH", "pytorch_model.bin"):  # torch files: name the reader
+        with pytest.raises(TensorFileError, match="checkpoint.open_source"):
+            load_tensor(tmp_path / name)
     (tmp_path / "bad.safetensors").write_bytes(b"\xff" * 16)
     with pytest.raises(TensorFileError, match="header"):
         load_tensor(tmp_path / "bad.safetensors")
