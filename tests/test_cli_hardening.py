@@ -133,3 +133,18 @@ def test_seed_still_works_with_stochastic_rounding(capsys: pytest.CaptureFixture
     first = run(capsys, "0.1", "-f", "bf16", "--rounding", "sr", "--seed", "7", "--json")
     second = run(capsys, "0.1", "-f", "bf16", "--rounding", "sr", "--seed", "7", "--json")
     assert first[0] == 0 and first == second
+
+
+def test_the_seed_of_a_stochastic_rounding_is_echoed(capsys: pytest.CaptureFixture[str]) -> None:
+    """A stochastic run says which seed drew it (the default 0 too), so it can be repeated;
+    a deterministic run has no seed to report."""
+    import json
+
+    for given, shown in ((("--seed", "7"), 7), ((), 0)):
+        code, out, _ = run(capsys, "0.1", "-f", "bf16", "--rounding", "sr", *given, "--json")
+        assert code == 0 and json.loads(out)["seed"] == shown
+        code, out, _ = run(capsys, "0.1", "-f", "bf16", "--rounding", "sr", *given)
+        assert code == 0 and f"rounding sr (seed {shown})" in out
+    code, out, _ = run(capsys, "0.1", "-f", "bf16", "--json")
+    assert code == 0 and "seed" not in json.loads(out)
+    assert "seed" not in run(capsys, "0.1", "-f", "bf16")[1]

@@ -102,9 +102,11 @@ def _encoded(r: Encoded) -> dict[str, Any]:
 
 
 def value_json(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
-               overflow: str, no_nan: Sequence[str] = ()) -> dict[str, Any]:
+               overflow: str, no_nan: Sequence[str] = (),
+               seed: int | None = None) -> dict[str, Any]:
     """``fpinspect VALUE --json``; ``no_nan`` names the chosen formats left out because
-    the value is a NaN and they have none (the key is there only when some are)."""
+    the value is a NaN and they have none (the key is there only when some are);
+    ``seed`` is the seed of a stochastic rounding's draw (the key is there only then)."""
     out: dict[str, Any] = {
         "input": value.text.strip(),
         "input_exact": decimal_text(value.exact),
@@ -112,6 +114,8 @@ def value_json(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
         "overflow": overflow,
         "formats": [_encoded(r) for r in results],
     }
+    if seed is not None:
+        out["seed"] = seed
     if no_nan:
         out["formats_without_nan"] = list(no_nan)
     return out

@@ -447,6 +447,7 @@ def _cmd_value(args: argparse.Namespace, out: Printer) -> int:
     else:
         fmts = tuple(get_format(n) for n in DEFAULT_VALUE_FORMATS)
     seed = 0 if args.seed is None else args.seed
+    drawn = seed if args.rounding == "sr" else None  # echoed, so a run can be repeated
     # NaN has no code in a format without NaN (fp6, fp4): such formats are listed apart
     no_nan = tuple(f.name for f in fmts if pv.kind == "nan" and not f.has_nan)
     results = [inspect_value(pv, f, rounding=args.rounding, overflow=args.overflow,
@@ -455,10 +456,10 @@ def _cmd_value(args: argparse.Namespace, out: Printer) -> int:
         raise UsageError(f"Got value={pv.text!r}, but none of the chosen formats has a NaN")
     if args.json:
         out(jsonout.value_json(pv, results, rounding=args.rounding, overflow=args.overflow,
-                               no_nan=no_nan))
+                               no_nan=no_nan, seed=drawn))
     else:
         out(views.value_view(pv, results, rounding=args.rounding, overflow=args.overflow,
-                             no_nan=no_nan))
+                             no_nan=no_nan, seed=drawn))
     return EXIT_OK
 
 

@@ -263,9 +263,11 @@ def _table(title: str | None = None, **kwargs: object) -> Table:
 
 # ---------------------------------------------------------------- value
 def value_view(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
-               overflow: str, no_nan: Sequence[str] = ()) -> RenderableType:
+               overflow: str, no_nan: Sequence[str] = (),
+               seed: int | None = None) -> RenderableType:
     """``fpinspect VALUE``: how one exact value is stored in each format; ``no_nan``
-    names the chosen formats that cannot store the NaN given (a line after the table)."""
+    names the chosen formats that cannot store the NaN given (a line after the table);
+    ``seed``, the seed of a stochastic rounding's draw, is shown beside the rounding."""
     exact = decimal_text(value.exact)
     head = Text()
     typed = value.text.strip()
@@ -273,7 +275,8 @@ def value_view(value: ParsedValue, results: Sequence[Encoded], *, rounding: str,
                 "bold")
     if exact != typed:
         head.append(f"  (exactly {_exact(value.exact)})")
-    head.append(f"  rounding {rounding}, overflow {overflow}; error = stored - input",
+    drawn = f" (seed {seed})" if seed is not None else ""
+    head.append(f"  rounding {rounding}{drawn}, overflow {overflow}; error = stored - input",
                 STYLES["dim"])
     grid = Table.grid(padding=(0, 2))
     grid.add_column("format", style="bold", no_wrap=True)
