@@ -513,3 +513,55 @@ def test_exact_and_compensated_sums_are_told_apart(n: int) -> None:
     x = np.zeros((1, n), np.float32)
     x[0, :3] = [1.0, 2.0**-24, 2.0**-78]
     assert r.predict(x)[0] == 1.0  # the tie rounds to even: 2**-78 is lost in binary64
+
+
+@pytest.mark.parametrize("tree", [0, (0, 1), ((0, 1), 2, 3), (0, (1, (2, 3))), (7,),
+                                  ((0,), 1)])
+def test_tree_text_is_tuple_notation_and_reads_back(tree: Tree) -> None:
+    assert probe.tree_text(tree) == repr(tree)
+    assert probe.parse_tree(probe.tree_text(tree)) == tree
+    assert probe.parse_tree(" ( (0 ,1) , 2 ) ") == ((0, 1), 2)
+
+
+@pytest.mark.parametrize("text", ["", "(", ")", "(0, 1", "(0 1)", "(0,, 1)", "((0, 1)) 2",
+                                  "(0, -1)", "(0, 1.5)", "(,)", "()", "[0, 1]", "0 1"])
+def test_parse_tree_refuses_what_is_not_a_tree(text: str) -> None:
+    with pytest.raises(ValueError, match="not a tree in tuple notation"):
+        probe.parse_tree(text)
+    with pytest.raises(TypeError, match="text="):
+        probe.parse_tree(((0, 1), 2))  # type: ignore[arg-type]
+
+
+def test_deep_trees_compare_hash_and_serialise_without_recursion() -> None:
+    # review: a sequential tree of k leaves nests k - 1 tuples; tuple ==, repr,
+    # dataclasses.astuple and the JSON encoders recurse once per level, so probing a
+    # matmul of k >= ~500 died with RecursionError (and --json of a sum of 500 terms)
+    from numerics.probe.order import sequential_tree
+
+    deep = sequential_tree(20000)
+    text = probe.tree_text(deep)
+    assert text.startswith("(" * 19999 + "0, 1), 2)") and text.endswith(", 19999)")
+    # compare the read-back tree by its text (tuple == itself recurses)
+    assert probe.tree_text(probe.parse_tree(text)) == text
+    kw: dict[str, Any] = dict(input_format="binary32", output_format="binary32",
+                              adder="standard", accumulator="binary32")
+    a, b = MatmulModel(order=deep, **kw), MatmulModel(order=sequential_tree(20000), **kw)
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != MatmulModel(order=sequential_tree(19999), **kw)
+    assert a.as_accumulator()["accumulator"] == "binary32"
+    import json
+    assert json.loads(json.dumps(a.as_dict()))["order"] == text
+
+
+def test_a_long_sequential_matmul_is_probed() -> None:
+    # review: RecursionError from k ~ 500 (dataclasses.astuple of the deep order)
+    def chain(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        prods = A[:, None, :].astype(np.float32) * B.T[None, :, :].astype(np.float32)
+        return np.cumsum(prods, axis=-1, dtype=np.float32)[..., -1]
+
+    from numerics.probe.order import sequential_tree
+
+    r = probe.matmul(chain, input_format="binary32", k=600, batch=4)
+    assert (r.model.adder, r.model.accumulator) == ("standard", "binary32")
+    assert r.model.order_text == probe.tree_text(sequential_tree(600))
+    assert probe.verify(chain, r, trials=2, batch=4).fraction == 1.0

@@ -33,6 +33,18 @@ def boom(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     raise RuntimeError("kernel launch failed")
 
 
+def cancelled(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A black box cancelled like an asyncio task (a BaseException)."""
+    import asyncio
+
+    raise asyncio.CancelledError()
+
+
+def generator_exit(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A black box raising another BaseException."""
+    raise GeneratorExit("closed")
+
+
 def fused_cut(x: np.ndarray) -> np.float32:
     """A fused adder (imported below as a target): nodes of 4 new terms plus the running
     sum, each term cut toward zero to 24 fraction bits below the node's largest exponent,
@@ -107,6 +119,11 @@ def test_probe_matmul_json() -> None:
      "raised RuntimeError: kernel launch failed"),
     (["probe", "numpy:matmul", "--input", "fp32", "--output", "bf16", "--k", "8"],
      "not a value of output_format='bfloat16'"),
+    # review: BaseExceptions other than SystemExit/KeyboardInterrupt gave a traceback
+    (["probe", "tests.test_probe_cli:cancelled", "--input", "fp32", "--k", "8"],
+     "cancelled raised CancelledError (call 1"),
+    (["probe", "tests.test_probe_cli:generator_exit", "--input", "fp32", "--k", "8"],
+     "raised GeneratorExit: closed (call 1"),
 ])
 def test_probe_bad_input_is_one_line_with_status_2(argv: list[str], message: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
@@ -128,3 +145,30 @@ def test_probe_torch_convenience(capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["probe", "--torch", "mm", "--dtype", "bf16", "--device", "cuda",
                      "--k", "8"]) == 2
         assert capsys.readouterr().err.count("\n") == 1
+
+
+def cumulative(x: np.ndarray) -> np.floating:
+    """A left-to-right sum (imported below as a target)."""
+    return np.cumsum(x)[-1]
+
+
+def test_probe_json_of_a_deep_tree_is_flat() -> None:
+    # review: --json of a sequential sum of 500 terms died with RecursionError (exit 70):
+    # the nested lists of the tree exceed the JSON encoder's recursion limit
+    code, out = collect(["probe", "tests.test_probe_cli:cumulative", "--kind", "sum",
+                         "--input", "fp32", "--k", "1500", "--json"])
+    assert code == 0
+    doc = json.loads(json.dumps(out[0], allow_nan=False))
+    assert doc["tree"].startswith("(" * 1499 + "0, 1), 2)")
+    assert probe.tree_text(probe.parse_tree(doc["tree"])) == doc["tree"]
+
+
+def test_a_module_raising_a_base_exception_on_import_is_one_line(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cancels_on_import.py").write_text(
+        "import asyncio\nraise asyncio.CancelledError('not now')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["probe", "cancels_on_import:f", "--input", "fp32"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "raised CancelledError: not now" in err, err

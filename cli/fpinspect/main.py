@@ -790,8 +790,10 @@ def _import_target(target: str) -> Callable[..., Any]:
     except ImportError as err:
         _replay(said)
         raise UsageError(f"cannot import {module_name!r}: {err}") from None
-    except Exception as err:  # noqa: BLE001 - the user's module failed, not fpinspect
-        _replay(said)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # noqa: BLE001 - the user's module failed, not fpinspect
+        _replay(said)  # (GeneratorExit and asyncio.CancelledError are BaseExceptions too)
         raise UsageError(f"importing {module_name!r} raised {type(err).__name__}: "
                          f"{_one_line(err)}") from None
     _replay(said)

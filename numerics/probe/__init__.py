@@ -18,7 +18,7 @@ Examples
 from __future__ import annotations
 
 from numerics.probe.matmul import matmul
-from numerics.probe.model import MatmulModel, Tree
+from numerics.probe.model import MatmulModel, Tree, parse_tree, tree_text
 from numerics.probe.order import describe_tree, fused_groups
 from numerics.probe.result import Evidence, ProbeError, ProbeResult, SumResult
 from numerics.probe.summation import probe_sum, summation_order
@@ -35,7 +35,9 @@ __all__ = [
     "describe_tree",
     "fused_groups",
     "matmul",
+    "parse_tree",
     "probe_sum",
     "summation_order",
+    "tree_text",
     "verify",
 ]

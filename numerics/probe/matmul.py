@@ -431,7 +431,8 @@ class _Judge:
         preds: dict[str, np.ndarray] = {}
         groups: dict[tuple[Any, ...], list[MatmulModel]] = {}
         for h in hyps:
-            key = dataclasses.astuple(dataclasses.replace(h, fractional_bits=0))
+            key = tuple(getattr(h, f.name) for f in dataclasses.fields(h)
+                        if f.compare and f.name != "fractional_bits")
             groups.setdefault(key, []).append(h)
         for members in groups.values():
             grid = members[0].evaluate_grid(a, b, np.array([h.fractional_bits

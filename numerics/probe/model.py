@@ -37,7 +37,8 @@ addition is the TwoSum pair rounded once by :func:`numerics.encoding.encode_pair
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
 import numpy as np
@@ -47,7 +48,8 @@ from numerics.eft import two_sum
 from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 
-__all__ = ["MatmulModel", "Tree", "leaves", "postorder", "round_into"]
+__all__ = ["MatmulModel", "Tree", "leaves", "parse_tree", "postorder", "round_into",
+           "tree_text"]
 
 Tree = Union[int, tuple["Tree", ...]]
 
@@ -66,6 +68,113 @@ def leaves(tree: Tree) -> list[int]:
         else:
             out.append(int(node))
     return out
+
+
+def tree_text(tree: Tree) -> str:
+    """``tree`` in Python's tuple notation, as ``repr`` writes it, built in a loop.
+
+    The flat form of a tree of any depth: ``repr``, ``==``, ``hash`` and JSON
+    encoders recurse once per level of the nested tuples, and a sequential tree
+    of ``k`` leaves has ``k - 1`` levels (beyond Python's recursion limit from
+    about 1000).  :func:`parse_tree` reads it back.
+
+    Examples
+    --------
+    >>> tree_text(((0, 1), 2, 3))
+    '((0, 1), 2, 3)'
+    >>> parse_tree(tree_text(((0, 1), 2, 3)))
+    ((0, 1), 2, 3)
+    """
+    out: list[str] = []
+    stack: list[Tree | str] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, tuple):
+            stack.append(",)" if len(node) == 1 else ")")
+            for i in range(len(node) - 1, -1, -1):
+                stack.append(node[i])
+                if i:
+                    stack.append(", ")
+            out.append("(")
+        elif isinstance(node, (int, np.integer)) and not isinstance(node, bool):
+            out.append(str(int(node)))
+        else:
+            raise TypeError(f"Got a tree node {node!r}, but a tree holds tuples and int "
+                            "leaf indices")
+    return "".join(out)
+
+
+_TOKENS = re.compile(r"\s*(\(|\)|,|\d+)")
+
+
+def parse_tree(text: str) -> Tree:
+    """The tree written by :func:`tree_text` (Python's tuple notation), any depth.
+
+    Raises
+    ------
+    TypeError
+        If ``text`` is not a str.
+    ValueError
+        If ``text`` is not a tuple of int leaves in that notation; the message
+        quotes it (or its start).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"Got text={text!r}, but it must be a str such as '((0, 1), 2)'")
+    shown = text if len(text) <= 60 else text[:60] + "..."
+    bad = ValueError(f"Got text={shown!r}, which is not a tree in tuple notation "
+                     "such as '((0, 1), 2)'")
+    open_nodes: list[list[Tree]] = []
+    result: Tree | None = None
+    pos, expect_item = 0, True
+    end = len(text.rstrip())
+    while pos < end:
+        m = _TOKENS.match(text, pos)
+        if m is None or result is not None:
+            raise bad
+        token, pos = m.group(1), m.end()
+        if token == "(" or token.isdigit():
+            if not expect_item:
+                raise bad
+            if token == "(":
+                open_nodes.append([])
+                continue
+            item: Tree = int(token)
+        elif token == ",":
+            if expect_item or not open_nodes:
+                raise bad
+            expect_item = True
+            continue
+        else:  # ")": after an item, or after a trailing comma of a one-element tuple
+            if not open_nodes or not open_nodes[-1] \
+                    or (expect_item and len(open_nodes[-1]) != 1):
+                raise bad
+            item = tuple(open_nodes.pop())
+        expect_item = False
+        if open_nodes:
+            open_nodes[-1].append(item)
+        else:
+            result = item
+    if result is None or open_nodes:
+        raise bad
+    return result
+
+
+_TEXTS: dict[int, tuple[Tree, str]] = {}
+
+
+def _text_of(tree: Tree) -> str:
+    """:func:`tree_text`, remembered for the last trees seen: the hypotheses of one probe
+    share their tree, and each model built from it needs the text once."""
+    hit = _TEXTS.get(id(tree))
+    if hit is not None and hit[0] is tree:
+        return hit[1]
+    text = tree_text(tree)
+    if len(_TEXTS) >= 64:
+        _TEXTS.clear()
+    _TEXTS[id(tree)] = (tree, text)
+    return text
 
 
 def postorder(tree: Tree) -> list[tuple[Tree, list[Tree]]]:
@@ -149,8 +258,8 @@ class MatmulModel:
     input_format: str
     #: Format of the outputs.
     output_format: str
-    #: The reduction tree over ``k``.
-    order: Tree
+    #: The reduction tree over ``k`` (models compare and hash by ``order_text``).
+    order: Tree = field(compare=False, repr=False)
     #: ``"standard"`` (two-operand adds, one rounding each) or ``"fused"``.
     adder: str
     #: Format of the standard additions (for ``"fused"``: the output format).
@@ -177,6 +286,13 @@ class MatmulModel:
     input_subnormals: str = "kept"
     #: ``"kept"``, ``"flushed"`` or ``"untested"``.
     output_subnormals: str = "kept"
+    #: ``order`` in tuple notation (:func:`tree_text`), set from it: flat at any depth,
+    #: where the nested tuples of a long sequential tree exceed the recursion limit of
+    #: ``==``, ``repr`` and JSON encoders.
+    order_text: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "order_text", _text_of(self.order))
 
     @property
     def k(self) -> int:
@@ -203,8 +319,9 @@ class MatmulModel:
         return label
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form."""
-        d = asdict(self)
+        """Plain JSON-ready form; ``order`` is ``order_text``, flat at any depth."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "order_text"}
+        d["order"] = self.order_text
         d["subnormals"] = {"inputs": d.pop("input_subnormals"),
                            "outputs": d.pop("output_subnormals")}
         return d
@@ -382,11 +499,13 @@ class MatmulModel:
         fin = as_format(self.input_format)
         if self.adder == "standard":
             flush = "flushed" in (self.input_subnormals, self.output_subnormals)
-            if self.order == _chain(self.k, 1, None) and self.products == "fused" \
+            if self.order_text == tree_text(_chain(self.k, 1, None)) \
+                    and self.products == "fused" \
                     and self.output_rounding == "rne" and not flush:
                 return {"accumulator": self.accumulator, "promote_every": None, **base}
             for G in (2, 4, 8, 16):
-                if self.order == _pairwise_chain(self.k, G) and self.accumulator == "binary32" \
+                if self.order_text == tree_text(_pairwise_chain(self.k, G)) \
+                        and self.accumulator == "binary32" \
                         and self.output_format == "binary32" \
                         and (self.products == "rounded" or 2 * fin.precision <= 24):
                     narrow = fin.bits <= 8
@@ -404,7 +523,7 @@ class MatmulModel:
         if self.output_subnormals == "flushed":
             raise ValueError("Got a fused model that flushes subnormal results, which "
                              "accum.gemm's fused presets do not model")
-        if self.order != _chain(self.k, self.group_size, self.promote_every):
+        if self.order_text != tree_text(_chain(self.k, self.group_size, self.promote_every)):
             raise ValueError(
                 f"Got a fused model ({self.name}) whose groups are not accum.gemm's "
                 "consecutive groups; run it with ProbeResult.predict"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from numerics.formats import as_format
-from numerics.probe.model import MatmulModel, Tree, round_into
+from numerics.probe.model import MatmulModel, Tree, round_into, tree_text
 
 __all__ = ["Evidence", "ProbeError", "ProbeResult", "SumResult"]
 
@@ -172,8 +172,9 @@ class SumResult:
     """
 
     algorithm: str
-    #: The reduction tree (``algorithm == "tree"``), else None.
-    tree: Tree | None
+    #: The reduction tree (``algorithm == "tree"``), else None (results compare by
+    #: ``tree_text``).
+    tree: Tree | None = field(compare=False, repr=False)
     #: Format of the terms and of the result.
     fmt: str
     #: Format of every addition (the result is then rounded to nearest into ``fmt``).
@@ -186,6 +187,13 @@ class SumResult:
     shape: str
     calls: int
     evidence: tuple[Evidence, ...] = field(default=())
+    #: ``tree`` in tuple notation (:func:`~numerics.probe.tree_text`), set from it;
+    #: None without a tree.
+    tree_text: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tree_text",
+                           None if self.tree is None else tree_text(self.tree))
 
     def predict(self, x: Any) -> np.ndarray:
         """The model's sums of the rows of ``x`` (shape (..., n)), as float64 values.
@@ -215,8 +223,8 @@ class SumResult:
         return {"algorithm": self.algorithm}
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form."""
-        return {"algorithm": self.algorithm, "tree": self.tree, "fmt": self.fmt,
+        """Plain JSON-ready form; ``tree`` is ``tree_text``, flat at any depth."""
+        return {"algorithm": self.algorithm, "tree": self.tree_text, "fmt": self.fmt,
                 "accumulator": self.accumulator, "n": self.n,
                 "fused_groups": [list(g) for g in self.fused_groups], "shape": self.shape,
                 "calls": self.calls, "evidence": [e.as_dict() for e in self.evidence]}

@@ -81,13 +81,16 @@ class BlackBox:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 out = self.fn(*args)
-        except Exception as err:
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as err:  # asyncio.CancelledError, GeneratorExit too
             text = " ".join(str(err).split())
             text = text if len(text) <= 300 else text[:297] + "..."
+            what = type(err).__name__ + (f": {text}" if text else "")
             raise ProbeError(
-                f"{self.name} raised {type(err).__name__}: {text} (call {self.calls}, "
+                f"{self.name} raised {what} (call {self.calls}, "
                 f"inputs of shapes {[a.shape for a in args]})",
-                {"call": self.calls, "exception": f"{type(err).__name__}: {text}"},
+                {"call": self.calls, "exception": what},
             ) from err
         try:
             arr = np.asarray(out, dtype=np.float64)
