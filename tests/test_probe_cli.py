@@ -45,6 +45,14 @@ def generator_exit(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     raise GeneratorExit("closed")
 
 
+def unidentified(x: np.ndarray) -> np.float32:
+    """Fused nodes of 4 whose node rule the probe's family lacks (the emulation of
+    tests/probe_emulations.py, bfloat16-style alignment)."""
+    from probe_emulations import fused_sum
+
+    return fused_sum(x, 20, 4)
+
+
 def fused_cut(x: np.ndarray) -> np.float32:
     """A fused adder (imported below as a target): nodes of 4 new terms plus the running
     sum, each term cut toward zero to 24 fraction bits below the node's largest exponent,
@@ -72,9 +80,14 @@ def test_probe_of_a_fused_sum_skips_the_verification_it_cannot_do() -> None:
                          "fp32", "--k", "16", "--json"])
     assert code == 0
     assert out[0]["fused_groups"] and out[0]["verify"] is None
-    with pytest.raises(UsageError, match="adds in fused multi-term nodes"):
-        collect(["probe", "test_probe_cli:fused_cut", "--kind", "sum", "--input", "fp32",
-                 "--k", "16", "--verify", "10"])
+    assert (out[0]["node_rounding"], out[0]["node_fraction_bits"]) == ("rne", 24)
+    # review: verify raised ValueError on every fused SumResult; it now runs the model
+    code, out = collect(["probe", "test_probe_cli:fused_cut", "--kind", "sum", "--input",
+                         "fp32", "--k", "16", "--verify", "10", "--json"])
+    assert code == 0 and out[0]["verify"]["fraction"] == 1.0
+    with pytest.raises(UsageError, match="whose rounding the probe did not identify"):
+        collect(["probe", "test_probe_cli:unidentified", "--kind", "sum", "--input",
+                 "fp32", "--k", "12", "--verify", "10"])
 
 
 def test_probe_sum_table() -> None:

@@ -112,8 +112,9 @@ def _pair_scales(fin: Format, fout: Format, k: int) -> list[tuple[float, float, 
     pair tests, best first (claim P1 needs ``M / (k s)`` beyond every adder's reach).
 
     Normal factors first; when the input format's normal range is too narrow (8-bit
-    formats), subnormal small factors first and normal ones as the fallback (a box
-    that flushes subnormal inputs fails the subnormal variant).
+    formats, and binary16 for binary64 adders), subnormal small factors first and
+    normal ones as the fallback (a box that flushes subnormal inputs or results fails
+    the subnormal variant's control, :func:`_check_small`).
     """
     p_big = min(2 * fin.emax, 60, fout.emax - 1)  # M stays finite in the output format
     big = factor(p_big, 1.0, fin)
@@ -124,7 +125,8 @@ def _pair_scales(fin: Format, fout: Format, k: int) -> list[tuple[float, float, 
     small = factor(s_exp, 1.0, fin)
     assert small is not None
     normal = (big[0], big[1], small[0], small[1])
-    need = 2.0 ** (MAX_FRACTIONAL_BITS + math.ceil(math.log2(k)) + 3)
+    # the widest adder keeps 53 bits (binary64; a fused node at most F + 9 <= 49)
+    need = 2.0 ** (max(53, MAX_FRACTIONAL_BITS + 9) + math.ceil(math.log2(k)) + 2)
     tiny = fin.smallest_subnormal
     if big[0] * big[1] / (small[0] * small[1]) >= need or not fin.subnormals \
             or tiny * tiny < max(fout.smallest_subnormal, 2.0**-149):
@@ -143,9 +145,24 @@ def _order(diag: _Placer, k: int, fin: Format, fout: Format) -> Tree:
     raise first
 
 
+def _check_small(got: np.ndarray, s: float) -> None:
+    """NotATree unless ``got``, the output(s) of one small product alone (the other
+    products zero), is ``s`` exactly (claim P1's control): a box that flushes
+    subnormal inputs or results returns 0, and would make every pair test read 0 small
+    terms, as if all ``k`` leaves met in one node."""
+    bad = np.flatnonzero(np.asarray(got).reshape(-1) != s)
+    if bad.size:
+        v = float(np.asarray(got).reshape(-1)[bad[0]])
+        raise NotATree(f"one small product {s!r} alone gave {v!r} (subnormals flushed?)",
+                       {"small": s, "observed": v})
+
+
 def _order_with(diag: _Placer, k: int, scales: tuple[float, float, float, float]) -> Tree:
     big_a, big_b, small_a, small_b = scales
     s = small_a * small_b
+    one_a, one_b = np.zeros((1, k)), np.zeros((1, k))
+    one_a[0, k - 1], one_b[0, k - 1] = small_a, small_b
+    _check_small(diag(one_a, one_b), s)
 
     def ask(pairs: list[tuple[int, int]]) -> list[int]:
         a = np.full((len(pairs), k), small_a)
@@ -603,6 +620,10 @@ def _classes_with(placer: _Placer, k: int, pairs: list[tuple[int, int]],
     big_a, big_b, small_a, small_b = scales
     s = small_a * small_b
     batch = placer.batch
+    one_a, one_b = np.zeros(k), np.zeros(k)
+    one_a[k - 1], one_b[k - 1] = small_a, small_b
+    _check_small(placer.call(np.broadcast_to(one_a, (batch, k)).copy(),
+                             np.broadcast_to(one_b[:, None], (k, batch)).copy()), s)
     sig = []
     for i, j in pairs:
         a = np.full(k, small_a)

@@ -39,17 +39,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
+from fractions import Fraction
 from typing import Any, Union
 
 import numpy as np
 
 from numerics.accum.tensorcore import TensorCorePreset, decompose, group_step
+from numerics.codec import decode_exact, encode_exact
 from numerics.eft import two_sum
 from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
 
-__all__ = ["MatmulModel", "Tree", "leaves", "parse_tree", "postorder", "round_into",
-           "tree_text"]
+__all__ = ["MatmulModel", "Tree", "fused_tree_sums", "leaves", "parse_tree", "postorder",
+           "round_into", "tree_text"]
 
 Tree = Union[int, tuple["Tree", ...]]
 
@@ -199,6 +201,45 @@ def postorder(tree: Tree) -> list[tuple[Tree, list[Tree]]]:
         stack.append((node, True))
         stack.extend((child, False) for child in reversed(node))
     return out
+
+
+def fused_tree_sums(tree: Tree, X: np.ndarray, fmt: Format, rounding: str,
+                    fraction_bits: int | None) -> np.ndarray:
+    """The sums of the rows of ``X`` by ``tree`` when every node adds its children and
+    rounds once into ``fmt`` with ``rounding``: exactly (``fraction_bits`` None) or, as
+    a matrix unit's fused adder does, after cutting every child toward zero to a
+    multiple of ``2**(E - fraction_bits)``, ``E`` the largest exponent among them.
+
+    Exact (Fraction) arithmetic, node by node in a loop (any depth); float64 results.
+    """
+    nodes = postorder(tree)
+    X = np.asarray(X, np.float64).reshape(-1, X.shape[-1])
+    out = np.empty(X.shape[0])
+    for r, row in enumerate(X):
+        value: dict[int, Fraction] = {}
+        total = Fraction(float(row[int(tree)])) if not isinstance(tree, tuple) else None
+        for node, children in nodes:
+            kids = [value.pop(id(c)) if isinstance(c, tuple) else Fraction(float(row[int(c)]))
+                    for c in children]
+            if fraction_bits is not None:
+                nonzero = [abs(k) for k in kids if k]
+                if nonzero:
+                    E = max(_floor_log2(k) for k in nonzero)
+                    q = Fraction(2) ** (E - fraction_bits)
+                    kids = [int(k / q) * q for k in kids]  # int() truncates toward zero
+            total = Fraction(decode_exact(encode_exact(sum(kids, Fraction(0)), fmt,
+                                                       rounding=rounding,
+                                                       overflow="saturate"), fmt))
+            value[id(node)] = total
+        assert total is not None
+        out[r] = float(total)
+    return out
+
+
+def _floor_log2(q: Fraction) -> int:
+    """``floor(log2(q))`` of a positive Fraction, exactly."""
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    return e - 1 if Fraction(2) ** e > q else e
 
 
 def round_into(hi: np.ndarray, lo: np.ndarray | None, fmt: Format, rounding: str,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from numerics.formats import as_format
-from numerics.probe.model import MatmulModel, Tree, round_into, tree_text
+from numerics.probe.model import MatmulModel, Tree, fused_tree_sums, round_into, tree_text
 
 __all__ = ["Evidence", "ProbeError", "ProbeResult", "SumResult"]
 
@@ -187,6 +187,12 @@ class SumResult:
     shape: str
     calls: int
     evidence: tuple[Evidence, ...] = field(default=())
+    #: The rounding of each fused node's sum into ``fmt`` (``"rne"`` or ``"rtz"``), when
+    #: ``fused_groups`` are there and the probe identified it; else None.
+    node_rounding: str | None = None
+    #: Fraction bits each fused node keeps of its terms, below their largest exponent
+    #: (cut toward zero); None for nodes that add their terms exactly.
+    node_fraction_bits: int | None = None
     #: ``tree`` in tuple notation (:func:`~numerics.probe.tree_text`), set from it;
     #: None without a tree.
     tree_text: str | None = field(init=False)
@@ -199,9 +205,21 @@ class SumResult:
         """The model's sums of the rows of ``x`` (shape (..., n)), as float64 values.
 
         ``accum.sum(x, accumulator, **as_sum_kwargs())``, rounded to nearest-even into
-        ``fmt`` when the accumulator is wider.
+        ``fmt`` when the accumulator is wider; for fused nodes, each node's sum (its
+        terms cut to ``node_fraction_bits``) rounded once with ``node_rounding``
+        (:func:`~numerics.probe.model.fused_tree_sums`; exact arithmetic, slow for
+        many long rows).  ValueError for fused nodes whose rounding was not identified.
         """
         from numerics import accum
+
+        if self.fused_groups:
+            if self.node_rounding is None or self.tree is None:
+                raise ValueError(f"Got fused nodes ({self.shape}) whose rounding the "
+                                 "probe did not identify; there is no model to run")
+            rows = np.asarray(x, np.float64)
+            sums = fused_tree_sums(self.tree, rows.reshape(-1, self.n), as_format(self.fmt),
+                                   self.node_rounding, self.node_fraction_bits)
+            return sums.reshape(rows.shape[:-1])
 
         value = accum.sum(np.asarray(x, np.float64), self.accumulator, axis=-1,
                           **self.as_sum_kwargs()).value
@@ -227,4 +245,6 @@ class SumResult:
         return {"algorithm": self.algorithm, "tree": self.tree_text, "fmt": self.fmt,
                 "accumulator": self.accumulator, "n": self.n,
                 "fused_groups": [list(g) for g in self.fused_groups], "shape": self.shape,
+                "node_rounding": self.node_rounding,
+                "node_fraction_bits": self.node_fraction_bits,
                 "calls": self.calls, "evidence": [e.as_dict() for e in self.evidence]}

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from numerics.codec import decode_exact, encode_exact
 from numerics.formats import Format, as_format
 from numerics.probe.matmul import MAX_K
-from numerics.probe.model import Tree, round_into
+from numerics.probe.model import Tree, fused_tree_sums, round_into
 from numerics.probe.order import NotATree, build_tree, describe_tree, fused_groups
 from numerics.probe.result import Evidence, ProbeError, SumResult
 from numerics.probe.vectors import (
@@ -63,6 +61,8 @@ class _Sum:
         self.box = BlackBox(f, "f")
         self.fmt = fmt
         self.dtype = input_dtype(fmt)
+        #: What the pair tests' control saw when ``f`` flushed a subnormal term, or None.
+        self.flushed: str | None = None
 
     def __call__(self, x: np.ndarray) -> float:
         return float(self.box((), np.asarray(x, np.float64).astype(self.dtype)))
@@ -71,11 +71,20 @@ class _Sum:
         return np.array([self(x) for x in X])
 
 
-def _pair_vector(s: _Sum, n: int, i: int, j: int) -> np.ndarray:
+def _smalls(fmt: Format) -> list[float]:
+    """The pair tests' small terms, best first: the smallest power of two down to
+    ``2**-60`` (the largest ratio to the big term), then, when that is subnormal
+    (binary16), the smallest normal for a box that flushes subnormals (claim P1)."""
+    first = 2.0 ** max(fmt.emin - fmt.trailing_bits, -60)
+    return [first] if first >= fmt.smallest_normal else [first, fmt.smallest_normal]
+
+
+def _pair_vector(s: _Sum, n: int, i: int, j: int, small: float | None = None
+                 ) -> np.ndarray:
     """The pair test's input: a big term at ``i``, its negative at ``j``, small terms
     elsewhere (the sum counts the small terms added after the big ones cancel)."""
     fmt = s.fmt
-    x = np.full(n, 2.0 ** max(fmt.emin - fmt.trailing_bits, -60))
+    x = np.full(n, _smalls(fmt)[0] if small is None else small)
     x[i], x[j] = 2.0 ** min(fmt.emax, 60), -(2.0 ** min(fmt.emax, 60))
     return x
 
@@ -101,13 +110,31 @@ def _repeatable(s: _Sum, n: int) -> None:
 
 
 def _pair_tree(s: _Sum, n: int) -> Tree:
-    fmt = s.fmt
-    small = 2.0 ** max(fmt.emin - fmt.trailing_bits, -60)
+    first: NotATree | None = None
+    for small in _smalls(s.fmt):
+        try:
+            return _pair_tree_with(s, n, small)
+        except NotATree as err:
+            first = first or err
+    assert first is not None
+    raise first
+
+
+def _pair_tree_with(s: _Sum, n: int, small: float) -> Tree:
+    # the control (claim P1): one small term alone must come back; a box that flushes
+    # subnormals returns 0, and every pair test would then read as one node of n leaves
+    alone = np.zeros(n)
+    alone[n - 1] = small
+    v = s(alone)
+    if v != small:
+        s.flushed = f"one subnormal term {small!r} alone gave {v!r}"
+        raise NotATree(f"one small term {small!r} alone gave {v!r} (subnormals flushed?)",
+                       {"small": small, "observed": v})
 
     def ask(pairs: list[tuple[int, int]]) -> list[int]:
         sizes = []
         for i, j in pairs:
-            v = s(_pair_vector(s, n, i, j))
+            v = s(_pair_vector(s, n, i, j, small))
             count = v / small
             if not np.isfinite(count) or count != round(count) or not 0 <= count <= n - 2:
                 raise NotATree(
@@ -130,7 +157,9 @@ def summation_order(f: Callable[[np.ndarray], Any], n: int, *,
     than two children is a fused multi-term addition (:func:`fused_groups` lists
     them; accum.sum would add them left to right instead).  About ``n - 1`` calls
     for a sequential sum from left to right, ``2n - 3`` from right to left,
-    ``(n/2) log2 n`` for a pairwise one, 18 more for the check of determinism.
+    ``(n/2) log2 n`` for a pairwise one, 18 more for the check of determinism and
+    one for the control of claim P1 (one more where a box flushes binary16's
+    subnormal small terms).
 
     The pair tests see only the order: a compensated sum (Kahan) usually passes them
     as the sequential tree of its main additions, and exact summation fits no tree.
@@ -243,43 +272,15 @@ def probe_sum(f: Callable[[np.ndarray], Any], n: int, *, fmt: Format | str = "bi
         what = ("the order was found (" + describe_tree(tree) + ") but no accumulator "
                 "format nor compensated summation reproduces the sums") if tree is not None else (
             f"{not_tree}; and neither exact, Kahan nor Neumaier summation reproduces them")
+        if s.flushed:
+            what += (f"; it flushes subnormals ({s.flushed}), which the summation models "
+                     "do not")
         raise ProbeError(f"no summation model fits {s.box.name}: {what}",
                          {"evidence": [e.as_dict() for e in evidence]})
     best = alive[0]
     return SumResult(algorithm=best.algorithm, tree=best.tree, fmt=fmt_.name,
                      accumulator=best.accumulator, n=n, fused_groups=(), shape=best.shape,
                      calls=s.box.calls, evidence=tuple(evidence))
-
-
-def _fused_sums(tree: Tree, X: np.ndarray, fmt: Format, rounding: str,
-                fractional_bits: int | None) -> np.ndarray:
-    """The sums of the rows of ``X`` by ``tree`` when every node adds its children and
-    rounds once into ``fmt``: exactly (``fractional_bits`` None), or, as a matrix unit's
-    fused adder does, with every child first cut toward zero to a multiple of
-    ``2**(E - fractional_bits)``, ``E`` the largest exponent among them."""
-    out = np.empty(X.shape[0])
-    for r, row in enumerate(X):
-        def node(t: Tree, row: np.ndarray = row) -> Fraction:
-            if isinstance(t, (int, np.integer)):
-                return Fraction(float(row[int(t)]))
-            kids = [node(c) for c in t]
-            if fractional_bits is not None:
-                nonzero = [abs(k) for k in kids if k]
-                if nonzero:
-                    E = max(_floor_log2(k) for k in nonzero)
-                    q = Fraction(2) ** (E - fractional_bits)
-                    kids = [int(k / q) * q for k in kids]  # int() truncates toward zero
-            total = sum(kids, Fraction(0))
-            return Fraction(decode_exact(encode_exact(total, fmt, rounding=rounding,
-                                                      overflow="saturate"), fmt))
-        out[r] = float(node(tree))
-    return out
-
-
-def _floor_log2(q: Fraction) -> int:
-    """``floor(log2(q))`` of a positive Fraction, exactly."""
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    return e - 1 if Fraction(2) ** e > q else e
 
 
 def _fused_result(s: _Sum, tree: Tree, X: np.ndarray, fmt: Format, n: int) -> SumResult:
@@ -291,17 +292,18 @@ def _fused_result(s: _Sum, tree: Tree, X: np.ndarray, fmt: Format, n: int) -> Su
     head = X[:4]
     for F in (None, *range(0, 64)):
         for rounding in ("rne", "rtz"):
-            if not np.array_equal(_fused_sums(tree, head, fmt, rounding, F).view(np.uint64),
-                                  want[:4]):
+            if not np.array_equal(fused_tree_sums(tree, head, fmt, rounding, F)
+                                  .view(np.uint64), want[:4]):
                 continue
-            if not np.array_equal(_fused_sums(tree, X, fmt, rounding, F).view(np.uint64),
-                                  want):
+            if not np.array_equal(fused_tree_sums(tree, X, fmt, rounding, F)
+                                  .view(np.uint64), want):
                 continue
             how = "exact" if F is None else f"terms cut to {F} fraction bits"
             return SumResult(algorithm="tree", tree=tree, fmt=fmt.name,
                              accumulator=fmt.name, n=n, fused_groups=fused_groups(tree),
                              shape=f"{describe_tree(tree)}; each fused node {how}, rounded "
-                                   f"once ({rounding})", calls=s.box.calls)
+                                   f"once ({rounding})", calls=s.box.calls,
+                             node_rounding=rounding, node_fraction_bits=F)
     # no node rule reproduces the sums (an adder that also narrows its inputs, say):
     # keep the order, flagged as such, only for a black box that does sum its inputs
     exact = np.array([math.fsum(row) for row in X.astype(np.float64)])
