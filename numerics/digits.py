@@ -31,7 +31,7 @@ def int_to_text(n: int) -> str:
     A float, bool or anything else that is not an int (a numpy integer is one) raises
     TypeError.
     """
-    if not isinstance(n, int) or isinstance(n, bool):
+    if type(n) is not int:  # an int subclass (an IntEnum) may write itself otherwise
         n = _as_int(n)
     if n < 0:
         return "-" + int_to_text(-n)

@@ -13,6 +13,8 @@ arithmetic, using numpy's definitions (``numpy.finfo``):
                  ``min`` is the smallest value, ``2**-127``, as in ml_dtypes)
 ``tiny``         ``smallest_normal``, ``2**emin``
 ``precision``    ``int(-log10(eps))`` decimal digits, and ``resolution = 10**-precision``
+                 as a Python float (numpy rounds it to the dtype: float16's is
+                 0.0010004, here 0.001)
 ``nexp``/``iexp`` exponent field width; ``nmant`` trailing significand width
 ``maxexp``       ``emax + 1``, the least power of two that overflows
 ``minexp``       ``emin``
@@ -21,7 +23,7 @@ arithmetic, using numpy's definitions (``numpy.finfo``):
 ml_dtypes types several of these by hand and disagrees with the formula in
 places (its ``precision`` is 1 for most 8-bit formats where ``int(-log10(eps))``
 is 0, and its ``resolution`` is ``10**-precision`` rounded to the format);
-those two fields follow numpy's formula here.
+those two fields follow numpy's formula here, unrounded.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from numerics.codec import _check_code, decode_exact, encode_exact, floor_log2
+from numerics.codec import _check_code, _is_ml_dtypes_scalar, decode_exact, encode_exact, floor_log2
 from numerics.digits import int_to_text
 from numerics.encoding import _check_options
 from numerics.formats import Format, as_format
@@ -78,6 +78,12 @@ def _decimal_digits(value: Fraction) -> int:
     return max(twos, fives)
 
 
+def _plain(value: object) -> object:
+    """An ml_dtypes scalar (bfloat16, float8_*, ...) as the Python float of its value,
+    which holds it exactly; anything else as it is."""
+    return float(value) if _is_ml_dtypes_scalar(value) else value  # type: ignore[arg-type]
+
+
 def _special_text(value: object, name: str) -> str | None:
     """``"inf"``, ``"-inf"`` or ``"nan"`` for a non-finite float; None for a finite real;
     TypeError for anything that is not a real number."""
@@ -130,6 +136,7 @@ def exact_decimal(value: Fraction | int | float) -> str:
     >>> exact_decimal(-0.0), exact_decimal(Fraction(-0.0))
     ('-0', '0')
     """
+    value = _plain(value)  # type: ignore[assignment]
     special = _special_text(value, "value")
     if special is not None:
         return special
@@ -164,6 +171,7 @@ def hexfloat(value: Fraction | int | float) -> str:
     >>> hexfloat(float("-inf")), hexfloat(-0.0)
     ('-inf', '-0x0p+0')
     """
+    value = _plain(value)  # type: ignore[assignment]
     special = _special_text(value, "value")
     if special is not None:
         return special

@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from numerics.codec import floor_log2
 from numerics.dtypes import MAX_DIMS, as_input
+from numerics.encoding import _check_codes as check_codes
 from numerics.formats import Format, as_format
 
 __all__ = ["next_down", "next_up", "ordinal", "ulp", "ulp_distance"]
@@ -445,14 +446,10 @@ def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:
     124
     """
     fmt = as_format(fmt)
-    arr = as_input(codes, "codes")
+    # the checks decode makes: integer codes (a list of Python ints of any size, [] too)
+    # within the format, the first one outside named with its index
+    arr, _ = check_codes(codes, fmt)
     scalar = arr.ndim == 0
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"Got codes of dtype {arr.dtype}, expected an integer dtype")
-    if arr.size and (arr.min() < 0 or int(arr.max()) >= fmt.num_codes):
-        bad = arr.ravel()[np.flatnonzero((arr.ravel() < 0) | (arr.ravel() >= fmt.num_codes))[0]]
-        raise ValueError(
-            f"Got code={int(bad)}, but {fmt.name} codes lie in [0, {fmt.num_codes - 1}]")
     c = arr.astype(np.uint64)
     mag = (c & np.uint64(fmt.magnitude_mask)).astype(np.int64)
     nan = np.zeros(c.shape, dtype=bool)

@@ -138,7 +138,7 @@ def test_ordinal() -> None:
         ordinal([0x7F], "e4m3fn")
     with pytest.raises(ValueError, match="NaN"):
         ordinal([0x80], "e4m3fnuz")
-    with pytest.raises(ValueError, match="code=256"):
+    with pytest.raises(ValueError, match="code 0x100 at flat index 0"):
         ordinal([256], "e4m3fn")
 
 
@@ -289,3 +289,42 @@ def test_next_of_a_longdouble_between_values_is_on_its_side(fmt: Format) -> None
                                                   and fmt.signed and x < 0 else np.nan)
         for got, want in ((next_up(x, fmt), want_up), (next_down(x, fmt), want_down)):
             assert (np.isnan(got) and np.isnan(want)) or got == want, (fmt.name, x, got, want)
+
+
+def test_exact_decimal_and_hexfloat_take_ml_dtypes_scalars() -> None:
+    # review: ml_dtypes scalars raised TypeError here, though parts, ulp and encode take them
+    import ml_dtypes
+
+    for x in (ml_dtypes.bfloat16(1.5), ml_dtypes.float8_e4m3fn(-0.0),
+              ml_dtypes.float8_e5m2(-448), ml_dtypes.float4_e2m1fn(3)):
+        v = float(x)
+        assert exact_decimal(x) == exact_decimal(v) and hexfloat(x) == hexfloat(v)
+    assert exact_decimal(ml_dtypes.bfloat16("nan")) == "nan"
+    assert hexfloat(ml_dtypes.float8_e5m2("-inf")) == "-inf"
+
+
+def test_int_to_text_writes_the_value_of_an_int_subclass() -> None:
+    # review: an IntEnum member came out as 'Color.RED' (its own __str__)
+    import enum
+
+    from numerics.digits import int_to_text
+
+    class Color(int, enum.Enum):
+        RED = 5
+
+    assert int_to_text(Color.RED) == "5" and int_to_text(-Color.RED) == "-5"
+
+
+def test_ordinal_checks_codes_as_decode_does() -> None:
+    # review: [] raised TypeError (its dtype float64), a Python int beyond 64 bits a
+    # TypeError naming no value, and the message named "code=" without an index
+    assert ordinal([], "e4m3fn").tolist() == []
+    with pytest.raises(ValueError, match=r"codes\[0\]=1180591620717411303424"):
+        ordinal(2**70, "binary64")
+    with pytest.raises(ValueError, match="0x12c at flat index 1"):
+        ordinal([1, 300], "e4m3fn")
+    with pytest.raises(ValueError, match="negative code -1"):
+        ordinal([-1], "e4m3fn")
+    with pytest.raises(TypeError, match="integer codes"):
+        ordinal([1.5], "e4m3fn")
+    assert int(ordinal(np.array(0x81, np.uint8), "e4m3fn")) == -1
