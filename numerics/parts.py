@@ -187,11 +187,10 @@ def hexfloat(value: Fraction | int | float) -> str:
     a = abs(value)
     e = floor_log2(a)
     sig = a / Fraction(2) ** e  # in [1, 2)
-    # Write the fraction bits in hex digits: scale by 16**k until integral.
+    # The fraction bits in hex digits: frac = m / 2**b takes ceil(b / 4) of them, the
+    # fewest that make it integral (so the last one is not 0).
     frac = sig - 1
-    k = 0
-    while (frac * 16**k).denominator != 1:
-        k += 1
+    k = -(-(frac.denominator.bit_length() - 1) // 4)
     digits = f"{int(frac * 16**k):0{k}x}" if k else ""
     mant = f"1.{digits}" if digits else "1"
     return f"{sign}0x{mant}p{e:+d}"
