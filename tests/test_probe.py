@@ -318,6 +318,13 @@ def test_describe_tree_names() -> None:
     assert describe_tree(sequential_tree(9)) == "sequential (left to right)"
     assert describe_tree(pairwise_tree(16)) == "pairwise"
     assert describe_tree(pairwise_tree(64, 8)) == "pairwise over sequential blocks of 8"
+    # review: (0, (1, 2)) was "numpy's pairwise: first term, then ..." and longer
+    # right-to-left sums "a binary tree of depth n - 1"
+    for n in (3, 4, 300):
+        tree: Tree = (n - 2, n - 1)
+        for i in range(n - 3, -1, -1):
+            tree = (i, tree)
+        assert describe_tree(tree) == "sequential (right to left)"
 
 
 # ---------------------------------------------------------------------------- model

@@ -331,10 +331,14 @@ def describe_tree(tree: Tree) -> str:
     'sequential (left to right)'
     >>> describe_tree(numpy_pairwise_tree(300))
     "numpy's pairwise: first term, then blocks of <= 128 with 8 partial sums"
+    >>> describe_tree((0, (1, (2, 3))))
+    'sequential (right to left)'
     """
     n = check_tree(tree)
     if n == 1 or _is_sequential(tree, n):
         return "sequential (left to right)"
+    if _is_right_to_left(tree, n):  # (at n = 3 also numpy's first term apart)
+        return "sequential (right to left)"
     if tree == numpy_pairwise_tree(n):
         return "numpy's pairwise: first term, then blocks of <= 128 with 8 partial sums"
     if tree == numpy_pairwise_tree(n, first_apart=False):
@@ -349,6 +353,16 @@ def describe_tree(tree: Tree) -> str:
                 f"({len(groups)} nodes)")
     depth = _depth(tree)
     return f"a binary tree of depth {depth}"
+
+
+def _is_right_to_left(tree: Tree, n: int) -> bool:
+    """``tree == (0, (1, (2, ... (n - 2, n - 1))))``, walked in a loop."""
+    node = tree
+    for i in range(n - 2):
+        if not (isinstance(node, tuple) and len(node) == 2 and node[0] == i):
+            return False
+        node = node[1]
+    return node == (n - 2, n - 1)
 
 
 def _depth(tree: Tree) -> int:
