@@ -33,6 +33,7 @@ __all__ = [
     "parse_code",
     "parse_formats",
     "parse_value",
+    "shown",
 ]
 
 #: Largest decimal or binary exponent magnitude accepted in a value string. Every value
@@ -92,7 +93,8 @@ class ParsedValue:
     def fraction(self) -> Fraction:
         """The exact signed value; ValueError for ``inf`` and ``nan``."""
         if self.kind != "finite":
-            raise ValueError(f"Got value={self.text!r}, which is {self.kind}, not a finite number")
+            raise ValueError(f"Got value={shown(self.text)}, which is {self.kind}, "
+                             "not a finite number")
         return -self.magnitude if self.negative else self.magnitude
 
     @property
@@ -117,7 +119,7 @@ def _check_exponent(exp_text: str | None, text: str) -> int:
     digits = exp_text.lstrip("+-").replace("_", "").lstrip("0")
     if len(digits) > len(str(MAX_EXPONENT_DIGITS)) or int(digits or "0") > MAX_EXPONENT_DIGITS:
         raise ValueError(
-            f"Got value={text!r}, but its exponent is beyond +-{MAX_EXPONENT_DIGITS}, "
+            f"Got value={shown(text)}, but its exponent is beyond +-{MAX_EXPONENT_DIGITS}, "
             "outside every format by far"
         )
     return int(exp_text.replace("_", ""))
@@ -198,7 +200,7 @@ def parse_value(text: str) -> ParsedValue:
         if num is None or den is None:
             raise ValueError(_bad_value(text))
         if den == 0:
-            raise ValueError(f"Got value={text!r}, but its denominator is zero")
+            raise ValueError(f"Got value={shown(text)}, but its denominator is zero")
         return ParsedValue(text, "finite", negative != den_negative, num / den)
     mag = _parse_unsigned(s, text)
     if mag is None:
@@ -206,9 +208,21 @@ def parse_value(text: str) -> ParsedValue:
     return ParsedValue(text, "finite", negative, mag)
 
 
+def shown(text: str, limit: int = 80) -> str:
+    """``repr(text)``, cut to its first 40 characters and its length beyond ``limit``: an
+    error message quotes what was typed without echoing a 100,000-digit number.
+
+    Examples
+    --------
+    >>> shown("0.1"), shown("9" * 1000)
+    ("'0.1'", "'9999999999999999999999999999999999999999'... (1000 characters)")
+    """
+    return repr(text) if len(text) <= limit else f"{text[:40]!r}... ({len(text)} characters)"
+
+
 def _bad_value(text: str) -> str:
     return (
-        f"Got value={text!r}, which is not a number; expected e.g. 0.1, -1e-40, 12345, "
+        f"Got value={shown(text)}, which is not a number; expected e.g. 0.1, -1e-40, 12345, "
         "0x1.8p3, 1/3, inf or nan"
     )
 
@@ -260,12 +274,12 @@ def parse_code(text: str, fmt: Format | str) -> int:
             raise ValueError
     except ValueError:
         raise ValueError(
-            f"Got code={text!r}, which is not a code; expected hex (0x3f800000), "
+            f"Got code={shown(text)}, which is not a code; expected hex (0x3f800000), "
             "binary (0b0_01111_00) or a non-negative decimal integer"
         ) from None
     if code >= fmt.num_codes:
         raise ValueError(
-            f"Got code={text!r}, but {fmt.name} codes have {fmt.bits} bits "
+            f"Got code={shown(text)}, but {fmt.name} codes have {fmt.bits} bits "
             f"(at most {fmt.num_codes - 1:#x})"
         )
     return code

@@ -148,3 +148,29 @@ def test_the_seed_of_a_stochastic_rounding_is_echoed(capsys: pytest.CaptureFixtu
     code, out, _ = run(capsys, "0.1", "-f", "bf16", "--json")
     assert code == 0 and "seed" not in json.loads(out)
     assert "seed" not in run(capsys, "0.1", "-f", "bf16")[1]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    # review: the command after a leading option was read as VALUE ("not a number",
+    # "unrecognized arguments: 5"), pointing at a valid argument
+    (("--json", "int", "5"), "Got '--json' before the command 'int'"),
+    (("--json", "formats"), "Got '--json' before the command 'formats'"),
+    (("-f", "e4m3fn", "bits", "0x7e"), "fpinspect bits ... -f e4m3fn"),
+    (("--json", "value", "0.1"), "before the command 'value'"),
+    # review: a number beyond the exponent limit was "not an integer"
+    (("int", "1e10001"), "Got N='1e10001', but its exponent is beyond"),
+])
+def test_misplaced_options_and_huge_exponents_are_named(
+        capsys: pytest.CaptureFixture[str], args: tuple[str, ...], needle: str) -> None:
+    assert needle in usage_error(capsys, *args)
+
+
+@pytest.mark.parametrize("args", [("bits", "9" * 100_000, "-f", "fp32"),
+                                  ("bits", "0x" + "f" * 100_000, "-f", "fp32"),
+                                  ("int", "x" * 100_000), ("value", "x" * 100_000)])
+def test_a_huge_argument_is_not_echoed_whole(capsys: pytest.CaptureFixture[str],
+                                             args: tuple[str, ...]) -> None:
+    # review: the error line quoted all 100,000 characters
+    err = usage_error(capsys, *args)
+    assert len(err) < 300
+    assert "(100002 characters)" in err or "(100000 characters)" in err

@@ -43,7 +43,7 @@ from numerics.inspection import (
     inspect_integer,
     inspect_value,
 )
-from numerics.parse import parse_code, parse_formats, parse_value
+from numerics.parse import parse_code, parse_formats, parse_value, shown
 from numerics.rounding import OVERFLOWS, ROUNDINGS
 from numerics.stats import CANDIDATE_FORMATS
 
@@ -377,6 +377,12 @@ def _prepare(argv: Sequence[str]) -> list[str]:
     if args and args[0] not in COMMANDS and args[0] not in ("-h", "--help", "--version"):
         if not args[0].startswith("-"):  # an option (`fpinspect -f bf16 0.1`) is no command
             _check_not_a_mistyped_command(args[0])
+        else:  # `fpinspect --json int 5`: the command after an option is no VALUE
+            at = next((i for i, a in enumerate(args) if a in COMMANDS), None)
+            if at is not None:
+                before = " ".join(a.strip() for a in args[:at])
+                raise UsageError(f"Got {before!r} before the command {args[at]!r}; options "
+                                 f"go after it: fpinspect {args[at]} ... {before}")
         args.insert(0, "value")
     return args
 
@@ -487,13 +493,16 @@ def _cmd_table(args: argparse.Namespace, out: Printer) -> int:
 
 
 def _cmd_int(args: argparse.Namespace, out: Printer) -> int:
+    text = args.n.strip()
     try:
-        pv = parse_value(args.n.strip())
-    except ValueError:
-        raise UsageError(f"Got N={args.n.strip()!r}, which is not an integer; expected e.g. "
+        pv = parse_value(text)
+    except ValueError as err:
+        if "exponent" in str(err):  # a number, but beyond parse_value's exponent limit
+            raise UsageError(str(err).replace("Got value=", "Got N=", 1)) from None
+        raise UsageError(f"Got N={shown(text)}, which is not an integer; expected e.g. "
                          "16777217, 0x9e3779b1 or 0b1011") from None
     if not pv.is_finite or pv.fraction.denominator != 1:
-        raise UsageError(f"Got N={args.n.strip()!r}, but it must be an integer")
+        raise UsageError(f"Got N={shown(text)}, but it must be an integer")
     report = inspect_integer(int(pv.fraction))
     out(jsonout.int_json(report) if args.json else views.int_view(report))
     return EXIT_OK
