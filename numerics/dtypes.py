@@ -1,141 +1,24 @@
-"""The numpy / ml_dtypes dtype of each registered format, where one exists.
+"""Inputs as arrays: numpy, ml_dtypes, torch and Python values read exactly.
 
-ml_dtypes is imported on first need, not with this module: importing it costs
-most of a second, and a numpy dtype never needs it.  An ml_dtypes dtype can only
-exist once ml_dtypes is imported, so :func:`format_of_dtype` of any other dtype
-is answered from the numpy table alone (and of a dtype name such as
-``"bfloat16"``, which numpy learns from ml_dtypes, after importing it).
+:func:`dtype_of` and :func:`format_of_dtype`, the numpy / ml_dtypes dtype of each
+registered format and back, live with the format descriptor
+(:mod:`numerics.formats`, which ``as_format`` needs them in) and are re-exported here.
 """
 
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from numerics.formats import Format, as_format
+from numerics.formats import dtype_of, format_of_dtype
 
 __all__ = ["MAX_DIMS", "as_exact_array", "as_input", "dtype_of", "format_of_dtype",
            "is_torch_tensor", "refuse_masked", "torch_values"]
 
 #: The most dimensions an input may have (numpy 1's limit, kept on numpy 2).
 MAX_DIMS = 32
-
-#: Formats stored natively by numpy.
-_NUMPY_NAMES: dict[str, type[np.generic]] = {
-    "binary64": np.float64,
-    "binary32": np.float32,
-    "binary16": np.float16,
-}
-#: Formats stored natively by ml_dtypes: format name -> ml_dtypes type name.
-_ML_DTYPES_NAMES: dict[str, str] = {
-    "bfloat16": "bfloat16",
-    "e5m2": "float8_e5m2",
-    "e4m3": "float8_e4m3",
-    "e3m4": "float8_e3m4",
-    "e4m3fn": "float8_e4m3fn",
-    "e4m3fnuz": "float8_e4m3fnuz",
-    "e5m2fnuz": "float8_e5m2fnuz",
-    "e4m3b11fnuz": "float8_e4m3b11fnuz",
-    "e8m0fnu": "float8_e8m0fnu",
-    "e2m3fn": "float6_e2m3fn",
-    "e3m2fn": "float6_e3m2fn",
-    "e2m1fn": "float4_e2m1fn",
-}
-
-_BY_DTYPE: dict[np.dtype, str] = {np.dtype(scalar): name for name, scalar in _NUMPY_NAMES.items()}
-_ml_dtypes_added = False
-
-
-def _add_ml_dtypes() -> None:
-    """Import ml_dtypes and add its dtypes to ``_BY_DTYPE`` (once)."""
-    global _ml_dtypes_added
-    if not _ml_dtypes_added:
-        import ml_dtypes
-
-        for name, type_name in _ML_DTYPES_NAMES.items():
-            _BY_DTYPE[np.dtype(getattr(ml_dtypes, type_name))] = name
-        _ml_dtypes_added = True
-
-
-def dtype_of(fmt: Format | str) -> np.dtype | None:
-    """The numpy dtype storing ``fmt`` natively (``None`` for tf32, P3109, custom formats).
-
-    Examples
-    --------
-    >>> dtype_of("bf16")
-    dtype(bfloat16)
-    >>> dtype_of("tf32") is None
-    True
-    """
-    return _native_dtype(as_format(fmt))
-
-
-@lru_cache(maxsize=64)
-def _native_dtype(fmt: Format) -> np.dtype | None:
-    """:func:`dtype_of` for a :class:`Format` (cached: every kernel call asks)."""
-    from numerics.formats import get_format
-
-    try:
-        registered = get_format(fmt.name)
-    except ValueError:
-        return None
-    if registered != fmt:
-        return None
-    if fmt.name in _NUMPY_NAMES:
-        return np.dtype(_NUMPY_NAMES[fmt.name])
-    type_name = _ML_DTYPES_NAMES.get(fmt.name)
-    if type_name is None:
-        return None
-    import ml_dtypes
-
-    return np.dtype(getattr(ml_dtypes, type_name))
-
-
-def format_of_dtype(dtype: object) -> Format | None:
-    """The registered format of a numpy / ml_dtypes floating dtype, else ``None``.
-
-    Examples
-    --------
-    >>> format_of_dtype(np.float16).name, format_of_dtype(np.dtype(">f4")).name
-    ('binary16', 'binary32')
-    """
-    if isinstance(dtype, np.dtype) and _ml_dtypes_added:
-        return _format_of_native(dtype)
-    if dtype is None:  # (np.dtype(None) is float64)
-        return None
-    from numerics.formats import get_format
-
-    try:
-        dt = np.dtype(dtype)  # type: ignore[call-overload]
-    except TypeError:
-        if not isinstance(dtype, str) or _ml_dtypes_added:
-            return None
-        _add_ml_dtypes()  # numpy knows names such as "bfloat16" once ml_dtypes is imported
-        try:
-            dt = np.dtype(dtype)
-        except TypeError:
-            return None
-    if not _ml_dtypes_added and dt.type.__module__.partition(".")[0] == "ml_dtypes":
-        _add_ml_dtypes()  # a dtype of ml_dtypes' (so ml_dtypes is imported already)
-    if dt.byteorder == ">" or (dt.byteorder == "<" and not np.little_endian):
-        dt = dt.newbyteorder("=")  # the same format in the other byte order
-    name = _BY_DTYPE.get(dt)
-    return None if name is None else get_format(name)
-
-
-@lru_cache(maxsize=64)
-def _format_of_native(dt: np.dtype) -> Format | None:
-    """:func:`format_of_dtype` for a numpy dtype once ml_dtypes' are known (cached)."""
-    from numerics.formats import get_format
-
-    if dt.byteorder == ">" or (dt.byteorder == "<" and not np.little_endian):
-        dt = dt.newbyteorder("=")
-    name = _BY_DTYPE.get(dt)
-    return None if name is None else get_format(name)
-
 
 #: Scalar types numpy converts to a float array exactly (no scan needed).
 _PLAIN_FLOATS = frozenset({float, np.float64, np.float32, np.float16})

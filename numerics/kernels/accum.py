@@ -55,7 +55,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.core.extending import intrinsic
+from numba.extending import intrinsic
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers

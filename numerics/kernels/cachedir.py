@@ -26,7 +26,7 @@ import stat
 import tempfile
 
 import numba
-from numba.core import config
+from numba import config
 
 __all__ = ["ensure_cache_dir"]
 

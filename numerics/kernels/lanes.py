@@ -32,7 +32,7 @@ from typing import Any, Callable, cast
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core.extending import intrinsic
+from numba.extending import intrinsic
 
 __all__ = ["HAS_F16C", "bits_of_f32", "f16_bits_of_f32", "f32_of_bits", "f32_of_f16_bits",
            "fma", "prefetch", "sar32", "shl32", "shr32"]
@@ -42,7 +42,7 @@ def _host_has_f16c() -> bool:
     """Whether numba compiles for this host and the host converts binary16 in hardware
     (x86's F16C; elsewhere, or for a CPU named by NUMBA_CPU_NAME / NUMBA_CPU_FEATURES,
     ``fptrunc`` to ``half`` could become a runtime library call)."""
-    from numba.core import config
+    from numba import config
 
     if getattr(config, "CPU_NAME", None) is not None \
             or getattr(config, "CPU_FEATURES", None) is not None:

@@ -60,7 +60,7 @@ from typing import Any
 import numba
 import numpy as np
 from numba import types
-from numba.core.extending import overload
+from numba.extending import overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers

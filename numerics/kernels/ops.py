@@ -69,7 +69,7 @@ from typing import Any, Callable, cast
 
 import numba
 import numpy as np
-from numba.core import types
+from numba import types
 from numba.extending import overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel

@@ -38,7 +38,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core.extending import intrinsic, overload
+from numba.extending import intrinsic, overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 import numerics.kernels.inlining  # noqa: F401 - LLVM inlines the helpers

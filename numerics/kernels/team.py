@@ -53,7 +53,7 @@ import numba
 import numpy as np
 from numba import types
 from numba.core import cgutils
-from numba.core.extending import intrinsic
+from numba.extending import intrinsic
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
-from numba.core import types
+from numba import types
 from numba.extending import overload
 
 import numerics.kernels.cachedir  # noqa: F401 - before the first cached kernel

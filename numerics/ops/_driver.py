@@ -19,25 +19,13 @@ from typing import Any
 import numpy as np
 
 from numerics.formats import Format, NaNEncoding
-from numerics.ops._operands import index_text
+from numerics.ops._operands import decode_table, index_text
 from numerics.rounding import sr_seed
 
-__all__ = ["FLAG_NAMES", "check_values", "code_plan", "decode_table", "run"]
+__all__ = ["FLAG_NAMES", "check_values", "code_plan", "run"]
 
 #: The IEEE 754-2019 exception flags, in the order of :class:`numerics.ops.Flags`.
 FLAG_NAMES = ("inexact", "underflow", "overflow", "invalid", "divide_by_zero")
-
-
-@lru_cache(maxsize=64)
-def decode_table(fmt: Format) -> np.ndarray:
-    """float64 value of every code of a format of at most 16 bits; signalling NaN codes
-    give signalling float64 NaNs (so that the kernel can tell them)."""
-    from numerics.kernels.ops import decode_all
-    from numerics.kernels.rounding import format_params
-
-    out = decode_all(format_params(fmt))
-    out.setflags(write=False)
-    return out
 
 
 @lru_cache(maxsize=64)

@@ -26,7 +26,7 @@ import numpy as np
 from numerics.dtypes import as_input, dtype_of, format_of_dtype
 from numerics.formats import Format, NaNEncoding
 
-__all__ = ["broadcast_shape", "index_text", "is_scalar", "operands"]
+__all__ = ["broadcast_shape", "decode_table", "index_text", "is_scalar", "operands"]
 
 
 def is_scalar(xs: list[Any]) -> bool:
@@ -204,11 +204,21 @@ def operands(xs: list[Any], names: list[str], fmt: Format, check: Any
     return flat, shape
 
 
+@lru_cache(maxsize=64)
+def decode_table(fmt: Format) -> np.ndarray:
+    """float64 value of every code of a format of at most 16 bits; signalling NaN codes
+    give signalling float64 NaNs (so that the kernel can tell them)."""
+    from numerics.kernels.ops import decode_all
+    from numerics.kernels.rounding import format_params
+
+    out = decode_all(format_params(fmt))
+    out.setflags(write=False)
+    return out
+
+
 def _to_kind(a: np.ndarray, kind: np.dtype, fmt: Format) -> np.ndarray | None:
     """Values of ``fmt`` in the kernel dtype ``kind`` exactly (float64 always works; a
     single value may become float32 or a code), or None."""
-    from numerics.ops._driver import decode_table
-
     if a.dtype.kind == "u":  # codes -> values (signalling NaNs stay signalling)
         a = decode_table(fmt)[a]
     if kind == np.float64:

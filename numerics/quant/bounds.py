@@ -48,6 +48,7 @@ from numerics.quant._core import (
     ElementFormat,
     IntFormat,
     as_element_format,
+    as_real_array,
     check_signed_elements,
     signed_limit,
 )
@@ -216,8 +217,6 @@ def _float64(v: object, name: str) -> np.ndarray:
     """``v`` as float64; Python ints beyond the float64 range become +-inf (their bound is
     inf: no finite bound is promised there)."""
     if is_torch_tensor(v):
-        from numerics.quant.quantized import as_real_array
-
         v = as_real_array(v, name=name)
     try:
         arr = np.asarray(v)

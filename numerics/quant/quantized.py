@@ -21,9 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from numerics.dtypes import format_of_dtype, is_torch_tensor, refuse_masked, torch_values
 from numerics.formats import Format
-from numerics.quant._core import ElementFormat, decode_codes
+from numerics.quant._core import ElementFormat, as_float_array, as_real_array, decode_codes
 from numerics.quant.bounds import element_bound
 
 __all__ = [
@@ -234,45 +233,6 @@ def broadcast_blocks(scales: np.ndarray, block: tuple[int, ...],
         return np.asarray(scales, dtype=np.float64).reshape(())
     s = np.asarray(scales).reshape(tuple(v for n in scales.shape for v in (n, 1)))
     return np.broadcast_to(s, interleaved(shape, block)).reshape(shape)
-
-
-def as_real_array(x: object, *, name: str = "x") -> np.ndarray:
-    """``x`` as a real numpy array, keeping float32/float16/ml_dtypes dtypes.
-
-    torch tensors (any float dtype, bfloat16 and fp8 included; moved to the CPU) become
-    numpy arrays of the same values (:func:`numerics.dtypes.torch_values`).  Ragged nested
-    lists, complex, bool, string and object input raise ValueError/TypeError naming
-    ``name``.
-    """
-    if is_torch_tensor(x):
-        x = torch_values(x, name)
-    refuse_masked(x, name)
-    try:
-        arr = np.asarray(x)
-    except ValueError:
-        raise ValueError(f"Got a ragged nested sequence for {name} ({_short(x)}), but it must "
-                         "be a rectangular array") from None
-    void = arr.dtype.kind == "V" and format_of_dtype(arr.dtype) is None  # not ml_dtypes'
-    if arr.dtype == object or arr.dtype.kind in "cUSMmbO" or void:
-        raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be a real float or "
-                        "int array")
-    return arr
-
-
-def as_float_array(x: object, *, name: str = "x") -> np.ndarray:
-    """float64 copy of a real numeric array; TypeError/ValueError naming ``name`` otherwise."""
-    arr = as_real_array(x, name=name)
-    try:  # kind "V" covers the ml_dtypes floats (bfloat16, float8_*), which convert exactly
-        with np.errstate(invalid="ignore"):  # (a signalling NaN: a NaN)
-            return arr.astype(np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"Got {name} of dtype {arr.dtype}, but it must be a real float or int "
-                        "array") from None
-
-
-def _short(x: object) -> str:
-    text = repr(x)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def normalize_axis(axis: object, ndim: int) -> int:

@@ -54,9 +54,14 @@ from fractions import Fraction
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
-from hypothesis import errors as _hyp_errors
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+
+try:
+    from hypothesis import errors as _hyp_errors
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+except ImportError as _missing:  # pragma: no cover - hypothesis is installed for the tests
+    raise ImportError("numerics.testing.strategies builds hypothesis strategies: install "
+                      "hypothesis (pip install 'numerics[testing]')") from _missing
 
 from numerics.formats import FORMATS, Format, Infinity, NaNEncoding, as_format, get_format
 from numerics.rounding import ROUNDINGS
