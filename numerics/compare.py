@@ -60,6 +60,17 @@ class WorstElement:
     """One element where the tensors differ.
 
     ``ulp_distance`` is None for a NaN mismatch (NaN has no place on the line).
+
+    Attributes
+    ----------
+    index : tuple of int
+        The element's index in the tensors' shape (``()`` for 0-d tensors).
+    a_code, b_code : int
+        Its codes in the two tensors.
+    a_value, b_value : float
+        Their values (float64, exact).
+    ulp_distance : int or None
+        The exact ULP distance between them (None for a NaN mismatch).
     """
 
     index: tuple[int, ...]
@@ -77,7 +88,9 @@ class DiffReport:
     Attributes
     ----------
     format : Format
+        The format of the codes.
     shape : tuple of int
+        The tensors' shape.
     count : int
         Number of elements.
     bitwise_mismatches : int
@@ -121,6 +134,23 @@ class DiffReport:
 def ulp_bucket_label(low: int, high: int) -> str:
     """``"0"``, ``"1"``, ``"3-4"``, ``"(2^16, 2^17]"``: the label of a histogram bucket.
 
+    Parameters
+    ----------
+    low, high : int
+        The bucket's bounds in ULP, ``0 <= low <= high`` (as in
+        :attr:`DiffReport.ulp_histogram`).
+
+    Returns
+    -------
+    str
+        ``"low"`` for a one-value bucket, ``"low-high"`` up to ``2**16``, and
+        ``"(2^k-1, 2^k]"`` for buckets whose ``high`` is beyond it.
+
+    Raises
+    ------
+    ValueError
+        Unless both are ints (not bools) with ``0 <= low <= high``.
+
     Examples
     --------
     >>> ulp_bucket_label(0, 0), ulp_bucket_label(5, 8), ulp_bucket_label(65537, 131072)
@@ -141,6 +171,21 @@ def ulp_bucket_label(low: int, high: int) -> str:
 @lru_cache(maxsize=32)
 def value_table(fmt: Format) -> np.ndarray:
     """float64 value of every code of a format of at most 16 bits (read-only, cached).
+
+    Parameters
+    ----------
+    fmt : Format
+        A format of at most 16 bits.
+
+    Returns
+    -------
+    numpy.ndarray
+        Read-only float64 array of ``fmt.num_codes`` values, indexed by code.
+
+    Raises
+    ------
+    ValueError
+        If ``fmt`` has more than 16 bits.
 
     Examples
     --------
@@ -163,6 +208,18 @@ def element_values(codes: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarr
 
     Formats up to 16 bits give ``(empty, value table)``; binary32 and binary64
     the codes' own bits as floats; any other format its decoded float64 values.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray of unsigned int
+        Checked codes of ``fmt`` (``fmt.code_dtype`` for the float view).
+    fmt : Format
+        Their format.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``(values, table)``: one of them is an empty float64 array.
     """
     if fmt.bits <= 16:
         return _EMPTY, value_table(fmt)
@@ -183,6 +240,23 @@ class ComparePartial:
     ``top_index`` the worst elements (key: ULP distance, or ``NAN_KEY`` for a
     NaN mismatch; index -1 an empty slot).  Merging is exact and does not
     depend on the order, so any split of the work gives the same result.
+
+    Attributes
+    ----------
+    count : int
+        Number of elements compared.
+    counts : numpy.ndarray of int64, shape (4,)
+        Bitwise mismatches, NaN mismatches, inf mismatches and failures.
+    max_ulp : int
+        Largest ULP distance over elements not NaN on either side.
+    errors : numpy.ndarray of float64, shape (2,)
+        Largest absolute and relative error over elements finite on both sides.
+    hist : numpy.ndarray of int64, shape (66,)
+        Elements per ULP bucket (0, 1, then ``(2**(k-2), 2**(k-1)]`` at ``k >= 2``).
+    top_key : numpy.ndarray of uint64, shape (worst,)
+        The worst elements' keys.
+    top_index : numpy.ndarray of int64, shape (worst,)
+        Their flat indices (-1 for an empty slot).
     """
 
     count: int
@@ -238,6 +312,24 @@ def check_tolerances(max_ulp: object, atol: object, rtol: object) -> int:
     ``max_ulp`` is an int (or numpy integer) ``>= 0``; ``atol`` and ``rtol``
     finite real numbers ``>= 0`` (Python or numpy); each may be None.
 
+    Parameters
+    ----------
+    max_ulp : int or None
+        ULP tolerance.
+    atol, rtol : float or None
+        Absolute and relative tolerances.
+
+    Returns
+    -------
+    int
+        0 to 3: bit 0 set when ``max_ulp`` is given, bit 1 when ``atol`` or ``rtol``
+        is.
+
+    Raises
+    ------
+    ValueError
+        For a tolerance of the wrong type, negative or not finite.
+
     Examples
     --------
     >>> check_tolerances(np.int64(1), None, 0.5)
@@ -261,6 +353,18 @@ def check_tolerances(max_ulp: object, atol: object, rtol: object) -> int:
 def check_shape(shape: object, name: str = "shape") -> tuple[int, ...]:
     """``shape`` as a tuple of Python ints: a tuple or list of ints (or numpy integers)
     ``>= 0``.
+
+    Parameters
+    ----------
+    shape : tuple or list of int
+        The shape argument.
+    name : str, default "shape"
+        The argument's name, quoted in the error messages.
+
+    Returns
+    -------
+    tuple of int
+        The shape, its entries Python ints.
 
     Raises
     ------
@@ -294,6 +398,20 @@ def check_chunk_size(chunk: np.ndarray, start: int, stop: int, name: str) -> np.
     """``chunk`` (what ``name(start, stop)`` returned) flattened, checked to hold exactly
     ``stop - start`` elements.
 
+    Parameters
+    ----------
+    chunk : numpy.ndarray
+        What the reader returned, any shape.
+    start, stop : int
+        The flat element range asked for.
+    name : str
+        The reader's name, quoted in the error message.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``chunk`` reshaped to 1-D (a view where numpy can make one).
+
     Raises
     ------
     ValueError
@@ -315,6 +433,21 @@ def check_chunk_size(chunk: np.ndarray, start: int, stop: int, name: str) -> np.
 def check_codes(codes: object, fmt: Format, name: str) -> np.ndarray:
     """``codes`` as an array, checked to be codes of ``fmt``: unsigned integers (at most
     64 bits) each below ``fmt.num_codes``; ``name`` names them in the errors.
+
+    Parameters
+    ----------
+    codes : array_like of unsigned int
+        The codes: a numpy array or torch tensor of an unsigned dtype (taken as
+        :func:`numerics.dtypes.as_input` takes it).
+    fmt : Format
+        Their format.
+    name : str
+        The argument's name, quoted in the error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        The codes as an array, in their own dtype and shape.
 
     Raises
     ------
@@ -342,7 +475,23 @@ def check_codes(codes: object, fmt: Format, name: str) -> np.ndarray:
 def frozen(x: np.ndarray) -> np.ndarray:
     """A read-only view of ``x`` (no copy): what the compiled passes take, so that a
     memory map and a fresh array share one compiled signature (whether an array is
-    read-only is part of its numba type)."""
+    read-only is part of its numba type).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Any array (left writeable itself).
+
+    Returns
+    -------
+    numpy.ndarray
+        A read-only view of the same memory.
+
+    Examples
+    --------
+    >>> frozen(np.zeros(2)).flags.writeable
+    False
+    """
     v = x.view()
     v.setflags(write=False)
     return v
@@ -358,6 +507,27 @@ def compare_chunk(ca: np.ndarray, cb: np.ndarray, fmt: Format, *, base: int = 0,
     when given; with no tolerance every difference fails); a NaN mismatch
     always fails, NaN against NaN never does.  ``base`` is the flat index of
     element 0 (for the worst elements).
+
+    Parameters
+    ----------
+    ca, cb : numpy.ndarray of unsigned int
+        Codes of ``fmt``, the same size (flattened); ``ca`` is the reference.
+    fmt : Format
+        Their format.
+    base : int, default 0
+        Flat index of element 0 in the whole tensor (``>= 0``).
+    worst : int, default 0
+        How many of the worst elements to keep (``>= 0``).
+    max_ulp : int, optional
+        ULP tolerance (``>= 0``).
+    atol, rtol : float, optional
+        Absolute and relative tolerances (finite, ``>= 0``).
+
+    Returns
+    -------
+    ComparePartial
+        The chunk's result, to merge with others and turn into a report with
+        :func:`report_of`.
 
     Raises
     ------
@@ -431,6 +601,11 @@ def compare_codes(
         With or instead of ``max_ulp``: an element within
         ``|a - b| <= atol + rtol * |a|`` passes too (see :func:`compare_chunk`).
 
+    Returns
+    -------
+    DiffReport
+        What the comparison found (``beyond`` None unless a tolerance is given).
+
     Raises
     ------
     TypeError
@@ -498,6 +673,22 @@ def compare_read(
     Every chunk is checked as :func:`compare_codes` checks its arrays (unsigned integer
     codes below ``fmt.num_codes``), and must hold exactly ``stop - start`` codes.
 
+    Parameters
+    ----------
+    read_a, read_b : callable ``(start, stop) -> ndarray``
+        Readers of the codes of the two tensors' flat elements; ``a`` is the reference.
+    shape : tuple of int
+        The tensors' shape (a tuple or list of ints ``>= 0``).
+    fmt : Format or str
+        The format of the codes.
+    worst, max_ulp, atol, rtol
+        As for :func:`compare_codes`.
+
+    Returns
+    -------
+    DiffReport
+        As :func:`compare_codes` gives it for the whole tensors.
+
     Raises
     ------
     TypeError
@@ -555,7 +746,26 @@ def _compare_flat(fa: Any, fb: Any, shape: tuple[int, ...], fmt: Format, worst: 
 def report_of(part: ComparePartial, fmt: Format, shape: tuple[int, ...], fa: Any,
               fb: Any, *, checked: bool) -> DiffReport:
     """A :class:`DiffReport` from a merged partial (``fa``, ``fb``: the flat codes, indexed
-    for the worst elements)."""
+    for the worst elements).
+
+    Parameters
+    ----------
+    part : ComparePartial
+        The merged result of every chunk.
+    fmt : Format
+        The format of the codes.
+    shape : tuple of int
+        The tensors' shape (for the worst elements' indices).
+    fa, fb : numpy.ndarray or indexable
+        The flat codes; ``fa[i]`` is read only for the worst elements.
+    checked : bool
+        Whether a tolerance was given (``DiffReport.beyond`` is None otherwise).
+
+    Returns
+    -------
+    DiffReport
+        The report, worst elements sorted worst first.
+    """
     part = part.merge(ComparePartial.empty(part.top_key.size))  # sorts the worst elements
     worst_items: list[WorstElement] = []
     for key, flat in zip(part.top_key.tolist(), part.top_index.tolist()):

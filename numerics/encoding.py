@@ -921,7 +921,28 @@ def _uniform_draws(uniform: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarr
 
 
 def encode_f64(x: Any, fmt: Format, **options: Any) -> np.ndarray:
-    """Encode float64 values (each exact); the options of :func:`encode_pair`."""
+    """Encode float64 values (each exact); the options of :func:`encode_pair`.
+
+    Parameters
+    ----------
+    x : array_like of float64
+        Values, each taken exactly (converted to float64 first; not validated).
+    fmt : Format
+        Target format.
+    **options
+        :func:`encode_pair`'s ``rounding``, ``overflow``, ``rng``, ``sr_bits``,
+        ``uniform`` and ``nan``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Codes in ``fmt.code_dtype``, shaped like ``x``.
+
+    Examples
+    --------
+    >>> encode_f64([1.0, 0.1], as_format("e4m3fn")).tolist()
+    [56, 29]
+    """
     return encode_pair(x, None, fmt, **options)
 
 
@@ -1039,6 +1060,17 @@ def _arithmetic_plan(fmt: Format) -> tuple[np.ndarray, bool] | None:
 def decode_table(fmt: Format) -> np.ndarray:
     """The float64 value of every code of a format of at most 16 bits (read-only, cached).
 
+    Parameters
+    ----------
+    fmt : Format
+        A format of at most 16 bits (not checked).
+
+    Returns
+    -------
+    numpy.ndarray
+        Read-only float64 array of ``fmt.num_codes`` values, indexed by code (shared
+        between calls: do not rely on it being a fresh array).
+
     Examples
     --------
     >>> decode_table(as_format("e2m1fn"))[:8].tolist()
@@ -1050,6 +1082,25 @@ def decode_table(fmt: Format) -> np.ndarray:
 def decode_codes(codes: np.ndarray, fmt: Format, dtype: Any = np.float64,
                  out: np.ndarray | None = None) -> np.ndarray:
     """Values of validated integer ``codes`` (no checks): float64 unless ``dtype``.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray of int
+        Codes of ``fmt``, already range-checked, any integer dtype, layout and byte
+        order (converted to ``fmt.code_dtype``).
+    fmt : Format
+        The format of the codes.
+    dtype : numpy.float64 or numpy.float32
+        The value type (float32 only where every value of ``fmt`` is a float32 value;
+        not checked).
+    out : numpy.ndarray, optional
+        Array of ``dtype`` shaped like ``codes`` to write the values into; it may share
+        memory with ``codes``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The values, shaped like ``codes`` (``out`` itself when given).
 
     Examples
     --------
@@ -1244,6 +1295,25 @@ def round_to(x: Any, fmt: Any, *, dtype: Any = None, **options: Any) -> Any:
     float32, float64) unless ``dtype`` names one; as for numpy's float32, a torch
     ``dtype`` must hold every value of ``fmt`` (whatever values ``x`` holds): a
     ValueError naming the format otherwise, and for a dtype that is not a float.
+
+    Parameters
+    ----------
+    x : array_like, float, int, Fraction, Decimal or torch tensor
+        Values, taken exactly as by :func:`encode` (a torch tensor on the CPU).
+    fmt : Format, str, numpy/ml_dtypes dtype or torch dtype
+        Target format (see :func:`numerics.as_format`).
+    dtype : {None, numpy.float64, numpy.float32} or torch dtype
+        The value type, as for :func:`decode` (None: float64); for a torch tensor a
+        torch float dtype holding every value of ``fmt`` (None: the smallest one).
+    **options
+        :func:`encode`'s ``rounding``, ``overflow``, ``rng``, ``sr_bits`` and ``nan``;
+        any other keyword is a TypeError.
+
+    Returns
+    -------
+    numpy.ndarray, numpy.float64 or torch.Tensor
+        The values of the codes ``x`` rounds to, shaped like ``x`` (a numpy scalar for a
+        scalar ``x``; a torch tensor for a torch tensor).
 
     Examples
     --------

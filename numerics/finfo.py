@@ -43,6 +43,37 @@ __all__ = ["FInfo", "finfo"]
 class FInfo:
     """Machine parameters of a format (see the module docstring for definitions).
 
+    Attributes
+    ----------
+    name : str
+        Canonical name of the format.
+    bits : int
+        Width of a code in bits.
+    eps, epsneg : float
+        Distance from 1.0 to the next larger / smaller value (``2**machep``,
+        ``2**negep``).
+    max, min : float
+        Largest finite value and ``-max`` (for an unsigned format ``min`` is the
+        smallest positive value).
+    tiny, smallest_normal : float
+        Smallest positive normal value, ``2**emin``.
+    smallest_subnormal : float
+        Smallest positive value (``tiny`` when there are no subnormals).
+    precision : int
+        ``int(-log10(eps))`` decimal digits (0 where ``eps >= 1``).
+    resolution : float
+        ``10.0**-precision``, a Python float (not rounded to the format).
+    nexp, iexp : int
+        Exponent field width (``iexp`` is numpy's name).
+    nmant : int
+        Trailing significand field width.
+    maxexp, minexp : int
+        ``emax + 1`` (the least power of two that overflows) and ``emin``.
+    machep, negep : int
+        ``log2(eps)`` and ``log2(epsneg)``.
+    dtype : numpy.dtype or None
+        The numpy / ml_dtypes dtype of the format, None when neither has one.
+
     Examples
     --------
     >>> fi = finfo("e4m3fn")
@@ -94,6 +125,22 @@ class FInfo:
 
 def finfo(fmt: Format | str) -> FInfo:
     """Machine parameters of ``fmt`` in the style of :class:`numpy.finfo`.
+
+    Parameters
+    ----------
+    fmt : Format or str
+        The format, or a name or alias of a registered one (anything
+        :func:`numerics.as_format` takes).
+
+    Returns
+    -------
+    FInfo
+        The parameters, computed exactly from the format's base fields.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`numerics.as_format` raises for an unknown or unsupported ``fmt``.
 
     Examples
     --------

@@ -68,7 +68,22 @@ _MAGIC = b"numerics.fingerprint/2\n"
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """A tensor's fingerprint: the hex digest (see the module docstring), and what went into it."""
+    """A tensor's fingerprint: the hex digest (see the module docstring), and what went into it.
+
+    Attributes
+    ----------
+    digest : str
+        The SHA-256 hex digest (64 lowercase hex digits).
+    dtype : str
+        The hashed dtype name: the format's name, or the numpy dtype name of integer
+        elements (``"int32"``).
+    shape : tuple of int
+        The hashed shape.
+    canonical : bool
+        Whether ``-0`` and NaN codes were canonicalised first (only with a format).
+    algorithm : str
+        :data:`ALGORITHM`, how the digest is made.
+    """
 
     digest: str
     dtype: str
@@ -79,6 +94,19 @@ class Fingerprint:
 
 def canonical_codes(codes: np.ndarray, fmt: Format) -> np.ndarray:
     """``-0`` to ``+0`` and every NaN to the canonical NaN code.
+
+    Parameters
+    ----------
+    codes : array_like of unsigned int
+        Codes of ``fmt`` (not checked), any shape.
+    fmt : Format
+        Their format.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array of ``fmt.code_dtype``, shaped like ``codes`` (``codes`` is left
+        as it is).
 
     Examples
     --------
@@ -129,7 +157,12 @@ def fingerprint(
         Canonicalise ``-0`` and NaN codes first (float formats only): True or False.
     chunk : int
         Elements read and hashed at a time, rounded down to whole blocks
-        (the digest does not depend on it).
+        (the digest does not depend on it); a positive int.
+
+    Returns
+    -------
+    Fingerprint
+        The digest, with the dtype name and shape it covers.
 
     Raises
     ------
@@ -140,7 +173,9 @@ def fingerprint(
     ValueError
         For an unknown format, a code beyond the format's width, a negative entry of
         ``shape``, a ``shape`` of another size than the array ``chunks``, a ragged
-        ``chunks``, or a callable ``chunks`` returning more or fewer elements than asked.
+        ``chunks``, a callable ``chunks`` returning more or fewer elements than asked,
+        a callable ``chunks`` without ``shape``, or a ``chunk`` that is not a positive
+        int.
 
     Examples
     --------
@@ -205,6 +240,19 @@ def fingerprint(
 def hashed_dtype(dtype: np.dtype, fmt: Format | None) -> tuple[str, np.dtype]:
     """The dtype name a fingerprint hashes, and the little-endian dtype of its stream.
 
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        The elements' dtype.
+    fmt : Format or None
+        The format of the codes, or None for integer or bool elements.
+
+    Returns
+    -------
+    tuple of (str, numpy.dtype)
+        The format's name (or the numpy dtype name without a format) and the
+        little-endian dtype of the stream (``fmt.code_dtype``, or ``dtype``'s own).
+
     Raises
     ------
     TypeError
@@ -244,6 +292,22 @@ def code_stream(codes: np.ndarray, fmt: Format | None, out_dtype: np.dtype, *,
     ``out_dtype`` is :func:`hashed_dtype`'s; the result holds the stream's
     bytes for these elements.
 
+    Parameters
+    ----------
+    codes : numpy.ndarray
+        The elements (flattened): codes of ``fmt``, or integers without a format.
+    fmt : Format or None
+        The format of the codes.
+    out_dtype : numpy.dtype
+        The stream's little-endian dtype.
+    canonicalize : bool, default False
+        Canonicalise ``-0`` and NaN codes first (with a format only).
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D, C-contiguous array of ``out_dtype``.
+
     Raises
     ------
     ValueError
@@ -264,6 +328,16 @@ def block_digests(stream: np.ndarray) -> np.ndarray:
 
     ``stream`` is a contiguous array whose first byte starts a block (the
     last block may be shorter).  Compiled; releases the GIL.
+
+    Parameters
+    ----------
+    stream : numpy.ndarray
+        The stream's elements (any dtype; their bytes in memory are hashed).
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One digest per block, ``ceil(nbytes / BLOCK_BYTES)`` of them.
 
     Examples
     --------
@@ -287,7 +361,27 @@ def block_digests(stream: np.ndarray) -> np.ndarray:
 
 
 def combine_digests(name: str, dims: tuple[int, ...], digests: list[np.ndarray]) -> str:
-    """The hex digest of a tensor from its dtype name, shape and block digests (in order)."""
+    """The hex digest of a tensor from its dtype name, shape and block digests (in order).
+
+    Parameters
+    ----------
+    name : str
+        The hashed dtype name (:func:`hashed_dtype`).
+    dims : tuple of int
+        The tensor's shape.
+    digests : list of numpy.ndarray of uint64
+        The block digests of each read (:func:`block_digests`), in stream order.
+
+    Returns
+    -------
+    str
+        The SHA-256 hex digest (see the module docstring).
+
+    Examples
+    --------
+    >>> len(combine_digests("int32", (0,), []))
+    64
+    """
     import hashlib  # imported here: a few ms that `import numerics` does not pay
 
     h = hashlib.sha256(_MAGIC)

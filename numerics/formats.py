@@ -422,8 +422,22 @@ def get_format(name: str, *, arg: str = "format") -> Format:
 
     ``arg`` is the name of the caller's argument that the errors name.
 
+    Parameters
+    ----------
+    name : str
+        A canonical name or alias, matched case-insensitively.
+    arg : str, default "format"
+        The caller's argument name, quoted in the error messages.
+
+    Returns
+    -------
+    Format
+        The registered format (the same object on every call).
+
     Raises
     ------
+    TypeError
+        If ``name`` is not a str.
     ValueError
         If no format has that name; the message lists the close matches.
 
@@ -454,12 +468,24 @@ def as_format(fmt: Any, *, arg: str = "fmt") -> Format:
     type) of a registered format, including big-endian ones, and a torch dtype.  ``arg``
     is the name of the caller's argument that the errors name.
 
+    Parameters
+    ----------
+    fmt : Format, str, numpy/ml_dtypes dtype or scalar type, or torch dtype
+        The format argument; a :class:`Format` is returned as it is.
+    arg : str, default "fmt"
+        The caller's argument name, quoted in the error messages.
+
+    Returns
+    -------
+    Format
+        The format ``fmt`` names.
+
     Raises
     ------
     TypeError
         For anything else (the message names the value).
     ValueError
-        For an unknown name.
+        For an unknown name, or a numpy or torch dtype with no registered format.
 
     Examples
     --------
@@ -542,6 +568,18 @@ def _add_ml_dtypes() -> None:
 def dtype_of(fmt: Format | str) -> np.dtype | None:
     """The numpy dtype storing ``fmt`` natively (``None`` for tf32, P3109, custom formats).
 
+    Parameters
+    ----------
+    fmt : Format or str
+        The format (anything :func:`as_format` takes).  A :class:`Format` that is not
+        equal to the registered format of its name has no dtype.
+
+    Returns
+    -------
+    numpy.dtype or None
+        The native-byte-order numpy or ml_dtypes dtype (ml_dtypes imported on first
+        need), or None when neither stores the format.
+
     Examples
     --------
     >>> dtype_of("bf16")
@@ -573,6 +611,19 @@ def _native_dtype(fmt: Format) -> np.dtype | None:
 
 def format_of_dtype(dtype: object) -> Format | None:
     """The registered format of a numpy / ml_dtypes floating dtype, else ``None``.
+
+    Parameters
+    ----------
+    dtype : object
+        A numpy or ml_dtypes dtype, scalar type or dtype name (anything ``numpy.dtype``
+        takes, e.g. ``"bfloat16"``), in either byte order.
+
+    Returns
+    -------
+    Format or None
+        The registered format stored by that dtype; None for ``None``, for anything
+        ``numpy.dtype`` rejects and for dtypes of no registered format (integers,
+        longdouble, ...).
 
     Examples
     --------

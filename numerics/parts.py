@@ -30,6 +30,29 @@ Kind = Literal["zero", "subnormal", "normal", "inf", "nan"]
 class Parts:
     """One code of a format, taken apart.
 
+    Attributes
+    ----------
+    format : str
+        The format's canonical name.
+    code : int
+        The code.
+    sign : int
+        Sign bit (0 for unsigned formats).
+    exponent_field, trailing_field : int
+        Biased exponent field and trailing significand ("mantissa") field.
+    exponent : int or None
+        Unbiased exponent (``emin`` for subnormals); None for zero, inf and NaN.
+    kind : {"zero", "subnormal", "normal", "inf", "nan"}
+        Class of the code.
+    value : Fraction or None
+        Exact value (``Fraction(0)`` for both zeros; None for inf and NaN).
+    decimal : str
+        Exact decimal expansion of the value (``"-0"`` for negative zero, ``"inf"``,
+        ``"-inf"``, ``"nan"``).
+    hex : str
+        C99 hex-float string, normalized (``"0x1.99999ap-4"``, ``"0x0p+0"``,
+        ``"-0x0p+0"``, ``"-inf"``, ``"nan"``).
+
     Examples
     --------
     >>> p = parts(0.1, "binary32")
@@ -118,6 +141,17 @@ def exact_decimal(value: Fraction | int | float) -> str:
     non-finite floats give ``"inf"``, ``"-inf"`` and ``"nan"``, and a float ``-0.0``
     gives ``"-0"`` (a Fraction or int zero has no sign: ``"0"``).
 
+    Parameters
+    ----------
+    value : Fraction, int, float, numpy or ml_dtypes scalar
+        The value, taken exactly (bools are rejected).
+
+    Returns
+    -------
+    str
+        The expansion: an optional ``-``, the integer digits and, where the value is
+        not an integer, ``.`` and every fraction digit (the last one non-zero).
+
     Raises
     ------
     ValueError
@@ -162,6 +196,23 @@ def hexfloat(value: Fraction | int | float) -> str:
     binary exponent is written in decimal with its sign; the non-finite floats give
     ``"inf"``, ``"-inf"`` and ``"nan"`` (as :meth:`float.hex` does).
 
+    Parameters
+    ----------
+    value : Fraction, int, float, numpy or ml_dtypes scalar
+        The value, taken exactly (bools are rejected).
+
+    Returns
+    -------
+    str
+        The hex-float text, e.g. ``"-0x1.8p+0"``.
+
+    Raises
+    ------
+    ValueError
+        If the denominator is not a power of two.
+    TypeError
+        If ``value`` is not a real number.
+
     Examples
     --------
     >>> hexfloat(Fraction(1)), hexfloat(Fraction(-3, 2)), hexfloat(0)
@@ -198,6 +249,25 @@ def hexfloat(value: Fraction | int | float) -> str:
 
 def parts_of_code(code: int, fmt: Format | str) -> Parts:
     """Take one code of ``fmt`` apart.
+
+    Parameters
+    ----------
+    code : int
+        The code, ``0 <= code < 2**fmt.bits`` (a Python or numpy int; not a bool).
+    fmt : Format or str
+        The format (anything :func:`numerics.as_format` takes).
+
+    Returns
+    -------
+    Parts
+        The fields, class, exact value and its decimal and hex texts.
+
+    Raises
+    ------
+    TypeError
+        If ``code`` is not an int.
+    ValueError
+        If ``code`` is out of range.
 
     Examples
     --------
@@ -248,6 +318,18 @@ def first_draw(rng: object, sr_bits: int | None = None) -> Fraction:
     (None, an int, or a Generator, which gives one draw): ``sr_bits`` bits, 64 by
     default.  :func:`numerics.encode` of a scalar rounds with this draw.
 
+    Parameters
+    ----------
+    rng : None, int or numpy.random.Generator
+        The seed, as :func:`numerics.rounding.sr_seed` takes it (None: a fresh one).
+    sr_bits : int, optional
+        Bits per draw (1 to 64, not checked here); None: 64.
+
+    Returns
+    -------
+    Fraction
+        ``u / 2**sr_bits`` of the ``sr_bits``-bit integer draw ``u``.
+
     Examples
     --------
     >>> first_draw(3) == first_draw(3), 0 <= first_draw(3) < 1
@@ -291,6 +373,11 @@ def parts(
     sr_bits : int, optional
         Random bits for ``rounding="sr"`` (1 to 64), as for :func:`numerics.encode`:
         ValueError outside that range or with another rounding.
+
+    Returns
+    -------
+    Parts
+        The code ``x`` rounds to, taken apart as by :func:`parts_of_code`.
 
     Examples
     --------

@@ -77,7 +77,31 @@ CHUNK = 1 << 22
 
 @dataclass(frozen=True)
 class FormatFit:
-    """How the tensor fits one format (fractions of all elements, in ``[0, 1]``)."""
+    """How the tensor fits one format (fractions of all elements, in ``[0, 1]``).
+
+    Attributes
+    ----------
+    format : Format
+        The candidate format.
+    overflow, saturate, flush_to_zero, subnormal : float
+        Fractions of all elements that overflow to inf/NaN under ``overflow="ieee"``,
+        are clamped to ``+-max`` under ``"saturate"``, flush to zero, and round to a
+        non-zero subnormal (see the module docstring).
+    scale : float or None
+        ``max / amax`` (None when the tensor has no non-zero finite element; ``inf``
+        beyond float64's range).
+    scale_pow2 : float or None
+        Largest power of two ``<= max / amax`` (None likewise).
+    flush_to_zero_scaled, subnormal_scaled : float or None
+        ``flush_to_zero`` and ``subnormal`` after multiplying by ``scale_pow2``.
+    scale_exact : Fraction or None
+        ``max / amax`` exactly, whatever its size.
+    scale_log2 : int or None
+        ``log2(scale_pow2)``, exact whatever its size.
+    unrepresentable : float
+        Elements that become NaN at any scale: zero and negative ones in an unsigned
+        format (0.0 in a signed one).
+    """
 
     format: Format
     overflow: float
@@ -179,6 +203,19 @@ class StatsPartial:
     format); ``unrepresentable[f]`` the zero and negative finite elements
     when candidate ``f`` is unsigned (0 otherwise).  Merging is exact and
     order-independent.
+
+    Attributes
+    ----------
+    count : int
+        Number of elements.
+    counts : numpy.ndarray of int64, shape (3,)
+        NaN, infinite and zero elements.
+    extremes : numpy.ndarray of float64, shape (2,)
+        ``[amax, amin]`` of the non-zero finite magnitudes (``[0, inf]`` for none).
+    hist : numpy.ndarray of int64, shape (2098, 54)
+        The binade histogram described above.
+    over, unrepresentable : numpy.ndarray of int64, shape (n_formats,)
+        Per candidate format, as described above.
     """
 
     count: int
@@ -241,6 +278,22 @@ def stats_chunk(values: np.ndarray, formats: tuple[Format, ...], *,
     infinities, NaNs and possible overflows go through the exact per-element
     path (:func:`numerics.kernels.compare.stats`).  Integers are read exactly
     (see the module docstring).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        The chunk (flattened): float32/float64 values, integers or bools (other floats
+        are read as float64), or codes of ``fmt``.
+    formats : tuple of Format
+        The candidate formats.
+    fmt : Format, optional
+        The format whose codes ``values`` are (used only when it has at most 16 bits).
+
+    Returns
+    -------
+    StatsPartial
+        The chunk's statistics, to merge with :meth:`StatsPartial.add` and finish
+        with :func:`finish_stats`.
     """
     from numerics.kernels import compare as kernels
 
@@ -416,7 +469,20 @@ def _flush_and_subnormal(fmt: Format, cum: np.ndarray, hist: np.ndarray, j: int)
 
 
 def finish_stats(part: StatsPartial, formats: tuple[Format, ...]) -> TensorStats:
-    """The :class:`TensorStats` of a merged partial."""
+    """The :class:`TensorStats` of a merged partial.
+
+    Parameters
+    ----------
+    part : StatsPartial
+        The statistics of all elements.
+    formats : tuple of Format
+        The candidate formats, in the order ``part`` was gathered for.
+
+    Returns
+    -------
+    TensorStats
+        The statistics, one :class:`FormatFit` per format.
+    """
     n = part.count
     nan, inf, zero = (int(c) for c in part.counts)
     amax, amin = float(part.extremes[0]), float(part.extremes[1])
@@ -486,7 +552,13 @@ def tensor_stats(
         Number of elements, with a callable ``values`` (and only then);
         ``values(start, stop)`` must return exactly ``stop - start`` of them.
     formats : tuple of Format or str
-        The candidate formats.
+        The candidate formats (a single format or name is taken as a 1-tuple).
+
+    Returns
+    -------
+    TensorStats
+        The counts, extremes and exponent histogram, with one :class:`FormatFit` per
+        format in the order given.
 
     Raises
     ------

@@ -108,7 +108,18 @@ def file_errors() -> tuple[type[Exception], ...]:
     keys), NotImplementedError and RuntimeError (zip members compressed with an
     unsupported method, or encrypted).  Caught where a file is parsed (``except
     file_errors():`` builds the tuple only when something is raised) and reported as a
-    :class:`TensorFileError`."""
+    :class:`TensorFileError`.
+
+    Returns
+    -------
+    tuple of type
+        The exception classes (built once, cached).
+
+    Examples
+    --------
+    >>> ValueError in file_errors() and RecursionError not in file_errors()
+    True
+    """
     import tokenize
     import zipfile
     import zlib
@@ -212,6 +223,18 @@ class Tensor:
 def fs_path(path: object, name: str = "path") -> str:
     """A path argument as a str (bytes decoded as :func:`os.fsdecode` does).
 
+    Parameters
+    ----------
+    path : str, bytes or os.PathLike
+        The path argument.
+    name : str, default "path"
+        The argument's name, quoted in the error message.
+
+    Returns
+    -------
+    str
+        The path (not checked for existence).
+
     Raises
     ------
     TypeError
@@ -261,6 +284,28 @@ def parse_json(text: str | bytes, what: str) -> Any:
     of more digits than Python converts, nesting deeper than the parser's
     recursion limit (``"[" * 2000``), and an object holding a key twice (readers
     disagree on which entry counts: Python's takes the last, safetensors' refuses it).
+
+    Parameters
+    ----------
+    text : str or bytes
+        The JSON document (bytes decoded as :func:`json.loads` decodes them).
+    what : str
+        The start of the error message, naming the document.
+
+    Returns
+    -------
+    object
+        The parsed document (dicts, lists, str, int, float, bool, None).
+
+    Raises
+    ------
+    TensorFileError
+        For any malformed document (see above).
+
+    Examples
+    --------
+    >>> parse_json('{"a": [1, 2]}', "the header")
+    {'a': [1, 2]}
     """
     try:
         return json.loads(text, object_pairs_hook=_unique_keys)
@@ -293,7 +338,26 @@ def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
 
 
 def read_npy(path: str) -> np.ndarray:
-    """A ``.npy`` file, memory-mapped (TensorFileError for an empty, text or object file)."""
+    """A ``.npy`` file, memory-mapped (TensorFileError for an empty, text or object file).
+
+    Parameters
+    ----------
+    path : str
+        The file (bytes and path-likes are taken too, as by :func:`fs_path`).
+
+    Returns
+    -------
+    numpy.ndarray
+        The array as stored, memory-mapped read-only, in the file's shape, order and
+        byte order; a ``'<f1'`` descr (ml_dtypes' float8_e5m2) as raw bytes, ``|V1``.
+
+    Raises
+    ------
+    TensorFileError
+        An empty, text, truncated or corrupt file, or one of Python objects.
+    FileNotFoundError, PermissionError
+        If the file cannot be opened.
+    """
     path = fs_path(path)  # (an int would be read as a file descriptor, and closed)
     if os.path.getsize(path) == 0:
         raise TensorFileError(f"Got file {path!r}, which is empty, not a .npy file")
@@ -370,6 +434,16 @@ def npy_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
     A descr of ``'<f1'`` (ml_dtypes' float8_e5m2, which numpy cannot read back) is raw
     bytes, ``|V1``, as in :func:`read_npy`.  A corrupt header raises one of
     :func:`file_errors`.
+
+    Parameters
+    ----------
+    f : binary file object
+        A readable stream positioned at the start of the ``.npy`` data.
+
+    Returns
+    -------
+    tuple of (tuple of int, bool, numpy.dtype)
+        The shape, whether the elements are in Fortran order, and the dtype.
     """
     start = f.tell()
     version = np.lib.format.read_magic(f)
@@ -436,6 +510,16 @@ def _one_byte_float_npy(path: str) -> np.ndarray | None:
 def list_tensors(path: str | bytes | os.PathLike[str]) -> list[str]:
     """Names of the tensors in a file (``[""]`` for ``.npy``).
 
+    Parameters
+    ----------
+    path : str, bytes or path-like
+        A ``.npy``, ``.npz`` or ``.safetensors`` file (by its suffix, any case).
+
+    Returns
+    -------
+    list of str
+        The names, sorted (``[""]`` for a ``.npy`` file).
+
     Raises
     ------
     FileNotFoundError, PermissionError
@@ -466,6 +550,28 @@ def npz_members(path: str, names: list[str]) -> list[str]:
     A member ``x.npy`` holds tensor ``x``.  Two members of one name (a zip may
     hold duplicate entries, or both ``x`` and ``x.npy``) are a TensorFileError:
     readers disagree on which one is the tensor (numpy's ``load`` takes the last).
+
+    Parameters
+    ----------
+    path : str
+        The file, named in the error message.
+    names : list of str
+        The zip member names, as :meth:`zipfile.ZipFile.namelist` gives them.
+
+    Returns
+    -------
+    list of str
+        The tensor name of each member, in the order of ``names``.
+
+    Raises
+    ------
+    TensorFileError
+        If two members give the same tensor name.
+
+    Examples
+    --------
+    >>> npz_members("w.npz", ["a.npy", "b"])
+    ['a', 'b']
     """
     out = [n.removesuffix(".npy") for n in names]
     seen: dict[str, str] = {}
@@ -482,6 +588,18 @@ def npz_members(path: str, names: list[str]) -> list[str]:
 def read_npz_member(path: str, name: str) -> np.ndarray:
     """Tensor ``name`` of the ``.npz`` file ``path`` (member ``name.npy`` or ``name``), read
     whole, in its shape and byte order; a ``'<f1'`` member as raw bytes (:func:`npy_header`).
+
+    Parameters
+    ----------
+    path : str
+        The ``.npz`` file.
+    name : str
+        The tensor's name (as :func:`npz_members` gives it).
+
+    Returns
+    -------
+    numpy.ndarray
+        A read-only array over the member's bytes (``numpy.frombuffer``).
 
     Raises
     ------
@@ -565,6 +683,18 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
     The header is checked: each entry names a known dtype, and its byte range
     matches its shape and lies inside the file.
 
+    Parameters
+    ----------
+    path : str
+        The ``.safetensors`` file (bytes and path-likes are taken too).
+
+    Returns
+    -------
+    dict of str to (str, numpy.dtype, tuple of int, int)
+        For each tensor (``__metadata__`` left out): its safetensors dtype code
+        (``"BF16"``), the numpy / ml_dtypes dtype of its bytes (little-endian), its
+        shape, and the byte offset of its data from the start of the file.
+
     Raises
     ------
     TensorFileError
@@ -623,6 +753,20 @@ def check_raw_codes(codes: np.ndarray, fmt: Format, what: str) -> None:
     is a code of ``fmt``: the bytes of an fp4 or fp6 tensor can hold more; ``what``
     names the tensor.
 
+    Parameters
+    ----------
+    codes : numpy.ndarray of unsigned int
+        The raw elements viewed as codes (``fmt.code_dtype``).
+    fmt : Format
+        The format they are read as.
+    what : str
+        The tensor's name as the message shows it (quoted by the caller).
+
+    Raises
+    ------
+    TensorFileError
+        If some element is ``fmt.num_codes`` or more.
+
     Examples
     --------
     >>> check_raw_codes(np.array([3, 0x1F], np.uint8), as_format("e2m1fn"), "'w'")
@@ -653,10 +797,19 @@ def load_tensor(path: str | bytes | os.PathLike[str], *, key: str | None = None,
         element width must be the format's code width.  Numeric tensors keep
         their own format (round them with :meth:`Tensor.codes_in`).
 
+    Returns
+    -------
+    Tensor
+        The tensor, its array memory-mapped where the container allows it (``.npy``,
+        ``.safetensors``; a ``.npz`` member is read whole), big-endian data copied to
+        native byte order; ``format`` None for integer, bool and unnamed raw tensors.
+
     Raises
     ------
     FileNotFoundError, PermissionError
         If the file cannot be opened.
+    TypeError
+        If ``path`` is not a path or ``key`` not a str.
     TensorFileError
         Wrong kind of file, missing or ambiguous key, raw bytes of the wrong
         width for ``fmt``, or codes outside the format.

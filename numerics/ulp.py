@@ -417,6 +417,22 @@ def next_down(x: object, fmt: Format | str) -> Any:
 
     ``next_down(x) == -next_up(-x)`` for signed formats.
 
+    Parameters
+    ----------
+    x : float or array_like
+        Values of ``fmt`` (ValueError naming the first index otherwise), or
+        longdoubles that are not float64 values, which lie between two values of
+        every format (the module docstring).
+    fmt : Format or str
+        The format.
+
+    Returns
+    -------
+    numpy.float64 or ndarray of float64
+        See the module docstring for the ends: ``next_down(-max)`` is ``-inf``
+        where the format has infinities and ``nan`` where it does not (as is
+        ``next_down`` of e8m0fnu's least value, ``2**-127``).
+
     Examples
     --------
     >>> float(next_down(1.0, "bf16")), float(next_down(2.0**-126, "binary32"))
@@ -437,6 +453,24 @@ def ordinal(codes: npt.ArrayLike, fmt: Format | str) -> Any:
     to one past the largest finite value.  In a signed format without zero,
     ``+2**emin`` is 0 and ``-2**emin`` is -1 (they are neighbours).  NaN codes
     raise ValueError.
+
+    Parameters
+    ----------
+    codes : array_like of int
+        Codes in ``[0, 2**fmt.bits)``, checked as :func:`numerics.decode` checks them
+        (any integer dtype or Python ints; ValueError naming the first one outside).
+    fmt : Format or str
+        The format.
+
+    Returns
+    -------
+    numpy.int64 or ndarray of int64
+        The ordinals, shaped like ``codes`` (a numpy scalar for a scalar input).
+
+    Raises
+    ------
+    ValueError
+        For a NaN code (naming its flat index) or a code out of range.
 
     Examples
     --------

@@ -105,7 +105,27 @@ _MMASIM = ("MMA-Sim (Xie et al. 2025, arXiv 2511.10909), mmasim/simulator/functi
 
 @dataclass(frozen=True, kw_only=True)
 class BlockScaledPreset:
-    """One block-scaled MMA kind: its instruction shape, alignment and operands."""
+    """One block-scaled MMA kind: its instruction shape, alignment and operands.
+
+    Attributes
+    ----------
+    name : str
+        Preset name, e.g. ``"blackwell-mxf4"``.
+    kind : str
+        The PTX ``tcgen05.mma`` kind it models.
+    instruction_k : int
+        K covered by one instruction; instructions are chained along K.
+    group : int or None
+        Products summed exactly before the scales apply (None: each product is a term).
+    fractional_bits : int
+        Fraction bits kept after alignment to the largest exponent.
+    schemes : tuple of str
+        Accepted quantization schemes (``Quantized.scheme``).
+    block : int
+        Elements per block scale along K.
+    source : str
+        Where the rule comes from, and what is ours.
+    """
 
     #: Preset name, e.g. ``"blackwell-mxf4"``.
     name: str
@@ -418,6 +438,28 @@ def dequantized_gemm(A_q: Quantized, B_q: Quantized, C: Any = None) -> np.ndarra
     rounded in float64, never truncated, and no block is aligned to its neighbours,
     so it differs from :func:`blockscaled_gemm` wherever the hardware's truncation
     to 25 or 35 fractional bits, or its final round toward zero, drops bits.
+
+    Parameters
+    ----------
+    A_q : Quantized
+        ``(M, K)`` once dequantized (any scheme and axis).
+    B_q : Quantized
+        ``(K, N)`` once dequantized.
+    C : array_like, optional
+        Broadcastable to ``(M, N)``; its nearest float64 is added (after the product,
+        rounded in float64).  Default: nothing added.
+
+    Returns
+    -------
+    ndarray of float64, shape (M, N)
+        ``A @ B + C`` as numpy's float64 matmul computes it.
+
+    Raises
+    ------
+    TypeError
+        If an operand is not a :class:`numerics.quant.Quantized` or ``C`` is not real.
+    ValueError
+        If the operands are not 2-D with matching K, or ``C`` does not broadcast.
 
     Examples
     --------

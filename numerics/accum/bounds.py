@@ -61,6 +61,23 @@ def unit_roundoff(fmt: Format | str, rounding: str) -> float:
 
     Raises ValueError naming ``rounding`` when it is not one of :data:`numerics.ROUNDINGS`.
 
+    Parameters
+    ----------
+    fmt : Format or str
+        The working format (its precision ``p``).
+    rounding : str
+        A rounding mode of :data:`numerics.ROUNDINGS`.
+
+    Returns
+    -------
+    float
+        ``2**-p`` for ``"rne"``/``"rna"``, ``2**(1-p)`` for the other modes.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``rounding`` (or ``fmt``, as :func:`numerics.as_format` raises).
+
     Examples
     --------
     >>> unit_roundoff("bfloat16", "rne"), unit_roundoff("bfloat16", "rtz")
@@ -73,7 +90,30 @@ def unit_roundoff(fmt: Format | str, rounding: str) -> float:
 
 def check_rounding_name(rounding: object, *, name: str = "rounding") -> str:
     """``rounding`` if it is one of :data:`numerics.ROUNDINGS`; ValueError naming it else
-    (also for non-strings such as None, {} or an array)."""
+    (also for non-strings such as None, {} or an array).
+
+    Parameters
+    ----------
+    rounding : object
+        The argument to check.
+    name : str, default "rounding"
+        The argument's name, quoted in the error message.
+
+    Returns
+    -------
+    str
+        ``rounding`` itself.
+
+    Raises
+    ------
+    ValueError
+        If ``rounding`` is not one of :data:`numerics.ROUNDINGS`.
+
+    Examples
+    --------
+    >>> check_rounding_name("rtz")
+    'rtz'
+    """
     if not isinstance(rounding, str):
         raise ValueError(
             f"Got {name}={rounding!r}, but the only valid values are "
@@ -84,6 +124,26 @@ def check_rounding_name(rounding: object, *, name: str = "rounding") -> str:
 
 def g(k: int | np.ndarray, u: float) -> float | np.ndarray:
     """``(1 + u)**k - 1`` (claim A1), computed as ``expm1(k * log1p(u))``.
+
+    Parameters
+    ----------
+    k : int, float or numpy.ndarray
+        The number of roundings (an array of counts is taken elementwise).
+    u : float
+        The unit roundoff, in ``[0, 1]``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``(1 + u)**k - 1`` in float64 (a numpy scalar for a scalar ``k``; ``inf``
+        beyond float64's range).
+
+    Raises
+    ------
+    TypeError
+        If ``k`` is not a real count (a bool is not one) or ``u`` not a real number.
+    ValueError
+        If ``u`` is outside ``[0, 1]``.
 
     Examples
     --------
@@ -109,6 +169,17 @@ def tree_chain(tree: object) -> int:
 
     A node with children ``c_0 .. c_{m-1}`` summed left to right puts child ``j``
     through ``m - max(j, 1)`` additions.
+
+    Parameters
+    ----------
+    tree : object
+        A nested tuple whose leaves are anything but tuples (a leaf alone is a tree of
+        one term); any depth (no recursion).
+
+    Returns
+    -------
+    int
+        The longest chain (0 for a leaf).
 
     Examples
     --------
@@ -150,6 +221,27 @@ def chain_length(algorithm: str, n: int, *, block_size: int | None = None,
     with ``b = min(block_size, n)`` and ``m = ceil(n / block_size)`` blocks;
     ``tree``: :func:`tree_chain`; ``exact``: 1 (``0`` terms for ``n = 1``).
 
+    Parameters
+    ----------
+    algorithm : {"recursive", "ring", "pairwise", "tree", "exact"}
+        The summation algorithm.
+    n : int
+        Number of terms.
+    block_size : int, optional
+        The pairwise block size (None is taken as 1).
+    tree : nested tuple, optional
+        The tree, for ``"tree"``.
+
+    Returns
+    -------
+    int
+        The chain length (0 for ``n <= 1``).
+
+    Raises
+    ------
+    ValueError
+        For another ``algorithm`` (Kahan, Neumaier and blocked have no chain form).
+
     Examples
     --------
     >>> chain_length("pairwise", 4096, block_size=128)
@@ -177,6 +269,18 @@ def kahan_factor(n: int, u: float) -> float:
     ``beta = u(1+u)**3 / (1 - u(1+u)**3)``, ``b = 2 a beta + k2``,
     ``r = a beta + k2`` and ``M = (a + (n-1) b) (1 + r)**(n-2)``:
     ``K = (1 + beta) M + 2 beta``.  To first order ``K = 4u + 6 n u**2``.
+
+    Parameters
+    ----------
+    n : int
+        Number of terms.
+    u : float
+        Unit roundoff of the working format.
+
+    Returns
+    -------
+    float
+        ``K`` (0.0 for ``n <= 1``; ``inf`` where the analysis gives no finite bound).
 
     Examples
     --------
@@ -206,6 +310,18 @@ def neumaier_factor(n: int, u: float) -> float:
     ``K = u + (1 + u) [(1 + g(n-2)) (u(1+u) + u(2+u) g(n-1)) + g(n-2) g(n-1)]``;
     to first order ``2u + n**2 u**2``.
 
+    Parameters
+    ----------
+    n : int
+        Number of terms.
+    u : float
+        Unit roundoff of the working format, in ``[0, 1]``.
+
+    Returns
+    -------
+    float
+        ``K`` (0.0 for ``n <= 1``).
+
     Examples
     --------
     >>> neumaier_factor(1, 0.5), round(neumaier_factor(2, 2.0**-24) * 2**23, 6)
@@ -228,6 +344,20 @@ def probabilistic_factor(us: list[tuple[int, float]], n_terms: int,
     ``|prod(1 + delta) - 1|`` for each of the ``n_terms`` terms simultaneously with
     probability at least ``1 - 2 n_terms exp(-lam**2 (1 - max u)**2 / 2)``; ``lam`` is
     chosen so that this equals ``confidence``.
+
+    Parameters
+    ----------
+    us : list of (int, float)
+        The pairs ``(k_j, u_j)``; pairs with ``k_j <= 0`` are left out.
+    n_terms : int
+        Number of terms the bound holds for simultaneously.
+    confidence : float
+        The probability the bound holds with, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        The factor (0.0 without roundings; ``inf`` when some ``u_j >= 1``).
 
     Examples
     --------
@@ -266,6 +396,24 @@ def promote_underflow(n: int, block_size: int, fmt: Format, promote_fmt: Format,
     ``fmt``'s smallest subnormal is a multiple of ``promote_fmt``'s (then a total in the
     subnormal range is exact).
 
+    Parameters
+    ----------
+    n : int
+        Number of terms.
+    block_size : int
+        Terms per block (``>= 1``).
+    fmt : Format
+        The format the blocks are summed in.
+    promote_fmt : Format
+        The format the block sums are added in.
+    rounding : str
+        The rounding mode.
+
+    Returns
+    -------
+    float
+        The absolute term, ``>= 0``.
+
     Examples
     --------
     >>> from numerics import as_format
@@ -298,6 +446,42 @@ def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm
     0 where ``abs_sum`` is 0 (every term zero: every operation exact), also when the
     factor overflows to inf.  ``blocked`` adds A7's absolute term
     (:func:`promote_underflow`).
+
+    Parameters
+    ----------
+    abs_sum : numpy.ndarray
+        ``S = sum |x_i|`` of the rounded terms, any shape (float64).
+    n : int
+        Number of terms.
+    fmt : Format
+        The working format.
+    rounding : str
+        The rounding mode.
+    algorithm : str
+        One of :data:`numerics.accum.ALGORITHMS`.
+    block_size : int, optional
+        Block size for ``"pairwise"`` and ``"blocked"`` (required by the latter).
+    promote_fmt : Format, optional
+        The format block sums are added in, for ``"blocked"`` (required there).
+    tree : nested tuple, optional
+        The tree, for ``"tree"``.
+    kind : {"worst", "probabilistic"}
+        A worst-case bound, or Higham and Mary's probabilistic one.
+    confidence : float, default 0.999
+        The probability of a probabilistic bound.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, float)
+        The bound, float64 shaped like ``abs_sum``, and its confidence (1.0 for a
+        worst-case bound).
+
+    Examples
+    --------
+    >>> from numerics import as_format
+    >>> b, conf = sum_bound(np.array([4.0]), 4, as_format("bfloat16"), "rne", "recursive")
+    >>> bool(b[0] > 3 * 2.0**-8 * 4.0), conf
+    (True, 1.0)
     """
     u = unit_roundoff(fmt, rounding)
     conf = confidence if kind == "probabilistic" else 1.0
@@ -338,6 +522,22 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
     ``f S + tiny eta grow`` (A7 with one more factor ``1 + u`` in ``f``) plus A7's
     absolute term for ``promote_fmt`` (:func:`promote_underflow`).  A factor that
     overflows to inf times a zero ``S`` or ``tiny`` adds 0, not NaN.
+
+    Parameters
+    ----------
+    abs_sum : numpy.ndarray
+        ``S = sum |x_i y_i|`` of the exact products, any shape (float64).
+    tiny : numpy.ndarray
+        The number of products below the smallest normal of ``fmt``, shaped like
+        ``abs_sum``.
+    n, fmt, rounding, algorithm, block_size, promote_fmt, tree, kind, confidence
+        As for :func:`sum_bound`.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, float)
+        The bound, float64 shaped like the broadcast of ``abs_sum`` and ``tiny``, and
+        its confidence (1.0 for a worst-case bound).
     """
     u = unit_roundoff(fmt, rounding)
     eta = fmt.smallest_subnormal * (0.5 if rounding in _NEAREST else 1.0)

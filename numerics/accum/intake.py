@@ -27,6 +27,26 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     ``hi`` is ``x`` rounded to nearest-even binary64 (inf beyond its range, where ``lo``
     is 0); ``lo`` is the exact remainder (zeros when every value is a binary64 number).
 
+    Parameters
+    ----------
+    x : array_like
+        Real values: floats of any width, integers of any size, ml_dtypes arrays, torch
+        tensors, Python ints and floats, nested sequences of them.
+    name : str
+        The argument's name, quoted in the error messages.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``hi`` and ``lo``, float64 arrays shaped like ``x``.
+
+    Raises
+    ------
+    TypeError
+        For complex, boolean or other non-real input.
+    ValueError
+        For ragged or malformed input, or more than :data:`MAX_DIMS` dimensions.
+
     Examples
     --------
     >>> hi, lo = real_pair(np.array([2**53 + 1]), "x")
@@ -76,6 +96,20 @@ def real_pair(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
 def reject_nan(x: np.ndarray, fmt: Format, name: str) -> None:
     """ValueError naming ``name`` and the index of its first NaN when ``fmt`` has no NaN
     to round it to (fp6, fp4): the rule ``encode`` and ``quantize`` follow.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The values (only float arrays are looked at).
+    fmt : Format
+        The format they are to be rounded into.
+    name : str
+        The argument's name, quoted in the error message.
+
+    Raises
+    ------
+    ValueError
+        If ``fmt`` has no NaN and ``x`` holds one (naming its index).
 
     Examples
     --------

@@ -658,6 +658,32 @@ def dot(
     options are :func:`sum`'s; a Generator ``rng`` gives one more seed, for the
     product roundings.
 
+    Parameters
+    ----------
+    x, y : array_like
+        Real values, broadcast together (at least one axis), each taken exactly and
+        rounded once into ``fmt`` as ``x`` is in :func:`sum`.
+    fmt : Format or str
+        Working format of the products and the sum.
+    axis : int
+        The reduction axis of the broadcast shape.
+    algorithm, rounding, block_size, promote_fmt, tree, ring_order, rng
+        As for :func:`sum`.
+    bound_kind, confidence
+        As for :func:`sum`.
+
+    Returns
+    -------
+    AccumResult
+        ``.value`` and ``.bound`` shaped like the broadcast of ``x`` and ``y`` without
+        ``axis``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For inputs that do not broadcast, scalar inputs, a bad ``axis`` or option, and
+        the inputs :func:`sum` refuses.
+
     Examples
     --------
     >>> import numpy as np

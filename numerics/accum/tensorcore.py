@@ -142,6 +142,60 @@ def _check_choice(value: object, name: str, allowed: tuple[str, ...]) -> None:
 class TensorCorePreset:
     """One matrix unit's group-step rule and parameters (module docstring).
 
+    Parameters
+    ----------
+    name : str
+        Preset name, e.g. ``"hopper-fp8"`` (non-empty).
+    fractional_bits : int or None
+        Fraction bits kept after alignment to the largest exponent, 0 to 48, for
+        ``"fused"``, ``"fused-then-c"`` and ``"even-odd"``; None for ``"pairwise"`` and
+        ``"fma"``, which round every step in the output format.
+    group_16, group_8 : int or None
+        Products per group (1 to 64) for inputs wider than 8 bits and of 8 bits or
+        fewer; None where such inputs are not modelled (not both None).
+    group_tf32 : int, optional
+        Products per group for tf32 inputs where they differ from ``group_16``.
+    tf32_input_rounding : {None, "rne", "rtz"}
+        Rounding of binary32 ``A`` and ``B`` into tf32 where it differs from
+        ``input_rounding``.
+    e8m13 : bool, default False
+        Truncate each binary32 group result to 13 fraction bits (NVIDIA FP8).
+    source : str, default ""
+        Where the rule and the numbers come from.
+    structure : str, default "fused"
+        The group-step rule, one of :data:`STRUCTURES`.
+    alignment_rounding : str, default "rtz"
+        How each aligned term is cut, one of :data:`ALIGNMENT_ROUNDINGS`.
+    stage2_bits : int, default 31
+        ``"fused-then-c"``/``"even-odd"``: fraction bits (0 to 40) the products' sum
+        keeps when aligned with ``c``.
+    stage2_rounding : {"rd", "rtz"}
+        The rounding of that second alignment.
+    output_rounding : str, default "rtz"
+        Rounding into a binary32 output, one of :data:`OUTPUT_ROUNDINGS`.
+    narrow_output_rounding : str, default "rne"
+        Rounding into a binary16 or bfloat16 output, one of :data:`OUTPUT_ROUNDINGS`.
+    input_rounding : {"rne", "rtz"}
+        Rounding of ``A`` and ``B`` into the input format.
+    flush_inputs, flush_outputs : bool, default False
+        Flush subnormal inputs to +0; flush subnormal products, partial sums and
+        accumulator values to zeros of their sign (``"pairwise"`` only).
+    promote_every : int, optional
+        Promotion interval into a binary32 accumulator (a positive int).
+    inputs : tuple of str, default ()
+        Canonical names of the input formats modelled (empty: any signed format of
+        precision <= 26, by width).
+    outputs : tuple of str
+        Canonical names of the output formats allowed (of binary32, binary16,
+        bfloat16; all three by default).
+    uncertain : str, default ""
+        Where the published description is itself uncertain.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a field out of its range or of the wrong type (the message names it).
+
     Examples
     --------
     >>> p = TensorCorePreset(name="my-fp8", fractional_bits=14, group_16=None, group_8=32,
@@ -444,6 +498,23 @@ FAMILIES: Mapping[str, Mapping[str, str]] = MappingProxyType({
 def get_preset(name: object, input_format: Format | None = None) -> TensorCorePreset:
     """The preset called ``name`` (a family name needs ``input_format``).
 
+    Parameters
+    ----------
+    name : str
+        A key of :data:`PRESETS` or of :data:`FAMILIES`.
+    input_format : Format, optional
+        The input format, which picks a family's preset.
+
+    Returns
+    -------
+    TensorCorePreset
+        The preset.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or a family without a preset for ``input_format``.
+
     Examples
     --------
     >>> get_preset("cdna3", as_format("e4m3fnuz")).name
@@ -469,7 +540,26 @@ def get_preset(name: object, input_format: Format | None = None) -> TensorCorePr
 def resolve_accumulator(accumulator: object, input_format: Format) -> TensorCorePreset | Format:
     """A preset (instance, preset or family name) or an accumulator format.
 
-    Raises ValueError/TypeError naming ``accumulator`` when it is none of them.
+    Raises ValueError naming ``accumulator`` when it is none of them.
+
+    Parameters
+    ----------
+    accumulator : TensorCorePreset, Format or str
+        A preset, a preset or family name (:data:`PRESETS`, :data:`FAMILIES`), or a
+        format or format name.
+    input_format : Format
+        The input format, which picks a family's preset.
+
+    Returns
+    -------
+    TensorCorePreset or Format
+        The preset, or the accumulator format.
+
+    Raises
+    ------
+    ValueError
+        If ``accumulator`` is none of these, or a family has no preset for
+        ``input_format``.
 
     Examples
     --------
@@ -497,7 +587,20 @@ def resolve_accumulator(accumulator: object, input_format: Format) -> TensorCore
 
 
 def exponents(v: np.ndarray, fmt: Format) -> np.ndarray:
-    """:func:`decompose` of operands (zero: no exponent, ``-1000``) as int32, by a kernel."""
+    """:func:`decompose` of operands (zero: no exponent, ``-1000``) as int32, by a kernel.
+
+    Parameters
+    ----------
+    v : numpy.ndarray of float64
+        Values of ``fmt``, any shape.
+    fmt : Format
+        Their format (its ``emin`` clamps the exponents).
+
+    Returns
+    -------
+    numpy.ndarray of int32
+        The exponents, shaped like ``v``.
+    """
     from numerics.kernels.accum import exponents as kernel
 
     flat = np.ascontiguousarray(v).reshape(-1)
@@ -509,6 +612,20 @@ def exponents(v: np.ndarray, fmt: Format) -> np.ndarray:
 def decompose(v: np.ndarray, fmt: Format, zero: int = _ZERO_EXP) -> np.ndarray:
     """Exponents ``e`` of values of ``fmt`` (clamped at ``emin``); zero and non-finite
     values get ``zero`` (-126, the NVIDIA rule).
+
+    Parameters
+    ----------
+    v : numpy.ndarray
+        Values of ``fmt`` (float64), any shape.
+    fmt : Format
+        Their format.
+    zero : int, default -126
+        The exponent given to zeros, infinities and NaN.
+
+    Returns
+    -------
+    numpy.ndarray of int32
+        ``max(floor(log2|v|), emin)``, shaped like ``v``.
 
     Examples
     --------
@@ -531,6 +648,28 @@ def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None,
     take runs there instead (:func:`numerics.kernels.narrow.round_rne`: the same values,
     ten times faster).  ``dtype=np.float32`` gives the values as float32, for a format
     whose values are all float32 values (the caller's check).
+
+    Parameters
+    ----------
+    x : array_like
+        The values (other dtypes are converted to float64 first).
+    fmt : Format
+        The target format.
+    rounding : str, default "rne"
+        A mode of :data:`numerics.ROUNDINGS` (not checked).
+    lo : array_like, optional
+        Exact low parts, broadcast to ``x``'s shape (None or all zero: none).
+    seed : int, default 0
+        The stochastic-rounding seed.
+    base : int, default 0
+        Stream index of element 0.
+    dtype : numpy.float64 or numpy.float32
+        The dtype of the result.
+
+    Returns
+    -------
+    numpy.ndarray
+        The rounded values, shaped like ``x``.
     """
     from numerics.kernels import narrow
     from numerics.kernels.accum import round_values
@@ -563,7 +702,29 @@ def cast(x: Any, fmt: Format, rounding: str = "rne", *, lo: Any = None,
 
 
 def flush_subnormals(x: np.ndarray, fmt: Format, *, keep_sign: bool) -> np.ndarray:
-    """Values below ``fmt``'s smallest normal in magnitude become zeros (+0 or signed)."""
+    """Values below ``fmt``'s smallest normal in magnitude become zeros (+0 or signed).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Values (float64), any shape.
+    fmt : Format
+        The format whose smallest normal is the threshold.
+    keep_sign : bool
+        Zeros of the values' signs, or +0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x`` itself when nothing is flushed, else a new array.
+
+    Examples
+    --------
+    >>> from numerics import get_format
+    >>> flush_subnormals(np.array([-2.0**-8, 1.0]), get_format("e4m3fn"),
+    ...                  keep_sign=True).tolist()
+    [-0.0, 1.0]
+    """
     with np.errstate(invalid="ignore"):
         tiny = np.abs(x) < fmt.smallest_normal
     if not tiny.any():
@@ -693,7 +854,24 @@ def _pairwise(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: Format,
 def group_step(p: TensorCorePreset, a: np.ndarray, b: np.ndarray, c: np.ndarray, fin: Format,
                out: Format) -> np.ndarray:
     """One group step of preset ``p``: a, b (..., G) exact values of ``fin`` (after
-    input rounding and flushing), c (...) exact values of ``out``."""
+    input rounding and flushing), c (...) exact values of ``out``.
+
+    Parameters
+    ----------
+    p : TensorCorePreset
+        The preset whose ``structure`` rules the step.
+    a, b : numpy.ndarray of float64, shape (..., G)
+        The group's factors.
+    c : numpy.ndarray of float64, shape (...)
+        The accumulator values.
+    fin, out : Format
+        The input and output formats.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (...)
+        The step's results, values of ``out``.
+    """
     if p.structure == "fused":
         return _fused(a, decompose(a, fin, _NO_EXP), b, decompose(b, fin, _NO_EXP), c,
                       decompose(c, out),
@@ -706,7 +884,26 @@ def group_step(p: TensorCorePreset, a: np.ndarray, b: np.ndarray, c: np.ndarray,
 
 def check_formats(input_format: Any, output_format: Any,
                   preset: TensorCorePreset | None = None) -> tuple[Format, Format]:
-    """The input and output formats, checked against the model (and ``preset``)."""
+    """The input and output formats, checked against the model (and ``preset``).
+
+    Parameters
+    ----------
+    input_format, output_format : Format or str
+        The formats (anything :func:`numerics.as_format` takes).
+    preset : TensorCorePreset, optional
+        The preset whose ``outputs`` and group sizes to check against.
+
+    Returns
+    -------
+    tuple of (Format, Format)
+        The input and output formats.
+
+    Raises
+    ------
+    ValueError
+        For an input format that is unsigned or of precision above 26, an output format
+        the model (or ``preset``) does not write, or an input the preset does not model.
+    """
     fin = as_format(input_format, arg="input_format")
     fout = as_format(output_format, arg="output_format")
     if fin.precision > 26 or not fin.signed:

@@ -61,6 +61,32 @@ class TensorDiff:
     the same one on the other (NaN aside).  ``failures`` are the elements
     that fail the check (see :func:`numerics.compare.compare_chunk`);
     ``status`` is ``"equal"`` (bit for bit), ``"pass"`` or ``"fail"``.
+
+    Attributes
+    ----------
+    name : str
+        The tensor's name (``"A / B"`` for two single-tensor files of other names).
+    dtype_a, dtype_b : str
+        The element type of each side (:attr:`TensorRef.dtype_name`).
+    shape : tuple of int
+        The shape both share.
+    format : str or None
+        The name of the format compared in; None for integers.
+    rounded : str
+        The sides rounded into it: ``""``, ``"A"``, ``"B"`` or ``"A,B"``.
+    count : int
+        Number of elements.
+    mismatches : int
+        Elements whose codes (or integers) differ.
+    nan_mismatches, inf_mismatches : int
+        Elements NaN on one side only; elements with an infinity on one side and not
+        the same one on the other.
+    failures : int
+        Elements that fail the check (every mismatch when no check is given).
+    max_ulp : int
+        Largest ULP distance (integers: ``|a - b|``).
+    max_abs_error, max_rel_error : float
+        Over the pairs finite on both sides, relative to A.
     """
 
     name: str
@@ -100,7 +126,11 @@ class CheckpointDiff:
         Names in one source only (after the key filter).
     shape_mismatches : tuple of (str, tuple, tuple)
         Names held by both with different shapes (not compared).
-    max_ulp, atol, rtol : the check (None: not given; none given: bit-equality)
+    max_ulp : int or None
+        The ULP tolerance of the check (None: not given).
+    atol, rtol : float or None
+        The absolute and relative tolerances (None: not given; none of the three
+        given: bit-equality).
     notes : tuple of str
         How mixed dtypes were compared ("binary32 vs bfloat16: compared in
         bfloat16, A rounded (rne) into it"), and the entries left out of a whole
@@ -129,6 +159,16 @@ def coarser(fa: Format | str, fb: Format | str) -> Format:
     """The coarser of two formats (or names): fewer significant bits, then the narrower
     range.
 
+    Parameters
+    ----------
+    fa, fb : Format or str
+        The formats (anything :func:`numerics.as_format` takes).
+
+    Returns
+    -------
+    Format
+        The one with the smaller ``(precision, emax, bits)``; ``fa`` on a tie.
+
     Examples
     --------
     >>> coarser(as_format("binary32"), as_format("bf16")).name
@@ -143,7 +183,26 @@ def coarser(fa: Format | str, fb: Format | str) -> Format:
 
 
 def compare_format(a: TensorRef, b: TensorRef, as_fmt: Format | None) -> Format | None:
-    """The format two tensors are compared in (None: both integers)."""
+    """The format two tensors are compared in (None: both integers).
+
+    Parameters
+    ----------
+    a, b : TensorRef
+        The two tensors.
+    as_fmt : Format or None
+        The format asked for (``-f/--as``), which wins when given.
+
+    Returns
+    -------
+    Format or None
+        ``as_fmt``; else the format of the side that has one, their common format, or
+        the :func:`coarser` of the two; None when both are integers.
+
+    Raises
+    ------
+    TensorFileError
+        If a side holds raw bytes and ``as_fmt`` is None.
+    """
     for t in (a, b):
         if t.is_raw and as_fmt is None:
             raise TensorFileError(
@@ -159,7 +218,26 @@ def compare_format(a: TensorRef, b: TensorRef, as_fmt: Format | None) -> Format 
 
 
 def select(names: Sequence[str], keys: str | Sequence[str] | None) -> list[str]:
-    """The names matching any of the glob patterns (all without patterns; a str is one)."""
+    """The names matching any of the glob patterns (all without patterns; a str is one).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The tensor names.
+    keys : str, sequence of str or None
+        Glob patterns (:func:`fnmatch.fnmatchcase`, case-sensitive); None or empty:
+        every name.
+
+    Returns
+    -------
+    list of str
+        The matching names, in the order of ``names``.
+
+    Examples
+    --------
+    >>> select(["w.0", "w.1", "b"], "w.*")
+    ['w.0', 'w.1']
+    """
     if not keys:
         return list(names)
     if isinstance(keys, str):
@@ -169,7 +247,29 @@ def select(names: Sequence[str], keys: str | Sequence[str] | None) -> list[str]:
 
 def codes_in(ref: TensorRef, x: np.ndarray, fmt: Format, *, rounding: str = "rne",
              overflow: str = "ieee") -> np.ndarray:
-    """Elements ``x`` read from ``ref`` as codes of ``fmt``, rounded once into it if needed."""
+    """Elements ``x`` read from ``ref`` as codes of ``fmt``, rounded once into it if needed.
+
+    Parameters
+    ----------
+    ref : TensorRef
+        The tensor the elements come from (its format says how to read them).
+    x : numpy.ndarray
+        Flat elements as :meth:`TensorRef.read` returns them.
+    fmt : Format
+        The format compared in.
+    rounding, overflow : str
+        How elements not in ``fmt`` are rounded into it (see :mod:`numerics.rounding`).
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D codes in ``fmt.code_dtype``.
+
+    Raises
+    ------
+    TensorFileError
+        If an element is NaN and ``fmt`` has no NaN.
+    """
     if ref.format == fmt:
         if x.dtype.kind == "u":
             return x.astype(fmt.code_dtype, copy=False)
@@ -261,6 +361,27 @@ def within_tolerance(d: np.ndarray, a: np.ndarray, atol: float, rtol: float) -> 
     with the integer ``d`` exactly.  Integer and float tensors holding the same values
     get the same verdicts, and no ``d`` is rounded on the way to one: ``2**53 + 1 <= 2**53``
     is False here, True in float64.
+
+    Parameters
+    ----------
+    d : numpy.ndarray of uint64
+        The distances ``|a - b|``.
+    a : numpy.ndarray
+        The reference elements (int64, uint64 or float64), broadcast against ``d``.
+    atol, rtol : float
+        The tolerances, real numbers ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        Whether each ``d`` is within the bound.
+
+    Raises
+    ------
+    ValueError
+        If ``atol`` or ``rtol`` is not a real number ``>= 0``.
+    TypeError
+        If ``d`` is not a uint64 array.
 
     Examples
     --------
@@ -362,10 +483,34 @@ def compare_refs(
     on a Dask ``client``, and ``progress`` hears of each, as in
     :func:`diff_sources`; the report is the same whatever the split.
 
+    Parameters
+    ----------
+    a, b : TensorRef
+        The tensors (of :attr:`Source.tensors`); A is the reference.
+    fmt : Format or str
+        The format compared in.
+    rounding, overflow : str
+        How a side not in ``fmt`` is rounded into it.
+    worst : int, default 10
+        How many of the worst elements to keep (capped at the element count).
+    max_ulp, atol, rtol : optional
+        The check, as for :func:`numerics.compare.compare_codes`.
+    chunk : int
+        Elements per task.
+    threads, client, progress
+        As for :func:`diff_sources`.
+
+    Returns
+    -------
+    DiffReport
+        As :func:`numerics.compare.compare_codes` gives it.
+
     Raises
     ------
     ValueError
         If the shapes differ, or an option is invalid.
+    TypeError
+        If ``a`` or ``b`` is not a :class:`TensorRef`, or an option is of the wrong type.
     """
     check_ref(a, "a")
     check_ref(b, "b")
@@ -438,6 +583,12 @@ def diff_sources(
         from the shared path); the result is identical to the local one.
     progress : callable, optional
         Called with the bytes each finished chunk read.
+
+    Returns
+    -------
+    CheckpointDiff
+        One :class:`TensorDiff` per tensor compared, and the names and shapes that did
+        not pair up.
 
     Raises
     ------

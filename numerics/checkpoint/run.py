@@ -53,6 +53,17 @@ def check_run_options(*, threads: object = None, client: object = None,
                       progress: object = None, chunk: object = _NOT_GIVEN) -> None:
     """Validate the options every streamed operation takes (before any file is read).
 
+    Parameters
+    ----------
+    threads : int, optional
+        Local threads, a positive int (None: :func:`numerics.get_num_threads`).
+    client : dask.distributed.Client, optional
+        The cluster to run on.
+    progress : callable, optional
+        Called with the bytes each finished chunk read.
+    chunk : int, optional
+        Elements per chunk, checked only where given.
+
     Raises
     ------
     TypeError
@@ -85,6 +96,30 @@ def execute(func: Callable[[Any, bool], T], items: Sequence[Any], fold: Callable
 
     ``fold`` runs in the calling thread, one result at a time; ``sizes[i]``
     is what item ``i`` reports to ``progress`` when it is done.
+
+    Parameters
+    ----------
+    func : callable ``(item, mmap) -> result``
+        A module-level function (picklable, for a Dask ``client``); ``mmap`` is True
+        locally and False in a Dask task.
+    items : sequence
+        The work items (small picklable tuples).
+    fold : callable ``(item, result) -> None``
+        Takes each result, in the order they finish.
+    sizes : sequence of int
+        Bytes each item covers, reported to ``progress``.
+    threads : int, optional
+        Local threads (None: :func:`numerics.get_num_threads`); one runs the items in
+        order in the calling thread.
+    client : dask.distributed.Client, optional
+        Run each item as a task on this cluster instead.
+    progress : callable, optional
+        Called with ``sizes[i]`` as item ``i`` is folded.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For invalid options, as :func:`check_run_options` raises.
     """
     check_run_options(threads=threads, client=client, progress=progress)
     if client is not None:

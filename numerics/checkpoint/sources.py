@@ -858,7 +858,20 @@ def _open_path(path: str) -> Source:
 
 
 def check_ref(ref: object, name: str) -> None:
-    """TypeError naming ``name`` unless ``ref`` is a :class:`TensorRef`."""
+    """TypeError naming ``name`` unless ``ref`` is a :class:`TensorRef`.
+
+    Parameters
+    ----------
+    ref : object
+        The argument to check.
+    name : str
+        The argument's name, quoted in the error message.
+
+    Raises
+    ------
+    TypeError
+        If ``ref`` is not a :class:`TensorRef`.
+    """
     if not isinstance(ref, TensorRef):
         raise TypeError(f"Got {name}={ref!r}, but it must be a TensorRef (a tensor of "
                         "open_source(path).tensors)")
@@ -866,6 +879,19 @@ def check_ref(ref: object, name: str) -> None:
 
 def open_source(path: str | bytes | os.PathLike[str]) -> Source:
     """The tensors a path names: a file, a directory of shards, an index, or ``PATH:KEY``.
+
+    Parameters
+    ----------
+    path : str, bytes or path-like
+        A ``.npy``, ``.npz``, ``.safetensors`` or torch file, a safetensors index
+        (``*.index.json``), a directory of such files, or ``PATH:KEY`` for one tensor
+        of one of them (the key after the last colon whose prefix exists).
+
+    Returns
+    -------
+    Source
+        The tensors (:class:`TensorRef`, read lazily through memory maps), with the
+        files they live in and the entries left out as not tensors of real numbers.
 
     Raises
     ------

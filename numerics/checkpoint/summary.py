@@ -59,6 +59,15 @@ class CheckpointStats:
     ``tensors`` pairs each tensor (by name, sorted) with its
     :class:`~numerics.stats.TensorStats`; ``total`` treats every element of
     every tensor as one population (fractions of all elements).
+
+    Attributes
+    ----------
+    path : str
+        The source's path.
+    tensors : tuple of (TensorRef, TensorStats)
+        Each tensor and its statistics, by name.
+    total : TensorStats
+        The statistics of all elements together.
     """
 
     path: str
@@ -78,6 +87,20 @@ class CheckpointHash:
     how they are sharded or ordered in files.  Meant to tell changed
     checkpoints apart, not to resist an adversary (XXH64 is not
     cryptographic).
+
+    Attributes
+    ----------
+    path : str
+        The source's path.
+    digest : str
+        The checkpoint's SHA-256 hex digest.
+    tensors : tuple of (TensorRef, Fingerprint)
+        Each tensor and its fingerprint, by name.
+    canonical : bool
+        Whether ``canonicalize=True`` was asked for (integer tensors are hashed as
+        they are either way).
+    algorithm : str
+        :data:`numerics.fingerprint.ALGORITHM`.
     """
 
     path: str
@@ -151,13 +174,26 @@ def stats_source(
     Parameters
     ----------
     src : Source or path
+        The source (see :func:`numerics.checkpoint.open_source`).
     formats : tuple of Format or str
-        The candidate formats.
+        The candidate formats (a single format or name is taken as a 1-tuple).
     raw_format : Format or str, optional
         Read raw tensors (numpy's void dtype) as codes of this format; a
         ValueError where the source holds no raw tensor.
     chunk, threads, client, progress
         As for :func:`numerics.checkpoint.diff_sources`.
+
+    Returns
+    -------
+    CheckpointStats
+        Each tensor's statistics and those of all elements together.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an invalid argument (the message names it).
+    TensorFileError
+        If the source cannot be read.
 
     Examples
     --------
@@ -266,6 +302,30 @@ def tensor_fingerprint(ref: TensorRef, *, canonicalize: bool = False, chunk: int
     Runs of whole blocks are hashed on ``threads`` threads (or as tasks on a Dask
     ``client``); ``progress`` is called with the bytes of each run.
 
+    Parameters
+    ----------
+    ref : TensorRef
+        The tensor (of :attr:`Source.tensors`).
+    canonicalize : bool, default False
+        Make ``-0`` into ``+0`` and every NaN the canonical NaN first (float formats
+        only).
+    chunk : int
+        Elements per task, rounded down to whole 1 MiB blocks (the digest does not
+        depend on it).
+    threads, client, progress
+        As for :func:`numerics.checkpoint.diff_sources`.
+
+    Returns
+    -------
+    Fingerprint
+        The same fingerprint :func:`numerics.fingerprint.fingerprint` gives the
+        tensor's codes (or integers) read whole.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an invalid argument (the message names it).
+
     Examples
     --------
     >>> import tempfile, os
@@ -302,6 +362,7 @@ def hash_source(
     Parameters
     ----------
     src : Source or path
+        The source (see :func:`numerics.checkpoint.open_source`).
     canonicalize : bool
         Make ``-0`` into ``+0`` and every NaN the canonical NaN first.
     raw_format : Format or str, optional
@@ -309,6 +370,11 @@ def hash_source(
         ValueError where the source holds no raw tensor.
     chunk, threads, client, progress
         As for :func:`numerics.checkpoint.diff_sources`.
+
+    Returns
+    -------
+    CheckpointHash
+        The checkpoint's digest and each tensor's fingerprint.
 
     Raises
     ------

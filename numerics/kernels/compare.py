@@ -32,6 +32,8 @@ value of every code (formats up to 16 bits); NaN is ``v != v`` either way.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros
@@ -79,8 +81,11 @@ def _bucket(d: np.uint64) -> int:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def compare(ca, cb, va, vb, table, sign_mask, mag_mask, gap, base, max_ulp, atol, rtol, mode,
-            counts, max_d, errors, hist, top_d, top_i):  # pragma: no cover - compiled
+def compare(ca: np.ndarray, cb: np.ndarray, va: np.ndarray, vb: np.ndarray, table: np.ndarray,
+            sign_mask: int, mag_mask: int, gap: int, base: int, max_ulp: Any, atol: float,
+            rtol: float, mode: int, counts: np.ndarray, max_d: np.ndarray, errors: np.ndarray,
+            hist: np.ndarray, top_d: np.ndarray,
+            top_i: np.ndarray) -> None:  # pragma: no cover - compiled
     """Compare codes ``ca`` and ``cb`` (1-D, same length), accumulating into the outputs.
 
     ``gap`` is the distance between ``-2**emin`` and ``+2**emin`` beyond their
@@ -225,7 +230,8 @@ _FLUSH = 1 << 30
 
 
 @numba.njit(cache=True, nogil=True)
-def magnitude_extremes(u, abs_mask, exp_mask, out):  # pragma: no cover - compiled
+def magnitude_extremes(u: np.ndarray, abs_mask: Any, exp_mask: Any,
+                       out: np.ndarray) -> None:  # pragma: no cover - compiled
     """``out`` = [largest, smallest] magnitude bits of the finite non-zero elements (running).
 
     A vectorised pass over all magnitudes (zero drops out of the minimum by
@@ -302,8 +308,10 @@ def _move_bounds(flags, extremes, key_shift, exp_mask, hi, lo):  # pragma: no co
 
 
 @numba.njit(cache=True, nogil=True)
-def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, counts, extremes,
-               hist, over_counts):  # pragma: no cover - compiled
+def stats_pass(u: np.ndarray, x: np.ndarray, special: np.ndarray, mbits: int, ebits: int,
+               over: np.ndarray, over_tie: np.ndarray, min_over_bits: int, counts: np.ndarray,
+               extremes: np.ndarray, hist: np.ndarray,
+               over_counts: np.ndarray) -> None:  # pragma: no cover - compiled
     """The statistics of every element of ``u`` (arguments as for :func:`stats`).
 
     One loop over the elements, block by block (``_BLOCK`` elements), counts
@@ -380,7 +388,7 @@ def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, count
                         hist[row, POW2] += 1
                         hist[row, 0] += 1
                     else:
-                        hist[row, np.int64(leading_zeros(~(mant << top_shift)))] += 1
+                        hist[row, np.int64(leading_zeros(~(mant << top_shift)))] += 1  # type: ignore[call-arg]
         extremes[0] = big
         extremes[1] = small
         if e:
@@ -396,8 +404,10 @@ def stats_pass(u, x, special, mbits, ebits, over, over_tie, min_over_bits, count
 
 
 @numba.njit(cache=True, nogil=True)
-def stats(u, x, where, weights, mbits, ebits, over, over_tie, min_over_bits, counts, extremes,
-          hist, over_counts):  # pragma: no cover - compiled
+def stats(u: np.ndarray, x: np.ndarray, where: np.ndarray, weights: np.ndarray, mbits: int,
+          ebits: int, over: np.ndarray, over_tie: np.ndarray, min_over_bits: int,
+          counts: np.ndarray, extremes: np.ndarray, hist: np.ndarray,
+          over_counts: np.ndarray) -> None:  # pragma: no cover - compiled
     """The exact statistics of elements ``where`` of float values given by their bits ``u``.
 
     ``u`` holds the bits of IEEE binary floats with ``mbits`` trailing and
@@ -450,7 +460,7 @@ def stats(u, x, where, weights, mbits, ebits, over, over_tie, min_over_bits, cou
         ef = np.int64(m_all >> np.uint64(mbits))
         m = m_all & mant_mask
         if ef == 0:  # subnormal: normalise the significand
-            lz = np.int64(leading_zeros(m << top_shift))
+            lz = np.int64(leading_zeros(m << top_shift))  # type: ignore[call-arg]
             e = 1 - bias - (lz + 1)
             m = (m << np.uint64(lz + 1)) & mant_mask
         else:
@@ -460,7 +470,7 @@ def stats(u, x, where, weights, mbits, ebits, over, over_tie, min_over_bits, cou
             hist[row, POW2] += w
             hist[row, 0] += w
         else:
-            hist[row, np.int64(leading_zeros(~(m << top_shift)))] += w
+            hist[row, np.int64(leading_zeros(~(m << top_shift)))] += w  # type: ignore[call-arg]
     counts[0] += nan
     counts[1] += inf
     counts[2] += zero

@@ -68,6 +68,19 @@ class LiteralFlagsAsConstants(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state: Any) -> bool:
+        """Make the literal ``int``/``bool`` arguments constants of ``state.func_ir``.
+
+        Parameters
+        ----------
+        state : numba.core.compiler.StateDict
+            The compiler state: its ``func_ir`` is rewritten in place, ``args`` gives
+            the argument types.
+
+        Returns
+        -------
+        bool
+            Whether any argument was replaced (the IR changed).
+        """
         changed = False
         for block in state.func_ir.blocks.values():
             for stmt in block.body:
@@ -84,6 +97,13 @@ class Specialising(CompilerBase):
     ``FixupArgs``, before any branch pruning."""
 
     def define_pipelines(self) -> list[Any]:
+        """The pipelines numba runs: the nopython one, with the pass added.
+
+        Returns
+        -------
+        list of numba.core.compiler_machinery.PassManager
+            One finalized pass manager.
+        """
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
         pm.add_pass_after(LiteralFlagsAsConstants, FixupArgs)
         pm.finalize()

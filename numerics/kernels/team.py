@@ -253,6 +253,14 @@ class Team:
 
     @property
     def size(self) -> int:
+        """Number of worker threads (the calling thread, which runs a piece too, not
+        counted).
+
+        Returns
+        -------
+        int
+            The workers started, ``size`` as given to the constructor.
+        """
         return len(self._workers)
 
     def run(self, work: Sequence[tuple[Callable[[int, int], Any], int, int]]) -> list[Any]:

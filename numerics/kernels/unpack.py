@@ -290,7 +290,7 @@ def decode_codes(codes: np.ndarray, d: np.ndarray) -> np.ndarray:
     return out
 
 
-def load32(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
+def load32(arr: np.ndarray, i: int, D: tuple[Any, ...]) -> Any:
     """Element ``i`` of an operand as float32: a float32 number as it is, a code by
     arithmetic (uint16, or uint8, by :func:`decode32` with the constants ``D``, int16 by
     :func:`decode_top`), NaN bits kept.  Inlined into a lane loop, the decode costs a
@@ -306,7 +306,7 @@ def _load32_impl(arr, i, D):  # type: ignore[no-untyped-def,unused-ignore]
     return lambda arr, i, D: decode32(arr[i], D)
 
 
-def values32(arr, D, buf):  # type: ignore[no-untyped-def,unused-ignore]
+def values32(arr: np.ndarray, D: tuple[Any, ...], buf: np.ndarray) -> Any:
     """A float operand as it is; codes decoded into the float32 scratch ``buf`` (at
     least ``arr.size`` long, allocated once per span by the caller: an allocation per
     chunk costs more than the chunk's arithmetic), returned as ``buf[:arr.size]``;
@@ -334,7 +334,7 @@ def _values32_impl(arr, D, buf):  # type: ignore[no-untyped-def,unused-ignore]
     return general
 
 
-def scratch16(arr, m):  # type: ignore[no-untyped-def,unused-ignore]
+def scratch16(arr: np.ndarray, m: int) -> Any:
     """Scratch for :func:`codes16`: ``m`` uint16 for uint8 codes, none for other operands."""
 
 
@@ -345,7 +345,7 @@ def _scratch16_impl(arr, m):  # type: ignore[no-untyped-def,unused-ignore]
     return lambda arr, m: np.empty(0, np.uint16)
 
 
-def codes16(arr, buf):  # type: ignore[no-untyped-def,unused-ignore]
+def codes16(arr: np.ndarray, buf: np.ndarray) -> Any:
     """uint8 codes widened into the uint16 scratch ``buf`` (returned as
     ``buf[:arr.size]``); any other operand as it is.  A chunk at a time, in cache:
     the lane loops then compile for uint16 codes only."""
@@ -364,7 +364,7 @@ def _codes16_impl(arr, buf):  # type: ignore[no-untyped-def,unused-ignore]
     return widen
 
 
-def scratch32(arr, m):  # type: ignore[no-untyped-def,unused-ignore]
+def scratch32(arr: np.ndarray, m: int) -> Any:
     """The scratch buffer :func:`values32` needs for chunks of ``m`` elements of ``arr``:
     ``m`` float32 for codes, none (an empty array) for float operands."""
 

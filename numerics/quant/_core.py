@@ -71,6 +71,23 @@ class IntFormat:
     two in ``[2**-149, 2**120]`` (every value then a binary32 number); TypeError or
     ValueError naming the field otherwise.
 
+    Parameters
+    ----------
+    name : str
+        Canonical name, e.g. ``"int8"``.
+    bits : int
+        Width of a code, 2 to 8.
+    qmin, qmax : int
+        Smallest and largest integer ``k`` (``-(2**(bits-1) - 1)`` and
+        ``2**(bits-1) - 1`` for the symmetric formats).
+    quantum : float, default 1.0
+        Weight of the last bit, a power of two (``2**-6`` for MXINT8 elements).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field of the wrong type or out of range (the message names it).
+
     Examples
     --------
     >>> IntFormat(name="int3", bits=3, qmin=-3, qmax=3).max
@@ -439,6 +456,23 @@ def as_real_array(x: object, *, name: str = "x") -> np.ndarray:
     numpy arrays of the same values (:func:`numerics.dtypes.torch_values`).  Ragged nested
     lists, complex, bool, string and object input raise ValueError/TypeError naming
     ``name``.
+
+    Parameters
+    ----------
+    x : array_like or torch tensor
+        The values.
+    name : str, default "x"
+        The argument's name, quoted in the error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        The values in their own real dtype (``x`` itself where it is one already).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For input that is not a rectangular array of real numbers.
     """
     if is_torch_tensor(x):
         x = torch_values(x, name)
@@ -456,7 +490,26 @@ def as_real_array(x: object, *, name: str = "x") -> np.ndarray:
 
 
 def as_float_array(x: object, *, name: str = "x") -> np.ndarray:
-    """float64 copy of a real numeric array; TypeError/ValueError naming ``name`` otherwise."""
+    """float64 copy of a real numeric array; TypeError/ValueError naming ``name`` otherwise.
+
+    Parameters
+    ----------
+    x : array_like or torch tensor
+        The values (as :func:`as_real_array` takes them).
+    name : str, default "x"
+        The argument's name, quoted in the error messages.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The values (exact for floats of at most 64 bits, ml_dtypes values and integers
+        up to ``2**53``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For input that is not a rectangular array of real numbers.
+    """
     arr = as_real_array(x, name=name)
     try:  # kind "V" covers the ml_dtypes floats (bfloat16, float8_*), which convert exactly
         with np.errstate(invalid="ignore"):  # (a signalling NaN: a NaN)

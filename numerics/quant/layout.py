@@ -43,6 +43,21 @@ def blocked_shape(rows: int, cols: int) -> tuple[int, int]:
     """``(32 * ceil(rows / 128), 16 * ceil(cols / 4))``: the 2-D shape of the swizzled layout
     (torchao's view of it; :func:`to_blocked` returns it flattened).
 
+    Parameters
+    ----------
+    rows, cols : int
+        The scale matrix's shape ``(H, W)``, non-negative ints.
+
+    Returns
+    -------
+    tuple of (int, int)
+        The padded, swizzled 2-D shape.
+
+    Raises
+    ------
+    ValueError
+        If ``rows`` or ``cols`` is not a non-negative int.
+
     Examples
     --------
     >>> blocked_shape(4096, 4096 // 32)
@@ -88,6 +103,25 @@ def to_blocked(scales: object) -> np.ndarray:
 
 def from_blocked(blocked: object, rows: int, cols: int) -> np.ndarray:
     """Inverse of :func:`to_blocked`: the ``(rows, cols)`` scale matrix (padding dropped).
+
+    Parameters
+    ----------
+    blocked : array_like
+        The blocked layout, ``512 * ceil(rows / 128) * ceil(cols / 4)`` entries (any
+        shape: it is read in C order).
+    rows, cols : int
+        The scale matrix's shape, non-negative ints.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(rows, cols)``, C-contiguous, of the input's dtype.
+
+    Raises
+    ------
+    ValueError
+        If ``rows`` or ``cols`` is not a non-negative int, or ``blocked`` has another
+        number of entries.
 
     Examples
     --------

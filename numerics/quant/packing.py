@@ -58,6 +58,19 @@ def pack(codes: object, bits: int) -> np.ndarray:
     bits : int
         4, 6 or 8 (TypeError for a non-int such as ``4.0``, ValueError for other ints).
 
+    Returns
+    -------
+    numpy.ndarray of uint8
+        1-D, ``ceil(n / per) * nbytes`` bytes for ``n`` codes (groups of 2 codes in 1 byte
+        for 4 bits, 4 codes in 3 bytes for 6 bits), the last group zero padded.
+
+    Raises
+    ------
+    TypeError
+        If ``codes`` are not integers, or ``bits`` is not an int.
+    ValueError
+        If a code is outside ``[0, 2**bits)`` or ``bits`` is not 4, 6 or 8.
+
     Examples
     --------
     >>> pack(np.array([0x1, 0x2, 0x3], np.uint8), 4).tolist()
@@ -95,6 +108,28 @@ def pack(codes: object, bits: int) -> np.ndarray:
 
 def unpack(data: object, bits: int, count: int) -> np.ndarray:
     """Inverse of :func:`pack`: the first ``count`` codes, as uint8.
+
+    Parameters
+    ----------
+    data : array_like of uint8
+        Packed bytes (flattened in C order; any bytes beyond those needed are ignored).
+    bits : int
+        4, 6 or 8, as for :func:`pack`.
+    count : int
+        Number of codes to read, a non-negative int.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        1-D, ``count`` codes.
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is not uint8, or ``bits`` is not an int.
+    ValueError
+        If ``bits`` is not 4, 6 or 8, ``count`` is negative or not an int, or ``data``
+        holds too few bytes.
 
     Examples
     --------

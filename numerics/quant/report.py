@@ -61,7 +61,20 @@ def error_report(x: object, q: Quantized) -> ErrorReport:
     x : array_like
         The original tensor.
     q : Quantized
-        Its quantization.
+        Its quantization, of ``x``'s shape.
+
+    Returns
+    -------
+    ErrorReport
+        The summary (every field NaN and ``count`` 0 where no element is finite on
+        both sides).
+
+    Raises
+    ------
+    TypeError
+        If ``q`` is not a :class:`Quantized`, or ``x`` not a real numeric array.
+    ValueError
+        If the shapes differ.
 
     Examples
     --------

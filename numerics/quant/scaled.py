@@ -388,6 +388,26 @@ def deepseek_fp8(x: object, *, kind: str = "activation") -> Quantized:
     arXiv 2412.19437, section 3.3).  A tile whose ``amax / 448`` exceeds binary32's range
     (``amax > 448 * 3.4e38``) raises ValueError, as :func:`quantize` does.
 
+    Parameters
+    ----------
+    x : array_like
+        Real values (read as float64); at least 1-D for activations, 2-D for weights.
+    kind : {"activation", "weight"}
+        1x128 tiles along the last axis, or 128x128 blocks of the last two axes.
+
+    Returns
+    -------
+    Quantized
+        Scheme ``"deepseek_fp8"``: e4m3fn element codes and binary32 scales.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``, too few dimensions, a shape the tiles do not fit, or a
+        scale beyond binary32's range.
+    TypeError
+        If ``x`` is not a real numeric array.
+
     Examples
     --------
     >>> x = np.linspace(-1, 1, 256).reshape(1, 256)

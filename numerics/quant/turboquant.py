@@ -267,7 +267,25 @@ def unit_rows(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True, eq=False)
 class TurboQuantized:
-    """Quantized vectors: codebook indices, norms and (``prod``) the QJL sketch."""
+    """Quantized vectors: codebook indices, norms and (``prod``) the QJL sketch.
+
+    Attributes
+    ----------
+    indices : numpy.ndarray, shape (n, dim)
+        Codebook indices of the rotated unit vectors.
+    norms : numpy.ndarray, shape (n,)
+        Euclidean norms of the input vectors.
+    qjl : numpy.ndarray of int8, shape (n, dim), or None
+        Signs +-1 of ``S r`` (``"prod"`` only).
+    residual_norms : numpy.ndarray, shape (n,), or None
+        Norms of the unit-vector residuals ``r`` (``"prod"`` only).
+    dim, bits : int
+        The quantizer's dimension and bits per coordinate.
+    variant : {"mse", "prod"}
+        The quantizer's variant.
+    seed : int
+        The quantizer's seed.
+    """
 
     #: ``(n, dim)`` codebook indices of the rotated unit vectors.
     indices: np.ndarray

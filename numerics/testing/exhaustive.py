@@ -36,7 +36,15 @@ _EXAMPLES = 3
 
 @dataclass
 class MismatchClass:
-    """One class of mismatches: how many, and the first few ``(input, got, want)`` codes."""
+    """One class of mismatches: how many, and the first few ``(input, got, want)`` codes.
+
+    Attributes
+    ----------
+    count : int
+        Number of mismatching inputs in the class.
+    examples : list of (int, int, int)
+        The first few (at most 3) ``(input code, kernel's code, encode's code)``.
+    """
 
     count: int = 0
     examples: list[tuple[int, int, int]] = field(default_factory=list)
@@ -44,7 +52,19 @@ class MismatchClass:
 
 @dataclass
 class ExhaustiveReport:
-    """What :func:`exhaustive` found."""
+    """What :func:`exhaustive` found.
+
+    Attributes
+    ----------
+    from_fmt, to_fmt : str
+        The input and output formats' names.
+    checked : int
+        Inputs compared with :func:`numerics.encode`.
+    skipped : int
+        NaN inputs left out (``to_fmt`` has no NaN).
+    classes : dict of (str, str) to MismatchClass
+        The mismatches by ``(input class, what differs)``.
+    """
 
     from_fmt: str
     to_fmt: str
@@ -58,6 +78,14 @@ class ExhaustiveReport:
         return sum(c.count for c in self.classes.values())
 
     def merge(self, other: ExhaustiveReport) -> None:
+        """Add the findings of ``other`` (another chunk of inputs) to this report, in place.
+
+        Parameters
+        ----------
+        other : ExhaustiveReport
+            A report of the same formats; its counts are added and its examples appended
+            to each class's (keeping the first few).
+        """
         self.checked += other.checked
         self.skipped += other.skipped
         for key, c in other.classes.items():

@@ -73,6 +73,13 @@ def _parse_seed(text: str) -> int | str:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--numerics-seed`` and register the hypothesis profiles (pytest hook).
+
+    Parameters
+    ----------
+    parser : pytest.Parser
+        pytest's command-line parser; the option goes in its ``numerics`` group.
+    """
     group = parser.getgroup("numerics")
     group.addoption("--numerics-seed", action="store", default="0", metavar="N|random",
                     help="seed of the numerics_seed / numerics_rng fixtures (default 0; "
@@ -88,6 +95,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Fix the session's seed (pytest hook): ``--numerics-seed``, a fresh one for
+    ``random``, or under pytest-xdist the one the controller chose.
+
+    Parameters
+    ----------
+    config : pytest.Config
+        The session's config; the seed is kept in its stash.
+
+    Raises
+    ------
+    pytest.UsageError
+        If ``--numerics-seed`` is neither a non-negative int nor ``random``.
+    """
     # a pytest-xdist worker takes the seed its controller chose (pytest_configure_node),
     # so that --numerics-seed=random gives every worker the seed the header shows
     given = getattr(config, "workerinput", {}).get("numerics_seed")
@@ -110,12 +130,39 @@ def _seed(config: pytest.Config) -> int:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
+    """The report header line naming the seed (pytest hook).
+
+    Parameters
+    ----------
+    config : pytest.Config
+        The session's config.
+
+    Returns
+    -------
+    str
+        ``"numerics: --numerics-seed=N"``.
+    """
     return f"numerics: --numerics-seed={_seed(config)}"
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, Any, None]:
+    """Add a "numerics" section naming the seed to the report of a failing test that
+    used ``numerics_seed`` or ``numerics_rng`` (pytest hook wrapper).
+
+    Parameters
+    ----------
+    item : pytest.Item
+        The test.
+    call : pytest.CallInfo
+        The call of the phase being reported.
+
+    Yields
+    ------
+    None
+        Once, while pytest makes the report (whose result the wrapper then reads).
+    """
     outcome = yield
     report = outcome.get_result()
     used = {"numerics_seed", "numerics_rng"} & set(getattr(item, "fixturenames", ()))
@@ -127,11 +174,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 
 @pytest.fixture(scope="session")
 def numerics_seed(pytestconfig: pytest.Config) -> int:
-    """The seed given by ``--numerics-seed`` (default 0)."""
+    """The seed given by ``--numerics-seed`` (default 0).
+
+    Parameters
+    ----------
+    pytestconfig : pytest.Config
+        The session's config (pytest's fixture).
+
+    Returns
+    -------
+    int
+        The seed, a non-negative int.
+    """
     return _seed(pytestconfig)
 
 
 @pytest.fixture
 def numerics_rng(numerics_seed: int, request: pytest.FixtureRequest) -> np.random.Generator:
-    """A numpy Generator seeded from the session seed and this test's node id."""
+    """A numpy Generator seeded from the session seed and this test's node id.
+
+    Parameters
+    ----------
+    numerics_seed : int
+        The session's seed (the fixture above).
+    request : pytest.FixtureRequest
+        The requesting test (its node id).
+
+    Returns
+    -------
+    numpy.random.Generator
+        ``numpy.random.default_rng([seed, crc32(node id)])``, fresh per test.
+    """
     return np.random.default_rng([numerics_seed, zlib.crc32(request.node.nodeid.encode())])
