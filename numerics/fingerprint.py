@@ -15,6 +15,10 @@ shorter, an empty tensor has none), each block is hashed with XXH64 (seed
     + JSON {"dtype": <format name or numpy dtype name>, "shape": [...]} + b"\\n"
     + the XXH64 of every block in order, each as 8 little-endian bytes
 
+where the JSON is written compactly, keys in that order, ASCII:
+``{"dtype":"bfloat16","shape":[2,3]}`` (``json.dumps(..., separators=(",", ":"))``),
+and a code's width is that of the format's code dtype (4 bytes for the 19-bit tf32).
+
 The blocks are defined on the tensor's own stream, never on offsets in a
 file, so the digest does not depend on the container, the sharding, the
 chunks read or the threads; the blocks are hashed independently, on all

@@ -583,7 +583,7 @@ def tensor_stats(
     if not isinstance(formats, (tuple, list)):
         raise TypeError(f"Got formats={formats!r} of type {type(formats).__name__}, but it "
                         "must be a tuple of formats (Format or name)")
-    fmts = tuple(as_format(f) for f in formats)
+    fmts = tuple(as_format(f, arg="formats") for f in formats)
     if callable(values):
         if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
                 or size < 0:

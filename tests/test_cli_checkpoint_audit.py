@@ -346,3 +346,23 @@ def test_a_broken_pipe_on_large_output_is_141(json_flag: list[str], tmp_path: Pa
     err = proc.stderr.read()
     proc.stderr.close()
     assert proc.wait(timeout=120) == 141 and err == b""
+
+
+def test_hash_says_which_entries_its_digest_leaves_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # review: two files differing only in an entry that is not a real-number tensor (a
+    # complex array; torch's packed float4_e2m1fn_x2) hashed alike, and nothing said so
+    q = np.ones(2, np.float32)
+    np.savez(tmp_path / "a.npz", p=np.array([1 + 1j]), q=q)
+    np.savez(tmp_path / "b.npz", p=np.array([5 + 1j]), q=q)
+    ha, hb = hash_source(str(tmp_path / "a.npz")), hash_source(str(tmp_path / "b.npz"))
+    assert ha.digest == hb.digest and ha.skipped == ("p",)
+    assert main(["hash", str(tmp_path / "a.npz")]) == 0
+    err = capsys.readouterr().err
+    assert err == ("fpinspect: note: the digest leaves out 1 entries that are not "
+                   "real-number tensors: 'p'\n")
+    assert main(["hash", str(tmp_path / "a.npz"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == ["p"]
+    np.savez(tmp_path / "c.npz", q=q)
+    assert main(["hash", str(tmp_path / "c.npz")]) == 0
+    assert capsys.readouterr().err == "" and hash_source(str(tmp_path / "c.npz")).skipped == ()

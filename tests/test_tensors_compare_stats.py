@@ -433,3 +433,14 @@ def test_stats_unrepresentable_in_an_unsigned_format() -> None:
             assert s.fits[0].saturate in (0.0, 1 / n) and s.fits[0].unrepresentable >= 5 / n
     ints = tensor_stats(np.array([-3, 0, 5, -(2**62)], np.int64), formats=fmts)
     assert ints.fits[0].unrepresentable == 3 / 4 and ints.fits[1].unrepresentable == 0.0
+
+
+def test_a_bad_candidate_format_names_the_formats_argument(tmp_path: Path) -> None:
+    # review: the message said "Got fmt='bogus'" where the argument is formats
+    from numerics.checkpoint import stats_source
+
+    with pytest.raises(ValueError, match="Got formats='bogus'"):
+        tensor_stats(np.ones(2), formats=("bogus",))
+    np.save(tmp_path / "one.npy", np.ones(2))
+    with pytest.raises(ValueError, match="Got formats='bogus'"):
+        stats_source(str(tmp_path / "one.npy"), formats=("bogus",))

@@ -277,4 +277,5 @@ def checkpoint_hash_json(h: CheckpointHash) -> dict[str, Any]:
     return {"kind": "checkpoint", "algorithm": h.algorithm, "digest": h.digest,
             "canonical": h.canonical, "path": h.path, "tensors": [{
                 "name": t.name, "digest": fp.digest, "dtype": fp.dtype,
-                "shape": list(fp.shape), "file": t.file} for t, fp in h.tensors]}
+                "shape": list(fp.shape), "file": t.file} for t, fp in h.tensors],
+            "skipped": list(h.skipped)}

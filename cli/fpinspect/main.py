@@ -772,6 +772,11 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
     if src.unread and not args.key:  # stdout stays the digests alone
         _say(f"fpinspect: note: the digest leaves out {', '.join(src.unread)} (files of "
              "another kind than the checkpoint's; hash them by name)")
+    if result.skipped:
+        shown = ", ".join(repr(n) for n in result.skipped[:8]) + (
+            ", ..." if len(result.skipped) > 8 else "")
+        _say(f"fpinspect: note: the digest leaves out {len(result.skipped)} entries that "
+             f"are not real-number tensors: {shown}")
     out(jsonout.checkpoint_hash_json(result) if args.json
         else views.checkpoint_hash_view(result))
     return EXIT_OK

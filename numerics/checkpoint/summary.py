@@ -80,7 +80,8 @@ class CheckpointHash:
     """A checkpoint's fingerprint and each tensor's.
 
     ``digest`` is SHA-256 over ``b"numerics.checkpoint/2\\n"`` and one line
-    ``json.dumps([name, tensor digest]) + "\\n"`` per tensor in name order,
+    ``json.dumps([name, tensor digest]) + "\\n"`` per tensor in name order
+    (Python's defaults: ``", "`` between the two, non-ASCII escaped as ``\\uXXXX``),
     each tensor's digest its :func:`numerics.fingerprint.fingerprint` (XXH64
     over each 1 MiB block of the tensor's codes, SHA-256 over those): it
     depends on the names, dtypes, shapes and bits of the tensors only, not on
@@ -101,6 +102,11 @@ class CheckpointHash:
         they are either way).
     algorithm : str
         :data:`numerics.fingerprint.ALGORITHM`.
+    skipped : tuple of str
+        Entries of the source that are not real-number tensors (complex, a torch
+        dtype with no format such as packed ``float4_e2m1fn_x2``, objects): the digest
+        leaves them out, so two sources differing only there hash alike
+        (:attr:`numerics.checkpoint.Source.skipped`).
     """
 
     path: str
@@ -108,6 +114,7 @@ class CheckpointHash:
     tensors: tuple[tuple[TensorRef, Fingerprint], ...]
     canonical: bool
     algorithm: str = ALGORITHM
+    skipped: tuple[str, ...] = ()
 
 
 def _values(ref: TensorRef, x: np.ndarray) -> tuple[np.ndarray, Format | None]:
@@ -212,7 +219,7 @@ def stats_source(
     if not isinstance(formats, (tuple, list)):
         raise TypeError(f"Got formats={formats!r}, but it must be a format or a tuple of "
                         "formats (Format or name)")
-    fmts = tuple(as_format(f) for f in formats)
+    fmts = tuple(as_format(f, arg="formats") for f in formats)
     check_run_options(threads=threads, client=client, progress=progress, chunk=chunk)
     s = _source(src, raw_format)
     parts = {t.name: StatsPartial.empty(len(fmts)) for t in s.tensors}
@@ -402,4 +409,4 @@ def hash_source(
     for t in s.tensors:
         h.update((json.dumps([t.name, prints[t.name].digest]) + "\n").encode())
     return CheckpointHash(s.path, h.hexdigest(), tuple((t, prints[t.name]) for t in s.tensors),
-                          bool(canonicalize))
+                          bool(canonicalize), skipped=tuple(s.skipped))
