@@ -323,3 +323,31 @@ def test_confidence_may_be_any_numpy_float() -> None:
         assert r.confidence == float(conf) and isinstance(r.confidence, float)
     with pytest.raises(ValueError, match="confidence="):
         accum.sum(x, "bfloat16", bound_kind="probabilistic", confidence=np.float32(1.0))
+
+
+@pytest.mark.parametrize("acc", ["e3m2fn", "e2m3fn", "e2m1fn"])
+def test_gemm_refuses_a_nan_product_its_accumulator_cannot_hold(acc: str) -> None:
+    # review: a NaN product (a NaN operand, or 0 * inf) became 0 in an accumulator with
+    # no NaN, wiping the running sum: 1 + NaN + 2 gave 2
+    nan, inf = np.nan, np.inf
+    with pytest.raises(ValueError, match=r"NaN product A\[0, 1\] \* B\[1, 0\] \(nan \* 1.0\)"):
+        accum.gemm(np.array([[1.0, nan, 2.0]]), np.ones((3, 1)), input_format="binary16",
+                   accumulator=acc)
+    with pytest.raises(ValueError, match=rf"\(0.0 \* inf\), but accumulator='{acc}'"):
+        accum.gemm(np.array([[0.0, 2.0]]), np.array([[inf], [1.0]]), input_format="binary16",
+                   accumulator=acc, promote_every=1)
+    # infinite products without NaN saturate, as documented
+    got = accum.gemm(np.array([[inf]]), np.array([[1.0]]), input_format="binary16",
+                     accumulator=acc)
+    assert got[0, 0] == as_format(acc).max
+
+
+def test_g_of_huge_and_bad_counts() -> None:
+    # review: g(2**64, u) raised TypeError (numpy made it an object array); a negative
+    # count gave a negative factor
+    from numerics.accum import g
+
+    assert g(2**64, 2.0**-53) == np.inf and g(10**400, 2.0**-24) == np.inf
+    for bad in (-3, float("nan"), np.array([1, -1])):
+        with pytest.raises(ValueError, match="count of roundings"):
+            g(bad, 2.0**-24)

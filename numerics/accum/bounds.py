@@ -143,7 +143,7 @@ def g(k: int | np.ndarray, u: float) -> float | np.ndarray:
     TypeError
         If ``k`` is not a real count (a bool is not one) or ``u`` not a real number.
     ValueError
-        If ``u`` is outside ``[0, 1]``.
+        If ``u`` is outside ``[0, 1]``, or a count is negative or NaN.
 
     Examples
     --------
@@ -152,9 +152,14 @@ def g(k: int | np.ndarray, u: float) -> float | np.ndarray:
     >>> round(float(g(4095, 2.0**-8)), -5)   # bf16 at n = 4096: vacuous
     8600000.0
     """
-    kk = np.asarray(k)
-    if kk.dtype.kind not in "iuf" or isinstance(k, bool):
+    if isinstance(k, int) and not isinstance(k, bool) and abs(k) >= 2**63:
+        kk = np.asarray(math.inf if abs(k) >= 2**1024 else float(k)) * (1 if k > 0 else -1)
+    else:
+        kk = np.asarray(k)
+    if kk.dtype.kind not in "iuf" or isinstance(k, (bool, np.bool_)):
         raise TypeError(f"Got k={k!r}, expected a real count or an array of counts")
+    if kk.dtype.kind == "f" and np.isnan(kk).any() or (kk < 0).any():
+        raise ValueError(f"Got k={k!r}, but a count of roundings is >= 0")
     if isinstance(u, (bool, complex)) or not isinstance(u, (int, float, np.integer,
                                                              np.floating)):
         raise TypeError(f"Got u={u!r}, expected a real unit roundoff")

@@ -184,6 +184,18 @@ def gemm(
     -------
     ndarray of float64, shape (M, N)
 
+    Raises
+    ------
+    TypeError
+        For operands that are not real arrays, or a missing ``input_format``.
+    ValueError
+        For shapes that do not multiply, an unknown format or preset, a bad
+        ``promote_every``, a NaN that ``input_format`` (for A, B) or the accumulator
+        (for C) cannot hold, a NaN product (a NaN operand, or 0 times an infinity)
+        in an accumulator format without NaN (fp6, fp4), and an ``input_format`` of
+        more than 26 significant bits with an accumulator format (its products
+        must be exact in binary64).
+
     Examples
     --------
     >>> import numpy as np
@@ -225,6 +237,8 @@ def gemm(
             with np.errstate(invalid="ignore", over="ignore"):
                 for k in range(lo, hi):
                     prod = a[:, k, None] * b[None, k, :]  # exact: precision <= 26
+                    if not model.has_nan:
+                        _refuse_nan_product(prod, a, b, k, model)
                     d = fl.add(d, prod)
             return d
         K = a.shape[1]
@@ -244,6 +258,19 @@ def gemm(
             total = f32ops.add(total, part)
         d = cast(total, fout)
     return d if isinstance(model, Format) else canonical_nan(d, model)
+
+
+def _refuse_nan_product(prod: np.ndarray, a: np.ndarray, b: np.ndarray, k: int,
+                       model: Format) -> None:
+    """ValueError naming the first NaN product of step ``k`` (a NaN operand, or 0 times
+    an infinity) for an accumulator with no NaN to round it to (fp6, fp4), the rule of
+    ``sum``, ``dot`` and ``encode``; it would otherwise become 0."""
+    nan = np.isnan(prod)
+    if nan.any():
+        i, j = (int(t) for t in np.unravel_index(int(np.argmax(nan)), nan.shape))
+        raise ValueError(
+            f"Got a NaN product A[{i}, {k}] * B[{k}, {j}] ({float(a[i, k])!r} * "
+            f"{float(b[k, j])!r}), but accumulator={model.name!r} has no NaN to round it to")
 
 
 def _preset_setup(p: TensorCorePreset, A: Any, B: Any, pa: _Pair, pb: _Pair, pc: _Pair,
