@@ -122,7 +122,7 @@ def check_rounding_name(rounding: object, *, name: str = "rounding") -> str:
     return check_rounding(rounding, name=name)
 
 
-def g(k: int | np.ndarray, u: float) -> float | np.ndarray:
+def g(k: int | float | np.ndarray, u: float) -> float | np.ndarray:
     """``(1 + u)**k - 1`` (claim A1), computed as ``expm1(k * log1p(u))``.
 
     Parameters
