@@ -37,6 +37,8 @@ __all__ = [
     "Encoded",
     "IntegerReport",
     "IntegerRow",
+    "code_fields",
+    "code_hex",
     "code_table",
     "decimal_text",
     "scientific_text",
@@ -261,17 +263,68 @@ class Encoded:
 
     @property
     def hex(self) -> str:
-        """The code in hex, zero-padded to the format's width."""
-        return f"{self.code:#0{2 + (self.format.bits + 3) // 4}x}"
+        """The code in hex, zero-padded to the format's width (:func:`code_hex`)."""
+        return code_hex(self.code, self.format)
 
     @property
     def bit_string(self) -> tuple[str, str, str]:
-        """The sign, exponent and trailing fields as binary strings (sign '' if unsigned)."""
-        fmt = self.format
-        sign = "" if self.sign is None else str(self.sign)
-        exp = format(self.exponent_field, f"0{fmt.exponent_bits}b")
-        trail = format(self.trailing_field, f"0{fmt.trailing_bits}b") if fmt.trailing_bits else ""
-        return sign, exp, trail
+        """The sign, exponent and trailing fields as binary strings (sign '' if unsigned;
+        :func:`code_fields`)."""
+        return code_fields(self.code, self.format)
+
+
+def code_hex(code: int, fmt: Format) -> str:
+    """``code`` in hex, zero-padded to the width of ``fmt``'s codes.
+
+    Parameters
+    ----------
+    code : int
+        A code of ``fmt`` (not checked).
+    fmt : Format
+        Its format.
+
+    Returns
+    -------
+    str
+        ``0x`` and ``ceil(bits / 4)`` hex digits.
+
+    Examples
+    --------
+    >>> code_hex(0x7E, as_format("e4m3fn")), code_hex(1, as_format("e2m1fn"))
+    ('0x7e', '0x1')
+    """
+    return f"{code:#0{2 + (fmt.bits + 3) // 4}x}"
+
+
+def code_fields(code: int, fmt: Format) -> tuple[str, str, str]:
+    """The sign, exponent and trailing fields of ``code`` as binary strings.
+
+    Parameters
+    ----------
+    code : int
+        A code of ``fmt`` (not checked).
+    fmt : Format
+        Its format.
+
+    Returns
+    -------
+    tuple of str
+        ``(sign, exponent, trailing)``, each zero-padded to its field's width; the sign
+        is ``""`` in an unsigned format, the trailing field ``""`` when it has no bits.
+
+    Examples
+    --------
+    >>> code_fields(0x7E, as_format("e4m3fn"))
+    ('0', '1111', '110')
+    >>> code_fields(0x7F, as_format("e8m0fnu"))
+    ('', '01111111', '')
+    """
+    t = fmt.trailing_bits
+    sign = str((code >> (fmt.bits - 1)) & 1) if fmt.signed else ""
+    mag = code & fmt.magnitude_mask
+    exp = format(mag >> t, f"0{fmt.exponent_bits}b")
+    trail = format(mag & ((1 << t) - 1), f"0{t}b") if t else ""
+    return sign, exp, trail
 
 
 def _unbounded_beyond_max(x: Fraction, fmt: Format, rounding: str,

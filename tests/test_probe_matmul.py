@@ -143,6 +143,7 @@ def test_P10_position_classes_are_probed_separately() -> None:
     assert [m.order for m in r.classes] == [seq.order, pair.order]
     assert r.class_map is not None and (r.class_map[:4] == 0).all() and (
         r.class_map[4:] == 1).all()
+    assert r.class_sizes == (32, 32)  # rows 0-3 and rows 4-7 of an 8x8 product
     assert probe.verify(mm, r, trials=4).fraction == 1.0
     with pytest.raises(ValueError, match="position classes"):
         r.as_accumulator()

@@ -48,6 +48,7 @@ __all__ = [
     "int_json",
     "ls_json",
     "num",
+    "probe_json",
     "stats_json",
     "table_json",
     "value_json",
@@ -279,3 +280,23 @@ def checkpoint_hash_json(h: CheckpointHash) -> dict[str, Any]:
                 "name": t.name, "digest": fp.digest, "dtype": fp.dtype,
                 "shape": list(fp.shape), "file": t.file} for t, fp in h.tensors],
             "skipped": list(h.skipped)}
+
+
+def probe_json(result: Any, check: Any) -> dict[str, Any]:
+    """``fpinspect probe --json``: the model, its evidence and the verification."""
+    def clean(x: Any) -> Any:
+        if isinstance(x, float):
+            return num(x)
+        if isinstance(x, dict):
+            return {str(k): clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+
+    doc = result.as_dict()
+    doc["kind"] = "sum" if "algorithm" in doc else "matmul"
+    doc["verify"] = None if check is None else {
+        "outputs": check.outputs, "matches": check.matches, "fraction": check.fraction,
+        "first_counterexample": check.first_counterexample}
+    out: dict[str, Any] = clean(doc)
+    return out

@@ -936,28 +936,8 @@ def _cmd_probe(args: argparse.Namespace, out: Printer) -> int:
         who = args.target if args.torch is None else f"torch.{args.torch}"
         raise UsageError(f"{who} raised SystemExit({exc.code!r}) when called; a probed "
                          "callable must return its result") from None
-    out(_probe_json(result, check) if args.json else views.probe_view(result, check))
+    out(jsonout.probe_json(result, check) if args.json else views.probe_view(result, check))
     return EXIT_OK
-
-
-def _probe_json(result: Any, check: Any) -> dict[str, Any]:
-    """``fpinspect probe --json``: the model, its evidence and the verification."""
-    def clean(x: Any) -> Any:
-        if isinstance(x, float):
-            return jsonout.num(x)
-        if isinstance(x, dict):
-            return {str(k): clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        return x
-
-    doc = result.as_dict()
-    doc["kind"] = "sum" if "algorithm" in doc else "matmul"
-    doc["verify"] = None if check is None else {
-        "outputs": check.outputs, "matches": check.matches, "fraction": check.fraction,
-        "first_counterexample": check.first_counterexample}
-    out: dict[str, Any] = clean(doc)
-    return out
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Printer], int]] = {
@@ -1007,22 +987,6 @@ def _oserror(err: OSError) -> str:
 _TRAILING_BLANKS = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.M)
 
 
-def _unbroken_width(console: Any, obj: Any) -> int:
-    """The width at which no table of ``obj`` (a renderable, or a Group of them) cuts a
-    cell: a table's natural width; prose may wrap."""
-    from rich.console import Group
-    from rich.table import Table
-
-    if isinstance(obj, Group):
-        return max((_unbroken_width(console, r) for r in obj.renderables), default=0)
-    wide = console.options.update_width(1 << 16)
-    if isinstance(obj, (Table, views.Listing)):
-        return int(console.measure(obj, options=wide).maximum)
-    if isinstance(obj, views.Grid):  # its narrowest form: two stacked halves
-        return int(console.measure(obj, options=wide).minimum)
-    return 0
-
-
 def _printer() -> Printer:
     if sys.stdout is None:  # started with stdout closed (`fpinspect ... >&-`)
         raise OutputError("standard output is closed")
@@ -1037,7 +1001,7 @@ def _printer() -> Printer:
                 # a narrow terminal gets long lines it wraps itself, never a number cut
                 # short to "3.39…" or a column dropped
                 width = console.width
-                console.width = max(width, _unbroken_width(console, obj))
+                console.width = max(width, views.unbroken_width(console, obj))
                 try:
                     with console.capture() as captured:
                         console.print(obj, soft_wrap=isinstance(obj, Text))

@@ -39,6 +39,8 @@ from numerics.inspection import (
     CodeReport,
     Encoded,
     IntegerReport,
+    code_fields,
+    code_hex,
     decimal_text,
     scientific_text,
 )
@@ -69,6 +71,7 @@ __all__ = [
     "probe_view",
     "stats_view",
     "table_view",
+    "unbroken_width",
     "value_view",
     "visible",
 ]
@@ -227,16 +230,7 @@ def bits_text(sign: str, exponent: str, trailing: str) -> Text:
 
 
 def _code_bits(code: int, fmt: Format) -> Text:
-    t = fmt.trailing_bits
-    sign = str((code >> (fmt.bits - 1)) & 1) if fmt.signed else ""
-    mag = code & fmt.magnitude_mask
-    exp = format(mag >> t, f"0{fmt.exponent_bits}b")
-    trail = format(mag & ((1 << t) - 1), f"0{t}b") if t else ""
-    return bits_text(sign, exp, trail)
-
-
-def _hex(code: int, fmt: Format) -> str:
-    return f"{code:#0{2 + (fmt.bits + 3) // 4}x}"
+    return bits_text(*code_fields(code, fmt))
 
 
 def _note(r: Encoded) -> Text:
@@ -396,7 +390,7 @@ def table_view(fmt: Format, rows: Sequence[tuple[int, Fraction | float]], *,
         t.add_column("bits")
         t.add_column("value (exact)", justify="right")
         for code, v in rows:
-            t.add_row(_hex(code, fmt), _code_bits(code, fmt), decimal_text(v))
+            t.add_row(code_hex(code, fmt), _code_bits(code, fmt), decimal_text(v))
         return t
     return Grid(fmt, [_cell(v) for _, v in rows])
 
@@ -537,8 +531,8 @@ def diff_view(a: str, b: str, report: DiffReport, *, max_ulp: int | None,
         for e in report.worst:
             dist = "NaN" if e.ulp_distance is None else str(e.ulp_distance)
             w.add_row(str(list(e.index)), dist, "A", _code_bits(e.a_code, fmt),
-                      _hex(e.a_code, fmt), _g(e.a_value, 9))
-            w.add_row("", "", "B", _code_bits(e.b_code, fmt), _hex(e.b_code, fmt),
+                      code_hex(e.a_code, fmt), _g(e.a_value, 9))
+            w.add_row("", "", "B", _code_bits(e.b_code, fmt), code_hex(e.b_code, fmt),
                       _g(e.b_value, 9), end_section=True)
         parts.append(w)
     if report.beyond is not None:
@@ -949,7 +943,7 @@ def probe_view(result: object, check: object = None) -> RenderableType:
         t.add_row("subnormals", f"inputs {m.input_subnormals}, outputs "
                                 f"{m.output_subnormals}")
         if len(result.classes) > 1 and result.class_map is not None:
-            counts = [int((result.class_map == i).sum()) for i in range(len(result.classes))]
+            counts = result.class_sizes
             t.add_row("position classes", f"{len(counts)} (outputs per class: "
                       + ", ".join(map(str, counts)) + f" of a {result.batch}x{result.batch} "
                       "product)")
@@ -968,3 +962,16 @@ def probe_view(result: object, check: object = None) -> RenderableType:
         t.add_row("verify", Text(f"{check.matches} of {check.outputs} random outputs bit for "
                                  f"bit ({check.fraction:.2%})", style=style))
     return t
+
+
+def unbroken_width(console: Console, obj: object) -> int:
+    """The width at which no table of ``obj`` (a renderable, or a Group of them) cuts a
+    cell: a table's natural width; prose may wrap."""
+    if isinstance(obj, Group):
+        return max((unbroken_width(console, r) for r in obj.renderables), default=0)
+    wide = console.options.update_width(1 << 16)
+    if isinstance(obj, (Table, Listing)):
+        return int(console.measure(obj, options=wide).maximum)
+    if isinstance(obj, Grid):  # its narrowest form: two stacked halves
+        return int(console.measure(obj, options=wide).minimum)
+    return 0

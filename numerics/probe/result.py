@@ -84,6 +84,15 @@ class ProbeResult:
         return self.model.order
 
     @property
+    def class_sizes(self) -> tuple[int, ...]:
+        """How many outputs of the probed ``batch x batch`` product each position class
+        holds, in the order of ``classes`` (one class: all of them)."""
+        if len(self.classes) <= 1 or self.class_map is None:
+            return (self.batch * self.batch,)
+        return tuple(int(n) for n in np.bincount(self.class_map.reshape(-1),
+                                                  minlength=len(self.classes)))
+
+    @property
     def group_size(self) -> int:
         """Products per fused addition (1 for a chain of two-operand additions)."""
         return self.model.group_size
