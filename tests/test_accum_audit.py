@@ -351,3 +351,20 @@ def test_g_of_huge_and_bad_counts() -> None:
     for bad in (-3, float("nan"), np.array([1, -1])):
         with pytest.raises(ValueError, match="count of roundings"):
             g(bad, 2.0**-24)
+
+
+def test_bound_helpers_refuse_bad_options() -> None:
+    # review: block_size=-5 gave a chain of -4, confidence=1 a ZeroDivisionError, a
+    # blocked bound without its options an AssertionError, kind="bogus" the worst case
+    f16 = as_format("binary16")
+    for call, needle in (
+            (lambda: bounds.chain_length("pairwise", 10, block_size=-5), "block_size=-5"),
+            (lambda: bounds.chain_length("pairwise", 10, block_size=0), "block_size=0"),
+            (lambda: bounds.probabilistic_factor([(3, 0.1)], 3, 1.0), "confidence=1.0"),
+            (lambda: bounds.sum_bound(np.ones(1), 3, f16, "rne", "blocked"), "blocked"),
+            (lambda: bounds.sum_bound(np.ones(1), 3, f16, "rne", "recursive", kind="bogus"),
+             "kind='bogus'"),
+            (lambda: bounds.dot_bound(np.ones(1), np.zeros(1), 3, f16, "rne", "recursive",
+                                      kind="bogus"), "kind='bogus'")):
+        with pytest.raises(ValueError, match=needle):
+            call()

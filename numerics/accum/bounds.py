@@ -252,6 +252,10 @@ def chain_length(algorithm: str, n: int, *, block_size: int | None = None,
     >>> chain_length("pairwise", 4096, block_size=128)
     132
     """
+    if block_size is not None and (isinstance(block_size, bool)
+                                   or not isinstance(block_size, (int, np.integer))
+                                   or block_size < 1):
+        raise ValueError(f"Got {block_size=!r}, but it must be None or an int >= 1")
     if n <= 1:
         return 0
     if algorithm in ("recursive", "ring"):
@@ -357,7 +361,7 @@ def probabilistic_factor(us: list[tuple[int, float]], n_terms: int,
     n_terms : int
         Number of terms the bound holds for simultaneously.
     confidence : float
-        The probability the bound holds with, in ``(0, 1)``.
+        The probability the bound holds with, in ``(0, 1)``: ValueError otherwise.
 
     Returns
     -------
@@ -370,6 +374,8 @@ def probabilistic_factor(us: list[tuple[int, float]], n_terms: int,
     >>> 3 < f < 4     # against g(4095) ~ 8.6e6
     True
     """
+    if not 0 < confidence < 1:  # (also refuses NaN)
+        raise ValueError(f"Got {confidence=!r}, but it must lie in (0, 1)")
     us = [(k, u) for k, u in us if k > 0]
     if not us:
         return 0.0
@@ -435,6 +441,17 @@ def promote_underflow(n: int, block_size: int, fmt: Format, promote_fmt: Format,
     return m * eta * _exp((m - 1) * math.log1p(up))
 
 
+def _check_bound_options(algorithm: str, kind: str, block_size: int | None,
+                         promote_fmt: Format | None) -> None:
+    """ValueError for a ``kind`` other than the two, or a blocked bound without its block
+    size and promotion format (what ``sum`` and ``dot`` always pass)."""
+    if kind not in ("worst", "probabilistic"):
+        raise ValueError(f"Got {kind=!r}, but it must be 'worst' or 'probabilistic'")
+    if algorithm == "blocked" and (promote_fmt is None or block_size is None):
+        raise ValueError("Got algorithm='blocked' without block_size and promote_fmt, "
+                         "which its bound needs")
+
+
 def _chain_factor(kind: str, k: int, u: float, n: int, confidence: float) -> float:
     if kind == "probabilistic":
         return probabilistic_factor([(k, u)], n, confidence)
@@ -489,6 +506,7 @@ def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm
     (True, 1.0)
     """
     u = unit_roundoff(fmt, rounding)
+    _check_bound_options(algorithm, kind, block_size, promote_fmt)
     conf = confidence if kind == "probabilistic" else 1.0
     absolute = 0.0
     if algorithm == "kahan":
@@ -549,6 +567,7 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
     # binary64 (A8.1): half its quantum is no float64, and ``abs_sum``, read from binary64
     # products, misses up to half a quantum of each tiny one: two quanta cover both
     eta = max(eta, 2.0**-1073)
+    _check_bound_options(algorithm, kind, block_size, promote_fmt)
     conf = confidence if kind == "probabilistic" else 1.0
     S = np.asarray(abs_sum, np.float64)
     T = np.asarray(tiny, np.float64) * eta
