@@ -23,7 +23,7 @@ import numpy as np
 
 from numerics.codec import decode_exact, encode_exact, floor_log2
 from numerics.digits import int_to_text
-from numerics.formats import Format, as_format, get_format
+from numerics.formats import Format, NaNEncoding, as_format, get_format
 from numerics.parse import ParsedValue, parse_value
 from numerics.parts import exact_decimal, first_draw
 from numerics.rounding import check_overflow, check_rounding
@@ -39,6 +39,7 @@ __all__ = [
     "IntegerRow",
     "code_fields",
     "code_hex",
+    "nan_kind",
     "code_table",
     "decimal_text",
     "scientific_text",
@@ -294,6 +295,40 @@ def code_hex(code: int, fmt: Format) -> str:
     ('0x7e', '0x1')
     """
     return f"{code:#0{2 + (fmt.bits + 3) // 4}x}"
+
+
+def nan_kind(code: int, fmt: Format) -> str | None:
+    """``"quiet"`` or ``"signalling"`` for a NaN code of a format with IEEE NaNs (the top
+    trailing bit set: quiet, IEEE 754-2019 6.2.1); None for any other code, and for the
+    one NaN of the other formats (fn, fnuz, P3109, e8m0fnu), which is neither.
+
+    Parameters
+    ----------
+    code : int
+        A code of ``fmt`` (not checked).
+    fmt : Format
+        Its format.
+
+    Returns
+    -------
+    str or None
+        The kind of NaN, as above.
+
+    Examples
+    --------
+    >>> f32 = as_format("binary32")
+    >>> nan_kind(0x7FC00000, f32), nan_kind(0xFF800001, f32), nan_kind(0x7F800000, f32)
+    ('quiet', 'signalling', None)
+    >>> nan_kind(0x7F, as_format("e4m3fn")) is None
+    True
+    """
+    t = fmt.trailing_bits
+    if fmt.nan is not NaNEncoding.IEEE or not fmt.has_nan or t == 0:
+        return None
+    mag = code & fmt.magnitude_mask
+    if mag >> t != (1 << fmt.exponent_bits) - 1 or mag & ((1 << t) - 1) == 0:
+        return None
+    return "quiet" if mag >> (t - 1) & 1 else "signalling"
 
 
 def code_fields(code: int, fmt: Format) -> tuple[str, str, str]:

@@ -174,3 +174,21 @@ def test_a_huge_argument_is_not_echoed_whole(capsys: pytest.CaptureFixture[str],
     err = usage_error(capsys, *args)
     assert len(err) < 300
     assert "(100002 characters)" in err or "(100000 characters)" in err
+
+
+def test_bits_tells_quiet_from_signalling_nans_and_writes_zeros_in_hex(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # review: a NaN's kind was not shown (a kernel's signalling NaN looked like any NaN)
+    # and +-0 had no hex float row, though hexfloat gives 0x0p+0 / -0x0p+0
+    import json
+
+    for code, fmt, kind in (("0x7f800001", "fp32", "signalling"), ("0xffc00000", "fp32", "quiet"),
+                            ("0x7e", "e5m2", "quiet"), ("0x7d", "e5m2", "signalling"),
+                            ("0x7f", "e4m3fn", None), ("0x80", "e4m3fnuz", None)):
+        status, out, _ = run(capsys, "bits", code, "-f", fmt)
+        assert status == 0 and "class     nan" in out
+        assert (f"nan ({kind})" in out) == (kind is not None)
+        status, out, _ = run(capsys, "bits", code, "-f", fmt, "--json")
+        assert json.loads(out)["nan_kind"] == kind
+    assert "hex float  -0x0p+0" in run(capsys, "bits", "0x80000000", "-f", "fp32")[1]
+    assert "hex float  0x0p+0" in run(capsys, "bits", "0", "-f", "bf16")[1]

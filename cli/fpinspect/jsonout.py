@@ -31,6 +31,7 @@ from numerics.inspection import (
     Encoded,
     IntegerReport,
     decimal_text,
+    nan_kind,
     scientific_text,
 )
 from numerics.parse import ParsedValue
@@ -126,6 +127,7 @@ def bits_json(report: CodeReport) -> dict[str, Any]:
     """``fpinspect bits --json``."""
     return {
         **_encoded(report.encoded),
+        "nan_kind": nan_kind(report.encoded.code, report.encoded.format),
         "previous": None if report.below is None else {
             "code": report.below.code, "hex": report.below.hex,
             "value": num(report.below.value), "exact": decimal_text(report.below.value)},

@@ -42,6 +42,7 @@ from numerics.inspection import (
     code_fields,
     code_hex,
     decimal_text,
+    nan_kind,
     scientific_text,
 )
 from numerics.parse import ParsedValue
@@ -340,9 +341,10 @@ def bits_view(report: CodeReport) -> RenderableType:
         fields += f", mantissa field {r.trailing_field}"
     t.add_row("fields", fields)
     t.add_row("class", r.kind)
+    kind = nan_kind(r.code, fmt)
     t.add_row("value", _exact(r.value) if isinstance(r.value, Fraction) else
-              decimal_text(r.value))
-    if isinstance(r.value, Fraction):
+              decimal_text(r.value) + (f" ({kind})" if kind else ""))
+    if isinstance(r.value, Fraction) or r.kind == "zero":
         t.add_row("hex float", hexfloat(r.value))
     t.add_row("ulp", _pow2(r.ulp))
     for label, n in (("previous", report.below), ("next", report.above)):
