@@ -86,6 +86,8 @@ __all__ = [
     "round_int",
     "round_nudged",
     "round_nudged_span",
+    "row_products",
+    "row_products_span",
     "shared_exponent",
 ]
 
@@ -691,3 +693,36 @@ def decode_codes_span(codes: np.ndarray, P: Params, out: np.ndarray, start: int,
 def decode_codes(codes: np.ndarray, P: Params, out: np.ndarray) -> None:
     """``out[i] = decode_one(codes[i], P)`` (float64), the elements on the threads."""
     spread(lambda lo, hi: decode_codes_span(codes, P, out, lo, hi), codes.size, align=_ALIGN)
+
+
+@numba.njit(cache=True, nogil=True)
+def row_products_span(a: np.ndarray, m: np.ndarray, out: np.ndarray, start: int,
+                      stop: int) -> None:
+    """Rows ``start <= i < stop`` of :func:`row_products`."""
+    d, e = m.shape
+    for i in range(start, stop):
+        for k in range(e):
+            out[i, k] = 0.0
+        for j in range(d):
+            aij = a[i, j]
+            for k in range(e):  # (the lanes are the columns: each sum runs j = 0, 1, ...)
+                out[i, k] += aij * m[j, k]
+
+
+def row_products(a: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``a @ m`` (float64, C order) with every element summed over ``j`` in increasing
+    order, one rounding per product and per addition: each row's result depends on that
+    row alone, never on how many rows come with it (a BLAS product picks its kernel, and
+    so its order of additions, by the shape), nor on the threads.
+
+    Examples
+    --------
+    >>> row_products(np.array([[1.0, 2.0]]), np.array([[3.0], [4.0]])).tolist()
+    [[11.0]]
+    """
+    a = np.ascontiguousarray(a, np.float64)
+    m = np.ascontiguousarray(m, np.float64)
+    out = np.empty((a.shape[0], m.shape[1]))
+    spread(lambda lo, hi: row_products_span(a, m, out, lo, hi), a.shape[0],
+           unit=m.shape[0] * m.shape[1])
+    return out

@@ -237,6 +237,16 @@ def _size_text(nbytes: int) -> str:
     return f"{nbytes / 2**30:.3g} GiB"
 
 
+def _products(a: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``a @ m``, each row's result from that row alone (a fixed order of additions:
+    :func:`numerics.kernels.quant.row_products`): a vector's codes do not depend on the
+    batch it is quantized in, which a BLAS product's shape-chosen kernel would change in
+    the last bit, and so flip an index at a codebook boundary."""
+    from numerics.kernels.quant import row_products
+
+    return row_products(a, m)
+
+
 def unit_rows(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(|x_i|, x_i / |x_i|)`` for the rows of a finite float64 matrix, without overflow or
     underflow: each row is first divided by its largest ``|entry|``, so the quotients lie in
@@ -388,7 +398,7 @@ class TurboQuant:
         return np.ascontiguousarray(arr), single
 
     def _mse_decode(self, idx: np.ndarray) -> np.ndarray:
-        return self.centroids[idx] @ self.rotation
+        return _products(self.centroids[idx], self.rotation)
 
     def quantize(self, x: object) -> TurboQuantized:
         """Quantize the rows of ``x`` (shape ``(n, dim)`` or ``(dim,)``): any real numpy,
@@ -396,7 +406,7 @@ class TurboQuant:
         it (computed in float64); a ragged list, complex, bool or non-finite values raise."""
         arr, _ = self._rows(x, "x")
         norms, u = unit_rows(arr)
-        z = u @ self.rotation.T
+        z = _products(u, self.rotation.T)
         idx = np.searchsorted(self.boundaries, z).astype(np.uint8 if self.mse_bits <= 8
                                                          else np.uint16)
         qjl = rnorm = None
@@ -404,7 +414,7 @@ class TurboQuant:
             assert self.sketch is not None
             r = u - self._mse_decode(idx)
             rnorm = np.linalg.norm(r, axis=1)
-            qjl = np.where(r @ self.sketch.T >= 0, 1, -1).astype(np.int8)
+            qjl = np.where(_products(r, self.sketch.T) >= 0, 1, -1).astype(np.int8)
         return TurboQuantized(indices=idx, norms=norms, qjl=qjl, residual_norms=rnorm,
                               dim=self.dim, bits=self.bits, variant=self.variant, seed=self.seed)
 
@@ -426,12 +436,13 @@ class TurboQuant:
         if self.variant == "prod":
             assert self.sketch is not None and q.qjl is not None and q.residual_norms is not None
             c = math.sqrt(math.pi / 2) / self.dim
-            u = u + (c * q.residual_norms)[:, None] * (q.qjl.astype(np.float64) @ self.sketch)
+            u = u + (c * q.residual_norms)[:, None] * _products(q.qjl.astype(np.float64),
+                                                                 self.sketch)
         return u * q.norms[:, None]
 
     def inner_product(self, q: TurboQuantized, y: object) -> np.ndarray:
         """Estimates of ``<x_i, y_j>``: shape ``(n, m)`` for ``y`` of shape ``(m, dim)``, or
         ``(n,)`` for one vector ``y``.  Unbiased over the seed for ``variant="prod"``."""
         yarr, single = self._rows(y, "y")
-        out = self.dequantize(q) @ yarr.T
+        out = _products(self.dequantize(q), yarr.T)
         return out[:, 0] if single else out
