@@ -289,6 +289,7 @@ def test_a_vector_gets_the_same_bits_alone_and_in_any_batch(variant: str) -> Non
         assert part.norms.tobytes() == whole.norms[rows].tobytes()
         assert tq.dequantize(part).tobytes() == values[rows].tobytes()
         if variant == "prod":
+            assert part.qjl is not None and whole.qjl is not None
             assert np.array_equal(part.qjl, whole.qjl[rows])
     alone = tq.quantize(x[4])
     assert np.array_equal(alone.indices[0], whole.indices[4])
