@@ -256,6 +256,10 @@ def test_negative_number_protection_in_process() -> None:
     from fpinspect.main import _prepare
 
     assert _prepare(["-1e-40", "-f", "bf16"]) == ["value", " -1e-40", "-f", "bf16"]
-    assert _prepare(["--", "-inf"]) == ["value", "--", "-inf"]
+    assert _prepare(["--", "-inf"]) == ["value", " -inf"]
+    # review: after `--` the options were taken as values ("unrecognized arguments")
+    assert _prepare(["value", "--", "-1e400", "-f", "e8m0fnu"]) == [
+        "value", " -1e400", "-f", "e8m0fnu"]
+    assert _prepare(["ls", "--", "-f.npy"]) == ["ls", "--", "-f.npy"]
     assert _prepare(["int", "-5"]) == ["int", " -5"]
     assert _prepare(["-f", "bf16", "0.1"]) == ["value", "-f", "bf16", "0.1"]

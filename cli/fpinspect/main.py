@@ -371,9 +371,14 @@ def _version() -> str:
 def _prepare(argv: Sequence[str]) -> list[str]:
     """Protect negative numbers from option parsing; make ``value`` the default command."""
     args = [f" {a}" if _NEGATIVE_NUMBER.match(a) else a for a in argv]
-    if "--" in args:  # `fpinspect -- -1e-40`: everything after is positional anyway
+    if "--" in args:
         i = args.index("--")
-        args = args[:i] + [a.strip() if a.startswith(" ") else a for a in args[i:]]
+        if i + 1 < len(args) and _NEGATIVE_NUMBER.match(argv[i + 1]):
+            # `fpinspect value -- -1 -f bf16`: the number is protected anyway, so the
+            # options after it still count (argparse would take them as values)
+            args = args[:i] + args[i + 1:]
+        else:  # `fpinspect ls -- -f.npy`: everything after is positional
+            args = args[:i] + [a.strip() if a.startswith(" ") else a for a in args[i:]]
     if args and args[0] not in COMMANDS and args[0] not in ("-h", "--help", "--version"):
         if not args[0].startswith("-"):  # an option (`fpinspect -f bf16 0.1`) is no command
             _check_not_a_mistyped_command(args[0])
