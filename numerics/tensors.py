@@ -42,6 +42,7 @@ __all__ = [
     "Tensor",
     "TensorFileError",
     "check_raw_codes",
+    "element_range",
     "list_tensors",
     "load_tensor",
     "file_errors",
@@ -176,6 +177,7 @@ class Tensor:
                 f"Got tensor {self.label} of dtype {self.stored_dtype}, which is not a float "
                 "format; give a format (-f) to read it as one"
             )
+        start, stop = element_range(start, stop, self.array.size)
         flat = self.array.reshape(-1)[start:stop]
         if flat.dtype.kind == "u":
             return np.asarray(flat)
@@ -190,6 +192,7 @@ class Tensor:
         Float formats decode exactly; integers beyond ``2**53`` are rounded.
         """
         if self.format is None:
+            start, stop = element_range(start, stop, self.array.size)
             flat = self.array.reshape(-1)[start:stop]
             return np.asarray(flat, dtype=np.float64)
         return np.asarray(decode(self.codes(start, stop), self.format), dtype=np.float64)
@@ -208,6 +211,7 @@ class Tensor:
                              "numerics.encode(tensor.values(), fmt, rounding='sr', rng=seed)")
         if self.format == fmt:
             return self.codes(start, stop)
+        start, stop = element_range(start, stop, self.array.size)
         flat = self.array.reshape(-1)[start:stop]
         src = np.asarray(flat) if self.format is None else self.values(start, stop)
         if src.dtype == np.bool_:
@@ -218,6 +222,51 @@ class Tensor:
     def label(self) -> str:
         """``path`` or ``path:key`` for messages."""
         return f"{self.path}:{self.key}" if self.key else self.path
+
+
+def element_range(start: object, stop: object, size: int) -> tuple[int, int]:
+    """``(start, stop)`` of a read of the flattened elements ``[start:stop]`` of ``size``.
+
+    ``stop`` None or beyond ``size`` reads to the end, and ``start`` beyond ``stop``
+    reads nothing, as a slice does; but the indices are counts from the first element:
+    a negative one (which a slice would count from the end, and a file offset would take
+    before the tensor) and anything but an int are refused.
+
+    Parameters
+    ----------
+    start : int
+        The first element, ``>= 0``.
+    stop : int or None
+        One past the last element, ``>= 0``, or None for the end.
+    size : int
+        The number of elements.
+
+    Returns
+    -------
+    tuple of int
+        ``0 <= start <= stop <= size``.
+
+    Raises
+    ------
+    TypeError
+        For an index that is not an int (a bool is not one).
+    ValueError
+        For a negative index.
+
+    Examples
+    --------
+    >>> element_range(2, None, 6), element_range(5, 3, 6), element_range(0, 99, 6)
+    ((2, 6), (3, 3), (0, 6))
+    """
+    for name, v in (("start", start), ("stop", stop)):
+        if v is None and name == "stop":
+            continue
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"Got {name}={v!r}, but it must be an int")
+        if v < 0:
+            raise ValueError(f"Got {name}={v!r}, but element indices count from 0")
+    end = size if stop is None else min(int(stop), size)  # type: ignore[call-overload]
+    return min(int(start), end), end  # type: ignore[call-overload]
 
 
 def fs_path(path: object, name: str = "path") -> str:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from numerics.checkpoint import TensorFileError, diff_sources, hash_source, open_source, sources
+from numerics.formats import get_format
 
 
 def test_a_transposed_torch_tensor_is_flattened_once_and_read_exactly(tmp_path: Path) -> None:
@@ -104,3 +105,32 @@ def test_a_torch_file_with_compressed_or_short_records_is_read_right_or_refused(
         torch.load(tmp_path / "swapped.pt", weights_only=True)
     with pytest.raises(TensorFileError, match="corrupt"):
         open_source(tmp_path / "swapped.pt")
+
+
+def test_reads_refuse_negative_and_non_integer_indices(tmp_path: Path) -> None:
+    # review: TensorRef.read(-2, mmap=False) read before the tensor (the neighbour's
+    # bytes, or the header's as floats) and Tensor.codes(-2) counted from the end
+    from safetensors.numpy import save_file
+
+    from numerics.checkpoint import open_source
+    from numerics.tensors import load_tensor
+
+    path = str(tmp_path / "two.safetensors")
+    save_file({"a": np.full(4, 7.0, np.float32), "b": np.arange(6, dtype=np.float32)}, path)
+    b = next(t for t in open_source(path).tensors if t.name == "b")
+    for mmap in (True, False):
+        assert b.read(2, 4, mmap=mmap).tolist() == [2.0, 3.0]
+        assert b.read(5, 99, mmap=mmap).tolist() == [5.0]
+        assert b.read(4, 2, mmap=mmap).tolist() == []
+        for start, stop, err in ((-2, None, ValueError), (0, -1, ValueError),
+                                 (1.5, None, TypeError), (True, None, TypeError)):
+            with pytest.raises(err, match="start=|stop="):
+                b.read(start, stop, mmap=mmap)  # type: ignore[arg-type]
+    t = load_tensor(path, key="b")
+    assert t.codes(4).tolist() == [0x40800000, 0x40A00000]
+    for call in (lambda: t.codes(-2), lambda: t.values(0, -1),
+                 lambda: t.codes_in(get_format("bf16"), -3)):
+        with pytest.raises(ValueError, match="count from 0"):
+            call()
+    with pytest.raises(TypeError, match="start=1.5"):
+        t.codes(1.5)  # type: ignore[arg-type]

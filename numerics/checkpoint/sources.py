@@ -53,6 +53,7 @@ from numerics.formats import Format
 from numerics.tensors import (
     TensorFileError,
     check_raw_codes,
+    element_range,
     file_errors,
     fs_path,
     npy_header,
@@ -156,8 +157,7 @@ class TensorRef:
         of through a memory map (what a Dask task does).  Raw tensors given a
         format come back as its codes.
         """
-        stop = self.size if stop is None else min(stop, self.size)
-        start = min(start, stop)
+        start, stop = element_range(start, stop, self.size)
         file = os.path.join(self.root, self.file)  # (the file itself when absolute)
         if self.loader == "file":
             if stop == start:
