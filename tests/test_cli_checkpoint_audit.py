@@ -366,3 +366,31 @@ def test_hash_says_which_entries_its_digest_leaves_out(
     np.savez(tmp_path / "c.npz", q=q)
     assert main(["hash", str(tmp_path / "c.npz")]) == 0
     assert capsys.readouterr().err == "" and hash_source(str(tmp_path / "c.npz")).skipped == ()
+
+
+def test_tensors_a_stale_index_does_not_list_are_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # review: a shard's tensor missing from model.safetensors.index.json was dropped
+    # silently: ls never showed it, and diff called two checkpoints differing there equal
+    for side, value in (("A", 0.0), ("B", 1.0)):
+        d = tmp_path / side
+        d.mkdir()
+        save_file({"a": np.ones(4, np.float32), "b": np.full(4, value, np.float32)},
+                  str(d / "model-00001-of-00001.safetensors"))
+        (d / "model.safetensors.index.json").write_text(
+            json.dumps({"weight_map": {"a": "model-00001-of-00001.safetensors"}}))
+    src = open_source(str(tmp_path / "A"))
+    assert src.names == ("a",) and src.unindexed == ("b (in model-00001-of-00001.safetensors)",)
+    assert main(["ls", str(tmp_path / "A")]) == 0
+    assert "in the shards but not in the index (left out): b (in model-00001" in \
+        capsys.readouterr().out
+    assert main(["ls", str(tmp_path / "A"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unindexed"] == list(src.unindexed)
+    assert main(["diff", str(tmp_path / "A"), str(tmp_path / "B")]) == 0
+    assert "not compared, in the shards but not in the index: A: b" in capsys.readouterr().out
+    assert main(["hash", str(tmp_path / "A")]) == 0
+    assert "index does not list: b (in" in capsys.readouterr().err
+    from numerics.checkpoint import diff_sources
+
+    report = diff_sources(src, open_source(str(tmp_path / "B")))
+    assert any("not in the index" in n for n in report.notes)

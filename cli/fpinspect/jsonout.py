@@ -182,7 +182,8 @@ def ls_json(src: Source) -> dict[str, Any]:
     return {"path": src.path, "kind": src.kind, "tensors": [_ref(t) for t in src.tensors],
             "total": {"tensors": len(src.tensors), "elements": sum(t.size for t in src.tensors),
                       "bytes": src.nbytes, "files": list(src.files)},
-            "skipped": list(src.skipped), "unread_files": list(src.unread)}
+            "skipped": list(src.skipped), "unread_files": list(src.unread),
+            "unindexed": list(src.unindexed)}
 
 
 def diff_json(a_label: str, b_label: str, a: TensorRef, b: TensorRef, r: DiffReport, *,

@@ -674,6 +674,10 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: TensorRef, r
     if unread and not args.key:
         notes.append("not compared, files of another kind than the directory's checkpoint: "
                      + "; ".join(unread))
+    hidden = [f"{side}: {', '.join(src.unindexed)}" for side, src in (("A", sa), ("B", sb))
+              if src.unindexed]
+    if hidden and not args.key:
+        notes.append("not compared, in the shards but not in the index: " + "; ".join(hidden))
     # a chunk at a time (a side rounded into cmp_fmt never exists whole), on the threads or
     # the --scheduler's cluster, like a checkpoint diff
     with _progress(args, ra.nbytes + rb.nbytes) as advance:
@@ -782,6 +786,10 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
             ", ..." if len(result.skipped) > 8 else "")
         _say(f"fpinspect: note: the digest leaves out {len(result.skipped)} entries that "
              f"are not real-number tensors: {shown}")
+    if src.unindexed and not args.key:
+        shown = ", ".join(src.unindexed[:8]) + (", ..." if len(src.unindexed) > 8 else "")
+        _say(f"fpinspect: note: the digest leaves out {len(src.unindexed)} tensors the "
+             f"shards hold but the index does not list: {shown}")
     out(jsonout.checkpoint_hash_json(result) if args.json
         else views.checkpoint_hash_view(result))
     return EXIT_OK

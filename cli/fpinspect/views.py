@@ -750,6 +750,9 @@ def ls_view(src: Source) -> RenderableType:
     if src.unread:
         parts.append(Text(f"not read, files of another kind than those listed: "
                           f"{', '.join(map(visible, src.unread))}", STYLES["dim"]))
+    if src.unindexed:
+        parts.append(Text("in the shards but not in the index (left out): "
+                          f"{', '.join(map(visible, src.unindexed))}", STYLES["dim"]))
     return Group(*parts)
 
 

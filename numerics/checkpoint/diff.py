@@ -652,6 +652,11 @@ def diff_sources(
             for side, src in (("A", sa), ("B", sb)) if src.skipped]
     if left and not keys:  # (a torch file's non-tensors, an .npz member of strings, ...)
         notes["not compared, as not tensors of real numbers: " + "; ".join(left)] = None
+    hidden = [f"{side}: {', '.join(src.unindexed[:8])}"
+              f"{', ...' if len(src.unindexed) > 8 else ''}"
+              for side, src in (("A", sa), ("B", sb)) if src.unindexed]
+    if hidden and not keys:  # (a stale index: transformers would load these too)
+        notes["not compared, in the shards but not in the index: " + "; ".join(hidden)] = None
     unread = [f"{side}: {', '.join(src.unread[:8])}{', ...' if len(src.unread) > 8 else ''}"
               for side, src in (("A", sa), ("B", sb)) if src.unread]
     if unread and not keys:  # (a directory's .npy files beside its .safetensors, ...)

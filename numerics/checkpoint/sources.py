@@ -208,6 +208,10 @@ class Source:
         often holds the same tensors in two kinds); the tensor files of the other kinds,
         or outside the index, are listed here so that a listing or a comparison can say
         they were left out.
+    unindexed : tuple of str
+        Tensors that a shard named by the index holds but the index does not list (a
+        stale index): left out, as a loader that follows the index leaves them, and
+        listed so that a listing or a comparison can say so.
     """
 
     path: str
@@ -216,6 +220,7 @@ class Source:
     files: tuple[str, ...]
     skipped: tuple[str, ...] = ()
     unread: tuple[str, ...] = ()
+    unindexed: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -333,8 +338,9 @@ def _safetensors(path: str) -> list[TensorRef]:
             for name, (code, dtype, shape, offset) in safetensors_entries(path).items()]
 
 
-def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
-    """Tensors named by a ``*.index.json`` file: (refs, shard files, skipped)."""
+def _index(path: str) -> tuple[list[TensorRef], list[str], list[str], list[str]]:
+    """Tensors named by a ``*.index.json`` file: (refs, shard files, skipped, the tensors
+    of the shards that the index does not place there)."""
     with open(path, "rb") as f:
         doc = parse_json(f.read(), f"Got index {path!r}, which")
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
@@ -368,7 +374,9 @@ def _index(path: str) -> tuple[list[TensorRef], list[str], list[str]]:
                 f"Got index {path!r}, which places tensor {name!r} in shard {shard!r}, "
                 "but that shard does not hold it")
         out.append(ref)
-    return out, [os.path.join(base, s) for s in shards], skipped
+    unindexed = sorted(f"{name} (in {shard})" for shard, refs in by_shard.items()
+                       for name in refs if weight_map.get(name) != shard)
+    return out, [os.path.join(base, s) for s in shards], skipped, unindexed
 
 
 # ---------------------------------------------------------------- npz / npy
@@ -762,7 +770,7 @@ def _file_refs(path: str) -> tuple[list[TensorRef], list[str]]:
 
 
 def _collect(path: str, files: list[str], kind: str, refs: list[TensorRef],
-             skipped: list[str]) -> Source:
+             skipped: list[str], unindexed: list[str] | None = None) -> Source:
     seen: dict[str, str] = {}
     for r in refs:
         if r.name in seen and seen[r.name] != r.file:
@@ -774,7 +782,7 @@ def _collect(path: str, files: list[str], kind: str, refs: list[TensorRef],
         what = "directory" if kind == "directory" or os.path.isdir(path) else "file"
         raise TensorFileError(f"Got {what} {path!r}, which holds no tensors")
     return Source(path, kind, tuple(sorted(refs, key=lambda r: r.name)), tuple(files),
-                  tuple(skipped))
+                  tuple(skipped), unindexed=tuple(unindexed or ()))
 
 
 def _directory(path: str) -> Source:
@@ -786,8 +794,9 @@ def _directory(path: str) -> Source:
     if indexes:
         pick = "model.safetensors.index.json" if "model.safetensors.index.json" in indexes \
             else indexes[0]
-        refs, files, skipped = _index(os.path.join(path, pick))
-        return _unread(_collect(path, files, "sharded", refs, skipped), tensor_files)
+        refs, files, skipped, unindexed = _index(os.path.join(path, pick))
+        return _unread(_collect(path, files, "sharded", refs, skipped, unindexed),
+                       tensor_files)
     for group in groups:
         files = [os.path.join(path, n) for n in tensor_files if n.lower().endswith(group)]
         if files:
@@ -849,8 +858,8 @@ def _open_path(path: str) -> Source:
     if st.st_size == 0 and not path.lower().endswith(".npy"):
         raise TensorFileError(f"Got file {path!r}, which is empty")
     if path.lower().endswith(".json"):
-        refs, files, skipped = _index(path)
-        return _collect(path, files, "sharded", refs, skipped)
+        refs, files, skipped, unindexed = _index(path)
+        return _collect(path, files, "sharded", refs, skipped, unindexed)
     refs, skipped = _file_refs(path)
     kind = {".safetensors": "safetensors", ".npz": "npz", ".npy": "npy"}.get(
         os.path.splitext(path.lower())[1], "torch")
