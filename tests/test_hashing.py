@@ -280,14 +280,17 @@ def test_spatial_hash_matches_exact_reference(coords: list[list[int]], primes: t
     coords=st.lists(st.lists(st.integers(0, 255), min_size=2, max_size=2), min_size=1, max_size=6),
     primes=st.tuples(st.integers(0, 255), st.integers(0, 255)),
     arithmetic=st.sampled_from(["float16", "bfloat16"]),
+    table=st.sampled_from([2**16, 4096, 1021, 7]),
 )
 def test_spatial_hash_small_formats_without_overflow(coords: list[list[int]],
                                                      primes: tuple[int, int],
-                                                     arithmetic: Arithmetic) -> None:
-    """Small primes and coordinates: float16 never overflows, rounding still happens."""
-    expected = ref_spatial(coords, 2**16, primes, arithmetic)
+                                                     arithmetic: Arithmetic, table: int) -> None:
+    """Small primes and coordinates: float16 never overflows, rounding still happens; tables
+    below the hashes' range, so that the reduction modulo the table is exercised too (the
+    pinned float16 digests of test_hashing_kernels have tables above it: all equal)."""
+    expected = ref_spatial(coords, table, primes, arithmetic)
     assert expected is not None
-    got = spatial_hash(np.array(coords), 2**16, primes=primes, arithmetic=arithmetic)
+    got = spatial_hash(np.array(coords), table, primes=primes, arithmetic=arithmetic)
     assert got.tolist() == expected
 
 

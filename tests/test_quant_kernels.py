@@ -188,7 +188,9 @@ def test_same_bits_for_every_layout_and_dtype() -> None:
     x = _special_matrix(2)
     ref = _results(x)
     x32 = np.where(np.abs(x) > 1e38, 1e38, x).astype(np.float32)
-    for variant in (x.astype(">f8"), np.asfortranarray(x), x[::-1][::-1],
+    backwards = np.ascontiguousarray(x[::-1, ::-1])[::-1, ::-1]
+    assert all(st < 0 for st in backwards.strides)  # (x[::-1][::-1] was x itself)
+    for variant in (x.astype(">f8"), np.asfortranarray(x), backwards,
                     np.repeat(x, 2, axis=1)[:, ::2]):
         for a, b in zip(ref, _results(variant)):
             np.testing.assert_array_equal(a, b)
@@ -247,6 +249,10 @@ def test_dequantize_is_value_times_scale(name: str) -> None:
     with np.errstate(invalid="ignore"):
         ref = vals * scale
     np.testing.assert_array_equal(q.dequantize(), ref)
+    # Q10's exactness itself: each finite float64 product is the exact one
+    for v, s, d in zip(vals.ravel(), scale.ravel(), ref.ravel()):
+        if np.isfinite(d):
+            assert Fraction(float(d)) == Fraction(float(v)) * Fraction(float(s))
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(q.dequantize(np.float32), ref.astype(np.float32))
     with pytest.raises(ValueError, match="dtype"):
