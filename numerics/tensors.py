@@ -42,6 +42,7 @@ __all__ = [
     "Tensor",
     "TensorFileError",
     "check_raw_codes",
+    "check_tensor_dtype",
     "element_range",
     "list_tensors",
     "load_tensor",
@@ -222,6 +223,42 @@ class Tensor:
     def label(self) -> str:
         """``path`` or ``path:key`` for messages."""
         return f"{self.path}:{self.key}" if self.key else self.path
+
+
+def check_tensor_dtype(dtype: np.dtype, label: str) -> None:
+    """TensorFileError unless ``dtype`` holds real numbers this library reads exactly.
+
+    Refused: dtypes of no real numbers (complex, strings, objects, datetimes, structured
+    records), numpy's platform long double (its values would be rounded to float64),
+    and raw bytes of a width no format has.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        The stored dtype.
+    label : str
+        What holds it, for the message (``"tensor 'w' in 'x.npz'"``).
+
+    Raises
+    ------
+    TensorFileError
+        For the dtypes above, naming ``label`` and the dtype.
+
+    Examples
+    --------
+    >>> check_tensor_dtype(np.dtype(np.complex64), "tensor 'w'")
+    Traceback (most recent call last):
+    ...
+    numerics.tensors.TensorFileError: Got tensor 'w' of dtype complex64, which holds no real numbers
+    """
+    if dtype.kind not in "fiubV" and format_of_dtype(dtype) is None:
+        raise TensorFileError(f"Got {label} of dtype {dtype}, which holds no real numbers")
+    if dtype.kind == "f" and format_of_dtype(dtype) is None:  # np.longdouble (float96/128)
+        raise TensorFileError(
+            f"Got {label} of dtype {dtype} (numpy's platform long double), which is not "
+            "supported; save it as float64 (or a narrower float) first")
+    if dtype.type is np.void and (dtype.names is not None or dtype.itemsize not in (1, 2, 4, 8)):
+        raise TensorFileError(f"Got {label} of dtype {dtype}, which holds no real numbers")
 
 
 def element_range(start: object, stop: object, size: int) -> tuple[int, int]:
@@ -878,6 +915,7 @@ def load_tensor(path: str | bytes | os.PathLike[str], *, key: str | None = None,
     if fmt is not None:
         fmt = as_format(fmt)  # checked even where the file's dtype names the format
     name, arr, stored = _load_raw(path, key)
+    check_tensor_dtype(arr.dtype, "tensor " + (f"{path}:{name}" if name else repr(path)))
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("="))
     if arr.dtype.type is np.void:

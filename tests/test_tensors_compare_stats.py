@@ -444,3 +444,19 @@ def test_a_bad_candidate_format_names_the_formats_argument(tmp_path: Path) -> No
     np.save(tmp_path / "one.npy", np.ones(2))
     with pytest.raises(ValueError, match="Got formats='bogus'"):
         stats_source(str(tmp_path / "one.npy"), formats=("bogus",))
+
+
+def test_load_tensor_refuses_what_open_source_refuses(tmp_path: Path) -> None:
+    # review: a long-double .npy loaded, and values() rounded it to float64 silently; a
+    # structured array was read as raw bytes (with fmt=, reinterpreted)
+    np.save(tmp_path / "ld.npy", np.array([1, 1 / 3], np.longdouble))
+    np.save(tmp_path / "rec.npy", np.zeros(2, [("a", "<f2")]))
+    np.savez(tmp_path / "c.npz", c=np.array([1 + 2j]))
+    cases = [("rec.npy", "no real numbers"), ("c.npz", "no real numbers")]
+    if np.dtype(np.longdouble).itemsize > 8:  # (where it is wider than float64)
+        cases.append(("ld.npy", "long double"))
+    for name, needle in cases:
+        with pytest.raises(TensorFileError, match=needle):
+            load_tensor(tmp_path / name)
+    with pytest.raises(TensorFileError, match="no real numbers"):
+        load_tensor(tmp_path / "rec.npy", fmt="bf16")

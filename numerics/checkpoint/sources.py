@@ -53,6 +53,7 @@ from numerics.formats import Format
 from numerics.tensors import (
     TensorFileError,
     check_raw_codes,
+    check_tensor_dtype,
     element_range,
     file_errors,
     fs_path,
@@ -250,16 +251,7 @@ def _float_format(dtype: np.dtype) -> Format | None:
 
 def _ref(name: str, file: str, dtype: np.dtype, stored: str, shape: tuple[int, ...], *,
          offset: int = -1, loader: str = "file", member: str = "") -> TensorRef:
-    if dtype.kind not in "fiubV" and format_of_dtype(dtype) is None:
-        raise TensorFileError(
-            f"Got tensor {name!r} in {file!r} of dtype {dtype}, which holds no real numbers")
-    if dtype.kind == "f" and format_of_dtype(dtype) is None:  # np.longdouble (float96/128)
-        raise TensorFileError(
-            f"Got tensor {name!r} in {file!r} of dtype {dtype} (numpy's platform long double), "
-            "which is not supported; save it as float64 (or a narrower float) first")
-    if dtype.type is np.void and (dtype.names is not None or dtype.itemsize not in (1, 2, 4, 8)):
-        raise TensorFileError(
-            f"Got tensor {name!r} in {file!r} of dtype {dtype}, which holds no real numbers")
+    check_tensor_dtype(dtype, f"tensor {name!r} in {file!r}")
     return TensorRef(name, file, dtype, stored, tuple(int(n) for n in shape), offset, loader,
                      member, _float_format(dtype))
 
