@@ -706,7 +706,14 @@ def read_npz_member(path: str, name: str) -> np.ndarray:
                     raise TensorFileError(f"Got member {name!r} of {path!r}, which holds "
                                           "Python objects, not numbers")
                 count = math.prod(shape)
-                data = f.read(count * dtype.itemsize)
+                try:
+                    data = f.read(count * dtype.itemsize)
+                except MemoryError:  # (a member that inflates beyond memory: a zip bomb)
+                    raise TensorFileError(
+                        f"Got member {name!r} of {path!r}, whose {count * dtype.itemsize} "
+                        "bytes of elements do not fit in memory (a compressed member is "
+                        "read whole; store the array uncompressed to read it in pieces)"
+                    ) from None
     except file_errors() as err:
         if isinstance(err, (FileNotFoundError, PermissionError, TensorFileError)):
             raise

@@ -460,3 +460,23 @@ def test_load_tensor_refuses_what_open_source_refuses(tmp_path: Path) -> None:
             load_tensor(tmp_path / name)
     with pytest.raises(TensorFileError, match="no real numbers"):
         load_tensor(tmp_path / "rec.npy", fmt="bf16")
+
+
+def test_a_member_too_big_for_memory_is_a_named_error(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # review: a compressed member inflating beyond memory (a zip bomb) ended in
+    # MemoryError, "internal error" and exit 70 in the CLI
+    import zipfile
+
+    np.savez_compressed(tmp_path / "z.npz", w=np.zeros(1000, np.float32))
+
+    read = zipfile.ZipExtFile.read
+
+    def no_memory(self: zipfile.ZipExtFile, n: int = -1) -> bytes:
+        if n >= 4000:  # (the header's small reads go through)
+            raise MemoryError
+        return read(self, n)
+
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", no_memory)
+    with pytest.raises(TensorFileError, match="4000 bytes of elements do not fit in memory"):
+        load_tensor(tmp_path / "z.npz")
