@@ -226,7 +226,8 @@ examples:
                                    "spacing of representable values there.",
                        epilog="examples:\n  fpinspect int 16777217\n"
                               "  fpinspect int 2654435761     a hash prime, rounded in fp32\n")
-    p.add_argument("n", metavar="N", help="an integer (decimal, 0x.., 0b..)")
+    p.add_argument("n", metavar="N", help="an integer: decimal, 0x.., 0b.., or any exact "
+                   "number that is one (1e3, 0x1p3, 8/2)")
     _add_common(p)
 
     p = sub.add_parser("ls", formatter_class=raw, help="list the tensors of a checkpoint",
