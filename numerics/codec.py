@@ -196,6 +196,8 @@ def _to_fraction(value: object) -> Fraction | float:
         raise TypeError(f"Got value={value!r}, expected a real number, not a bool")
     if isinstance(value, Fraction):
         return value
+    if isinstance(value, np.timedelta64):  # (numpy makes it an np.integer)
+        raise TypeError(f"Got value={value!r}, expected a real number, not a time span")
     if isinstance(value, (int, np.integer)):
         return Fraction(int(value))
     if isinstance(value, (float, np.floating)):

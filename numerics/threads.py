@@ -38,8 +38,8 @@ def set_num_threads(n: int) -> None:
     import numba
 
     top = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) \
-            or not 1 <= n <= top:
+    if isinstance(n, (bool, np.bool_, np.timedelta64)) \
+            or not isinstance(n, (int, np.integer)) or not 1 <= n <= top:
         raise ValueError(f"Got n={n!r}, but it must be an int in [1, {top}] "
                          "(NUMBA_NUM_THREADS sets the upper end)")
     numba.set_num_threads(int(n))

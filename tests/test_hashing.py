@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from fractions import Fraction
 
 import mmh3
@@ -460,3 +461,23 @@ def test_collision_report_bad_input() -> None:
         collision_report(np.array([0.5]), 4)
     with pytest.raises(ValueError, match="hashes"):
         collision_report(np.zeros((2, 2), dtype=np.int64), 4)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: spatial_hash(np.array([[1, 2, 3]], dtype="m8"), 16),
+    lambda: spatial_hash(np.array([[1, 2, 3]], dtype="m8[s]"), 16),
+    lambda: poly_hash(np.array([[1, 2, 3]], dtype="m8[ns]"), 16),
+    lambda: collision_report(np.array([1], dtype="m8[s]"), 4),
+])
+def test_time_spans_are_not_integers(call: Callable[[], object]) -> None:
+    # review: numpy makes timedelta64 an np.integer, so these were hashed as integers (or
+    # failed inside int() with a message naming neither argument nor value)
+    with pytest.raises(TypeError, match=r"with dtype=timedelta64"):
+        call()
+
+
+def test_an_object_array_of_numpy_integers_is_taken_as_a_list_of_them() -> None:
+    coords = [[1, 2, 3], [4, 5, 6]]
+    want = spatial_hash(np.array(coords), 1021).tolist()
+    boxed = np.array([[np.int64(v) for v in row] for row in coords], dtype=object)
+    assert spatial_hash(boxed, 1021).tolist() == want

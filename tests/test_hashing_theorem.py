@@ -406,9 +406,16 @@ def test_F1_the_binade_fixes_the_exponent(name: str) -> None:
             e += 1
         M = x / Fraction(2) ** (e - t)
         assert M.denominator == 1 and 2**t <= M < 2 ** (t + 1), (name, code)
-        off = x + Fraction(2) ** (e - t - 1)
-        assert not any(fmt.magnitude_value(c) == off for c in (code, code + 1)
-                       if c <= fmt.max_finite_code)
+    # the "iff", on a grid four times finer than the quantum over every normal binade:
+    # y is a value exactly when y / 2**(e - t) is an integer and y <= max (review: the
+    # check before compared x + half a quantum with x and its successor only, which
+    # cannot be equal)
+    values = {fmt.magnitude_value(c) for c in range(fmt.max_finite_code + 1)}
+    for e in range(fmt.emin, fmt.emax + 1):
+        step = Fraction(2) ** (e - t - 2)
+        for k in range(1 << (t + 2)):
+            y = Fraction(2) ** e + k * step
+            assert (y in values) == (k % 4 == 0 and y <= fmt.max), (name, e, k)
 
 
 @pytest.mark.parametrize("name", ["binary16", "bfloat16", "e4m3fn", "e5m2", "e2m1fn"])

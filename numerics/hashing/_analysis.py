@@ -85,7 +85,7 @@ def collision_report(hashes: npt.ArrayLike, table_size: int) -> CollisionReport:
     """
     m = _check_positive(table_size, "table_size", 1 << 32)
     arr = _integer_input(hashes, "hashes", m, f"lie in [0, table_size={m})")
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+    if arr.dtype.kind not in "iu":  # (not bool; not timedelta64, an np.integer to numpy)
         raise TypeError(f"Got hashes with dtype={arr.dtype}, but it must hold integers")
     if arr.ndim != 1:
         raise ValueError(f"Got hashes with shape {arr.shape}, but it must be 1-D")

@@ -84,9 +84,10 @@ def _integer_input(x: object, name: str, limit: int, allowed: str) -> np.ndarray
     arr = as_input(x, name)  # (ValueError naming ``name`` for a ragged nesting)
     if arr.size == 0 and arr.dtype == np.float64 and not isinstance(x, np.ndarray):
         arr = arr.astype(np.int64)
-    if arr.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
-                                   for v in arr.flat):
-        bad = next((v for v in arr.flat if not 0 <= v < limit), None)
+    if arr.dtype == object and all(
+            isinstance(v, (int, np.integer))
+            and not isinstance(v, (bool, np.bool_, np.timedelta64)) for v in arr.flat):
+        bad = next((int(v) for v in arr.flat if not 0 <= int(v) < limit), None)
         if bad is not None:
             raise ValueError(f"Got {name} containing {bad}, but every entry must {allowed}")
         return arr.astype(np.int64)  # (every entry below limit <= 2**32)
@@ -96,7 +97,7 @@ def _integer_input(x: object, name: str, limit: int, allowed: str) -> np.ndarray
 def _check_int_array(x: object, name: str, limit: int) -> npt.NDArray[np.int64]:
     arr = _integer_input(x, name, limit, f"be an integer in [0, 2**{limit.bit_length() - 1})"
                                          " (exact in float32)")
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+    if arr.dtype.kind not in "iu":  # (not bool; not timedelta64, an np.integer to numpy)
         raise TypeError(
             f"Got {name} with dtype={arr.dtype}, but it must hold integers "
             f"in [0, 2**{limit.bit_length() - 1})"
