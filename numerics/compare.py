@@ -594,7 +594,8 @@ def compare_codes(
     fmt : Format or str
     worst : int
         How many of the worst elements to keep (at most every element: a
-        larger value is capped at ``a.size``).
+        larger value is capped at ``a.size``): the largest ULP distances, ties to the
+        lowest flat index.
     max_ulp : int, optional
         Count the elements further apart than this (``DiffReport.beyond``).
     atol, rtol : float, optional
