@@ -119,3 +119,91 @@ def test_cdna3_product_of_exactly_2_128_overflows() -> None:
     d = gemm([[2.0**64, 2.0**64]], [[2.0**64], [-2.0**63]], input_format="bfloat16",
              accumulator="cdna3-bf16")
     assert float(d[0, 0]) == float("inf")
+
+
+# ---------------------------------------------------------------- codec, ulp, parsing (A)
+LONG = np.dtype(np.longdouble).itemsize > 8 and np.finfo(np.longdouble).nmant >= 63
+
+
+def test_nan_zero_gives_plus_zero_whatever_the_nan_sign() -> None:
+    from numerics import encode_exact
+
+    assert encode_exact(float("-nan"), "e2m1fn", nan="zero") == 0
+
+
+def test_an_ml_dtypes_minus_zero_keeps_its_sign() -> None:
+    import ml_dtypes
+
+    from numerics import encode_exact
+
+    assert encode_exact(ml_dtypes.bfloat16(-0.0), "e4m3fn") == 0x80
+
+
+def test_ulp_of_the_top_binade_of_binary64() -> None:
+    from fractions import Fraction
+
+    from numerics import ulp
+
+    assert float(ulp(Fraction(2**1075), "binary64")) == 2.0**1023  # (beyond max: its binade)
+
+
+@pytest.mark.skipif(not LONG, reason="needs an x87 80-bit long double")
+def test_ulp_of_a_long_double_below_the_subnormal_boundary() -> None:
+    from numerics import ulp
+
+    assert float(ulp(np.longdouble(2.0**-140), "binary32")) == 2.0**-149
+
+
+def test_parse_limits_are_inclusive() -> None:
+    from fractions import Fraction
+
+    from numerics import parse_code, parse_value
+
+    assert parse_value("1e10000").fraction == 10**10000
+    assert parse_value("1e-10000").fraction == Fraction(1, 10**10000)
+    assert parse_code("18446744073709551615", "binary64") == 2**64 - 1
+
+
+def test_exact_decimal_of_fifths_and_long_doubles() -> None:
+    from fractions import Fraction
+
+    from numerics import exact_decimal
+
+    assert exact_decimal(Fraction(1, 5)) == "0.2" and exact_decimal(Fraction(3, 25)) == "0.12"
+    if LONG:
+        x = np.longdouble(1) + np.longdouble(2.0**-60)
+        assert exact_decimal(x) == "1." + str(5**60).rjust(60, "0")
+
+
+def test_inspection_flags_at_the_special_inputs() -> None:
+    from numerics.inspection import code_hex, inspect_value
+    from numerics.parse import parse_value
+
+    r = inspect_value(parse_value("inf"), as_format("e4m3fn"), overflow="saturate")
+    assert (r.code, r.saturated) == (0x7E, True)
+    r = inspect_value(parse_value("-inf"), as_format("e2m1fn"))
+    assert (r.code, r.saturated) == (0xF, True)
+    for zero in ("0", "-0"):
+        assert inspect_value(parse_value(zero), as_format("e4m3fn")).flushed is False
+    r = inspect_value(parse_value("-1e40"), as_format("e8m0fnu"))
+    assert (r.code, r.overflow) == (0xFF, False)  # (a negative value, not an overflow)
+    r = inspect_value(parse_value("inf"), as_format("binary32"))
+    assert r.kind == "inf"
+    assert code_hex(1, as_format("e2m3fn")) == "0x01"
+    assert code_hex(1, as_format("tf32")) == "0x00001"
+
+
+def test_format_properties_at_their_edges() -> None:
+    from numerics import Format, Infinity, NaNEncoding, encode_exact, finfo
+
+    assert as_format("binary32").unit_roundoff == 2.0**-24
+    assert as_format("bf16").unit_roundoff == 2.0**-8
+    assert as_format("binary32").is_nan_code(0x7F800000) is False
+    nz = Format(name="nz", exponent_bits=3, trailing_bits=2, bias=3, subnormals=False,
+                infinity=Infinity.NONE, nan=NaNEncoding.TOP)
+    assert nz.has_negative_zero is False and encode_exact(-0.0, nz) == 0
+    with pytest.raises(ValueError):  # smallest subnormal 2**-1075: no float64
+        Format(name="x", exponent_bits=11, trailing_bits=52, bias=1024)
+    p = Format(name="p", exponent_bits=3, trailing_bits=2, bias=-2, infinity=Infinity.NONE,
+               nan=NaNEncoding.NONE)
+    assert finfo(p).epsneg == 1.0  # emin = 3: below 1.0 only 0
