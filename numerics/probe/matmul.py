@@ -34,7 +34,7 @@ import numpy as np
 
 from numerics.formats import Format, as_format
 from numerics.probe.model import MAX_FRACTIONAL_BITS, MatmulModel, Tree, leaves, postorder
-from numerics.probe.order import NotATree, build_tree
+from numerics.probe.order import NotATree, build_tree, first_fit
 from numerics.probe.result import Evidence, ProbeError, ProbeResult
 from numerics.probe.vectors import BlackBox, check_int, check_seed, factor, random_factors
 
@@ -135,14 +135,7 @@ def _pair_scales(fin: Format, fout: Format, k: int) -> list[tuple[float, float, 
 
 
 def _order(diag: _Placer, k: int, fin: Format, fout: Format) -> Tree:
-    first: NotATree | None = None
-    for scales in _pair_scales(fin, fout, k):
-        try:
-            return _order_with(diag, k, scales)
-        except NotATree as err:
-            first = first or err
-    assert first is not None
-    raise first
+    return first_fit(_pair_scales(fin, fout, k), lambda s: _order_with(diag, k, s))
 
 
 def _check_small(got: np.ndarray, s: float) -> None:
@@ -605,14 +598,8 @@ def _position_classes(placer: _Placer, k: int, fin: Format, fout: Format,
     """Outputs grouped by the meeting nodes of a few pairs (claim P10): class ids
     numbered in row-major order of first appearance, shape (batch, batch)."""
     pairs = _fingerprint_pairs(k, rng)
-    first: NotATree | None = None
-    for scales in _pair_scales(fin, fout, k):
-        try:
-            return _classes_with(placer, k, pairs, scales)
-        except NotATree as err:
-            first = first or err
-    assert first is not None
-    raise first
+    return first_fit(_pair_scales(fin, fout, k),
+                     lambda s: _classes_with(placer, k, pairs, s))
 
 
 def _classes_with(placer: _Placer, k: int, pairs: list[tuple[int, int]],

@@ -23,14 +23,17 @@ Questions that do not fit any tree raise :class:`NotATree`.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable, Generator, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from numerics.probe.model import Tree, leaves, postorder
 
-__all__ = ["NotATree", "build_tree", "check_tree", "describe_tree", "fused_groups",
+V = TypeVar("V")
+R = TypeVar("R")
+
+__all__ = ["NotATree", "build_tree", "check_tree", "describe_tree", "first_fit", "fused_groups",
            "numpy_pairwise_tree", "pairwise_tree", "sequential_tree"]
 
 Pair = tuple[int, int]
@@ -44,6 +47,20 @@ class NotATree(ValueError):
     def __init__(self, message: str, findings: dict[str, Any] | None = None) -> None:
         super().__init__(message)  # (pickle rebuilds it from the message, then its findings)
         self.findings: dict[str, Any] = dict(findings or {})
+
+
+def first_fit(variants: Iterable[V], attempt: Callable[[V], R]) -> R:
+    """``attempt(v)`` of the first variant it does not raise NotATree for (the pair tests
+    with their best small terms first, claim P1); the first variant's NotATree if every
+    one raises."""
+    first: NotATree | None = None
+    for v in variants:
+        try:
+            return attempt(v)
+        except NotATree as err:
+            first = first or err
+    assert first is not None
+    raise first
 
 
 def _inconsistent(what: str, **findings: Any) -> NotATree:

@@ -18,7 +18,7 @@ import numpy as np
 from numerics.formats import Format, as_format
 from numerics.probe.matmul import MAX_K
 from numerics.probe.model import Tree, fused_tree_sums, round_into
-from numerics.probe.order import NotATree, build_tree, describe_tree, fused_groups
+from numerics.probe.order import NotATree, build_tree, describe_tree, first_fit, fused_groups
 from numerics.probe.result import Evidence, ProbeError, SumResult
 from numerics.probe.vectors import (
     BlackBox,
@@ -110,14 +110,7 @@ def _repeatable(s: _Sum, n: int) -> None:
 
 
 def _pair_tree(s: _Sum, n: int) -> Tree:
-    first: NotATree | None = None
-    for small in _smalls(s.fmt):
-        try:
-            return _pair_tree_with(s, n, small)
-        except NotATree as err:
-            first = first or err
-    assert first is not None
-    raise first
+    return first_fit(_smalls(s.fmt), lambda small: _pair_tree_with(s, n, small))
 
 
 def _pair_tree_with(s: _Sum, n: int, small: float) -> Tree:
