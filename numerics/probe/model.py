@@ -49,6 +49,7 @@ from numerics.codec import decode_exact, encode_exact
 from numerics.eft import two_sum
 from numerics.encoding import decode_codes, encode_pair
 from numerics.formats import Format, as_format
+from numerics.parse import shown
 
 __all__ = ["MatmulModel", "Tree", "fused_tree_sums", "leaves", "parse_tree", "postorder",
            "round_into", "tree_text"]
@@ -124,8 +125,7 @@ def parse_tree(text: str) -> Tree:
     """
     if not isinstance(text, str):
         raise TypeError(f"Got text={text!r}, but it must be a str such as '((0, 1), 2)'")
-    shown = text if len(text) <= 60 else text[:60] + "..."
-    bad = ValueError(f"Got text={shown!r}, which is not a tree in tuple notation "
+    bad = ValueError(f"Got text={shown(text)}, which is not a tree in tuple notation "
                      "such as '((0, 1), 2)'")
     open_nodes: list[list[Tree]] = []
     result: Tree | None = None
