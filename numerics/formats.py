@@ -496,27 +496,27 @@ def as_format(fmt: Any, *, arg: str = "fmt") -> Format:
         return fmt
     if isinstance(fmt, str):
         return get_format(fmt, arg=arg)
-    found = _format_of_dtype_like(fmt)
+    found = _format_of_dtype_like(fmt, arg)
     if found is not None:
         return found
     raise TypeError(f"Got {arg}={fmt!r}, expected a numerics.Format, a format name, or the "
                     "numpy, ml_dtypes or torch dtype of a registered format")
 
 
-def _format_of_dtype_like(fmt: Any) -> Format | None:
+def _format_of_dtype_like(fmt: Any, arg: str) -> Format | None:
     if type(fmt).__module__.split(".")[0] == "torch":
         name = str(fmt)
         if name.startswith("torch."):
             try:
                 return get_format(name[len("torch."):])
             except ValueError:
-                raise ValueError(f"Got fmt={fmt!r}, a torch dtype with no registered "
+                raise ValueError(f"Got {arg}={fmt!r}, a torch dtype with no registered "
                                  "format") from None
         return None
     if isinstance(fmt, np.dtype) or (isinstance(fmt, type) and issubclass(fmt, np.generic)):
         found = format_of_dtype(fmt)
         if found is None:
-            raise ValueError(f"Got fmt={fmt!r}, a dtype with no registered format")
+            raise ValueError(f"Got {arg}={fmt!r}, a dtype with no registered format")
         return found
     return None
 

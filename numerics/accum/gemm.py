@@ -173,9 +173,11 @@ def gemm(
         a block-scaled preset (:data:`numerics.accum.BLOCKSCALED_PRESETS`, see
         :func:`numerics.accum.blockscaled_gemm`); they carry their own formats.
     C : array_like, broadcastable to (M, N), optional (zeros)
-    input_format : Format or str (required for array operands)
-    accumulator : TensorCorePreset, preset or architecture name, Format or format name
-    output_format : Format or str
+    input_format : Format, str or dtype (required for array operands)
+    accumulator : TensorCorePreset, preset or architecture name, Format, format name or dtype
+    output_format : Format, str or dtype
+        Formats are also given as the numpy, ml_dtypes or torch dtype of a registered
+        format (``np.float32``, ``torch.bfloat16``).
     promote_every : int, optional
         Promotion interval N (a multiple of the preset's group size); default: the
         preset's own ``promote_every`` (None for every built-in preset).

@@ -544,9 +544,9 @@ def resolve_accumulator(accumulator: object, input_format: Format) -> TensorCore
 
     Parameters
     ----------
-    accumulator : TensorCorePreset, Format or str
+    accumulator : TensorCorePreset, Format, str or dtype
         A preset, a preset or family name (:data:`PRESETS`, :data:`FAMILIES`), or a
-        format or format name.
+        format, format name, or the numpy, ml_dtypes or torch dtype of one.
     input_format : Format
         The input format, which picks a family's preset.
 
@@ -567,6 +567,9 @@ def resolve_accumulator(accumulator: object, input_format: Format) -> TensorCore
     'hopper'
     >>> resolve_accumulator("bf16", as_format("bf16")).name
     'bfloat16'
+    >>> import numpy as np
+    >>> resolve_accumulator(np.float32, as_format("bf16")).name
+    'binary32'
     """
     if isinstance(accumulator, TensorCorePreset):
         return accumulator
@@ -574,6 +577,11 @@ def resolve_accumulator(accumulator: object, input_format: Format) -> TensorCore
         return get_preset(accumulator, input_format)
     if isinstance(accumulator, Format):
         return accumulator
+    if not isinstance(accumulator, str) and accumulator is not None:
+        try:  # the numpy, ml_dtypes or torch dtype of a registered format
+            return as_format(accumulator, arg="accumulator")
+        except TypeError:
+            pass
     if isinstance(accumulator, str):
         try:
             return as_format(accumulator)

@@ -45,6 +45,7 @@ __all__ = [
     "as_element_format",
     "as_float_array",
     "as_real_array",
+    "detached",
     "check_quantize_format",
     "check_signed_elements",
     "decode_codes",
@@ -178,13 +179,14 @@ def signed_limit(fmt: ElementFormat, x: np.ndarray) -> np.ndarray | float:
 
 
 def as_element_format(fmt: object, *, name: str = "element_format") -> ElementFormat:
-    """A registry :class:`Format` or an :class:`IntFormat` from a name or an instance."""
+    """A registry :class:`Format` or an :class:`IntFormat` from a name, an instance, or the
+    numpy, ml_dtypes or torch dtype of a registered format."""
     if isinstance(fmt, (Format, IntFormat)):
         return fmt
     if isinstance(fmt, str) and fmt.lower() in INT_FORMATS:
         return INT_FORMATS[fmt.lower()]
-    if not isinstance(fmt, str):
-        raise TypeError(f"Got {name}={fmt!r}, expected a format name or a numerics.Format")
+    if not isinstance(fmt, str):  # a dtype, or a TypeError naming the argument
+        return as_format(fmt, arg=name)
     try:
         return as_format(fmt, arg=name)
     except ValueError as exc:
@@ -447,6 +449,34 @@ def decode_codes(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
     if flat.size:
         kq.decode_codes(flat, kq.params_tuple(fmt), out)
     return out.reshape(codes.shape)
+
+
+def detached(arr: np.ndarray, x: object) -> np.ndarray:
+    """``arr`` (the array :func:`as_real_array` made of ``x``), copied where its memory is
+    the caller's: ``x`` itself, or a view of it or of a tensor's storage.  A
+    :class:`~numerics.quant.Quantized` keeps its input to compute ``bound`` on demand;
+    a caller who then reuses the buffer must not change that bound.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        The input as an array.
+    x : object
+        The argument it was made of.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``arr``, or a copy of it that no one else holds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.arange(4.0)
+    >>> detached(x, x) is x, detached(np.asarray([1.0]), [1.0]).base is None
+    (False, True)
+    """
+    return arr.copy() if arr is x or arr.base is not None else arr
 
 
 def as_real_array(x: object, *, name: str = "x") -> np.ndarray:

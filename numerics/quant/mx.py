@@ -62,7 +62,7 @@ from __future__ import annotations
 import numpy as np
 
 from numerics.formats import Format, as_format
-from numerics.quant._core import INT_FORMATS, ElementFormat
+from numerics.quant._core import INT_FORMATS, ElementFormat, detached
 from numerics.quant.quantized import (
     Quantized,
     as_real_array,
@@ -223,7 +223,7 @@ def mx(x: object, name: str, axis: int = -1, *, scale_mode: str = "floor") -> Qu
     scales = np.where(bad, np.nan, np.ldexp(1.0, scale_codes.astype(np.int64) - 127))
     return Quantized(codes=codes, scales=scales, scale_codes=scale_codes, element_format=fmt,
                      scale_format=as_format("e8m0fnu"), scheme=name.lower(), block=block,
-                     source=arr, extra={"emax_elem": emax_elem}, axis=ax,
+                     source=detached(arr, x), extra={"emax_elem": emax_elem}, axis=ax,
                      scale_mode=scale_mode)
 
 

@@ -61,7 +61,7 @@ from __future__ import annotations
 import numpy as np
 
 from numerics.formats import as_format
-from numerics.quant._core import divide_with_sticky, round_elements
+from numerics.quant._core import detached, divide_with_sticky, round_elements
 from numerics.quant.quantized import (
     Quantized,
     as_real_array,
@@ -162,7 +162,7 @@ def nvfp4(x: object, axis: int = -1, *, tensor_scale: str | None = "tensor") -> 
                           blocks3(scale_codes, ax), blocks3(scales, ax))
     return Quantized(codes=codes, scales=scales, scale_codes=scale_codes, element_format=e2m1,
                      scale_format=e4m3, scheme="nvfp4", block=block,
-                     source=arr, global_scale=g, axis=ax)
+                     source=detached(arr, x), global_scale=g, axis=ax)
 
 
 def _tensor_scales(amax: np.ndarray) -> np.ndarray:

@@ -71,7 +71,9 @@ class Quantized:
     block : tuple of int
         Block extent per axis (MX: 32 at ``axis`` and 1 elsewhere; NVFP4: 16).
     source : ndarray
-        The input (kept by reference, not copied) from which ``bound`` is computed on demand.
+        The input, from which ``bound`` is computed on demand: a private copy (or the
+        array converted from it), so that a caller reusing its buffer leaves ``bound``
+        as the quantization made it.
     global_scale : float, ndarray or None
         NVFP4's FP32 tensor scale ``g`` (a float); for per-expert NVFP4 an ndarray of shape
         ``(x.shape[0],)`` with expert ``e``'s scale at ``e``; ``None`` for one-level NVFP4

@@ -96,7 +96,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     x : array_like
         Real input (any float or int dtype, ml_dtypes and torch included); computed in
         float64 (integers beyond 2**53 and long doubles are rounded to float64 first).
-    element_format : str, Format or IntFormat
+    element_format : str, Format, IntFormat or dtype
         Any registered signed float format of at most 24 significant bits (binary64, which
         raises ValueError by claims Q10, Q11, and e8m0fnu, unsigned, are the exceptions),
         ``"int8"`` or ``"int4"`` (symmetric,
