@@ -4,9 +4,14 @@ rounding, formats, README), each pinned by a test that failed on the code before
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
+from cli_render import render
+from safetensors.numpy import save_file
 
 from numerics import accum, quant
 from numerics.formats import as_format
@@ -73,3 +78,54 @@ def test_a_dtype_without_a_format_is_named_by_its_argument(call: object, text: s
     with pytest.raises(ValueError) as info:
         call()  # type: ignore[operator]
     assert text in str(info.value)
+
+
+# ------------------------------------------------------------ diff of one-tensor files
+@pytest.fixture
+def one_tensor_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    x = np.ones(4, np.float32)
+    y = x.copy()
+    y[1] = np.nextafter(y[1], np.float32(2))
+    save_file({"w": x}, "a.safetensors")
+    save_file({"w": y}, "b.safetensors")
+    save_file({"c": x}, "c.safetensors")
+    save_file({"d": x}, "d.safetensors")
+    np.save("a.npy", x)
+    np.save("b.npy", y)
+    return tmp_path
+
+
+@pytest.mark.usefixtures("one_tensor_files")
+@pytest.mark.parametrize(("a", "b", "code"), [
+    ("a.safetensors", "b.safetensors", 1),  # checkpoints: bit-equal with no check
+    ("a.safetensors", "a.safetensors", 0),
+    ("c.safetensors", "d.safetensors", 1),  # matched by name: each on one side only
+    ("a.npy", "b.npy", 0),                  # tensors the user chose: reported on only
+    ("a.npy", "b.safetensors", 0),
+    ("a.safetensors:w", "b.safetensors:w", 0),
+])
+def test_a_checkpoint_file_holding_one_tensor_is_a_checkpoint(a: str, b: str,
+                                                              code: int) -> None:
+    """Two one-tensor checkpoints that differ, or whose tensors have other names, exited 0
+    (they were paired up as single tensors, with no check)."""
+    got, text = render("diff", a, b)
+    assert got == code, text
+    if (a, b) == ("c.safetensors", "d.safetensors"):
+        assert "only in A (1): c" in text and "only in B (1): d" in text
+    assert render("diff", a, b, "--max-ulp", "1")[0] == (1 if a[0] == "c" else 0)
+
+
+def test_the_one_tensor_report_names_entries_left_out(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The detailed report of a one-tensor comparison did not say that the files' other
+    entries (strings, complex numbers) were left out, as the checkpoint report does."""
+    monkeypatch.chdir(tmp_path)
+    np.savez("s.npz", w=np.ones(3, np.float32), s=np.array(["a"]),
+             c=np.ones(2, np.complex64))
+    code, text = render("diff", "s.npz", "s.npz")
+    assert code == 0
+    assert "not compared, as not tensors of real numbers: A: s, c; B: s, c" in \
+        " ".join(text.split())
+    doc = json.loads(render("diff", "s.npz", "s.npz", "--json")[1])
+    assert any("not tensors of real numbers" in n for n in doc["notes"])

@@ -699,8 +699,8 @@ def test_compare_kernel_distance_of_every_pair_of_codes(name: str) -> None:
 
 
 def test_one_tensor_checkpoints_still_match_by_name(tmp_path: Path) -> None:
-    """Directories holding one tensor each match tensors by name (a renamed tensor is on
-    one side only); two single-tensor files still pair up whatever their names."""
+    """Directories and files holding one tensor each match tensors by name (a renamed
+    tensor is on one side only); a .npy pairs up with one tensor whatever the names."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     save_file({"model.w": np.ones(3, np.float32)}, str(tmp_path / "a" / "m.safetensors"))
@@ -708,4 +708,7 @@ def test_one_tensor_checkpoints_still_match_by_name(tmp_path: Path) -> None:
     r = diff_sources(tmp_path / "a", tmp_path / "b")
     assert not r.ok and (r.only_a, r.only_b, r.tensors) == (("model.w",), ("model.v",), ())
     r = diff_sources(tmp_path / "a" / "m.safetensors", tmp_path / "b" / "m.safetensors")
-    assert r.ok and not r.only_a and not r.only_b
+    assert not r.ok and (r.only_a, r.only_b, r.tensors) == (("model.w",), ("model.v",), ())
+    np.save(tmp_path / "v.npy", np.ones(3, np.float32))
+    r = diff_sources(tmp_path / "a" / "m.safetensors", tmp_path / "v.npy")
+    assert r.ok and not r.only_a and not r.only_b and r.tensors[0].name == "model.w / v"

@@ -237,8 +237,8 @@ def test_integer_tensors_compare_exactly(tmp_path: Path, monkeypatch: pytest.Mon
     np.savez("ca.npz", i=np.array(a, np.int64))
     np.savez("cb.npz", i=np.array(b, np.int64))
     want = max(abs(p - q) for p, q in zip(a, b))  # exact Python integers: 2**64 - 1
-    code, text = render("diff", "ca.npz", "cb.npz")
-    assert code == 0 and "compared exactly as integers" in text
+    code, text = render("diff", "ca.npz", "cb.npz")  # checkpoints: bit-equal with no check
+    assert code == 1 and "compared exactly as integers" in text
     assert f"max |a - b|  {want}" in " ".join(text.split()).replace("|a - b| ", "|a - b|  ")
     doc = json.loads(render("diff", "ca.npz", "cb.npz", "--json")[1])
     assert (doc["equal"], doc["mismatches"], doc["max_abs_difference"]) == (2, 3, want)

@@ -34,7 +34,7 @@ from numerics.checkpoint import (
     stats_source,
     tensor_fingerprint,
 )
-from numerics.checkpoint.diff import compare_format, compare_refs, select
+from numerics.checkpoint.diff import compare_format, compare_refs, paired_whole, select
 from numerics.formats import FORMATS, Format, get_format
 from numerics.inspection import (
     DEFAULT_VALUE_FORMATS,
@@ -246,8 +246,11 @@ examples:
                                    "checkpoints tensor by tensor, matched by name.",
                        epilog="""\
 A and B: a tensor file, a checkpoint (file, directory of shards, index), or PATH:KEY.
-When each side is one tensor, the detailed single-tensor report; otherwise one row
-per tensor, then the names only in A, only in B, and shape mismatches.
+A .npy or PATH:KEY against one tensor: the detailed single-tensor report, whatever
+the names, with no failure unless a check is given.  Checkpoints (a one-tensor
+file too): matched by name, one row per tensor (the detailed report when they
+share their one name), then the names only in A, only in B, and shape mismatches;
+with no check, tensors must be bit-equal.
 
 The format comes from the dtype (float32, bf16, fp8 in safetensors, ml_dtypes...).
 Mixed formats (fp32 against bf16) are compared in the coarser one, the finer side
@@ -620,8 +623,9 @@ def _cmd_diff(args: argparse.Namespace, out: Printer) -> int:
         raise UsageError(f"Got {which}, but neither {args.a!r} nor {args.b!r} holds a tensor "
                          f"of that name (they hold {', '.join(repr(n) for n in sa.names[:4])}"
                          f"{', ...' if len(sa.names) > 4 else ''})")
-    single = len(sa.tensors) == len(sb.tensors) == 1 and not {sa.kind, sb.kind} & {
-        "directory", "sharded"}  # a one-tensor checkpoint still matches by name
+    # a .npy or a PATH:KEY is one tensor the user chose: reported on, whatever its name; a
+    # checkpoint that holds one tensor is matched by name, bit-equal with no check
+    single = paired_whole(sa, sb)
     # one tensor of multi-tensor sources (--key) keeps the checkpoints' default check, and
     # their report of a shape mismatch (exit 1); two single tensors must have one shape
     one = len(na) == 1 and len(nb) == 1 and (single or (
@@ -670,15 +674,13 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: TensorRef, r
     if rounded and fmt is None:
         notes.append(f"{ra.dtype_name} vs {rb.dtype_name}: compared in {cmp_fmt.name}, "
                      f"{' and '.join(rounded)} rounded once ({args.rounding}) into it")
-    unread = [f"{side}: {', '.join(src.unread)}" for side, src in (("A", sa), ("B", sb))
-              if src.unread]
-    if unread and not args.key:
-        notes.append("not compared, files of another kind than the directory's checkpoint: "
-                     + "; ".join(unread))
-    hidden = [f"{side}: {', '.join(src.unindexed)}" for side, src in (("A", sa), ("B", sb))
-              if src.unindexed]
-    if hidden and not args.key:
-        notes.append("not compared, in the shards but not in the index: " + "; ".join(hidden))
+    for what, attr in (("as not tensors of real numbers", "skipped"),
+                       ("files of another kind than the directory's checkpoint", "unread"),
+                       ("in the shards but not in the index", "unindexed")):
+        left = [f"{side}: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}"
+                for side, src in (("A", sa), ("B", sb)) if (names := getattr(src, attr))]
+        if left and not args.key:
+            notes.append(f"not compared, {what}: " + "; ".join(left))
     # a chunk at a time (a side rounded into cmp_fmt never exists whole), on the threads or
     # the --scheduler's cluster, like a checkpoint diff
     with _progress(args, ra.nbytes + rb.nbytes) as advance:

@@ -39,6 +39,7 @@ __all__ = [
     "compare_format",
     "compare_refs",
     "diff_sources",
+    "paired_whole",
     "select",
     "within_tolerance",
 ]
@@ -537,6 +538,38 @@ def compare_refs(
                      _Codes(b, fmt, rounding, overflow), checked=checked)
 
 
+def paired_whole(sa: Source, sb: Source) -> bool:
+    """Whether two sources are compared as one tensor each, whatever their names: each
+    holds one tensor and one of them is a ``.npy`` or a ``PATH:KEY`` pick (a tensor the
+    user chose).  A checkpoint holding one tensor (a ``.safetensors``, ``.npz`` or torch
+    file, a directory, sharded files) is still matched by name.
+
+    Parameters
+    ----------
+    sa, sb : Source
+        The two sides (:func:`numerics.checkpoint.open_source`).
+
+    Returns
+    -------
+    bool
+        True when the two tensors are paired up by position.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from numerics.checkpoint import open_source
+    >>> d = tempfile.mkdtemp()
+    >>> np.save(os.path.join(d, "a.npy"), np.ones(3))
+    >>> np.savez(os.path.join(d, "b.npz"), w=np.ones(3))
+    >>> np.savez(os.path.join(d, "c.npz"), v=np.ones(3))
+    >>> a, b, c = (open_source(os.path.join(d, f)) for f in ("a.npy", "b.npz", "c.npz"))
+    >>> paired_whole(a, b), paired_whole(b, c)
+    (True, False)
+    """
+    return len(sa.tensors) == len(sb.tensors) == 1 and bool({sa.kind, sb.kind} & {
+        "npy", "tensor"})
+
+
 def diff_sources(
     a: Source | str | bytes | os.PathLike[str],
     b: Source | str | bytes | os.PathLike[str],
@@ -618,10 +651,7 @@ def diff_sources(
     sb = _source_of(b, "b")
     if as_fmt is not None:
         sa, sb = sa.with_raw_format(as_fmt), sb.with_raw_format(as_fmt)
-    # two single-tensor files pair up whatever their names; a checkpoint (a directory,
-    # sharded files) matches by name even when it holds one tensor
-    files = sa.kind not in ("directory", "sharded") and sb.kind not in ("directory", "sharded")
-    single = len(sa.tensors) == 1 and len(sb.tensors) == 1 and not keys and files
+    single = paired_whole(sa, sb) and not keys
     if single:
         pairs = [(sa.tensors[0], sb.tensors[0])]
         only_a: list[str] = []

@@ -36,10 +36,11 @@ import numpy as np
 from numerics import eft
 from numerics.dtypes import format_of_dtype, is_torch_tensor, refuse_masked, torch_values
 from numerics.formats import Format, as_format
-from numerics.rounding import check_overflow, check_rounding, sr_seed
+from numerics.rounding import check_overflow, check_rounding, check_sr_bits, sr_seed
 
 __all__ = [
     "INT_FORMATS",
+    "SR_BITS_MAX",
     "ElementFormat",
     "IntFormat",
     "as_element_format",
@@ -239,14 +240,16 @@ def divide_with_sticky(x: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
 # ---------------------------------------------------------------------------------------------
 # rounding onto a grid
 # ---------------------------------------------------------------------------------------------
-def _check_sr(rounding: str, rng: object, sr_bits: object) -> int | None:
-    """The 64-bit seed of stochastic rounding (None for the other modes)."""
+#: The most random bits a quantization's stochastic rounding takes (``sr_bits``).
+SR_BITS_MAX = 52
+
+
+def _check_sr(rounding: str, rng: object, sr_bits: object) -> tuple[int | None, int | None]:
+    """The 64-bit seed of stochastic rounding (None for the other modes) and ``sr_bits``
+    as a Python int (a numpy integer would wrap in ``2.0**-sr_bits``), or None."""
     check_rounding(rounding)
-    if sr_bits is not None and (isinstance(sr_bits, bool)
-                                or not isinstance(sr_bits, (int, np.integer))
-                                or not 1 <= sr_bits <= 52):
-        raise ValueError(f"Got {sr_bits=}, but it must be None or an int in [1, 52]")
-    return sr_seed(rng) if rounding == "sr" else None
+    bits = check_sr_bits(sr_bits, top=SR_BITS_MAX)
+    return (sr_seed(rng) if rounding == "sr" else None), bits
 
 
 def scale_stream(seed: int) -> int:
@@ -372,7 +375,7 @@ def divide_codes(x: np.ndarray, s: np.ndarray, fmt: ElementFormat, *, rounding: 
     from numerics.kernels.rounding import MODE_RNE, format_params, overflow_code
 
     check_overflow(overflow)
-    seed = _check_sr(rounding, rng, sr_bits)
+    seed, sr_bits = _check_sr(rounding, rng, sr_bits)
     mode, ubits, stochastic = _kernel_mode(rounding, sr_bits)
     out = np.empty(x.shape, dtype=fmt.code_dtype)
     if not x.size:
@@ -403,7 +406,7 @@ def round_elements(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = No
     ``nan="raise"`` raises ValueError for NaN into a format without NaN; ``"zero"`` gives 0.
     """
     check_overflow(overflow)
-    seed = _check_sr(rounding, rng, sr_bits)
+    seed, sr_bits = _check_sr(rounding, rng, sr_bits)
     y = np.asarray(y, dtype=np.float64)
     if nan == "raise" and not fmt.has_nan and np.isnan(y).any():
         raise ValueError(f"Got NaN in the input, but element format {fmt.name} has no NaN")

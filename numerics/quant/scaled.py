@@ -51,6 +51,7 @@ import numpy as np
 
 from numerics.formats import Format, as_format
 from numerics.quant._core import (
+    SR_BITS_MAX,
     ElementFormat,
     as_element_format,
     check_quantize_format,
@@ -139,7 +140,8 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
         result depends only on the seed, never on the thread count.  The scales use
         full-precision draws (``sr_bits`` applies to the elements).
     sr_bits : int, optional
-        Random bits of stochastic rounding (``None``: full precision; only with ``"sr"``).
+        Random bits of stochastic rounding, an int in ``[1, 52]`` (``None``: full
+        precision; only with ``"sr"``).
     scale_mode : {"floor", "rceil", "ceil", "even"}, optional
         MX only: the shared-exponent rule of :func:`numerics.quant.mx` (``"floor"``).
     tensor_scale : {"tensor", "expert", None}
@@ -237,7 +239,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     scale_rounding = "ru" if scale_rounding is None else scale_rounding
     check_rounding(scale_rounding, name="scale_rounding")
     check_overflow(overflow)
-    check_sr_options(rounding, sr_bits)
+    check_sr_options(rounding, sr_bits, top=SR_BITS_MAX)
     sfmt = as_format("binary32" if scale_format is None else scale_format, arg="scale_format")
     check_quantize_format(sfmt, "scale_format")
     seed = sr_seed(rng) if "sr" in (rounding, scale_rounding) else None  # one draw of rng
