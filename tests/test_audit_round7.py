@@ -129,3 +129,36 @@ def test_the_one_tensor_report_names_entries_left_out(tmp_path: Path,
         " ".join(text.split())
     doc = json.loads(render("diff", "s.npz", "s.npz", "--json")[1])
     assert any("not tensors of real numbers" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize("name", ["mxfp4_e2m1", "mxfp8_e4m3", "nvfp4"])
+def test_a_block_format_refuses_an_explicit_tensor_scaling(name: str) -> None:
+    """``scaling="tensor"`` was the signature's default, so a block format could not tell
+    it from no choice and quantized per block silently."""
+    x = np.ones(32)
+    with pytest.raises(ValueError, match="Got scaling='tensor', but a block format scales"):
+        quant.quantize(x, name, scaling="tensor")
+    assert quant.quantize(x, name).scheme == name
+    assert quant.quantize(x, name, scaling="block").scheme == name
+
+
+def test_quantize_scaling_default_is_per_tensor() -> None:
+    x = np.linspace(-2.0, 2.0, 16)
+    a, b = quant.quantize(x, "e4m3fn"), quant.quantize(x, "e4m3fn", scaling="tensor")
+    assert a.scheme == b.scheme == "tensor" and np.array_equal(a.codes, b.codes)
+
+
+@pytest.mark.parametrize("bits", [np.uint8(8), np.uint64(8), np.int16(8)])
+def test_quantize_sr_bits_as_a_numpy_integer(bits: object) -> None:
+    """``2.0**-sr_bits`` wrapped for a numpy unsigned ``sr_bits`` (``-np.uint8(8)`` is
+    248): the dropped fraction truncated to 0 and integer elements never rounded up."""
+    x = np.array([127.0] + [0.5] * 4000)  # scale 1: every other element half a quantum
+    got = quant.quantize(x, "int8", rounding="sr", rng=0, sr_bits=bits).values[1:]
+    want = quant.quantize(x, "int8", rounding="sr", rng=0, sr_bits=8).values[1:]
+    assert np.array_equal(got, want) and 0.45 < got.mean() < 0.55
+
+
+@pytest.mark.parametrize("bits", [0, 53, 64])
+def test_quantize_sr_bits_range_is_stated_as_checked(bits: int) -> None:
+    with pytest.raises(ValueError, match=r"an int in \[1, 52\]"):
+        quant.quantize(np.ones(4), "e4m3fn", rounding="sr", rng=0, sr_bits=bits)

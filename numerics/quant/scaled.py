@@ -83,7 +83,7 @@ _SCALE_OVERFLOWS = ("raise", "saturate")
 # ---------------------------------------------------------------------------------------------
 # quantize
 # ---------------------------------------------------------------------------------------------
-def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "tensor",
+def quantize(x: object, element_format: str | ElementFormat, *, scaling: str | None = None,
              axis: int = -1, block_size: int | tuple[int, ...] | None = None,
              scale_format: str | Format | None = None, scale_rounding: str | None = None,
              rounding: str = "rne", overflow: str = "saturate", rng: object = None,
@@ -106,8 +106,10 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
         ``"mxfp4_e2m1"``, ``"mxint8"``: :func:`numerics.quant.mx`, blocks of 32 along
         ``axis`` with an E8M0 scale) or ``"nvfp4"`` (:func:`numerics.quant.nvfp4`).  A block
         format fixes its own scales: an option below that it cannot honour raises ValueError.
-    scaling : {"tensor", "channel", "block"}
-        One scale for the tensor, one per index of ``axis``, or one per block.
+    scaling : {"tensor", "channel", "block"}, optional
+        One scale for the tensor, one per index of ``axis``, or one per block.  The
+        default (None) is ``"tensor"``, and a block format's own blocks for MX and NVFP4
+        (which refuse ``"tensor"`` and ``"channel"``).
     axis : int
         The channel axis (``"channel"``) or the blocked axis (``"block"`` with an int
         ``block_size``, MX, NVFP4).
@@ -227,6 +229,7 @@ def quantize(x: object, element_format: str | ElementFormat, *, scaling: str = "
     fmt = as_element_format(element_format)
     check_quantize_format(fmt, "element_format")
     check_signed_elements(fmt, "element_format")
+    scaling = "tensor" if scaling is None else scaling
     if scaling not in _SCALINGS:
         raise ValueError(f"Got {scaling=}, but the only valid values are 'tensor', 'channel', "
                          "'block'")
@@ -289,9 +292,9 @@ def _check_block_options(*, scaling: object, block_size: object, scale_format: o
                          rounding: object, overflow: object, rng: object, sr_bits: object,
                          block: int, scale_name: str) -> None:
     """Reject every option a block format (MX, NVFP4) cannot honour."""
-    if scaling not in ("tensor", "block"):
+    if scaling not in (None, "block"):
         raise ValueError(f"Got {scaling=}, but a block format scales per block "
-                         "(scaling='block' or the default)")
+                         "(scaling='block' or None, the default)")
     if block_size is not None and (isinstance(block_size, (bool, np.bool_)) or not isinstance(
             block_size, (int, np.integer)) or block_size != block):
         raise ValueError(f"Got {block_size=}, but this block format uses blocks of {block}")
