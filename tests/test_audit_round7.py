@@ -162,3 +162,19 @@ def test_quantize_sr_bits_as_a_numpy_integer(bits: object) -> None:
 def test_quantize_sr_bits_range_is_stated_as_checked(bits: int) -> None:
     with pytest.raises(ValueError, match=r"an int in \[1, 52\]"):
         quant.quantize(np.ones(4), "e4m3fn", rounding="sr", rng=0, sr_bits=bits)
+
+
+def test_stats_notes_entries_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``stats`` said nothing of a checkpoint's entries that are not real-number tensors
+    (``hash`` notes them on stderr, ``ls`` and ``diff`` list them)."""
+    from fpinspect.main import main
+
+    monkeypatch.chdir(tmp_path)
+    np.savez("s.npz", w=np.ones(3, np.float32), s=np.array(["a"]))
+    assert main(["stats", "s.npz"]) == 0
+    err = capsys.readouterr().err
+    assert err.strip() == ("fpinspect: note: the statistics leave out 1 entries that are "
+                           "not real-number tensors: 's'")
+    assert main(["stats", "s.npz:w"]) == 0
+    assert capsys.readouterr().err == ""

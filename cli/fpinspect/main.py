@@ -744,6 +744,11 @@ def _cmd_stats(args: argparse.Namespace, out: Printer) -> int:
     finally:
         if client is not None:
             client.close()
+    if src.skipped and not args.key:
+        shown = ", ".join(repr(n) for n in src.skipped[:8]) + (
+            ", ..." if len(src.skipped) > 8 else "")
+        _say(f"fpinspect: note: the statistics leave out {len(src.skipped)} entries that "
+             f"are not real-number tensors: {shown}")
     if len(result.tensors) == 1:
         ref, st = result.tensors[0]
         out(jsonout.stats_json(label, ref, st) if args.json
