@@ -178,3 +178,16 @@ def test_stats_notes_entries_left_out(tmp_path: Path, monkeypatch: pytest.Monkey
                            "not real-number tensors: 's'")
     assert main(["stats", "s.npz:w"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_running_sum_in_another_order_is_described_as_one() -> None:
+    """The bf16 dot-product chain (each pair's second term first) was called "a binary
+    tree of depth 63", hiding that it keeps one running sum."""
+    from numerics.probe.order import describe_tree
+
+    tree: object = (0, 1)
+    for i in range(2, 64, 2):
+        tree = ((tree, i + 1), i)
+    assert describe_tree(tree) == "sequential in the order 0, 1, 3, 2, 5, 4, 7, 6, ..."
+    assert describe_tree((2, (1, 0))) == "sequential in the order 1, 0, 2"
+    assert describe_tree(((0, (1, 2)), (3, 4))) == "a binary tree of depth 3"

@@ -350,6 +350,8 @@ def describe_tree(tree: Tree) -> str:
     "numpy's pairwise: first term, then blocks of <= 128 with 8 partial sums"
     >>> describe_tree((0, (1, (2, 3))))
     'sequential (right to left)'
+    >>> describe_tree((((0, 1), 3), 2))
+    'sequential in the order 0, 1, 3, 2'
     """
     n = check_tree(tree)
     if n == 1 or _is_sequential(tree, n):
@@ -368,8 +370,32 @@ def describe_tree(tree: Tree) -> str:
         sizes = sorted({len(g) for g in groups})
         return (f"fused multi-term additions of {'/'.join(map(str, sizes))} terms "
                 f"({len(groups)} nodes)")
+    chain = _chain_order(tree)
+    if chain is not None:  # one running sum, in another order than 0, 1, 2, ...
+        shown = ", ".join(map(str, chain[:8])) + (", ..." if len(chain) > 8 else "")
+        return f"sequential in the order {shown}"
     depth = _depth(tree)
     return f"a binary tree of depth {depth}"
+
+
+def _chain_order(tree: Tree) -> list[int] | None:
+    """The order of the terms of a tree that keeps one running sum (every node adds a
+    term to the node below it, ``(((a, b), c), d)`` in any arrangement of each pair), or
+    None for another tree; walked in a loop."""
+    added: list[int] = []
+    node = tree
+    while isinstance(node, tuple):
+        left, right = node
+        if isinstance(right, int):
+            added.append(right)
+            node = left
+        elif isinstance(left, int):
+            added.append(left)
+            node = right
+        else:
+            return None
+    added.append(node)
+    return added[::-1]
 
 
 def _is_right_to_left(tree: Tree, n: int) -> bool:
