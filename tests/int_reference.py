@@ -3,9 +3,8 @@
 Every value is a ``fractions.Fraction``; the quotient ``x / s`` is formed exactly, divided
 by the quantum and rounded to an integer in the requested mode by the definition of the
 mode, then clamped to ``[qmin, qmax]``.  Stochastic rounding follows the rule documented in
-:mod:`numerics.quant._core` and :func:`numerics.kernels.quant.round_int`: the float64
-quotient ``yh = x / s`` (Python's correctly rounded division) nudged by the exact sign of
-``x / s - yh``, the draw of element ``i`` from the documented stream (``sr_stream``).
+:func:`numerics.quant._core.divide_codes`, on the exact fraction of ``x / s``, with the draw
+of element ``i`` from the documented stream (``sr_stream``).
 Nothing here is shared with ``numerics/quant/_core.py`` or its kernels.
 """
 
@@ -60,27 +59,19 @@ def round_quotient(x: float, s: float, qmin: int, qmax: int, quantum: float,
 def sr_quotient(x: float, s: float, qmin: int, qmax: int, quantum: float, seed: int,
                 index: int, sr_bits: int | None) -> int:
     """Stochastic rounding of ``x / s`` for element ``index``: away from zero iff the draw
-    ``u`` (53 bits, or ``sr_bits``) is below the dropped fraction of the magnitude of the
-    nudged quotient: ``F = |yh|/quantum - floor(|yh|/quantum)``, ``1 - 2**-53`` (a step
-    down) when ``F == 0`` and the exact magnitude is below ``|yh|``, ``2**-60`` when
-    ``F == 0`` and it is above; truncated to a multiple of ``2**-sr_bits``."""
-    yh = x / s
-    if math.isinf(yh):
-        return qmax if yh > 0 else qmin
+    ``u`` (53 bits: ``u < frac * 2**53``; ``sr_bits``: ``u < floor(frac * 2**sr_bits)``)
+    says so, ``frac`` the exact fraction of the magnitude ``|x / s| / quantum`` above
+    its integer part; then clamped (an infinity saturates by its sign)."""
+    if math.isinf(x):
+        return qmax if x > 0 else qmin
     exact = Fraction(x) / Fraction(s)
-    negative = math.copysign(1.0, yh) < 0 or (yh == 0 and exact < 0)
+    negative = exact < 0 or (exact == 0 and math.copysign(1.0, x) < 0)
     limit = -qmin if negative else qmax
-    sm = (abs(exact) > abs(Fraction(yh))) - (abs(exact) < abs(Fraction(yh)))
-    m = abs(Fraction(yh)) / Fraction(quantum)
+    m = abs(exact) / Fraction(quantum)
     n = math.floor(m)
-    frac = m - n
-    if frac == 0 and sm < 0 and m > 0:
-        n, frac = n - 1, 1 - Fraction(1, 2**53)
-    elif frac == 0 and sm > 0:
-        frac = Fraction(1, 2**60)
     bits = 53 if sr_bits is None else sr_bits
-    if sr_bits is not None:
-        frac = Fraction(math.floor(frac * 2**sr_bits), 2**sr_bits)
-    up = Fraction(draw(seed, index, bits), 2**bits) < frac
+    scaled = (m - n) * 2**bits
+    u = draw(seed, index, bits)
+    up = u < scaled if sr_bits is None else u < math.floor(scaled)
     k = min(n + up, limit)
     return -k if negative else k

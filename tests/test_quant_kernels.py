@@ -23,6 +23,7 @@ from numerics.quant._core import (
     divide_codes,
     divide_with_sticky,
     encode_values,
+    grid_format,
     round_elements,
 )
 from numerics.quant.mx import MX_FORMATS
@@ -517,11 +518,11 @@ def _int_reference(x: np.ndarray, s: np.ndarray, fmt: IntFormat, rounding: str,
 @pytest.mark.parametrize("rounding, sr_bits", INT_ROUNDINGS)
 def test_int_divide_codes_round_the_exact_quotient(name: str, rounding: str,
                                                    sr_bits: int | None) -> None:
-    """Integer elements (numerics.kernels.quant.round_int): x / s rounded once onto
+    """Integer elements (numerics.kernels.quant.divide_round_int): x / s rounded once onto
     k * quantum by the exact Fraction quotient in every deterministic mode, and by the
-    documented stochastic rule (the nudged float64 quotient against the documented
-    stream); ties, grid points and one float64 step off them, past the clamp limits, huge
-    and tiny scales, zeros and infinities (which saturate)."""
+    documented stochastic rule (the exact fraction against the documented stream); ties,
+    grid points and one float64 step off them, past the clamp limits, huge and tiny
+    scales, zeros and infinities (which saturate)."""
     fmt = INT_TARGETS[name]
     x, s = _int_cases(fmt, np.random.default_rng(len(name) * 7 + len(rounding)), 1500)
     seed = 2**64 - 12345
@@ -579,12 +580,12 @@ def test_int_codes_same_for_every_thread_count_and_piece() -> None:
             mode = 6 if sr_bits is not None else (7 if rounding == "sr" else
                                                   DETERMINISTIC.index(rounding))
             pieced = np.empty(n, np.uint8)
+            grid = kq.params_tuple(grid_format(fmt.quantum))
             for lo, hi in pieces(n, 4, 1024):
-                kq.divide_round_int_span(x, s, np.int64(fmt.qmin), np.int64(fmt.qmax),
-                                         np.int64(15 if name == "int4" else 255), 1.0,
+                kq.divide_round_int_span(x, s, grid, np.int64(fmt.qmin), np.int64(fmt.qmax),
+                                         np.int64(15 if name == "int4" else 255),
                                          np.int64(mode), np.uint64(99),
-                                         np.int64(sr_bits or 53),
-                                         0.0 if sr_bits is None else 2.0**-sr_bits, pieced,
+                                         np.int64(sr_bits or 53), rounding == "sr", pieced,
                                          lo, hi)
             runs.append(pieced)
             for other in runs[1:]:

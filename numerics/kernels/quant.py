@@ -43,18 +43,13 @@ from numerics.formats import Format
 from numerics.kernels.narrow import rne_code, rne_code_pair, rne_constants
 from numerics.kernels.random import draw
 from numerics.kernels.rounding import (
-    MODE_RD,
-    MODE_RNA,
+    MAGMASK,
     MODE_RNE,
-    MODE_RTO,
-    MODE_RTZ,
-    MODE_RU,
-    MODE_SR,
-    MODE_SR_EXACT,
     OVERFLOW_SATURATE,
     decode_one,
     format_params,
     round_pair,
+    round_pair_rest,
 )
 from numerics.kernels.spread import spread
 
@@ -83,7 +78,7 @@ __all__ = [
     "nvfp4_quantize",
     "nvfp4_quantize_span",
     "params_tuple",
-    "round_int",
+    "quotient_rest",
     "round_nudged",
     "round_nudged_span",
     "row_products",
@@ -506,14 +501,62 @@ def _quotient(x: np.ndarray, s: np.ndarray, i: int) -> tuple[float, float]:
 
 
 @numba.njit(cache=True, nogil=True)
+def quotient_rest(x: float, d: float) -> tuple[float, float, int]:
+    """``(q, lo, rest)`` with ``x / d = q + lo + rest * eps`` (``d > 0``): ``q = fl64(x /
+    d)``, ``lo`` the nearest float64 to the exact residual ``r / d`` (``r = x - q d``, a
+    float64) and ``rest`` the sign of ``r / d - lo``, for :func:`round_pair_rest`, whose
+    stochastic rounding then uses the exact fraction (a sticky residual, as
+    :func:`divide_with_sticky` gives, only decides ``floor(frac * 2**k)`` for ``k <=
+    53 - p``).  Where a product could underflow (``|r| < 2**-960``, or ``x``, ``q``, ``d``
+    outside ``[2**-900, 2**900]``) the residual is :func:`divide_with_sticky`'s and
+    ``rest`` 0.
+
+    Examples
+    --------
+    >>> q, lo, rest = quotient_rest(1.0, 3.0)  # 1/3 = q + lo + (a bit more)
+    >>> from fractions import Fraction
+    >>> Fraction(1, 3) - Fraction(q) - Fraction(lo) > 0, rest
+    (True, 1)
+    """
+    q = x / d
+    if 1.2e-271 <= abs(x) <= 8.4e270 and 1.2e-271 <= abs(q) <= 8.4e270 \
+            and 1.2e-271 <= d <= 8.4e270:
+        dh, dl = _split(d)
+        p, err = _two_prod(q, d, dh, dl)
+        r = (x - p) - err  # exact (see _divide_by_split)
+        if r == 0.0:
+            return q, 0.0, 0
+        lo = r / d
+        if abs(r) >= 1.1e-289 and abs(lo) >= 2.3e-308:  # (2**-960; lo a normal number)
+            p2, e2 = _two_prod(lo, d, dh, dl)
+            t = (r - p2) - e2  # r - lo d: r - p2 exact (Sterbenz), the sign kept
+            return q, lo, 1 if t > 0.0 else (-1 if t < 0.0 else 0)
+        return q, _nudge(q, r), 0
+    q, lo = divide_with_sticky(x, d)
+    return q, lo, 0
+
+
+@numba.njit(cache=True, nogil=True)
 def divide_round_span(x: np.ndarray, s: np.ndarray, P: Params, mode: np.int64,
                       overflow: np.int64, seed: np.uint64, ubits: np.int64,
                       stochastic: bool, codes: np.ndarray, start: int, stop: int) -> None:
-    """Elements ``start <= i < stop`` of :func:`divide_round`."""
+    """Elements ``start <= i < stop`` of :func:`divide_round`; stochastic rounding from
+    the exact fraction (:func:`quotient_rest`)."""
     for i in range(start, stop):
-        q, lo = _quotient(x, s, i)
-        u = draw(seed, np.uint64(i), ubits) if stochastic else np.uint64(0)
-        codes[i] = round_pair(q, lo, P, mode, overflow, u, ubits)
+        codes[i] = _quotient_code(x, s, i, P, mode, overflow, seed, ubits, stochastic)
+
+
+@numba.njit(cache=True, nogil=True)
+def _quotient_code(x: np.ndarray, s: np.ndarray, i: int, P: Params, mode: np.int64,
+                   overflow: np.int64, seed: np.uint64, ubits: np.int64,
+                   stochastic: bool) -> np.uint64:
+    """The code of ``x[i] / s[i]`` (``s[0]`` when ``s`` has one element) in ``P``."""
+    if stochastic:
+        q, lo, rest = quotient_rest(x[i], s[0] if s.size == 1 else s[i])
+        u = draw(seed, np.uint64(i), ubits)
+        return round_pair_rest(q, lo, rest, P, mode, overflow, u, ubits)
+    q, lo = _quotient(x, s, i)
+    return round_pair(q, lo, P, mode, overflow, np.uint64(0), ubits)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -554,96 +597,34 @@ def divide_round(x: np.ndarray, s: np.ndarray, P: Params, mode: np.int64,
 
 
 @numba.njit(cache=True, nogil=True)
-def round_int(y: float, lo: float, qmin: np.int64, qmax: np.int64, inv_quantum: float,
-              mode: np.int64, u: float, trunc: float) -> np.int64:
-    """The integer ``k`` in ``[qmin, qmax]`` of the exact value ``y + lo`` (``lo`` a
-    vanishing residual: only its sign counts) rounded once onto the grid ``k * quantum``.
-
-    The steps of the integer reference (``numerics.quant._core``, module docstring), on
-    the magnitude: ``m = |y| / quantum`` (exact, a power of two), ``n = floor(m)`` and
-    ``f = m - n``; the residual's sign towards larger magnitude, ``sm``, splits a tie
-    (``f == 0.5``) and, on a grid point (``f == 0``, ``sm < 0``), steps ``n`` down with
-    the dropped part just below a whole quantum.  The sign is ``y``'s (``lo``'s at a zero
-    ``y``).  Stochastic rounding (``MODE_SR``, ``MODE_SR_EXACT``) goes up iff the draw
-    ``u`` in ``[0, 1)`` is below the dropped fraction, which is ``1 - 2**-53`` below a grid
-    point, ``2**-60`` just above one and ``f`` elsewhere, truncated to a multiple of
-    ``trunc`` (``2**-sr_bits``; 0 for ``MODE_SR_EXACT``).  An infinity saturates; every
-    magnitude saturates to ``-qmin`` or ``qmax``.  NaN gives 0 (the caller refuses it).
-
-    A nonzero ``y`` whose ``m`` underflows to zero (a quantum above 1, ``y`` below
-    ``2**-1075`` quanta) lies strictly between 0 and one quantum whatever ``lo`` says: ``m``
-    counts as ``2**-1074``.  (The numpy chain this replaced stepped such an ``m`` below the grid
-    point 0 when ``lo < 0``, giving ``-1`` quantum for a positive value toward zero.)
-    """
-    if y != y:
-        return np.int64(0)
-    sm = 1.0 if lo > 0.0 else (-1.0 if lo < 0.0 else 0.0)
-    negative = math.copysign(1.0, y) < 0.0 or (y == 0.0 and sm < 0.0)
-    if negative:
-        sm = -sm  # the sign of |exact| - |y|
-    limit = -qmin if negative else qmax
-    a = abs(y)
-    m = a * inv_quantum  # exact (a power of two) unless it overflows or underflows
-    if m == 0.0 and a > 0.0:  # strictly inside (0, 1) quanta
-        m = _TINY
-    if m >= limit + 1.0:  # (infinities too) n >= limit whatever the mode: saturated
-        k = np.int64(limit)
-    else:
-        n = np.int64(math.floor(m))
-        f = m - n
-        below = f == 0.0 and sm < 0.0 and a > 0.0  # just below the grid point n >= 1
-        if below:
-            n -= 1
-        odd = n & 1 == 1
-        if mode == MODE_RNE or mode == MODE_RNA:
-            above = f > 0.5 or (f == 0.5 and sm > 0.0) or below
-            tie = f == 0.5 and sm == 0.0
-            up = above or (tie and (mode == MODE_RNA or odd))
-        elif mode == MODE_RTZ:
-            up = False
-        elif mode == MODE_RU or mode == MODE_RD or mode == MODE_RTO:
-            inexact = f != 0.0 or sm != 0.0
-            if mode == MODE_RTO:
-                up = inexact and not odd
-            else:
-                up = inexact and negative == (mode == MODE_RD)
-        else:
-            frac = 1.0 - 2.0**-53 if below else (2.0**-60 if f == 0.0 and sm > 0.0 else f)
-            if trunc != 0.0:
-                frac = math.floor(frac / trunc) * trunc
-            up = u < frac
-        k = min(n + (1 if up else 0), np.int64(limit))
-    return -k if negative else k
-
-
-@numba.njit(cache=True, nogil=True)
-def divide_round_int_span(x: np.ndarray, s: np.ndarray, qmin: np.int64, qmax: np.int64,
-                          mask: np.int64, inv_quantum: float, mode: np.int64, seed: np.uint64,
-                          ubits: np.int64, trunc: float, codes: np.ndarray, start: int,
+def divide_round_int_span(x: np.ndarray, s: np.ndarray, P: Params, qmin: np.int64,
+                          qmax: np.int64, mask: np.int64, mode: np.int64, seed: np.uint64,
+                          ubits: np.int64, stochastic: bool, codes: np.ndarray, start: int,
                           stop: int) -> None:
     """Elements ``start <= i < stop`` of :func:`divide_round_int`."""
-    stochastic = mode == MODE_SR or mode == MODE_SR_EXACT
-    scale = math.ldexp(1.0, -ubits)
+    magnitude = np.uint64(P[MAGMASK])
     for i in range(start, stop):
-        q, lo = _quotient(x, s, i)
-        u = float(draw(seed, np.uint64(i), ubits)) * scale if stochastic else 0.0
-        k = round_int(q, lo, qmin, qmax, inv_quantum, mode, u, trunc)
+        c = _quotient_code(x, s, i, P, mode, OVERFLOW_SATURATE, seed, ubits, stochastic)
+        n = np.int64(c & magnitude)
+        k = -min(n, -qmin) if c > magnitude else min(n, qmax)
         codes[i] = np.uint8(k & mask)
 
 
-def divide_round_int(x: np.ndarray, s: np.ndarray, qmin: np.int64, qmax: np.int64,
-                     bits: np.int64, inv_quantum: float, mode: np.int64, seed: np.uint64,
-                     ubits: np.int64, trunc: float, codes: np.ndarray) -> None:
+def divide_round_int(x: np.ndarray, s: np.ndarray, P: Params, qmin: np.int64, qmax: np.int64,
+                     bits: np.int64, mode: np.int64, seed: np.uint64, ubits: np.int64,
+                     stochastic: bool, codes: np.ndarray) -> None:
     """``codes[i]`` (uint8): the ``bits``-bit two's-complement code of ``x[i] / s[i]``
     (float64, ``s[i]`` finite and positive; one ``s`` for every element when it has one
-    element) rounded once onto the integer grid ``k * quantum``, ``qmin <= k <= qmax``, by
-    :func:`round_int` from the float64 quotient and the exact sign of its remainder
-    (:func:`divide_with_sticky`), the elements on the threads.  Stochastic rounding draws
-    element ``i``'s ``ubits``-bit uniform from ``(seed, i)``.  The numpy chain this
-    replaced took about 240 ns and 106 bytes of temporaries per element."""
+    element) rounded once onto the integer grid ``k * quantum`` and clamped to ``[qmin,
+    qmax]``, the elements on the threads.  ``P`` is the grid as a float format
+    (``numerics.quant._core``: the grid points up to 255 quanta are its subnormals, so
+    the magnitude code of a rounded value is its ``|k|``), rounded into by
+    :func:`divide_round_span`'s steps: every mode, stochastic rounding from the exact
+    fraction with element ``i``'s ``ubits``-bit draw from ``(seed, i)``; an infinity
+    saturates, NaN gives 0 (the caller refuses it)."""
     mask = np.int64((1 << int(bits)) - 1)
-    spread(lambda lo, hi: divide_round_int_span(x, s, qmin, qmax, mask, inv_quantum, mode,
-                                                seed, ubits, trunc, codes, lo, hi),
+    spread(lambda lo, hi: divide_round_int_span(x, s, P, qmin, qmax, mask, mode, seed,
+                                                ubits, stochastic, codes, lo, hi),
            x.size, align=_ALIGN)
 
 

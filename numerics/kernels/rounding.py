@@ -113,6 +113,7 @@ __all__ = [
     "mode_code",
     "overflow_code",
     "round_pair",
+    "round_pair_rest",
     "round_scaled",
 ]
 
@@ -359,10 +360,14 @@ def _scaled_floor(l_abs: float, p: Int) -> tuple[np.uint64, bool]:
 @numba.njit(cache=True, nogil=True)
 def _round_magnitude(negative: bool, M: Int, E: Int, ls: Int, l_abs: float,
                      l_known: bool, P: Any, mode: Int, overflow: Int,
-                     u: Int, ubits: Int) -> Int:
+                     u: Int, ubits: Int, rest: Int = 0) -> Int:
     """Code of ``(M * 2**E + l) * (-1 if negative else 1)`` for ``M >= 1``, where the
     residual ``l`` has sign ``ls`` and, when ``l_known``, size ``l_abs``; else it is an
-    infinitesimal (a sticky bit)."""
+    infinitesimal (a sticky bit).  ``rest`` (with ``l_known`` and ``l_abs > 0``) is the
+    sign, toward the magnitude, of an infinitesimal beyond ``l``: the exact magnitude
+    is ``M * 2**E + ls * l_abs + rest * eps``."""
+    # |l| + lr * eps is the residual's exact size (lr: rest seen from |l|)
+    lr = rest if ls > 0 else -rest
     t = P[T]
     emin = P[EMIN]
     ea = E + _bit_length(M) - 1  # exponent of M * 2**E
@@ -412,7 +417,7 @@ def _round_magnitude(negative: bool, M: Int, E: Int, ls: Int, l_abs: float,
                     dist_cmp = 1
                 else:
                     h = math.ldexp(1.0, k2 - 1)
-                    dist_cmp = 1 if l_abs > h else (-1 if l_abs < h else 0)
+                    dist_cmp = 1 if l_abs > h else (-1 if l_abs < h else lr)
                 cmp = -dist_cmp if below else dist_cmp
             if cmp != 0:
                 up = cmp > 0
@@ -424,9 +429,10 @@ def _round_magnitude(negative: bool, M: Int, E: Int, ls: Int, l_abs: float,
                     f, whole = _scaled_floor(l_abs, ubits - k2)
                 else:
                     f, whole = _U64(0), False
-                ceil = f + (_U64(0) if whole else _U64(1))
+                # ceil(|l| * 2**(ubits - k2)), |l| exact: one more past a whole f
+                ceil = f + (_U64(0) if whole and lr <= 0 else _U64(1))
                 F = (_ALL64 >> _U64(64 - ubits)) - ceil + _U64(1)
-                sticky = not whole
+                sticky = not whole or lr != 0
             else:
                 s = ubits - shift
                 if s >= 0:
@@ -435,13 +441,13 @@ def _round_magnitude(negative: bool, M: Int, E: Int, ls: Int, l_abs: float,
                         f, whole = _scaled_floor(l_abs, s - E)
                     else:
                         f, whole = _U64(0), ls == 0
-                    if ls > 0:
-                        F = base + f
-                    elif ls < 0:
-                        F = base - f - (_U64(0) if whole else _U64(1))
+                    if ls > 0:  # floor(|l| * 2**(s - E)), |l| exact: one less short of f
+                        F = base + f - (_U64(1) if whole and lr < 0 else _U64(0))
+                    elif ls < 0:  # base minus the ceiling of it: one more past f
+                        F = base - f - (_U64(0) if whole and lr <= 0 else _U64(1))
                     else:
                         F = base
-                    sticky = not whole
+                    sticky = not whole or lr != 0
                 else:
                     d = -s
                     F = _shr(rem, d)
@@ -474,9 +480,40 @@ def round_pair(hi: float, lo: float, P: Any, mode: Int, overflow: Int,
     See the module docstring for the preconditions on the pair, stochastic
     rounding (``u``, ``ubits``; ignored by the other modes) and NaN.
     """
+    return round_pair_rest(hi, lo, 0, P, mode, overflow, u, ubits)
+
+
+@numba.njit(cache=True, nogil=True)
+def round_pair_rest(hi: float, lo: float, rest: Int, P: Any, mode: Int, overflow: Int,
+                    u: Int, ubits: Int) -> Int:
+    """Code of the exact value ``hi + lo + rest * eps`` (``rest`` -1, 0 or 1, ``eps``
+    an infinitesimal) rounded once into the format ``P``: :func:`round_pair` of a
+    value that a float64 pair approximates, whose residual ``lo`` is itself rounded
+    (``lo`` the nearest float64 to the exact residual, ``rest`` the sign of what is
+    left).  Stochastic rounding's fraction is then exact: every point where
+    ``floor(frac * 2**ubits)`` steps is a float64 number (a multiple of ``2**-ubits``
+    quanta, at most 53 significant bits, in range: the caller's to ensure), so it lies
+    strictly between the exact residual and its nearest float64 ``lo`` only if it is
+    ``lo`` itself, where ``rest`` decides.  (A residual given only by its sign is
+    ``lo = 0`` with ``rest``, or a :func:`round_pair` nudge.)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = format_params("binary16")  # 1 + 2**-11 + r eps: half a quantum of 2**-10
+    >>> u = np.uint64(2**63 - 1)  # up iff u < floor(frac * 2**64), just below half
+    >>> [hex(round_pair_rest(1.0, 2.0**-11, r, P, MODE_SR, OVERFLOW_IEEE, u, 64))
+    ...  for r in (-1, 0, 1)]
+    ['0x3c00', '0x3c01', '0x3c01']
+    >>> u = np.uint64(2**63)  # up iff u < frac * 2**64: only past half a quantum
+    >>> [hex(round_pair_rest(1.0, 2.0**-11, r, P, MODE_SR_EXACT, OVERFLOW_IEEE, u, 64))
+    ...  for r in (-1, 0, 1)]
+    ['0x3c00', '0x3c00', '0x3c01']
+    """
     Q = _unpack(P)
     bits: Any = f64_bits(hi)  # type: ignore[call-arg]
     if (bits & _U64(0x7FFFFFFFFFFFFFFF)) == _U64(0) and lo != 0.0:
+        # (rest stays an infinitesimal: beside lo as hi it is a sticky residual)
         hi, lo = lo, 0.0
         bits = f64_bits(hi)
     negative = (bits >> _U64(63)) != _U64(0)
@@ -493,10 +530,13 @@ def round_pair(hi: float, lo: float, P: Any, mode: Int, overflow: Int,
     if ef > 0:
         m |= _U64(1) << _U64(52)
     E = max(ef, 1) - 1075
-    ls = 0
-    if lo != 0.0:
-        ls = 1 if (lo > 0.0) != negative else -1
-    return _round_magnitude(negative, m, E, ls, abs(lo), True, Q, mode, overflow, u, ubits)
+    rest_m = -rest if negative else rest  # toward the magnitude
+    if lo == 0.0:  # a residual known by its sign alone, if any
+        return _round_magnitude(negative, m, E, rest_m, 0.0, rest == 0, Q, mode, overflow,
+                                u, ubits)
+    ls = 1 if (lo > 0.0) != negative else -1
+    return _round_magnitude(negative, m, E, ls, abs(lo), True, Q, mode, overflow, u, ubits,
+                            rest_m)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -19,10 +19,15 @@ For a target precision ``p <= 51`` every breakpoint of the rounding (representab
 midpoints) is a float64 number, so ``y`` lies on the same side of every breakpoint as
 ``yh`` nudged towards the sign of the remainder: deterministic modes give the exact rounding
 of ``y`` (see proofs/quantization_bounds.md, claim Q11).  The nudge goes to the encoder as
-``lo = sign * max(2**-80 |yh|, 2**-1074)``: it decides the deterministic modes through its
-sign, and stochastic rounding through the fraction of ``yh`` plus or minus a vanishing part of
-a quantum, so a draw truncated to ``sr_bits`` bits steps down where that fraction sits exactly
-on a multiple of ``2**-sr_bits`` and the nudge points inwards.
+``lo = sign * max(2**-80 |yh|, 2**-1074)`` and decides the deterministic modes through its
+sign.  Stochastic rounding needs more than the sign: the points where ``floor(frac *
+2**k)`` steps (``k`` random bits, up to 64) lie up to ``2**(k - 53 + p)`` of them apart
+within one float64 spacing of ``yh``.  It takes the remainder's quotient ``lo =
+fl64(r / s)`` and the sign of ``r / s - lo``
+(:func:`numerics.kernels.quant.quotient_rest`): each such point is a float64 number, so it
+separates ``y`` from ``yh + lo`` only when it is ``yh + lo`` itself, where that sign
+decides (claim Q4).  Integer elements round the same way, on their grid written as a float
+format (:func:`grid_format`).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ __all__ = [
     "decode_codes",
     "divide_codes",
     "divide_with_sticky",
+    "grid_format",
     "encode_values",
     "round_codes",
     "round_elements",
@@ -356,6 +362,36 @@ def round_codes(y: np.ndarray, fmt: Format, *, sticky: np.ndarray | None = None,
     return out.astype(fmt.code_dtype).reshape(y.shape)
 
 
+@cache
+def grid_format(quantum: float) -> Format:
+    """The grid ``k * quantum`` as a float format whose subnormals are its points up to
+    ``255 * quantum`` (8 trailing bits, ``emin - 8 = log2(quantum)``): the magnitude code of
+    a value rounded into it is ``|k|``, so integer elements round by the float formats'
+    steps (:func:`numerics.kernels.rounding.round_pair`), every mode included.
+
+    Parameters
+    ----------
+    quantum : float
+        The grid's spacing, a power of two (an :class:`IntFormat`'s ``quantum``).
+
+    Returns
+    -------
+    Format
+        The format (a 2-bit exponent, 8 trailing bits, no infinity, no NaN).
+
+    Examples
+    --------
+    >>> g = grid_format(0.5)
+    >>> g.smallest_subnormal, g.smallest_normal
+    (0.5, 128.0)
+    """
+    from numerics.formats import Infinity, NaNEncoding
+
+    e = math.frexp(quantum)[1] - 1  # quantum = 2**e, checked by IntFormat
+    return Format(name=f"grid 2**{e}", exponent_bits=2, trailing_bits=8, bias=-7 - e,
+                  infinity=Infinity.NONE, nan=NaNEncoding.NONE)
+
+
 def divide_codes(x: np.ndarray, s: np.ndarray, fmt: ElementFormat, *, rounding: str = "rne",
                  overflow: str = "saturate", rng: object = None,
                  sr_bits: int | None = None) -> np.ndarray:
@@ -364,11 +400,12 @@ def divide_codes(x: np.ndarray, s: np.ndarray, fmt: ElementFormat, *, rounding: 
 
     A float format: the codes :func:`encode_values` gives the values
     ``round_elements(*divide_with_sticky(x, s), ...)`` (NaN keeping its sign), by
-    :func:`numerics.kernels.quant.divide_round`.  An integer format: the float64 quotient
-    and the exact sign of its remainder rounded onto ``k * quantum`` and saturated to
-    ``[qmin, qmax]`` whatever ``overflow`` says, by
-    :func:`numerics.kernels.quant.round_int` (stochastic rounding compares a 53-bit
-    uniform, or an ``sr_bits``-bit one, with the dropped fraction).  The caller checks NaN
+    :func:`numerics.kernels.quant.divide_round`.  An integer format: the exact quotient
+    rounded onto ``k * quantum`` and saturated to ``[qmin, qmax]`` whatever ``overflow``
+    says, by :func:`numerics.kernels.quant.divide_round_int` (stochastic rounding
+    compares a 53-bit draw ``u`` with ``frac * 2**53``, or an ``sr_bits``-bit one with
+    ``floor(frac * 2**sr_bits)``).  Stochastic rounding uses the exact fraction ``frac``
+    of ``x / s`` (:func:`numerics.kernels.quant.quotient_rest`).  The caller checks NaN
     against a format without NaN (an integer NaN element gives code 0)."""
     from numerics.kernels import quant as kq
     from numerics.kernels.narrow import fits_one
@@ -382,11 +419,12 @@ def divide_codes(x: np.ndarray, s: np.ndarray, fmt: ElementFormat, *, rounding: 
         return out
     s = np.asarray(s, dtype=np.float64)
     divisors = s.reshape(1) if s.size == 1 else _flat(np.broadcast_to(s, x.shape))
-    if isinstance(fmt, IntFormat):
-        kq.divide_round_int(_flat(x), divisors, np.int64(fmt.qmin), np.int64(fmt.qmax),
-                            np.int64(fmt.bits), 1.0 / fmt.quantum, np.int64(mode),
-                            np.uint64(seed or 0), np.int64(53 if sr_bits is None else sr_bits),
-                            0.0 if sr_bits is None else 2.0**-sr_bits, out.reshape(-1))
+    if isinstance(fmt, IntFormat):  # (sr_bits=None: 53-bit draws, u < frac * 2**53)
+        kq.divide_round_int(_flat(x), divisors, kq.params_tuple(grid_format(fmt.quantum)),
+                            np.int64(fmt.qmin), np.int64(fmt.qmax), np.int64(fmt.bits),
+                            np.int64(mode), np.uint64(seed or 0),
+                            np.int64(53 if sr_bits is None else sr_bits), stochastic,
+                            out.reshape(-1))
         return out
     lanes = mode == MODE_RNE and fits_one(format_params(fmt))
     kq.divide_round(_flat(x), divisors, kq.params_tuple(fmt), np.int64(mode),

@@ -56,10 +56,9 @@ from numerics.quant._core import (
     as_element_format,
     check_quantize_format,
     check_signed_elements,
+    decode_codes,
     divide_codes,
-    divide_with_sticky,
     encode_values,
-    round_elements,
     scale_stream,
 )
 from numerics.quant.mx import MX_FORMATS, check_scale_mode, mx
@@ -362,10 +361,11 @@ def _quantize_blocks(xf: np.ndarray, fmt: ElementFormat, block: tuple[int, ...],
                 f"{scale_format.max!r}: every element above {limit!r} would be clipped to "
                 f"it; use a wider scale_format, or pass scale_overflow='saturate' to accept "
                 "the clipping")
-    q, st = divide_with_sticky(amax, np.full(amax.shape, emax))
     scale_rng = None if scale_rounding != "sr" or seed is None else scale_stream(seed)
-    scales = round_elements(q, scale_format, sticky=st, rounding=scale_rounding,
-                            overflow="saturate", rng=scale_rng)
+    # amax / emax rounded once (stochastic rounding from the exact fraction, claim Q4)
+    scales = decode_codes(divide_codes(amax, np.array(emax), scale_format,
+                                       rounding=scale_rounding, overflow="saturate",
+                                       rng=scale_rng), scale_format)
     tiny = scale_format.smallest_subnormal if scale_format.subnormals else \
         scale_format.smallest_normal
     scales = np.where(scales == 0, tiny, scales)
