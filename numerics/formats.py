@@ -171,7 +171,7 @@ class Format:
             raise TypeError(f"Got aliases={self.aliases!r}, but it must be a tuple of "
                             "non-empty names (a str alone is one name: write (name,))")
         object.__setattr__(self, "aliases", tuple(self.aliases))
-        if self.max_finite_code < 1:
+        if self.max_finite_code < 1 and self.subnormals:  # (without, code 0 is 2**emin)
             raise ValueError(f"format {self.name!r} has no finite non-zero value")
         if self.emin > self.emax:
             raise ValueError(
@@ -181,8 +181,9 @@ class Format:
         # The emin bound keeps every finite value a normal or subnormal float64.
         if self.emax > 1023 or self.emin - self.trailing_bits < -1074:
             raise ValueError(
-                f"format {self.name!r} has exponent range [{self.emin}, {self.emax}], "
-                "outside binary64's; the largest supported range is binary64's"
+                f"Got bias={self.bias!r}: format {self.name!r} would have the exponent range "
+                f"[{self.emin}, {self.emax}] and quantum 2**{self.emin - self.trailing_bits}, "
+                "outside binary64's (exponents [-1022, 1023], quantum down to 2**-1074)"
             )
 
     def __hash__(self) -> int:

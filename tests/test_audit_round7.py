@@ -297,3 +297,42 @@ def test_Q4_scale_sr_uses_the_exact_fraction() -> None:
         t = math.floor(y)
         up = sr_stream.draw(scale_stream(seed), j, 64) < (y - t) * 2**64
         assert scales[j] == t + up, (j, float(y))
+
+
+# ------------------------------------------------------------ user formats
+_ONE_MAGNITUDE = [
+    dict(name="x", exponent_bits=1, trailing_bits=0, bias=0, infinity="TOP", nan="NONE"),
+    dict(name="u", exponent_bits=1, trailing_bits=0, bias=0, signed=False, infinity="NONE",
+         nan="TOP"),
+    dict(name="z", exponent_bits=1, trailing_bits=0, bias=-2, infinity="TOP", nan="NONE"),
+]
+
+
+@pytest.mark.parametrize("kw", _ONE_MAGNITUDE, ids=lambda kw: kw["name"])
+def test_a_format_without_zero_of_one_magnitude_is_a_format(kw: dict) -> None:
+    """Without subnormals code 0 is ``2**emin``, a finite value: such a format was refused
+    as having "no finite non-zero value".  It is checked here against the exact
+    references as every user format is (codes, every mode, next_up/down, ops)."""
+    import test_user_formats
+
+    from numerics import Format
+    from numerics.formats import Infinity, NaNEncoding
+
+    fmt = Format(**{**kw, "infinity": Infinity[kw["infinity"]], "nan": NaNEncoding[kw["nan"]],
+                    "subnormals": False})
+    assert fmt.max == fmt.smallest_normal == 2.0 ** -kw["bias"]  # exponent field 0
+    for seed in range(2):
+        test_user_formats.test_user_format_against_the_references.hypothesis.inner_test(
+            fmt=fmt, seed=seed)
+
+
+def test_a_format_with_zero_alone_is_refused_and_a_bad_bias_named() -> None:
+    from numerics import Format
+    from numerics.formats import Infinity, NaNEncoding
+
+    with pytest.raises(ValueError, match="has no finite non-zero value"):
+        Format(name="w", exponent_bits=1, trailing_bits=0, bias=0, infinity=Infinity.TOP,
+               nan=NaNEncoding.NONE)
+    with pytest.raises(ValueError, match=r"Got bias=2000: format 'b' would have the "
+                                         r"exponent range \[-1999, -1986\]"):
+        Format(name="b", exponent_bits=4, trailing_bits=3, bias=2000)
