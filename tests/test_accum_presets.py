@@ -77,7 +77,7 @@ def test_bad_accumulator_is_named() -> None:
         accum.gemm(np.ones((1, 2)), np.ones((2, 1)), input_format="bf16", accumulator="h100")
     with pytest.raises(ValueError, match="accumulator=3"):
         accum.gemm(np.ones((1, 2)), np.ones((2, 1)), input_format="bf16",
-                   accumulator=3)  # type: ignore[arg-type]
+                   accumulator=3)
 
 
 def test_preset_promote_every_is_used() -> None:

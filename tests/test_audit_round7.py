@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -149,7 +150,7 @@ def test_quantize_scaling_default_is_per_tensor() -> None:
 
 
 @pytest.mark.parametrize("bits", [np.uint8(8), np.uint64(8), np.int16(8)])
-def test_quantize_sr_bits_as_a_numpy_integer(bits: object) -> None:
+def test_quantize_sr_bits_as_a_numpy_integer(bits: int) -> None:
     """``2.0**-sr_bits`` wrapped for a numpy unsigned ``sr_bits`` (``-np.uint8(8)`` is
     248): the dropped fraction truncated to 0 and integer elements never rounded up."""
     x = np.array([127.0] + [0.5] * 4000)  # scale 1: every other element half a quantum
@@ -185,7 +186,7 @@ def test_a_running_sum_in_another_order_is_described_as_one() -> None:
     tree of depth 63", hiding that it keeps one running sum."""
     from numerics.probe.order import describe_tree
 
-    tree: object = (0, 1)
+    tree: Any = (0, 1)
     for i in range(2, 64, 2):
         tree = ((tree, i + 1), i)
     assert describe_tree(tree) == "sequential in the order 0, 1, 3, 2, 5, 4, 7, 6, ..."
@@ -322,8 +323,8 @@ def test_a_format_without_zero_of_one_magnitude_is_a_format(kw: dict) -> None:
                     "subnormals": False})
     assert fmt.max == fmt.smallest_normal == 2.0 ** -kw["bias"]  # exponent field 0
     for seed in range(2):
-        test_user_formats.test_user_format_against_the_references.hypothesis.inner_test(
-            fmt=fmt, seed=seed)
+        inner = test_user_formats.test_user_format_against_the_references.hypothesis  # type: ignore[attr-defined]
+        inner.inner_test(fmt=fmt, seed=seed)
 
 
 def test_a_format_with_zero_alone_is_refused_and_a_bad_bias_named() -> None:

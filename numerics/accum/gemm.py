@@ -156,9 +156,9 @@ def gemm(
     B: Any,
     C: Any = None,
     *,
-    input_format: Format | str | None = None,
-    accumulator: TensorCorePreset | Format | str,
-    output_format: Format | str = "binary32",
+    input_format: Any = None,
+    accumulator: Any,
+    output_format: Any = "binary32",
     promote_every: int | None = None,
 ) -> np.ndarray:
     """Emulate ``C + A @ B`` with a given accumulation (see the module docstring).

@@ -604,7 +604,7 @@ def divide_round_int_span(x: np.ndarray, s: np.ndarray, P: Params, qmin: np.int6
     """Elements ``start <= i < stop`` of :func:`divide_round_int`."""
     magnitude = np.uint64(P[MAGMASK])
     for i in range(start, stop):
-        c = _quotient_code(x, s, i, P, mode, OVERFLOW_SATURATE, seed, ubits, stochastic)
+        c = _quotient_code(x, s, i, P, mode, _SAT, seed, ubits, stochastic)
         n = np.int64(c & magnitude)
         k = -min(n, -qmin) if c > magnitude else min(n, qmax)
         codes[i] = np.uint8(k & mask)

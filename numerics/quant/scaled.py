@@ -47,6 +47,8 @@ format's NaN, and raises ValueError for formats without NaN (fp6, fp4, int).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from numerics.formats import Format, as_format
@@ -82,7 +84,7 @@ _SCALE_OVERFLOWS = ("raise", "saturate")
 # ---------------------------------------------------------------------------------------------
 # quantize
 # ---------------------------------------------------------------------------------------------
-def quantize(x: object, element_format: str | ElementFormat, *, scaling: str | None = None,
+def quantize(x: object, element_format: Any, *, scaling: str | None = None,
              axis: int = -1, block_size: int | tuple[int, ...] | None = None,
              scale_format: str | Format | None = None, scale_rounding: str | None = None,
              rounding: str = "rne", overflow: str = "saturate", rng: object = None,
