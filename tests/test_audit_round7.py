@@ -337,3 +337,81 @@ def test_a_format_with_zero_alone_is_refused_and_a_bad_bias_named() -> None:
     with pytest.raises(ValueError, match=r"Got bias=2000: format 'b' would have the "
                                          r"exponent range \[-1999, -1986\]"):
         Format(name="b", exponent_bits=4, trailing_bits=3, bias=2000)
+
+
+# ------------------------------------------------------------ the testing toolkit
+def test_TOL3_bound_is_infinite_where_the_work_value_may_overflow() -> None:
+    """TOL3: the cast sees the work value, up to ``(1 + g)|y|``: 23 * 2848 = 65504 is
+    binary16's max, but its bfloat16 rounding, 65536, overflows the cast to binary16 (a
+    correct kernel broke the finite bound the check on ``|y|`` alone gave)."""
+    from numerics.testing import elementwise_bound
+
+    work = (np.float32(23.0) * np.float32(2848.0)).astype(ml_dtypes.bfloat16)
+    with np.errstate(over="ignore"):
+        got = float(work.astype(np.float16))
+    assert got == np.inf
+    b = elementwise_bound([65504.0], "binary16", work_roundings=1, work_fmt="bfloat16")
+    assert b.tolist() == [np.inf]  # nothing finite promised where the cast may overflow
+    # far from max the bound stays finite
+    assert np.isfinite(elementwise_bound([60000.0], "binary16", work_roundings=1,
+                                         work_fmt="bfloat16")).all()
+
+
+def test_the_histogram_bins_a_distance_by_its_exact_value() -> None:
+    """0.5 + 1.28e-38 ulp failed max_ulp=0.5 but was counted in the bin (0, 0.5]."""
+    from fractions import Fraction
+
+    from numerics.testing import assert_ulp_close
+
+    ref = np.array([Fraction(1) + Fraction(1, 256) + Fraction(1, 10**40)], dtype=object)
+    with pytest.raises(AssertionError) as info:
+        assert_ulp_close(np.array([1.0]).astype(ml_dtypes.bfloat16), ref, fmt="bfloat16",
+                         max_ulp=0.5)
+    hist = str(info.value).split("ulp distances over all 1 elements:")[1]
+    assert "(0.5, 1]  1" in hist and "(0, 0.5]" not in hist
+
+
+@pytest.mark.parametrize("element", [
+    "1.5", True, 2**64 - 1, "fraction", "tie",
+])
+def test_arrays_refuse_elements_float64_would_round(element: object) -> None:
+    """Elements that are not floats were rounded through float64 before the format's
+    check: a Fraction a hair above 1 came out as 1, an exact tie as a value."""
+    from fractions import Fraction
+
+    import hypothesis.strategies as st
+    from hypothesis import find
+    from hypothesis.errors import InvalidArgument
+
+    from numerics.testing import strategies as ns
+
+    elements = {"fraction": st.just(Fraction(1) + Fraction(1, 2**60)),
+                "tie": ns.ties("binary64", exact=True)}.get(str(element), st.just(element))
+    with pytest.raises(InvalidArgument, match="Got an element"):
+        find(ns.arrays("bfloat16" if element != "tie" else "binary64", 2, elements=elements),
+             lambda a: True)
+
+
+def test_arrays_take_exact_non_floats_and_numpy_int_shapes() -> None:
+    from fractions import Fraction
+
+    import hypothesis.strategies as st
+    from hypothesis import find
+
+    from numerics.testing import strategies as ns
+
+    a = find(ns.arrays("bfloat16", np.int64(3), elements=st.just(Fraction(3, 2))),
+             lambda a: True)
+    assert a.shape == (3,) and a.tolist() == [1.5] * 3
+    assert find(ns.code_arrays("e4m3fn", (np.int32(2), 2)), lambda a: True).shape == (2, 2)
+
+
+def test_a_torch_bool_tensor_is_refused_as_a_numpy_one() -> None:
+    torch = pytest.importorskip("torch")
+    from numerics.testing import assert_ulp_close, assert_within_bound
+
+    for call in (lambda: assert_ulp_close(torch.tensor([True]), [1.0], fmt="binary32"),
+                 lambda: assert_within_bound(torch.tensor([True]), [1.0], [0.0]),
+                 lambda: assert_ulp_close(np.array([True]), [1.0], fmt="binary32")):
+        with pytest.raises(TypeError, match="Got actual of dtype bool"):
+            call()

@@ -45,14 +45,15 @@ def as_array(x: object, name: str, *, exact: bool = False) -> np.ndarray:
 
     Raises TypeError for what cannot be compared, ValueError for ragged lists.
     """
-    if is_torch_tensor(x):
-        return torch_values(x, name)
     if x is None or isinstance(x, (str, bytes, complex, np.complexfloating, dict, set)):
         raise TypeError(f"Got {name}={x!r}, but it must be {_ACCEPTED}")
-    refuse_masked(x, name)
-    if isinstance(x, np.ndarray):
+    if is_torch_tensor(x):
+        arr = torch_values(x, name)  # (its dtype checked below, as a numpy array's)
+    elif isinstance(x, np.ndarray):
+        refuse_masked(x, name)
         arr = x
     else:
+        refuse_masked(x, name)
         try:
             # a list mixing big ints with floats, or holding bools, stays exact (objects)
             arr = as_exact_array(x)

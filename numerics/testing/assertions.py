@@ -156,7 +156,8 @@ def _read_pair(actual: Any, desired: Any, fmt: Format | str | None, *, real_ok: 
 # --------------------------------------------------------------------------- distances
 def ulp_distances(actual: Any, desired: Any, *, fmt: Format | str | None = None,
                   signed_zeros: bool = False) -> np.ndarray:
-    """Exact ULP distances in ``fmt`` as uint64 (NaN against anything: ``2**64 - 1``).
+    """Exact ULP distances in ``fmt`` as uint64 (NaN against a number: ``2**64 - 1``; NaN
+    against NaN: 0).
 
     Both arguments must hold values of ``fmt``; an infinity counts as one step
     beyond ``max``.
@@ -306,10 +307,7 @@ class _Comparison:
     def _exactly(self, over: np.ndarray, max_ulp: int | float) -> np.ndarray:
         """``over`` decided again in Fractions where the reference's frac is rounded
         (a Fraction reference within 2**-53 of a step of the bound, e.g. a near tie)."""
-        if self.d.index is None:
-            return over
-        exact = self.d.exact_frac
-        flagged = np.flatnonzero(np.isin(self.d.index, list(exact)))
+        flagged = self.rounded()
         if not flagged.size:
             return over
         over = over.copy()
@@ -317,6 +315,12 @@ class _Comparison:
         for k in flagged.tolist():
             over.flat[k] = self.exact_dist(int(k)) > bound  # type: ignore[operator]
         return over
+
+    def rounded(self) -> np.ndarray:
+        """Flat positions whose float64 distance is rounded (a Fraction reference)."""
+        if self.d.index is None or not self.d.exact_frac:
+            return np.zeros(0, np.intp)
+        return np.flatnonzero(np.isin(self.d.index, list(self.d.exact_frac)))
 
     def exact_value(self, k: int) -> Fraction | None:
         """The exact reference of flat element ``k`` where its float64 is rounded, else
@@ -441,8 +445,12 @@ class _Report:
         # the histogram of every element
         zero_pair = c.zero_pair.ravel() & (label == _NONE)
         numeric = (label == _NONE) & ~zero_pair
-        self.bins += np.bincount(np.searchsorted(_EDGES, c.dist.ravel()[numeric],
-                                                 side="left"), minlength=_EDGES.size + 1)
+        bins = np.searchsorted(_EDGES, c.dist.ravel(), side="left")
+        for k in c.rounded().tolist():  # a hair past an edge its float64 distance is on
+            e = c.exact_dist(k)
+            if e is not None and bins[k] < _EDGES.size and e > Fraction(_EDGES[bins[k]]):
+                bins[k] += 1
+        self.bins += np.bincount(bins[numeric], minlength=_EDGES.size + 1)
         for steps in (0, 1):
             self.zero_pairs[steps] += int((zero_pair & (c.idist.ravel() == steps)).sum())
         counts = np.bincount(label, minlength=len(_LABELS) + 1)

@@ -48,8 +48,10 @@ from __future__ import annotations
 import bisect
 import functools
 import math
+import numbers
 import weakref
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, ParamSpec, TypeVar
 
@@ -881,10 +883,11 @@ ShapeArg = (int | tuple[int, ...] | list[int] | st.SearchStrategy[int]
             | st.SearchStrategy[tuple[int, ...]])
 
 
-def _check_shape(shape: object) -> None:
-    """Fixed shapes are checked up front: non-negative ints, at most MAX_ARRAY_SIZE elements."""
+def _check_shape(shape: Any) -> Any:
+    """Fixed shapes are checked up front: non-negative ints, at most MAX_ARRAY_SIZE elements;
+    returned as hypothesis takes them (Python ints: a numpy int is not iterable to it)."""
     if isinstance(shape, st.SearchStrategy):
-        return
+        return shape
     dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
     # (a list too, as hypothesis.extra.numpy.arrays takes one)
     if (not isinstance(dims, (tuple, list)) or any(isinstance(d, bool)
@@ -896,6 +899,25 @@ def _check_shape(shape: object) -> None:
     if size > MAX_ARRAY_SIZE:
         raise InvalidArgument(f"Got {shape=} ({size} elements), but arrays draws at most "
                               f"MAX_ARRAY_SIZE = {MAX_ARRAY_SIZE} elements")
+    return int(shape) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in dims)
+
+
+def _check_element(v: object, f: Format) -> None:
+    """InvalidArgument unless ``v``, drawn by an ``elements`` strategy, is a real number
+    whose float64 is its exact value (a Fraction, Decimal or int that float64 would round,
+    a string, a bool: named, never rounded; the format checks the float64 next)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, Decimal)):
+        raise InvalidArgument(f"Got an element {v!r} from elements, but elements of "
+                              f"{f.name} arrays must be real numbers (floats)")
+    if isinstance(v, (float, np.floating)) or (isinstance(v, Decimal) and not v.is_finite()):
+        return
+    try:
+        x = float(v)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x) or Fraction(v) != Fraction(x):
+        raise InvalidArgument(f"Got an element {v!r} from elements, but it is not "
+                              f"representable in {f.name}")
 
 
 class _Pack:
@@ -910,8 +932,14 @@ class _Pack:
         return self.name
 
     def __call__(self, a: np.ndarray) -> np.ndarray:
-        as64 = (a if a.dtype == np.float64
-                else np.array(a.tolist(), dtype=np.float64).reshape(a.shape))
+        if a.dtype == np.float64:
+            as64 = a
+        else:
+            items = a.ravel().tolist()
+            if not all(type(v) is float for v in items):  # (the common case: no check)
+                for v in items:
+                    _check_element(v, self.f)
+            as64 = np.array(items, dtype=np.float64).reshape(a.shape)
         codes, ok = values_to_codes(as64, self.f)
         if not ok.all():
             bad = float(as64.ravel()[int(np.argmin(ok.ravel()))])
@@ -979,8 +1007,7 @@ def arrays(
     """
     f = _format_arg(fmt)
     _check_bool(unique, "unique")
-    _check_shape(shape)
-    shape = tuple(shape) if isinstance(shape, list) else shape
+    shape = _check_shape(shape)
     if elements is None:
         elements = values(f)
     elif not isinstance(elements, st.SearchStrategy):
@@ -1032,8 +1059,7 @@ def code_arrays(
     """
     f = _format_arg(fmt)
     _check_bool(view, "view")
-    _check_shape(shape)
-    shape = tuple(shape) if isinstance(shape, list) else shape
+    shape = _check_shape(shape)
     if elements is None:
         elements = codes(f)
     elif not isinstance(elements, st.SearchStrategy):

@@ -168,8 +168,8 @@ def elementwise_bound(
     by ``(1 + delta)**rho`` with ``|rho| <= 1`` (products, quotients, square
     roots, sums of same-signed terms), none underflows in the work format,
     and nothing overflows.  ``work_roundings=0`` is a plain (scaled) cast: TOL1/TOL2.
-    Where ``|y| / s`` exceeds ``fmt``'s largest finite value (or ``|y|`` the work
-    format's), the cast may overflow and the bound is ``inf``: nothing finite is
+    Where ``(1 + g) |y| / s`` exceeds ``fmt``'s largest finite value (or ``(1 + g) |y|``
+    the work format's), the cast may overflow and the bound is ``inf``: nothing finite is
     promised there.
 
     Parameters
@@ -218,7 +218,9 @@ def elementwise_bound(
     u = unit_roundoff(f, rounding)
     with np.errstate(over="ignore", invalid="ignore"):
         out = ((g + u * (1 + g)) * y + eta(f, rounding) * s) * _INFLATE
-        over = (y / s > f.max) | ((y > w.max) if work_roundings else False)
+        # the cast sees the work value, up to (1 + g) |y|: past max it may overflow
+        top = y * (1 + g)
+        over = (top / s > f.max) | ((top > w.max) if work_roundings else False)
     return np.where(np.isnan(out) | over, np.inf, out)
 
 
