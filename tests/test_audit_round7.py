@@ -400,8 +400,8 @@ def test_arrays_take_exact_non_floats_and_numpy_int_shapes() -> None:
 
     from numerics.testing import strategies as ns
 
-    a = find(ns.arrays("bfloat16", np.int64(3), elements=st.just(Fraction(3, 2))),
-             lambda a: True)
+    elements: Any = st.just(Fraction(3, 2))
+    a = find(ns.arrays("bfloat16", np.int64(3), elements=elements), lambda a: True)
     assert a.shape == (3,) and a.tolist() == [1.5] * 3
     assert find(ns.code_arrays("e4m3fn", (np.int32(2), 2)), lambda a: True).shape == (2, 2)
 

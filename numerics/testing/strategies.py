@@ -53,7 +53,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 import numpy as np
 
@@ -915,7 +915,7 @@ def _check_element(v: object, f: Format) -> None:
         x = float(v)
     except OverflowError:
         x = math.inf
-    if not math.isfinite(x) or Fraction(v) != Fraction(x):
+    if not math.isfinite(x) or Fraction(cast(Any, v)) != Fraction(x):
         raise InvalidArgument(f"Got an element {v!r} from elements, but it is not "
                               f"representable in {f.name}")
 
@@ -1007,7 +1007,7 @@ def arrays(
     """
     f = _format_arg(fmt)
     _check_bool(unique, "unique")
-    shape = _check_shape(shape)
+    dims = _check_shape(shape)
     if elements is None:
         elements = values(f)
     elif not isinstance(elements, st.SearchStrategy):
@@ -1020,7 +1020,7 @@ def arrays(
             fill = fill.for_fill()
     elif not isinstance(fill, st.SearchStrategy):
         raise InvalidArgument(f"Got {fill=}, but it must be a hypothesis strategy or None")
-    base = hnp.arrays(object, shape, elements=elements, fill=fill, unique=unique)
+    base = hnp.arrays(object, dims, elements=elements, fill=fill, unique=unique)
     return _Printed(base, _Pack(f))
 
 
@@ -1059,7 +1059,7 @@ def code_arrays(
     """
     f = _format_arg(fmt)
     _check_bool(view, "view")
-    shape = _check_shape(shape)
+    dims = _check_shape(shape)
     if elements is None:
         elements = codes(f)
     elif not isinstance(elements, st.SearchStrategy):
@@ -1068,9 +1068,9 @@ def code_arrays(
         elements = elements.map(_CodeOf(f))
     dtype = native_dtype(f)
     if not view or dtype is None:
-        return hnp.arrays(f.code_dtype, shape, elements=elements, fill=elements)
+        return hnp.arrays(f.code_dtype, dims, elements=elements, fill=elements)
     width = np.dtype({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize])
-    return _Printed(hnp.arrays(width, shape, elements=elements, fill=elements), _ViewAs(dtype))
+    return _Printed(hnp.arrays(width, dims, elements=elements, fill=elements), _ViewAs(dtype))
 
 
 class _CodeOf:
