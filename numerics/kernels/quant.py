@@ -600,11 +600,17 @@ def divide_round(x: np.ndarray, s: np.ndarray, P: Params, mode: np.int64,
 def divide_round_int_span(x: np.ndarray, s: np.ndarray, P: Params, qmin: np.int64,
                           qmax: np.int64, mask: np.int64, mode: np.int64, seed: np.uint64,
                           ubits: np.int64, stochastic: bool, codes: np.ndarray, start: int,
-                          stop: int) -> None:
-    """Elements ``start <= i < stop`` of :func:`divide_round_int`."""
+                          stop: int, lanes: bool = False) -> None:
+    """Elements ``start <= i < stop`` of :func:`divide_round_int`; ``lanes`` as for
+    :func:`divide_round` (nearest-even, the grid's format taken by ``fits_one``)."""
     magnitude = np.uint64(P[MAGMASK])
+    C = rne_constants(P, True)
     for i in range(start, stop):
-        c = _quotient_code(x, s, i, P, mode, _SAT, seed, ubits, stochastic)
+        if lanes:
+            q, lo = _quotient(x, s, i)
+            c = np.uint64(rne_code_pair(q, lo, C))
+        else:
+            c = _quotient_code(x, s, i, P, mode, _SAT, seed, ubits, stochastic)
         n = np.int64(c & magnitude)
         k = -min(n, -qmin) if c > magnitude else min(n, qmax)
         codes[i] = np.uint8(k & mask)
@@ -612,7 +618,7 @@ def divide_round_int_span(x: np.ndarray, s: np.ndarray, P: Params, qmin: np.int6
 
 def divide_round_int(x: np.ndarray, s: np.ndarray, P: Params, qmin: np.int64, qmax: np.int64,
                      bits: np.int64, mode: np.int64, seed: np.uint64, ubits: np.int64,
-                     stochastic: bool, codes: np.ndarray) -> None:
+                     stochastic: bool, codes: np.ndarray, lanes: bool = False) -> None:
     """``codes[i]`` (uint8): the ``bits``-bit two's-complement code of ``x[i] / s[i]``
     (float64, ``s[i]`` finite and positive; one ``s`` for every element when it has one
     element) rounded once onto the integer grid ``k * quantum`` and clamped to ``[qmin,
@@ -624,7 +630,7 @@ def divide_round_int(x: np.ndarray, s: np.ndarray, P: Params, qmin: np.int64, qm
     saturates, NaN gives 0 (the caller refuses it)."""
     mask = np.int64((1 << int(bits)) - 1)
     spread(lambda lo, hi: divide_round_int_span(x, s, P, qmin, qmax, mask, mode, seed,
-                                                ubits, stochastic, codes, lo, hi),
+                                                ubits, stochastic, codes, lo, hi, lanes),
            x.size, align=_ALIGN)
 
 

@@ -420,11 +420,12 @@ def divide_codes(x: np.ndarray, s: np.ndarray, fmt: ElementFormat, *, rounding: 
     s = np.asarray(s, dtype=np.float64)
     divisors = s.reshape(1) if s.size == 1 else _flat(np.broadcast_to(s, x.shape))
     if isinstance(fmt, IntFormat):  # (sr_bits=None: 53-bit draws, u < frac * 2**53)
-        kq.divide_round_int(_flat(x), divisors, kq.params_tuple(grid_format(fmt.quantum)),
-                            np.int64(fmt.qmin), np.int64(fmt.qmax), np.int64(fmt.bits),
-                            np.int64(mode), np.uint64(seed or 0),
-                            np.int64(53 if sr_bits is None else sr_bits), stochastic,
-                            out.reshape(-1))
+        grid = grid_format(fmt.quantum)
+        kq.divide_round_int(_flat(x), divisors, kq.params_tuple(grid), np.int64(fmt.qmin),
+                            np.int64(fmt.qmax), np.int64(fmt.bits), np.int64(mode),
+                            np.uint64(seed or 0), np.int64(53 if sr_bits is None else sr_bits),
+                            stochastic, out.reshape(-1),
+                            mode == MODE_RNE and fits_one(format_params(grid)))
         return out
     lanes = mode == MODE_RNE and fits_one(format_params(fmt))
     kq.divide_round(_flat(x), divisors, kq.params_tuple(fmt), np.int64(mode),
