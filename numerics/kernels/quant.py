@@ -370,14 +370,22 @@ def _divide_by_split(x: float, s: float, sh: float, sl: float) -> tuple[float, f
     where neither TwoProduct nor the remainder can over- or underflow (``2**-900 <= |x|,
     |q|, s <= 2**900``) the remainder ``(x - q s)`` is computed directly (``x - p`` is exact
     by Sterbenz, and the remainder of a correctly rounded quotient is a float64)."""
+    q, r, ok = _remainder(x, s, sh, sl)
+    return (q, _nudge(q, r)) if ok else divide_with_sticky(x, s)
+
+
+@numba.njit(cache=True, nogil=True)
+def _remainder(x: float, s: float, sh: float, sl: float) -> tuple[float, float, bool]:
+    """``(q, r, True)``: ``q = fl64(x / s)`` and its exact remainder ``r = x - q s`` (``x - p``
+    is exact by Sterbenz, and the remainder of a correctly rounded quotient is a float64),
+    where neither TwoProduct nor the remainder can over- or underflow (``2**-900 <= |x|,
+    |q|, s <= 2**900``); ``(q, 0, False)`` elsewhere."""
     q = x / s
-    ax = abs(x)
-    aq = abs(q)
-    if 1.2e-271 <= ax <= 8.4e270 and 1.2e-271 <= aq <= 8.4e270 \
+    if 1.2e-271 <= abs(x) <= 8.4e270 and 1.2e-271 <= abs(q) <= 8.4e270 \
             and 1.2e-271 <= s <= 8.4e270:  # (beyond, the caller's split of s overflows)
         p, err = _two_prod(q, s, sh, sl)
-        return q, _nudge(q, (x - p) - err)
-    return divide_with_sticky(x, s)
+        return q, (x - p) - err, True
+    return q, 0.0, False
 
 
 @numba.njit(cache=True, nogil=True)
@@ -518,22 +526,19 @@ def quotient_rest(x: float, d: float) -> tuple[float, float, int]:
     >>> Fraction(1, 3) - Fraction(q) - Fraction(lo) > 0, rest
     (True, 1)
     """
-    q = x / d
-    if 1.2e-271 <= abs(x) <= 8.4e270 and 1.2e-271 <= abs(q) <= 8.4e270 \
-            and 1.2e-271 <= d <= 8.4e270:
-        dh, dl = _split(d)
-        p, err = _two_prod(q, d, dh, dl)
-        r = (x - p) - err  # exact (see _divide_by_split)
-        if r == 0.0:
-            return q, 0.0, 0
-        lo = r / d
-        if abs(r) >= 1.1e-289 and abs(lo) >= 2.3e-308:  # (2**-960; lo a normal number)
-            p2, e2 = _two_prod(lo, d, dh, dl)
-            t = (r - p2) - e2  # r - lo d: r - p2 exact (Sterbenz), the sign kept
-            return q, lo, 1 if t > 0.0 else (-1 if t < 0.0 else 0)
-        return q, _nudge(q, r), 0
-    q, lo = divide_with_sticky(x, d)
-    return q, lo, 0
+    dh, dl = _split(d)
+    q, r, ok = _remainder(x, d, dh, dl)
+    if not ok:
+        q, lo = divide_with_sticky(x, d)
+        return q, lo, 0
+    if r == 0.0:
+        return q, 0.0, 0
+    lo = r / d
+    if abs(r) >= 1.1e-289 and abs(lo) >= 2.3e-308:  # (2**-960; lo a normal number)
+        p2, e2 = _two_prod(lo, d, dh, dl)
+        t = (r - p2) - e2  # r - lo d: r - p2 exact (Sterbenz), the sign kept
+        return q, lo, 1 if t > 0.0 else (-1 if t < 0.0 else 0)
+    return q, _nudge(q, r), 0
 
 
 @numba.njit(cache=True, nogil=True)
