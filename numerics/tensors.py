@@ -54,6 +54,8 @@ __all__ = [
     "parse_json",
     "read_npy",
     "safetensors_entries",
+    "safetensors_packed",
+    "unpack_nibbles",
 ]
 
 #: safetensors dtype strings and the numpy dtypes (or ml_dtypes type names) their bytes are.
@@ -71,6 +73,10 @@ _SAFETENSORS: dict[str, np.dtype | str] = {
     "U64": np.dtype("<u8"), "U32": np.dtype("<u4"), "U16": np.dtype("<u2"), "U8": np.dtype("u1"),
     "BOOL": np.dtype("?"),
 }
+#: safetensors dtype strings of elements narrower than a byte, packed two to a byte with
+#: the first element in the low four bits (torch's ``float4_e2m1fn_x2``): each is read
+#: unpacked, one element per byte, as the ml_dtypes type named.
+_PACKED: dict[str, str] = {"F4": "float4_e2m1fn"}
 _SUFFIXES = (".npy", ".npz", ".safetensors")
 _MAX_HEADER = 100 * 2**20
 
@@ -80,8 +86,9 @@ if TYPE_CHECKING:
 
 
 def _safetensors_dtype(code: str) -> np.dtype:
-    """The numpy dtype of safetensors dtype string ``code`` (a key of ``_SAFETENSORS``)."""
-    dtype = _SAFETENSORS[code]
+    """The numpy dtype of safetensors dtype string ``code`` (a key of ``_SAFETENSORS``, or of
+    ``_PACKED``: the type of one element unpacked)."""
+    dtype = _PACKED.get(code) or _SAFETENSORS[code]
     if isinstance(dtype, str):
         import ml_dtypes
 
@@ -402,6 +409,59 @@ def parse_json(text: str | bytes, what: str) -> Any:
         raise TensorFileError(f"{what} is not JSON: {err}") from None
     except RecursionError:
         raise TensorFileError(f"{what} is not readable JSON: it nests too deeply") from None
+
+
+def safetensors_packed(code: str) -> bool:
+    """Whether a safetensors dtype string names elements packed two to a byte (``"F4"``).
+
+    Parameters
+    ----------
+    code : str
+        The dtype string of a header entry.
+
+    Returns
+    -------
+    bool
+        True for the packed 4-bit dtypes, whose entries :func:`safetensors_entries` gives
+        with the dtype of one unpacked element (read them through :func:`unpack_nibbles`).
+
+    Examples
+    --------
+    >>> safetensors_packed("F4"), safetensors_packed("F8_E4M3")
+    (True, False)
+    """
+    return code in _PACKED
+
+
+def unpack_nibbles(packed: np.ndarray, first: int, count: int) -> np.ndarray:
+    """Elements ``first .. first + count - 1`` of 4-bit codes packed two to a byte, the
+    first of each pair in the low four bits (safetensors' ``F4``, torch's
+    ``float4_e2m1fn_x2``), one code per byte.
+
+    Parameters
+    ----------
+    packed : numpy.ndarray of uint8
+        The bytes, from the one holding element ``first``.
+    first : int
+        0 or 1: the nibble of ``packed[0]`` that holds the first element wanted.
+    count : int
+        How many elements; ``packed`` holds at least ``(first + count + 1) // 2`` bytes.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        ``count`` codes, each below 16.
+
+    Examples
+    --------
+    >>> [hex(c) for c in unpack_nibbles(np.array([0x21, 0x43], np.uint8), 1, 3)]
+    ['0x2', '0x3', '0x4']
+    """
+    b = np.asarray(packed, np.uint8)[:(first + count + 1) // 2]
+    out = np.empty(2 * b.size, np.uint8)
+    np.bitwise_and(b, 0x0F, out=out[0::2])
+    np.right_shift(b, 4, out=out[1::2])
+    return out[first:first + count]
 
 
 def _safetensors_header(path: str) -> tuple[dict[str, Any], int]:
@@ -754,14 +814,28 @@ def _load_raw(path: str, key: str | None) -> tuple[str, np.ndarray, str]:
         name = _pick_key(path, keys, key)
         arr = read_npz_member(path, name)
         return name, arr, arr.dtype.str
-    entries = safetensors_entries(path)
-    name = _pick_key(path, sorted(entries), key)
+    others: dict[str, str] = {}
+    entries = safetensors_entries(path, unsupported=others)
+    name = _pick_key(path, sorted([*entries, *others]), key)
+    if name in others:
+        raise _unsupported(name, path, others[name])
     dtype_code, dtype, shape, offset = entries[name]
-    if int(np.prod(shape, dtype=np.int64)) == 0:
+    count = math.prod(shape)
+    if count == 0:
         arr = np.empty(shape, dtype)
+    elif safetensors_packed(dtype_code):  # (unpacked into memory: a byte per element)
+        packed = np.memmap(path, dtype=np.uint8, mode="r", offset=offset,
+                           shape=((count + 1) // 2,))
+        arr = unpack_nibbles(packed, 0, count).view(dtype).reshape(shape)
     else:
         arr = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
     return name, arr, dtype_code
+
+
+def _unsupported(name: str, path: str, code: str) -> TensorFileError:
+    return TensorFileError(
+        f"Got tensor {name!r} in {path!r} of safetensors dtype {code!r}, which is not "
+        f"supported (supported: {', '.join([*_SAFETENSORS, *_PACKED])})")
 
 
 def _short(x: object, limit: int = 40) -> str:
@@ -770,23 +844,29 @@ def _short(x: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, ...], int]]:
+def safetensors_entries(path: str, *, unsupported: dict[str, str] | None = None
+                        ) -> dict[str, tuple[str, np.dtype, tuple[int, ...], int]]:
     """Every tensor of a safetensors file: ``name -> (dtype code, dtype, shape, byte offset)``.
 
-    The header is checked: each entry names a known dtype, and its byte range
-    matches its shape and lies inside the file.
+    The header is checked: each entry names a known dtype (or goes to ``unsupported``),
+    and its byte range matches its shape and lies inside the file.
 
     Parameters
     ----------
     path : str
         The ``.safetensors`` file (bytes and path-likes are taken too).
+    unsupported : dict of str to str, optional
+        Where entries of a dtype this module does not read (``F6_E2M3``, ``C64``, a code
+        newer than it) go, ``name -> dtype code``, with their byte range checked against
+        the file's size only; without it such an entry raises.
 
     Returns
     -------
     dict of str to (str, numpy.dtype, tuple of int, int)
         For each tensor (``__metadata__`` left out): its safetensors dtype code
-        (``"BF16"``), the numpy / ml_dtypes dtype of its bytes (little-endian), its
-        shape, and the byte offset of its data from the start of the file.
+        (``"BF16"``), the numpy / ml_dtypes dtype of its bytes (little-endian; of one
+        element unpacked for a packed code, :func:`safetensors_packed`), its shape, and
+        the byte offset of its data from the start of the file.
 
     Raises
     ------
@@ -798,6 +878,7 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
     header, data_start = _safetensors_header(path)
     size = os.path.getsize(path)
     out: dict[str, tuple[str, np.dtype, tuple[int, ...], int]] = {}
+    ranges: list[tuple[int, int, str]] = []
     for name, entry in header.items():
         # an object of a string dtype, a list shape and a list of two offsets, each size an
         # exact non-negative integer (JSON's 1.5, true and -1 are not sizes)
@@ -814,26 +895,39 @@ def safetensors_entries(path: str) -> dict[str, tuple[str, np.dtype, tuple[int, 
                 "(a dtype string, a list of sizes and a list of two byte offsets are needed)")
         shape = tuple(shape)
         begin, end = offsets
-        if dtype_code not in _SAFETENSORS:
-            raise TensorFileError(
-                f"Got tensor {name!r} in {path!r} of safetensors dtype {dtype_code!r}, which is "
-                f"not supported (supported: {', '.join(_SAFETENSORS)})"
-            )
+        if dtype_code not in _SAFETENSORS and dtype_code not in _PACKED:
+            if unsupported is None:
+                raise _unsupported(name, path, dtype_code)
+            if end < begin or data_start + end > size:
+                raise TensorFileError(
+                    f"Got tensor {name!r} in {path!r} whose byte range [{begin}, {end}) is "
+                    "empty backwards or lies beyond the end of the file (truncated?)")
+            unsupported[name] = dtype_code
+            continue
         dtype = _safetensors_dtype(dtype_code)
         count = math.prod(shape)  # exact: a Python int never wraps
         if not numpy_shape(shape, dtype.itemsize):
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} of shape {_short(list(shape))}, beyond what "
                 "an array can have")
-        if end - begin != count * dtype.itemsize or data_start + end > size:
+        if safetensors_packed(dtype_code):
+            if count % 2:  # (the safetensors library refuses a part of a byte too)
+                raise TensorFileError(
+                    f"Got tensor {name!r} in {path!r} of {count} elements of {dtype_code}, "
+                    "which packs two to a byte: an odd count leaves half a byte")
+            nbytes = count // 2
+        else:
+            nbytes = count * dtype.itemsize
+        if end - begin != nbytes or data_start + end > size:
             raise TensorFileError(
                 f"Got tensor {name!r} in {path!r} whose byte range [{begin}, {end}) does not "
                 f"match its shape {list(shape)} and dtype {dtype_code} or lies beyond the end "
                 "of the file (truncated?)"
             )
         out[name] = (dtype_code, dtype, shape, data_start + begin)
-    ranges = sorted((entry[3], entry[3] + math.prod(entry[2]) * entry[1].itemsize, name)
-                    for name, entry in out.items() if math.prod(entry[2]))
+        if nbytes:
+            ranges.append((begin, end, name))
+    ranges.sort()
     for (_, end, first), (begin, _, second) in zip(ranges, ranges[1:]):
         if begin < end:
             raise TensorFileError(f"Got tensors {first!r} and {second!r} in {path!r} whose "

@@ -126,10 +126,10 @@ def test_the_one_tensor_report_names_entries_left_out(tmp_path: Path,
              c=np.ones(2, np.complex64))
     code, text = render("diff", "s.npz", "s.npz")
     assert code == 0
-    assert "not compared, as not tensors of real numbers: A: s, c; B: s, c" in \
+    assert "not compared, as not real-number tensors of a readable dtype: A: s, c; B: s, c" in \
         " ".join(text.split())
     doc = json.loads(render("diff", "s.npz", "s.npz", "--json")[1])
-    assert any("not tensors of real numbers" in n for n in doc["notes"])
+    assert any("not real-number tensors of a readable dtype" in n for n in doc["notes"])
 
 
 @pytest.mark.parametrize("name", ["mxfp4_e2m1", "mxfp8_e4m3", "nvfp4"])
@@ -176,7 +176,7 @@ def test_stats_notes_entries_left_out(tmp_path: Path, monkeypatch: pytest.Monkey
     assert main(["stats", "s.npz"]) == 0
     err = capsys.readouterr().err
     assert err.strip() == ("fpinspect: note: the statistics leave out 1 entries that are "
-                           "not real-number tensors: 's'")
+                           "not real-number tensors of a readable dtype: 's'")
     assert main(["stats", "s.npz:w"]) == 0
     assert capsys.readouterr().err == ""
 

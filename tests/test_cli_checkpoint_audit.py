@@ -360,7 +360,7 @@ def test_hash_says_which_entries_its_digest_leaves_out(
     assert main(["hash", str(tmp_path / "a.npz")]) == 0
     err = capsys.readouterr().err
     assert err == ("fpinspect: note: the digest leaves out 1 entries that are not "
-                   "real-number tensors: 'p'\n")
+                   "real-number tensors of a readable dtype: 'p'\n")
     assert main(["hash", str(tmp_path / "a.npz"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["skipped"] == ["p"]
     np.savez(tmp_path / "c.npz", q=q)

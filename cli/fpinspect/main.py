@@ -674,7 +674,7 @@ def _diff_one(args: argparse.Namespace, sa: Source, sb: Source, ra: TensorRef, r
     if rounded and fmt is None:
         notes.append(f"{ra.dtype_name} vs {rb.dtype_name}: compared in {cmp_fmt.name}, "
                      f"{' and '.join(rounded)} rounded once ({args.rounding}) into it")
-    for what, attr in (("as not tensors of real numbers", "skipped"),
+    for what, attr in (("as not real-number tensors of a readable dtype", "skipped"),
                        ("files of another kind than the directory's checkpoint", "unread"),
                        ("in the shards but not in the index", "unindexed")):
         left = [f"{side}: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}"
@@ -748,7 +748,7 @@ def _cmd_stats(args: argparse.Namespace, out: Printer) -> int:
         shown = ", ".join(repr(n) for n in src.skipped[:8]) + (
             ", ..." if len(src.skipped) > 8 else "")
         _say(f"fpinspect: note: the statistics leave out {len(src.skipped)} entries that "
-             f"are not real-number tensors: {shown}")
+             f"are not real-number tensors of a readable dtype: {shown}")
     if len(result.tensors) == 1:
         ref, st = result.tensors[0]
         out(jsonout.stats_json(label, ref, st) if args.json
@@ -793,7 +793,7 @@ def _cmd_hash(args: argparse.Namespace, out: Printer) -> int:
         shown = ", ".join(repr(n) for n in result.skipped[:8]) + (
             ", ..." if len(result.skipped) > 8 else "")
         _say(f"fpinspect: note: the digest leaves out {len(result.skipped)} entries that "
-             f"are not real-number tensors: {shown}")
+             f"are not real-number tensors of a readable dtype: {shown}")
     if src.unindexed and not args.key:
         shown = ", ".join(src.unindexed[:8]) + (", ..." if len(src.unindexed) > 8 else "")
         _say(f"fpinspect: note: the digest leaves out {len(src.unindexed)} tensors the "

@@ -745,7 +745,7 @@ def ls_view(src: Source) -> RenderableType:
                 f"({src.nbytes} bytes) in {len(src.files)} file(s)", "bold")
     parts: list[RenderableType] = [Text.assemble(("ls ", "bold"), visible(src.path)), t, foot]
     if src.skipped:
-        parts.append(Text("not tensors of real numbers (left out): "
+        parts.append(Text("not real-number tensors of a readable dtype (left out): "
                           f"{', '.join(map(visible, src.skipped))}", STYLES["dim"]))
     if src.unread:
         parts.append(Text(f"not read, files of another kind than those listed: "

@@ -135,7 +135,7 @@ class CheckpointDiff:
     notes : tuple of str
         How mixed dtypes were compared ("binary32 vs bfloat16: compared in
         bfloat16, A rounded (rne) into it"), and the entries left out of a whole
-        checkpoint's comparison as not tensors of real numbers.
+        checkpoint's comparison as not real-number tensors of a readable dtype.
     """
 
     a: str
@@ -525,7 +525,7 @@ def compare_refs(
     worst = min(worst, a.size)  # no more worst elements than elements: memory stays bounded
     plan = _Plan(a, b, fmt, rounding, overflow, max_ulp, atol, rtol, worst)
     items = [(plan, s, min(s + chunk, a.size)) for s in range(0, a.size, chunk)]
-    sizes = [(stop - start) * (a.dtype.itemsize + b.dtype.itemsize) for _, start, stop in items]
+    sizes = [a.stored_bytes(start, stop) + b.stored_bytes(start, stop) for _, start, stop in items]
     total = [ComparePartial.empty(worst)]
 
     def fold(item: tuple[_Plan, int, int], part: ComparePartial) -> None:
@@ -681,7 +681,8 @@ def diff_sources(
     left = [f"{side}: {', '.join(src.skipped[:8])}{', ...' if len(src.skipped) > 8 else ''}"
             for side, src in (("A", sa), ("B", sb)) if src.skipped]
     if left and not keys:  # (a torch file's non-tensors, an .npz member of strings, ...)
-        notes["not compared, as not tensors of real numbers: " + "; ".join(left)] = None
+        notes["not compared, as not real-number tensors of a readable dtype: "
+              + "; ".join(left)] = None
     hidden = [f"{side}: {', '.join(src.unindexed[:8])}"
               f"{', ...' if len(src.unindexed) > 8 else ''}"
               for side, src in (("A", sa), ("B", sb)) if src.unindexed]
@@ -695,7 +696,7 @@ def diff_sources(
     parts = {id(p): ComparePartial.empty(0) for p in plans}
     checked = check_tolerances(max_ulp, atol, rtol) != 0
     items = [(p, s, min(s + chunk, p.a.size)) for p in plans for s in range(0, p.a.size, chunk)]
-    sizes = [(stop - start) * (p.a.dtype.itemsize + p.b.dtype.itemsize)
+    sizes = [p.a.stored_bytes(start, stop) + p.b.stored_bytes(start, stop)
              for p, start, stop in items]
 
     def fold(item: tuple[_Plan, int, int], part: ComparePartial) -> None:

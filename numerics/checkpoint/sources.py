@@ -63,6 +63,8 @@ from numerics.tensors import (
     read_npy,
     read_npz_member,
     safetensors_entries,
+    safetensors_packed,
+    unpack_nibbles,
 )
 
 __all__ = [
@@ -74,6 +76,8 @@ __all__ = [
 ]
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".bin")
+#: torch's dtype of two e2m1 codes in a byte, the first in the low bits (read unpacked)
+_TORCH_FP4 = "torch.float4_e2m1fn_x2"
 _SUFFIXES = (".safetensors", ".npz", ".npy", *_TORCH_SUFFIXES, ".json")
 
 
@@ -97,8 +101,9 @@ class TensorRef:
         Byte offset of element 0 in ``file`` (-1 where the bytes are not
         addressable: compressed ``.npz`` members, torch files, Fortran order).
     loader : str
-        ``"file"`` (bytes at ``offset``), ``"npz"``, ``"npy"`` (whole array,
-        Fortran order) or ``"torch"``.
+        ``"file"`` (bytes at ``offset``), ``"nibbles"`` (4-bit codes packed two to a
+        byte at ``offset``, the first in the low bits: safetensors' ``F4``), ``"npz"``,
+        ``"npy"`` (whole array, Fortran order) or ``"torch"``.
     member : str
         The ``.npz`` member or torch key.
     format : Format or None
@@ -127,9 +132,25 @@ class TensorRef:
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
+    def packed(self) -> bool:
+        """Whether the file packs two 4-bit elements to a byte (safetensors' ``F4``,
+        torch's ``float4_e2m1fn_x2``); :meth:`read` gives them one to a byte."""
+        return self.loader == "nibbles" or self.stored_dtype == _TORCH_FP4
+
+    @property
     def nbytes(self) -> int:
-        """Bytes of the elements."""
+        """Bytes of the elements as stored."""
+        if self.packed:
+            return (self.size + 1) // 2
         return self.size * self.dtype.itemsize
+
+    def stored_bytes(self, start: int, stop: int) -> int:
+        """Bytes of the file that elements ``[start:stop]`` take, so that the ranges of a
+        split of the tensor add up to :attr:`nbytes` (a progress count): a packed byte
+        counts with the range that holds its second element (or its only one)."""
+        if self.packed:
+            return (stop + 1) // 2 - (start + 1) // 2
+        return (stop - start) * self.dtype.itemsize
 
     @property
     def dtype_name(self) -> str:
@@ -168,6 +189,15 @@ class TensorRef:
             else:
                 out = np.fromfile(file, dtype=self.dtype, count=stop - start,
                                   offset=self.offset + start * self.dtype.itemsize)
+        elif self.loader == "nibbles":
+            first, count = start // 2, (stop + 1) // 2 - start // 2
+            if mmap:
+                packed = _mapped(file, self.offset, np.dtype(np.uint8), self.nbytes)
+                packed = packed[first:first + count]
+            else:
+                packed = np.fromfile(file, dtype=np.uint8, count=count,
+                                     offset=self.offset + first)
+            out = unpack_nibbles(packed, start % 2, stop - start).view(self.dtype)
         elif self.loader == "npz":
             out = _npz_member(file, self.member)[start:stop]
         elif self.loader == "npy":
@@ -199,7 +229,8 @@ class Source:
     files : tuple of str
         The files read.
     skipped : tuple of str
-        Entries that are not tensors of real numbers (left out): a torch file's
+        Entries that are not real-number tensors of a readable dtype (left out): a
+        safetensors entry of a dtype not read (``F6_E2M3``, ``C64``), a torch file's
         entries that are not tensors, ``.npz`` members of strings, objects or
         complex numbers.
     unread : tuple of str
@@ -325,9 +356,17 @@ def _npy_c_order_of(fid: _FileId, file: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- safetensors and indexes
-def _safetensors(path: str) -> list[TensorRef]:
-    return [_ref(name, path, dtype, code, shape, offset=offset)
-            for name, (code, dtype, shape, offset) in safetensors_entries(path).items()]
+def _safetensors(path: str) -> tuple[list[TensorRef], list[str]]:
+    """The tensors of a safetensors file, and the names of the entries of a dtype not read
+    (``F6_E2M3``, ``C64``, ...: left out, as a torch file's entries that are not tensors
+    are; a file of nothing else is refused)."""
+    others: dict[str, str] = {}
+    entries = safetensors_entries(path, unsupported=others)
+    if others and not entries:
+        safetensors_entries(path)  # (raises for the first of them)
+    return [_ref(name, path, dtype, code, shape, offset=offset,
+                 loader="nibbles" if safetensors_packed(code) else "file")
+            for name, (code, dtype, shape, offset) in entries.items()], sorted(others)
 
 
 def _index(path: str) -> tuple[list[TensorRef], list[str], list[str], list[str]]:
@@ -673,7 +712,7 @@ def _torch_numpy_dtype(tdtype: Any) -> np.dtype | None:
         "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu,
         "int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8,
         "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
-        "bool": np.bool_,
+        "bool": np.bool_, "float4_e2m1fn_x2": ml_dtypes.float4_e2m1fn,  # (unpacked)
     }
     name = str(tdtype).removeprefix("torch.")
     scalar = names.get(name)
@@ -711,7 +750,10 @@ def _torch_refs(path: str) -> tuple[list[TensorRef], list[str]]:
                 raise TensorFileError(
                     f"Got tensor {name!r} in {path!r} of dtype {t.dtype}, which has no numpy "
                     "equivalent here")
-            out.append(_ref(name, path, dtype, str(t.dtype), tuple(t.shape), loader="torch",
+            shape = tuple(t.shape)
+            if str(t.dtype) == _TORCH_FP4:  # a byte of two codes: the last axis doubles
+                shape = (*shape[:-1], 2 * shape[-1]) if shape else (2,)
+            out.append(_ref(name, path, dtype, str(t.dtype), shape, loader="torch",
                             member=name))
         except TensorFileError as err:
             skipped.append(name)
@@ -736,9 +778,12 @@ def _torch_flat_of(fid: _FileId, file: str, key: str) -> Any:
 def _torch_slice(file: str, key: str, start: int, stop: int) -> np.ndarray:
     torch = _torch()
     t = _torch_flat(file, key)
-    flat = t[start:stop]
     dtype = _torch_numpy_dtype(t.dtype)
     assert dtype is not None
+    if str(t.dtype) == _TORCH_FP4:  # element i in byte i // 2
+        packed = t[start // 2:(stop + 1) // 2].contiguous().view(torch.uint8).numpy()
+        return unpack_nibbles(packed, start % 2, stop - start).view(dtype)
+    flat = t[start:stop]
     if dtype.kind == "b":
         return flat.numpy().copy()
     ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
@@ -749,7 +794,7 @@ def _torch_slice(file: str, key: str, start: int, stop: int) -> np.ndarray:
 def _file_refs(path: str) -> tuple[list[TensorRef], list[str]]:
     low = path.lower()
     if low.endswith(".safetensors"):
-        return _safetensors(path), []
+        return _safetensors(path)
     if low.endswith(".npz"):
         return _npz(path)
     if low.endswith(".npy"):
@@ -892,7 +937,7 @@ def open_source(path: str | bytes | os.PathLike[str]) -> Source:
     -------
     Source
         The tensors (:class:`TensorRef`, read lazily through memory maps), with the
-        files they live in and the entries left out as not tensors of real numbers.
+        files they live in and the entries left out as not real-number tensors of a readable dtype.
 
     Raises
     ------

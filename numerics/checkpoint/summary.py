@@ -225,7 +225,7 @@ def stats_source(
     parts = {t.name: StatsPartial.empty(len(fmts)) for t in s.tensors}
     items = [(t, start, min(start + chunk, t.size), fmts) for t in s.tensors
              for start in range(0, t.size, chunk)]
-    sizes = [(stop - start) * t.dtype.itemsize for t, start, stop, _ in items]
+    sizes = [t.stored_bytes(start, stop) for t, start, stop, _ in items]
 
     def fold(item: tuple[TensorRef, int, int, tuple[Format, ...]], part: StatsPartial) -> None:
         parts[item[0].name].add(part)
@@ -277,7 +277,7 @@ def _fingerprints(tensors: tuple[TensorRef, ...], canonicalize: bool, chunk: int
         canonical = bool(canonicalize) and t.format is not None
         items += [(t, canonical, start, min(start + per, t.size))
                   for start in range(0, t.size, per)]
-    sizes = [(stop - start) * t.dtype.itemsize for t, _, start, stop in items]
+    sizes = [t.stored_bytes(start, stop) for t, _, start, stop in items]
     parts: dict[str, dict[int, np.ndarray]] = {t.name: {} for t in tensors}
 
     def fold(item: _HashItem, digests: np.ndarray) -> None:
