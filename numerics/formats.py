@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property, lru_cache
@@ -41,6 +42,7 @@ __all__ = [
     "dtype_of",
     "format_of_dtype",
     "get_format",
+    "p3109",
 ]
 
 
@@ -418,6 +420,91 @@ for _f in _REGISTRY:
         _BY_NAME[_n.lower()] = _f
 
 
+#: A P3109 family name: ``binary{K}p{P}`` with ``se``/``sf`` (P3109's value tables) or
+#: none (extended), or ``p3109_k{K}p{P}`` with signedness and domain (gfloat's names).
+_P3109_NAME = re.compile(r"(?:binary(\d+)p(\d+)([su][ef])?|p3109_k(\d+)p(\d+)([su][ef]))")
+
+
+def p3109(k: int, p: int, *, domain: str = "extended") -> Format:
+    """The signed IEEE P3109 format of ``k`` bits and precision ``p``.
+
+    P3109's signed formats (interim report v3; gfloat's ``format_info_p3109``) have
+    ``k - p`` exponent bits, bias ``2**(k - p - 1)``, subnormals, one zero, and one NaN
+    at the code of -0 (``0x80`` for ``k = 8``); the extended domain puts +-inf at the
+    largest magnitude code, the finite domain a number there.  ``binary8p1`` to
+    ``binary8p7`` are the registered extended formats of 8 bits; :func:`get_format` builds
+    the others from their names (``binary8p4sf``, ``binary10p3``, ``p3109_k6p3sf``).
+    P3109's unsigned formats, which have a zero and no sign bit, are not modelled.
+
+    Parameters
+    ----------
+    k : int
+        Width in bits, at least 2.
+    p : int
+        Precision in bits (the trailing field has ``p - 1``), 1 to ``k - 1``.
+    domain : {"extended", "finite"}
+        With infinities, or with a finite number at the top code.
+
+    Returns
+    -------
+    Format
+        The format, named ``binary{k}p{p}`` (extended) or ``binary{k}p{p}sf`` (finite);
+        the same object on every call.
+
+    Raises
+    ------
+    ValueError
+        For widths and precisions outside those ranges, or ones whose exponents
+        binary64 cannot hold.
+
+    Examples
+    --------
+    >>> f = p3109(8, 3, domain="finite")
+    >>> f.name, f.max, f.bias, p3109(8, 3) is get_format("p3109_k8p3se")
+    ('binary8p3sf', 57344.0, 16, True)
+    """
+    for arg, value in (("k", k), ("p", p)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"Got {arg}={value!r}, but it must be an int")
+    k, p = int(k), int(p)
+    if domain not in ("extended", "finite"):
+        raise ValueError(f"Got domain={domain!r}, but it must be 'extended' or 'finite'")
+    if k < 2 or not 1 <= p <= k - 1:
+        raise ValueError(f"Got k={k}, p={p}: a signed P3109 format has k >= 2 bits and a "
+                         "precision p from 1 to k - 1 (one bit is the sign)")
+    return _p3109(k, p, domain == "extended")
+
+
+@lru_cache(maxsize=None)
+def _p3109(k: int, p: int, extended: bool) -> Format:
+    if k == 8 and extended:
+        return _BY_NAME[f"binary8p{p}"]
+    name = f"binary{k}p{p}" + ("" if extended else "sf")
+    gf = "p3109_k{}p{}s{}".format(k, p, "e" if extended else "f")
+    aliases = (gf, f"binary{k}p{p}s{'e' if extended else 'f'}") if extended else (gf,)
+    try:
+        return Format(name=name, exponent_bits=k - p, trailing_bits=p - 1,
+                      bias=1 << (k - p - 1), signed=True,
+                      infinity=Infinity.TOP if extended else Infinity.NONE,
+                      nan=NaNEncoding.NEGATIVE_ZERO, aliases=aliases)
+    except ValueError as err:
+        raise ValueError(f"Got k={k}, p={p}: P3109 format {name} cannot be modelled here "
+                         f"({err})") from None
+
+
+def _p3109_by_name(name: str) -> Format | None:
+    """The P3109 format a family name names (:data:`_P3109_NAME`), or None."""
+    m = _P3109_NAME.fullmatch(name)
+    if m is None:
+        return None
+    k, p, kind = (m[1], m[2], m[3] or "se") if m[1] else (m[4], m[5], m[6])
+    if kind[0] == "u":
+        raise ValueError("Got an unsigned P3109 format, which is not modelled: formats "
+                         "with a zero and no sign bit are not (the signed P3109 formats are, "
+                         "and Format(signed=False) as e8m0fnu is)")
+    return p3109(int(k), int(p), domain="extended" if kind[1] == "e" else "finite")
+
+
 def get_format(name: str, *, arg: str = "format") -> Format:
     """Return the registered format called ``name`` (canonical or alias).
 
@@ -454,6 +541,12 @@ def get_format(name: str, *, arg: str = "format") -> Format:
     try:
         return _BY_NAME[name.lower()]
     except KeyError:
+        try:
+            found = _p3109_by_name(name.lower())
+        except ValueError as err:
+            raise ValueError(f"Got {arg}={name!r}: {str(err).removeprefix('Got ')}") from None
+        if found is not None:
+            return found
         close = difflib.get_close_matches(name.lower(), _BY_NAME, n=4, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise ValueError(
