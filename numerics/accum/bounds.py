@@ -460,8 +460,8 @@ def _chain_factor(kind: str, k: int, u: float, n: int, confidence: float) -> flo
 
 def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm: str, *,
               block_size: int | None = None, promote_fmt: Format | None = None,
-              tree: object = None, kind: str = "worst",
-              confidence: float = 0.999) -> tuple[np.ndarray, float]:
+              tree: object = None, kind: str = "worst", confidence: float = 0.999,
+              abs_exponent: Any = 0) -> tuple[np.ndarray, float]:
     """The bound on ``|computed - exact|`` for :func:`numerics.accum.sum`.
 
     Returns the bound (shaped like ``abs_sum = sum |x_i|``) and its confidence.  It is
@@ -491,6 +491,10 @@ def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm
         A worst-case bound, or Higham and Mary's probabilistic one.
     confidence : float, default 0.999
         The probability of a probabilistic bound.
+    abs_exponent : int or numpy.ndarray of int, default 0
+        ``S`` is ``abs_sum * 2**abs_exponent`` (a sum that would overflow float64, given
+        scaled down): the bound is computed on the scaled sum and scaled back, so it is
+        finite wherever its value is.
 
     Returns
     -------
@@ -526,15 +530,17 @@ def sum_bound(abs_sum: np.ndarray, n: int, fmt: Format, rounding: str, algorithm
         k = chain_length(algorithm, n, block_size=block_size, tree=tree)
         factor = _chain_factor(kind, k, u, n, confidence)
     S = np.asarray(abs_sum, np.float64)
+    e = np.asarray(abs_exponent, np.int64)
     with np.errstate(all="ignore"):
         # all terms zero (S = 0): every operation is exact, the bound is 0
-        return np.where(S == 0, 0.0, _inflate(S * factor + absolute, n)), conf
+        b = _inflate(S * factor + np.ldexp(absolute, -e), n)
+        return np.where(S == 0, 0.0, np.ldexp(b, e)), conf
 
 
 def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, rounding: str,
               algorithm: str, *, block_size: int | None = None,
               promote_fmt: Format | None = None, tree: object = None, kind: str = "worst",
-              confidence: float = 0.999) -> tuple[np.ndarray, float]:
+              confidence: float = 0.999, abs_exponent: Any = 0) -> tuple[np.ndarray, float]:
     """The bound for :func:`numerics.accum.dot` (claim A8).
 
     ``abs_sum = sum |x_i y_i|`` (exact products); ``tiny`` counts the products below
@@ -555,6 +561,8 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
         ``abs_sum``.
     n, fmt, rounding, algorithm, block_size, promote_fmt, tree, kind, confidence
         As for :func:`sum_bound`.
+    abs_exponent : int or numpy.ndarray of int, default 0
+        ``S`` is ``abs_sum * 2**abs_exponent``, as for :func:`sum_bound`.
 
     Returns
     -------
@@ -570,7 +578,8 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
     _check_bound_options(algorithm, kind, block_size, promote_fmt)
     conf = confidence if kind == "probabilistic" else 1.0
     S = np.asarray(abs_sum, np.float64)
-    T = np.asarray(tiny, np.float64) * eta
+    e = np.asarray(abs_exponent, np.int64)
+    T = np.ldexp(np.asarray(tiny, np.float64) * eta, -e)
     with np.errstate(all="ignore"):
         if algorithm in ("kahan", "neumaier"):
             K = kahan_factor(n, u) if algorithm == "kahan" else neumaier_factor(n, u)
@@ -585,11 +594,11 @@ def dot_bound(abs_sum: np.ndarray, tiny: np.ndarray, n: int, fmt: Format, roundi
                 f1 = _expm1((kb + 1) * math.log1p(u) + nb * math.log1p(up))
             grow = _exp(kb * math.log1p(u) + nb * math.log1p(up))
             b = _times(S, f1) + _times(T, grow) \
-                + promote_underflow(n, block_size, fmt, promote_fmt, rounding)
+                + np.ldexp(promote_underflow(n, block_size, fmt, promote_fmt, rounding), -e)
         else:
             L = chain_length(algorithm, n, block_size=block_size, tree=tree)
             if algorithm == "exact":
                 L = 1
             b = _times(S, _chain_factor(kind, L + 1, u, n, confidence)) \
                 + _times(T, _exp(L * math.log1p(u)))
-        return _inflate(b, n), conf
+        return np.ldexp(_inflate(b, n), e), conf

@@ -238,6 +238,29 @@ def _rows(x: np.ndarray, axis: int) -> np.ndarray:
 
 _KERNEL_ALGORITHMS = {"recursive": 0, "pairwise": 1, "kahan": 2, "neumaier": 3}
 
+#: Where ``S = sum |x_i|`` overflows float64 though every term is finite (binary64 terms
+#: near its max), ``S * 2**-ABS_SHIFT`` is summed instead: below ``2**1023`` for fewer
+#: than ``2**63`` terms.
+ABS_SHIFT = 64
+
+
+def _rescale(abs_sum: np.ndarray, scaled: Any) -> np.ndarray:
+    """The exponents ``e`` with ``S = abs_sum * 2**e``: 0, or :data:`ABS_SHIFT` where
+    ``abs_sum`` overflowed to inf and ``scaled(rows)``, the sums of those rows' ``|x_i|
+    * 2**-ABS_SHIFT`` (``|x_i y_i|`` for a dot), is finite (a row with an infinite term
+    stays inf); ``abs_sum`` takes those sums in place.  The terms scaled below
+    ``2**-1022`` lose at most ``2**-1074`` each, ``n 2**(ABS_SHIFT - 1074)`` in all: far
+    inside the bound's inflation (``(n + 16) 2**-52 S`` with ``S > 2**1023``)."""
+    e = np.zeros(abs_sum.shape, np.int64)
+    over = np.flatnonzero(np.isinf(abs_sum))
+    if over.size:
+        with np.errstate(all="ignore"):
+            again = np.asarray(scaled(over), np.float64)
+        ok = np.isfinite(again)
+        abs_sum[over[ok]] = again[ok]
+        e[over[ok]] = ABS_SHIFT
+    return e
+
 
 def _kernel_sum(X: np.ndarray, Y: np.ndarray | None, fmt: Format, algorithm: str,
                 rounding: str, block_size: int | None,
@@ -614,18 +637,23 @@ def sum(  # noqa: A001 - the natural name, exported as numerics.accum.sum
         ring_order, rng)
 
     out_shape = np.moveaxis(arr, axis, 0).shape[1:]
+    shift = np.ldexp(1.0, -ABS_SHIFT)
     if algorithm in _KERNEL_ALGORITHMS:
-        value, abs_sum, _ = _kernel_sum(_rows(arr, axis), None, f, algorithm, rounding,
-                                        block_size, generator)
+        rows = _rows(arr, axis)
+        value, abs_sum, _ = _kernel_sum(rows, None, f, algorithm, rounding, block_size,
+                                        generator)
+        scale = _rescale(abs_sum, lambda r: np.add.reduce(
+            np.abs(_cast(rows[r].astype(np.float64), f)) * shift, axis=1))
     else:
         X = _cast(np.moveaxis(arr, axis, 0).astype(np.float64).reshape(n, -1), f)
         value = _reduce(X, f, algorithm=algorithm, rounding=rounding, block_size=block_size,
                         promote=promote, tree=tree_, ring_order=order, rng=generator)
         with np.errstate(all="ignore"):
             abs_sum = np.add.reduce(np.abs(X), axis=0, dtype=np.float64)
+        scale = _rescale(abs_sum, lambda r: np.add.reduce(np.abs(X[:, r]) * shift, axis=0))
     bound, conf = _bounds.sum_bound(
         abs_sum, n, f, rounding, algorithm, block_size=block_size, promote_fmt=promote,
-        tree=tree_, kind=bound_kind, confidence=confidence)
+        tree=tree_, kind=bound_kind, confidence=confidence, abs_exponent=scale)
     return AccumResult(value=np.asarray(value, np.float64).reshape(out_shape),
                        bound=np.asarray(bound, np.float64).reshape(out_shape),
                        algorithm=algorithm, fmt=f, n=n, confidence=conf)
@@ -711,9 +739,14 @@ def dot(
         ring_order, rng)
 
     out_shape = np.moveaxis(xa, axis, 0).shape[1:]
+    half = np.ldexp(1.0, -ABS_SHIFT // 2)
     if algorithm in _KERNEL_ALGORITHMS:
-        value, abs_sum, tiny = _kernel_sum(_rows(xa, axis), _rows(ya, axis), f, algorithm,
-                                           rounding, block_size, generator)
+        rx, ry = _rows(xa, axis), _rows(ya, axis)
+        value, abs_sum, tiny = _kernel_sum(rx, ry, f, algorithm, rounding, block_size,
+                                           generator)
+        scale = _rescale(abs_sum, lambda r: np.add.reduce(
+            np.abs((_cast(rx[r].astype(np.float64), f) * half)
+                   * (_cast(ry[r].astype(np.float64), f) * half)), axis=1))
     else:
         X = _cast(np.moveaxis(xa, axis, 0).astype(np.float64).reshape(n, -1), f)
         Y = _cast(np.moveaxis(ya, axis, 0).astype(np.float64).reshape(n, -1), f)
@@ -726,9 +759,11 @@ def dot(
         with np.errstate(all="ignore"):
             abs_sum = np.add.reduce(np.abs(exact_products), axis=0, dtype=np.float64)
             tiny = np.count_nonzero(np.abs(exact_products) < f.smallest_normal, axis=0)
+        scale = _rescale(abs_sum, lambda r: np.add.reduce(
+            np.abs((X[:, r] * half) * (Y[:, r] * half)), axis=0))
     bound, conf = _bounds.dot_bound(
         abs_sum, tiny, n, f, rounding, algorithm, block_size=block_size, promote_fmt=promote,
-        tree=tree_, kind=bound_kind, confidence=confidence)
+        tree=tree_, kind=bound_kind, confidence=confidence, abs_exponent=scale)
     return AccumResult(value=np.asarray(value, np.float64).reshape(out_shape),
                        bound=np.asarray(bound, np.float64).reshape(out_shape),
                        algorithm=algorithm, fmt=f, n=n, confidence=conf)

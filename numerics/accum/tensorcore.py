@@ -948,8 +948,10 @@ def fused_dot_add(
     ----------
     a, b : array_like, shape (..., k)
         Products' factors; rounded to nearest-even into ``input_format`` first (a NaN
-        where it has none is a ValueError).  With
-        ``k = 0`` (no products) the result is ``c``.
+        where it has none is a ValueError).  With ``k = 0`` (no products) the step
+        runs on ``c`` alone: ``c`` truncated to ``fractional_bits`` below its own
+        exponent, then rounded into ``output_format``, and a zero ``c`` (-0 too) gives
+        +0.
     c : array_like, broadcastable to (...)
         Addend; rounded to nearest-even into ``output_format`` first.
     input_format : Format or str
