@@ -267,7 +267,8 @@ def test_rceil_equals_torchao_except_its_float32_log2(name: str) -> None:
     the exact reference sides with us there (checked block by block)."""
     x = _torchao_blocks(2)
     max_elem = mx_element_format(name).max
-    # one float32 ulp above max_elem * 2**k: the float32 quotient and log2 round to k
+    # one float32 ulp above max_elem * 2**k: the float32 quotient is 2**k (1 + 2**-23),
+    # whose float32 log2 rounds to k
     x[:40, 0] = [np.nextafter(np.float32(max_elem * 2.0**k), np.float32(np.inf))
                  for k in range(-10, 30)]
     x[:40, 1:] = 0
