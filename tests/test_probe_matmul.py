@@ -282,3 +282,49 @@ def test_torch_cpu_mm_is_reproduced(dtype: str, fin: str) -> None:
     assert all(m.accumulator == "binary32" for m in r.classes)
     v = probe.verify(mm, r, trials=3)
     assert v.outputs >= 10_000 and v.fraction == 1.0, v.first_counterexample
+
+
+def _sequential_box(acc: Any, out: Any) -> Any:
+    """A matmul adding the exact products of bfloat16 inputs one at a time, each sum
+    rounded to nearest into ``acc`` (binary32 holds every such product), the result cast
+    to ``out``."""
+    def mm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        A32, B32 = np.asarray(A, np.float32), np.asarray(B, np.float32)
+        total = np.zeros((A32.shape[0], B32.shape[1]), acc)
+        for t in range(A32.shape[1]):
+            total = (total.astype(np.float32) + A32[:, t:t + 1] * B32[t:t + 1, :]).astype(acc)
+        return np.asarray(total.astype(out), np.float64)
+    return mm
+
+
+@pytest.mark.parametrize("acc, out", [("bfloat16", "float32"), ("float32", "bfloat16")])
+def test_P1_counts_beyond_bfloat16_go_in_runs(acc: str, out: str) -> None:
+    """At k = 512 a pair test with every other term small counts up to 510 small terms,
+    beyond bfloat16's 8 bits: a bfloat16 accumulator stalls at 256 and a bfloat16 output
+    rounds 1022 to 1024, and both boxes fitted no model.  The runs of at most 256 small
+    terms find them."""
+    import ml_dtypes
+
+    dt = {"bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+    fout = "bfloat16" if out == "bfloat16" else "binary32"
+    r = probe.matmul(_sequential_box(dt[acc], dt[out]), input_format="bfloat16",
+                     output_format=fout, k=512, batch=4, rounds=1)
+    (m,) = r.classes
+    assert m.adder == "standard" and m.order == sequential_tree(512)
+    assert m.accumulator == ("bfloat16" if acc == "bfloat16" else "binary32")
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_P1_torch_bfloat16_mm_beyond_256_terms() -> None:
+    """torch's CPU bfloat16 ``mm`` at k = 1024: its pair tests read 1022 small terms,
+    which its bfloat16 output cannot count in one test."""
+    import torch
+
+    def mm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        out = torch.mm(torch.from_numpy(A).to(torch.bfloat16),
+                       torch.from_numpy(B).to(torch.bfloat16))
+        return out.float().numpy()
+
+    r = probe.matmul(mm, input_format="bfloat16", output_format="bfloat16", k=1024,
+                     batch=8, rounds=1)
+    assert all(m.accumulator == "binary32" for m in r.classes)

@@ -134,8 +134,14 @@ def _pair_scales(fin: Format, fout: Format, k: int) -> list[tuple[float, float, 
     return [(big[0], big[1], tiny, tiny), normal]
 
 
+#: The most small terms one pair test counts (claim P1): a count below ``2**8``, times
+#: ``s``, is exact in the narrowest accumulator of the family (bfloat16) and output.
+COUNTABLE = 1 << 8
+
+
 def _order(diag: _Placer, k: int, fin: Format, fout: Format) -> Tree:
-    return first_fit(_pair_scales(fin, fout, k), lambda s: _order_with(diag, k, s))
+    chunk = min(COUNTABLE, 1 << fout.precision)
+    return first_fit(_pair_scales(fin, fout, k), lambda s: _order_with(diag, k, s, chunk))
 
 
 def _check_small(got: np.ndarray, s: float) -> None:
@@ -150,28 +156,52 @@ def _check_small(got: np.ndarray, s: float) -> None:
                        {"small": s, "observed": v})
 
 
-def _order_with(diag: _Placer, k: int, scales: tuple[float, float, float, float]) -> Tree:
+def _pair_row(k: int, i: int, j: int, part: int, chunk: int,
+              scales: tuple[float, float, float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The factors of pair test ``(i, j)``: ``M`` at ``i``, ``-M`` at ``j``, and the small
+    product ``s`` at the ``part``-th run of ``chunk`` positions among the others (zeros
+    elsewhere), so that no count exceeds ``chunk`` (claim P1)."""
     big_a, big_b, small_a, small_b = scales
+    a, b = np.zeros(k), np.zeros(k)
+    rest = np.delete(np.arange(k), [i, j])[part * chunk:(part + 1) * chunk]
+    a[rest], b[rest] = small_a, small_b
+    a[i], a[j] = big_a, -big_a
+    b[i] = b[j] = big_b
+    return a, b
+
+
+def _order_with(diag: _Placer, k: int, scales: tuple[float, float, float, float],
+                chunk: int = COUNTABLE) -> Tree:
+    """The tree from the pair tests with the factors ``scales``; a pair's small terms go
+    in parts of at most ``chunk`` positions (the others zero), one test per part, and
+    their counts add up (claim P1: a count beyond the accumulator's precision would
+    stall or round)."""
+    _, _, small_a, small_b = scales
     s = small_a * small_b
     one_a, one_b = np.zeros((1, k)), np.zeros((1, k))
     one_a[0, k - 1], one_b[0, k - 1] = small_a, small_b
     _check_small(diag(one_a, one_b), s)
 
+    parts = max(1, -(-(k - 2) // chunk))  # the k - 2 small positions, in parts
+
     def ask(pairs: list[tuple[int, int]]) -> list[int]:
-        a = np.full((len(pairs), k), small_a)
-        b = np.full((len(pairs), k), small_b)
-        for r, (i, j) in enumerate(pairs):
-            a[r, i], a[r, j] = big_a, -big_a
-            b[r, i] = b[r, j] = big_b
-        counts = diag(a, b) / s
-        bad = np.flatnonzero((counts != np.round(counts)) | (counts < 0) | (counts > k - 2))
-        if bad.size:
-            i, j = pairs[int(bad[0])]
-            raise NotATree(
-                f"the pair test ({i}, {j}) gave {counts[bad[0]] * s!r}, which is not a count "
-                f"of the small terms (multiples of {s!r} up to {k - 2})",
-                {"pair": [i, j], "observed": float(counts[bad[0]] * s), "small": s})
-        return [k - int(c) for c in counts]
+        total = np.zeros(len(pairs), np.int64)
+        for part in range(parts):
+            a, b = np.zeros((len(pairs), k)), np.zeros((len(pairs), k))
+            for r, (i, j) in enumerate(pairs):
+                a[r], b[r] = _pair_row(k, i, j, part, chunk, scales)
+            counts = diag(a, b) / s
+            most = min(chunk, k - 2 - part * chunk)
+            bad = np.flatnonzero((counts != np.round(counts)) | (counts < 0)
+                                 | (counts > most))
+            if bad.size:
+                i, j = pairs[int(bad[0])]
+                raise NotATree(
+                    f"the pair test ({i}, {j}) gave {counts[bad[0]] * s!r}, which is not a "
+                    f"count of the small terms (multiples of {s!r} up to {most})",
+                    {"pair": [i, j], "observed": float(counts[bad[0]] * s), "small": s})
+            total += counts.astype(np.int64)
+        return [k - int(c) for c in total]
 
     return build_tree(k, ask)
 
@@ -598,13 +628,14 @@ def _position_classes(placer: _Placer, k: int, fin: Format, fout: Format,
     """Outputs grouped by the meeting nodes of a few pairs (claim P10): class ids
     numbered in row-major order of first appearance, shape (batch, batch)."""
     pairs = _fingerprint_pairs(k, rng)
+    chunk = min(COUNTABLE, 1 << fout.precision)
     return first_fit(_pair_scales(fin, fout, k),
-                     lambda s: _classes_with(placer, k, pairs, s))
+                     lambda s: _classes_with(placer, k, pairs, s, chunk))
 
 
 def _classes_with(placer: _Placer, k: int, pairs: list[tuple[int, int]],
-                  scales: tuple[float, float, float, float]) -> np.ndarray:
-    big_a, big_b, small_a, small_b = scales
+                  scales: tuple[float, float, float, float], chunk: int) -> np.ndarray:
+    _, _, small_a, small_b = scales
     s = small_a * small_b
     batch = placer.batch
     one_a, one_b = np.zeros(k), np.zeros(k)
@@ -613,22 +644,24 @@ def _classes_with(placer: _Placer, k: int, pairs: list[tuple[int, int]],
                              np.broadcast_to(one_b[:, None], (k, batch)).copy()), s)
     sig = []
     for i, j in pairs:
-        a = np.full(k, small_a)
-        b = np.full(k, small_b)
-        a[i], a[j] = big_a, -big_a
-        b[i] = b[j] = big_b
-        A = np.broadcast_to(a, (batch, k))
-        B = np.broadcast_to(b[:, None], (k, batch))
-        counts = placer.call(np.asarray(A), np.asarray(B)) / s
-        if not np.all((counts == np.round(counts)) & (counts >= 0) & (counts <= k - 2)):
-            bad = np.argwhere(~((counts == np.round(counts)) & (counts >= 0)
-                                & (counts <= k - 2)))[0]
-            v = float(counts[tuple(bad)] * s)
-            raise NotATree(
-                f"the pair test ({i}, {j}) gave {v!r} at output {tuple(int(t) for t in bad)}, "
-                f"which is not a count of the small terms (multiples of {s!r} up to {k - 2})",
-                {"pair": [i, j], "observed": v, "small": s})
-        sig.append(counts.astype(np.int64))
+        total = np.zeros((batch, batch), np.int64)
+        for part in range(max(1, -(-(k - 2) // chunk))):
+            a, b = _pair_row(k, i, j, part, chunk, scales)
+            A = np.broadcast_to(a, (batch, k))
+            B = np.broadcast_to(b[:, None], (k, batch))
+            counts = placer.call(np.asarray(A), np.asarray(B)) / s
+            most = min(chunk, k - 2 - part * chunk)
+            ok = (counts == np.round(counts)) & (counts >= 0) & (counts <= most)
+            if not np.all(ok):
+                bad = np.argwhere(~ok)[0]
+                v = float(counts[tuple(bad)] * s)
+                raise NotATree(
+                    f"the pair test ({i}, {j}) gave {v!r} at output "
+                    f"{tuple(int(t) for t in bad)}, which is not a count of the small terms "
+                    f"(multiples of {s!r} up to {most})",
+                    {"pair": [i, j], "observed": v, "small": s})
+            total += counts.astype(np.int64)
+        sig.append(total)
     stacked = np.stack(sig, axis=-1).reshape(batch * batch, -1)
     _, first_index, inverse = np.unique(stacked, axis=0, return_index=True,
                                         return_inverse=True)
