@@ -139,9 +139,32 @@ def _pair_scales(fin: Format, fout: Format, k: int) -> list[tuple[float, float, 
 COUNTABLE = 1 << 8
 
 
-def _order(diag: _Placer, k: int, fin: Format, fout: Format) -> Tree:
+def _runs(k: int, fout: Format) -> list[int]:
+    """How many of a pair test's ``k - 2`` small terms each of its runs holds (claim P1):
+    at most :data:`COUNTABLE`, fewer for an output of less precision."""
     chunk = min(COUNTABLE, 1 << fout.precision)
-    return first_fit(_pair_scales(fin, fout, k), lambda s: _order_with(diag, k, s, chunk))
+    return [min(chunk, k - 2 - start) for start in range(0, max(k - 2, 1), chunk)]
+
+
+def _counts(counts: np.ndarray, s: float, most: int,
+            pairs: list[tuple[int, int]]) -> np.ndarray:
+    """``counts`` (outputs over ``s``, first axis over ``pairs``) as integers, or NotATree
+    naming the first that is not a count of at most ``most`` small terms."""
+    ok = (counts == np.round(counts)) & (counts >= 0) & (counts <= most)
+    if not ok.all():
+        bad = tuple(int(t) for t in np.argwhere(~ok)[0])
+        (i, j), v = pairs[bad[0]], float(counts[bad] * s)
+        at = f" at output {bad[1:]}" if len(bad) > 1 else ""
+        raise NotATree(
+            f"the pair test ({i}, {j}) gave {v!r}{at}, which is not a count of the small "
+            f"terms (multiples of {s!r} up to {most})",
+            {"pair": [i, j], "observed": v, "small": s})
+    return counts.astype(np.int64)
+
+
+def _order(diag: _Placer, k: int, fin: Format, fout: Format) -> Tree:
+    runs = _runs(k, fout)
+    return first_fit(_pair_scales(fin, fout, k), lambda s: _order_with(diag, k, s, runs))
 
 
 def _check_small(got: np.ndarray, s: float) -> None:
@@ -156,14 +179,14 @@ def _check_small(got: np.ndarray, s: float) -> None:
                        {"small": s, "observed": v})
 
 
-def _pair_row(k: int, i: int, j: int, part: int, chunk: int,
+def _pair_row(k: int, i: int, j: int, start: int, size: int,
               scales: tuple[float, float, float, float]) -> tuple[np.ndarray, np.ndarray]:
     """The factors of pair test ``(i, j)``: ``M`` at ``i``, ``-M`` at ``j``, and the small
-    product ``s`` at the ``part``-th run of ``chunk`` positions among the others (zeros
-    elsewhere), so that no count exceeds ``chunk`` (claim P1)."""
+    product ``s`` at ``size`` of the other positions from the ``start``-th on (zeros
+    elsewhere), so that no count exceeds ``size`` (claim P1)."""
     big_a, big_b, small_a, small_b = scales
     a, b = np.zeros(k), np.zeros(k)
-    rest = np.delete(np.arange(k), [i, j])[part * chunk:(part + 1) * chunk]
+    rest = np.delete(np.arange(k), [i, j])[start:start + size]
     a[rest], b[rest] = small_a, small_b
     a[i], a[j] = big_a, -big_a
     b[i] = b[j] = big_b
@@ -171,9 +194,9 @@ def _pair_row(k: int, i: int, j: int, part: int, chunk: int,
 
 
 def _order_with(diag: _Placer, k: int, scales: tuple[float, float, float, float],
-                chunk: int = COUNTABLE) -> Tree:
+                runs: list[int]) -> Tree:
     """The tree from the pair tests with the factors ``scales``; a pair's small terms go
-    in parts of at most ``chunk`` positions (the others zero), one test per part, and
+    in runs of the sizes ``runs`` (:func:`_runs`; the others zero), one test per run, and
     their counts add up (claim P1: a count beyond the accumulator's precision would
     stall or round)."""
     _, _, small_a, small_b = scales
@@ -182,25 +205,15 @@ def _order_with(diag: _Placer, k: int, scales: tuple[float, float, float, float]
     one_a[0, k - 1], one_b[0, k - 1] = small_a, small_b
     _check_small(diag(one_a, one_b), s)
 
-    parts = max(1, -(-(k - 2) // chunk))  # the k - 2 small positions, in parts
-
     def ask(pairs: list[tuple[int, int]]) -> list[int]:
         total = np.zeros(len(pairs), np.int64)
-        for part in range(parts):
+        start = 0
+        for size in runs:
             a, b = np.zeros((len(pairs), k)), np.zeros((len(pairs), k))
             for r, (i, j) in enumerate(pairs):
-                a[r], b[r] = _pair_row(k, i, j, part, chunk, scales)
-            counts = diag(a, b) / s
-            most = min(chunk, k - 2 - part * chunk)
-            bad = np.flatnonzero((counts != np.round(counts)) | (counts < 0)
-                                 | (counts > most))
-            if bad.size:
-                i, j = pairs[int(bad[0])]
-                raise NotATree(
-                    f"the pair test ({i}, {j}) gave {counts[bad[0]] * s!r}, which is not a "
-                    f"count of the small terms (multiples of {s!r} up to {most})",
-                    {"pair": [i, j], "observed": float(counts[bad[0]] * s), "small": s})
-            total += counts.astype(np.int64)
+                a[r], b[r] = _pair_row(k, i, j, start, size, scales)
+            total += _counts(diag(a, b) / s, s, size, pairs)
+            start += size
         return [k - int(c) for c in total]
 
     return build_tree(k, ask)
@@ -628,13 +641,13 @@ def _position_classes(placer: _Placer, k: int, fin: Format, fout: Format,
     """Outputs grouped by the meeting nodes of a few pairs (claim P10): class ids
     numbered in row-major order of first appearance, shape (batch, batch)."""
     pairs = _fingerprint_pairs(k, rng)
-    chunk = min(COUNTABLE, 1 << fout.precision)
+    runs = _runs(k, fout)
     return first_fit(_pair_scales(fin, fout, k),
-                     lambda s: _classes_with(placer, k, pairs, s, chunk))
+                     lambda s: _classes_with(placer, k, pairs, s, runs))
 
 
 def _classes_with(placer: _Placer, k: int, pairs: list[tuple[int, int]],
-                  scales: tuple[float, float, float, float], chunk: int) -> np.ndarray:
+                  scales: tuple[float, float, float, float], runs: list[int]) -> np.ndarray:
     _, _, small_a, small_b = scales
     s = small_a * small_b
     batch = placer.batch
@@ -645,22 +658,14 @@ def _classes_with(placer: _Placer, k: int, pairs: list[tuple[int, int]],
     sig = []
     for i, j in pairs:
         total = np.zeros((batch, batch), np.int64)
-        for part in range(max(1, -(-(k - 2) // chunk))):
-            a, b = _pair_row(k, i, j, part, chunk, scales)
+        start = 0
+        for size in runs:
+            a, b = _pair_row(k, i, j, start, size, scales)
             A = np.broadcast_to(a, (batch, k))
             B = np.broadcast_to(b[:, None], (k, batch))
-            counts = placer.call(np.asarray(A), np.asarray(B)) / s
-            most = min(chunk, k - 2 - part * chunk)
-            ok = (counts == np.round(counts)) & (counts >= 0) & (counts <= most)
-            if not np.all(ok):
-                bad = np.argwhere(~ok)[0]
-                v = float(counts[tuple(bad)] * s)
-                raise NotATree(
-                    f"the pair test ({i}, {j}) gave {v!r} at output "
-                    f"{tuple(int(t) for t in bad)}, which is not a count of the small terms "
-                    f"(multiples of {s!r} up to {most})",
-                    {"pair": [i, j], "observed": v, "small": s})
-            total += counts.astype(np.int64)
+            got = placer.call(np.asarray(A), np.asarray(B)) / s
+            total += _counts(got[None], s, size, [(i, j)])[0]
+            start += size
         sig.append(total)
     stacked = np.stack(sig, axis=-1).reshape(batch * batch, -1)
     _, first_index, inverse = np.unique(stacked, axis=0, return_index=True,
