@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numba
 import numpy as np
 import pytest
 from sr_stream import draw as documented
@@ -68,6 +69,8 @@ def test_encode_draws_the_documented_stream(sr_bits: int | None, dtype: type,
     draw."""
     x: np.ndarray = (np.random.default_rng(1).standard_normal(70_000) * 0.05 + 0.3).astype(dtype)
     k = 64 if sr_bits is None else sr_bits
+    if threads > int(getattr(numba.config, "NUMBA_NUM_THREADS")):
+        pytest.skip(f"numba has fewer than {threads} threads here")
     previous = numerics.get_num_threads()
     numerics.set_num_threads(threads)
     try:
