@@ -27,7 +27,6 @@ from numerics.formats import Format, NaNEncoding, as_format, get_format
 from numerics.parse import ParsedValue, parse_value
 from numerics.parts import exact_decimal, first_draw
 from numerics.rounding import check_overflow, check_rounding
-from numerics.ulp import next_down, next_up
 
 __all__ = [
     "DEFAULT_VALUE_FORMATS",
@@ -497,15 +496,32 @@ def inspect_code(code: int, fmt: Format | str) -> CodeReport:
     here = _encoded(v, code, fmt, False)
     if here.kind == "nan":
         return CodeReport(here, None, None)
-    neighbours: list[Encoded | None] = []
-    for step in (next_down, next_up):
-        n = float(step(float(v), fmt))
-        if math.isnan(n) or n == float(v):
-            neighbours.append(None)
-            continue
-        ncode = encode_exact(n, fmt)
-        neighbours.append(_encoded(decode_exact(ncode, fmt), ncode, fmt, False))
-    return CodeReport(here, neighbours[0], neighbours[1])
+    below, above = (_neighbour(v, fmt, up) for up in (False, True))
+    return CodeReport(here, *(None if c is None else _encoded(decode_exact(c, fmt), c, fmt, False)
+                              for c in (below, above)))
+
+
+def _neighbour(v: Fraction | float, fmt: Format, up: bool) -> int | None:
+    """The code of the next value above (``up``) or below the non-NaN value ``v`` of
+    ``fmt``, or None where there is none (beyond an infinity or ``max`` without one).
+
+    Exact, with no kernel (``fpinspect bits`` compiles nothing): ``v`` moved by half the
+    format's least spacing, ``2**(emin - t - 1)``, lies strictly between ``v`` and its
+    neighbour, so rounding it up (down) gives the neighbour.  In a signed format without
+    zero, ``-2**emin`` and ``2**emin`` are neighbours, which that rounding cannot reach
+    (it rounds the values between them back to ``v``: :func:`numerics.ulp.next_up`'s
+    rule, which a test checks on every code)."""
+    if isinstance(v, float) and math.isinf(v):
+        if (v > 0) == up:
+            return None
+        return encode_exact(fmt.max_exact if v > 0 else -fmt.max_exact, fmt)
+    x = Fraction(v)
+    half = Fraction(2) ** (fmt.emin - fmt.trailing_bits - 1)
+    code = encode_exact(x + half if up else x - half, fmt, rounding="ru" if up else "rd")
+    w = decode_exact(code, fmt)
+    if w == x and fmt.signed and not fmt.has_zero and (x < 0) == up:
+        return encode_exact(-x, fmt)  # across the gap around zero: -2**emin <-> 2**emin
+    return None if w == x or (isinstance(w, float) and math.isnan(w)) else code
 
 
 @dataclass(frozen=True)
