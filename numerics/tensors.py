@@ -345,7 +345,7 @@ def _kind_of(path: str) -> str:
     for suffix in _SUFFIXES:
         if path.lower().endswith(suffix):
             return suffix
-    if path.lower().endswith((".pt", ".pth", ".bin")):
+    if path.lower().endswith((".pt", ".pth", ".bin", ".ckpt")):
         raise TensorFileError(
             f"Got file {path!r}: load_tensor reads .npy, .npz and .safetensors files; "
             "open torch files with numerics.checkpoint.open_source (needs torch)"

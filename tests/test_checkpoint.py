@@ -187,6 +187,29 @@ def test_torch_state_dicts(tmp_path: Path) -> None:
     assert hash_source(tmp_path / "m.pt").digest == hash_source(tmp_path / "s").digest
 
 
+class _Hyper(dict):
+    """A class of the user's in a checkpoint (as Lightning's AttributeDict of hparams)."""
+
+
+def test_lightning_style_ckpt(tmp_path: Path) -> None:
+    """A ``.ckpt`` (PyTorch Lightning, Stable Diffusion) is a torch file: its state dict
+    is read, the rest named as left out; one holding a user's class is refused, since
+    weights_only never runs a pickle's code."""
+    torch = pytest.importorskip("torch")
+    sd = {"layer.w": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+          "layer.b": torch.ones(3, dtype=torch.bfloat16)}
+    torch.save({"state_dict": sd, "epoch": 3, "global_step": 120,
+                "hyper_parameters": {"lr": 0.1}}, tmp_path / "epoch=3.ckpt")
+    src = open_source(tmp_path / "epoch=3.ckpt")
+    assert src.names == ("state_dict.layer.b", "state_dict.layer.w")
+    assert set(src.skipped) == {"epoch", "global_step", "hyper_parameters.lr"}
+    np.testing.assert_array_equal(src["state_dict.layer.w"].read(), np.arange(6.0))
+    assert open_source(tmp_path).names == src.names  # a folder of one .ckpt
+    torch.save({"state_dict": sd, "hyper_parameters": _Hyper(lr=0.1)}, tmp_path / "h.ckpt")
+    with pytest.raises(TensorFileError, match="holds more than tensors"):
+        open_source(tmp_path / "h.ckpt")
+
+
 # ---------------------------------------------------------------- diff
 def _perturbed(w: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     v = {k: x.copy() for k, x in w.items()}

@@ -104,7 +104,7 @@ commands:
   probe MOD:FUNC   how a black-box matmul or sum accumulates (order, bits, rounding)
 
 PATH: .safetensors, a directory of shards (with or without model.safetensors.index.json)
-or the index, .npz, .npy, torch .pt/.pth/.bin (needs torch); PATH:KEY is one tensor.
+or the index, .npz, .npy, torch .pt/.pth/.bin/.ckpt (needs torch); PATH:KEY is one tensor.
 
 examples:
   fpinspect                          0.1 in every common format

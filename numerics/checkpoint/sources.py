@@ -9,7 +9,7 @@ A *source* is a path naming tensors:
 * a directory without safetensors files: its torch files, else its
   ``.npz``/``.npy`` files (activation dumps);
 * a ``.npz`` file; a ``.npy`` file (one tensor, named by the file's stem);
-* a torch ``.pt``/``.pth``/``.bin`` state dict (nested dicts flattened with
+* a torch ``.pt``/``.pth``/``.bin``/``.ckpt`` state dict (nested dicts flattened with
   dots; two entries that join to the same name are an error), read with
   ``torch.load(..., weights_only=True, mmap=True)`` (a legacy non-zip file is
   read whole, without ``mmap``): torch, the project's optional extra ``torch``;
@@ -75,7 +75,7 @@ __all__ = [
     "open_source",
 ]
 
-_TORCH_SUFFIXES = (".pt", ".pth", ".bin")
+_TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 #: torch's dtype of two e2m1 codes in a byte, the first in the low bits (read unpacked)
 _TORCH_FP4 = "torch.float4_e2m1fn_x2"
 _SUFFIXES = (".safetensors", ".npz", ".npy", *_TORCH_SUFFIXES, ".json")
@@ -561,8 +561,8 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
     if torch is None:
         raise TensorFileError(
             f"Got torch file {file!r}, but torch is not installed; install it (pip install "
-            "torch, or the project's extra: pip install -e '.[torch]') to read .pt/.pth/.bin "
-            "files")
+            "torch, or the project's extra: pip install -e '.[torch]') to read "
+            ".pt/.pth/.bin/.ckpt files")
     # the zip format is memory-mapped; the legacy one (torch.save(...,
     # _use_new_zipfile_serialization=False), old pytorch_model.bin) cannot be and is read whole
     records = _storage_records(file) if container == "zip" else None
@@ -802,7 +802,7 @@ def _file_refs(path: str) -> tuple[list[TensorRef], list[str]]:
     if low.endswith(_TORCH_SUFFIXES):
         return _torch_refs(path)
     raise TensorFileError(
-        f"Got file {path!r}, but only .safetensors, .npz, .npy, .pt, .pth, .bin files and "
+        f"Got file {path!r}, but only .safetensors, .npz, .npy, .pt, .pth, .bin, .ckpt files and "
         "*.index.json indexes hold tensors")
 
 
@@ -846,7 +846,7 @@ def _directory(path: str) -> Source:
                                     "directory", refs, skipped), tensor_files)
     raise TensorFileError(
         f"Got directory {path!r}, which holds no tensor files (.safetensors, .pt, .pth, .bin, "
-        ".npz, .npy)")
+        ".ckpt, .npz, .npy)")
 
 
 def _unread(src: Source, tensor_files: list[str]) -> Source:
