@@ -39,6 +39,7 @@ from numerics.formats import Format, as_format
 
 __all__ = [
     "SAFETENSORS_DTYPES",
+    "TORCH_SUFFIXES",
     "Tensor",
     "TensorFileError",
     "check_raw_codes",
@@ -78,6 +79,9 @@ _SAFETENSORS: dict[str, np.dtype | str] = {
 #: unpacked, one element per byte, as the ml_dtypes type named.
 _PACKED: dict[str, str] = {"F4": "float4_e2m1fn"}
 _SUFFIXES = (".npy", ".npz", ".safetensors")
+#: The suffixes of torch files (zip or legacy pickles of a state dict), which
+#: :mod:`numerics.checkpoint` reads with torch.
+TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 _MAX_HEADER = 100 * 2**20
 
 if TYPE_CHECKING:
@@ -345,7 +349,7 @@ def _kind_of(path: str) -> str:
     for suffix in _SUFFIXES:
         if path.lower().endswith(suffix):
             return suffix
-    if path.lower().endswith((".pt", ".pth", ".bin", ".ckpt")):
+    if path.lower().endswith(TORCH_SUFFIXES):
         raise TensorFileError(
             f"Got file {path!r}: load_tensor reads .npy, .npz and .safetensors files; "
             "open torch files with numerics.checkpoint.open_source (needs torch)"

@@ -51,6 +51,7 @@ import numpy as np
 from numerics.dtypes import format_of_dtype
 from numerics.formats import Format
 from numerics.tensors import (
+    TORCH_SUFFIXES,
     TensorFileError,
     check_raw_codes,
     check_tensor_dtype,
@@ -75,10 +76,10 @@ __all__ = [
     "open_source",
 ]
 
-_TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
+_TORCH_NAMES = "/".join(TORCH_SUFFIXES)  # ".pt/.pth/.bin/.ckpt", for messages
 #: torch's dtype of two e2m1 codes in a byte, the first in the low bits (read unpacked)
 _TORCH_FP4 = "torch.float4_e2m1fn_x2"
-_SUFFIXES = (".safetensors", ".npz", ".npy", *_TORCH_SUFFIXES, ".json")
+_SUFFIXES = (".safetensors", ".npz", ".npy", *TORCH_SUFFIXES, ".json")
 
 
 @dataclass(frozen=True)
@@ -561,8 +562,8 @@ def _torch_state_of(fid: _FileId, file: str) -> dict[str, Any]:
     if torch is None:
         raise TensorFileError(
             f"Got torch file {file!r}, but torch is not installed; install it (pip install "
-            "torch, or the project's extra: pip install -e '.[torch]') to read "
-            ".pt/.pth/.bin/.ckpt files")
+            f"torch, or the project's extra: pip install -e '.[torch]') to read {_TORCH_NAMES} "
+            "files")
     # the zip format is memory-mapped; the legacy one (torch.save(...,
     # _use_new_zipfile_serialization=False), old pytorch_model.bin) cannot be and is read whole
     records = _storage_records(file) if container == "zip" else None
@@ -799,10 +800,10 @@ def _file_refs(path: str) -> tuple[list[TensorRef], list[str]]:
         return _npz(path)
     if low.endswith(".npy"):
         return _npy(path), []
-    if low.endswith(_TORCH_SUFFIXES):
+    if low.endswith(TORCH_SUFFIXES):
         return _torch_refs(path)
     raise TensorFileError(
-        f"Got file {path!r}, but only .safetensors, .npz, .npy, .pt, .pth, .bin, .ckpt files and "
+        f"Got file {path!r}, but only .safetensors, .npz, .npy, {_TORCH_NAMES} files and "
         "*.index.json indexes hold tensors")
 
 
@@ -824,7 +825,7 @@ def _collect(path: str, files: list[str], kind: str, refs: list[TensorRef],
 
 def _directory(path: str) -> Source:
     names = sorted(os.listdir(path))
-    groups = ((".safetensors",), _TORCH_SUFFIXES, (".npz", ".npy"))
+    groups = ((".safetensors",), TORCH_SUFFIXES, (".npz", ".npy"))
     tensor_files = [n for n in names if n.lower().endswith(sum(groups, ()))
                     and _is_file(os.path.join(path, n))]
     indexes = [n for n in names if n.endswith(".index.json")]
@@ -845,8 +846,8 @@ def _directory(path: str) -> Source:
             return _unread(_collect(path, files, "sharded" if group == (".safetensors",) else
                                     "directory", refs, skipped), tensor_files)
     raise TensorFileError(
-        f"Got directory {path!r}, which holds no tensor files (.safetensors, .pt, .pth, .bin, "
-        ".ckpt, .npz, .npy)")
+        f"Got directory {path!r}, which holds no tensor files (.safetensors, {_TORCH_NAMES}, "
+        ".npz, .npy)")
 
 
 def _unread(src: Source, tensor_files: list[str]) -> Source:
