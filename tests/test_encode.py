@@ -19,13 +19,13 @@ from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
-import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from peers import ML_DTYPES
 from strategies_core import ALL_FORMATS, DETERMINISTIC, float64_near_grid, nudge, values_for
+from thread_pool import available
 
 import numerics
 from numerics import encoding
@@ -453,8 +453,7 @@ def test_decode_names_the_first_code_outside_the_format(dtype: str, n: int) -> N
     codes = rng.integers(0, 16, n).astype(dt)
     before = get_num_threads()
     try:
-        pool = int(getattr(numba.config, "NUMBA_NUM_THREADS"))  # (1 on a 1-CPU machine)
-        for threads in sorted({1, 2, before} & set(range(1, pool + 1))):
+        for threads in available(1, 2, before):
             set_num_threads(threads)
             assert numerics.decode(codes, fmt).tolist() == decode_table(fmt)[
                 codes.astype(np.int64)].tolist()

@@ -21,6 +21,7 @@ from numerics.formats import Format, Infinity, NaNEncoding
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ops_reference import NoNaN, reference, sr_candidates
+from thread_pool import available
 
 MODES = ("rne", "rna", "rtz", "ru", "rd", "rto")
 OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1}
@@ -531,13 +532,11 @@ def test_same_bits_for_every_thread_count(name: str, op: str, rounding: str) -> 
     """Results and flags (stochastic rounding included) do not depend on the thread count
     set, for 3 chunks of 4096 elements and a bit (below the size from which the calls
     split, which tests/test_thread_counts.py crosses)."""
-    import numba
-
     from numerics.threads import get_num_threads, set_num_threads
 
     xs = _layout_operands(name, op, 3 * 4096 + 17)
     before = get_num_threads()
-    counts = sorted({1, 2, 4} & set(range(1, int(getattr(numba.config, "NUMBA_NUM_THREADS")) + 1)))
+    counts = available(1, 2, 4)
     outs = []
     try:
         for k in counts:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from int_reference import DETERMINISTIC, int_code, round_quotient, sr_quotient
 from sr_stream import GOLDEN, draw
+from thread_pool import available
 
 import numerics
 from numerics.codec import decode_exact, encode_exact
@@ -165,17 +166,13 @@ def _results(x: np.ndarray, axis: int = -1) -> list[np.ndarray]:
 
 
 def test_same_bits_for_every_thread_count() -> None:
-    import numba
-
-    pool = int(getattr(numba.config, "NUMBA_NUM_THREADS"))
     x = _special_matrix(1)
     before = get_num_threads()
     try:
         results = []
-        for n in sorted({1, 2, min(4, pool)}):
-            if n <= pool:
-                set_num_threads(n)
-                results.append(_results(x))
+        for n in available(1, 2, 4):
+            set_num_threads(n)
+            results.append(_results(x))
     finally:
         set_num_threads(before)
     for other in results[1:]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import numba
 import numpy as np
 import pytest
 from sr_stream import draw as documented
 from sr_stream import mix64, per_word
+from thread_pool import pool
 
 import numerics
 from numerics.codec import encode_exact
@@ -69,7 +69,7 @@ def test_encode_draws_the_documented_stream(sr_bits: int | None, dtype: type,
     draw."""
     x: np.ndarray = (np.random.default_rng(1).standard_normal(70_000) * 0.05 + 0.3).astype(dtype)
     k = 64 if sr_bits is None else sr_bits
-    if threads > int(getattr(numba.config, "NUMBA_NUM_THREADS")):
+    if threads > pool():
         pytest.skip(f"numba has fewer than {threads} threads here")
     previous = numerics.get_num_threads()
     numerics.set_num_threads(threads)

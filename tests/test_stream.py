@@ -22,6 +22,7 @@ import ml_dtypes
 import numba
 import numpy as np
 import pytest
+from thread_pool import pool
 
 import numerics
 from numerics.kernels import codec as kcodec
@@ -167,7 +168,7 @@ def test_stream_decode_spans_match_the_plain_spans() -> None:
 def test_large_public_calls_stream_and_match_the_peers(threads: int) -> None:
     n = stream.STREAM_MIN  # bfloat16 output 2 * STREAM_MIN bytes: each piece streams
     x = _patterns(n, 11)
-    if threads > int(getattr(numba.config, "NUMBA_NUM_THREADS")):
+    if threads > pool():
         pytest.skip(f"numba has fewer than {threads} threads here")
     before = get_num_threads()
     set_num_threads(threads)
@@ -194,7 +195,6 @@ def test_a_literal_flag_compiles_one_of_the_two_loops() -> None:
     """map_into with a literal ``stream`` builds only the loop it names (numba offers an
     overload non-literal arguments first unless it asks for literals; then both loops
     were typed and lowered in every kernel)."""
-    import numba
 
     @numba.njit
     def one(b: Any, C: Any) -> Any:
